@@ -1,0 +1,7 @@
+"""docketeer: a Luigi pipeline keeping a local, searchable copy of regulations.gov comments.
+
+``luigi --module pipeline IndexAll`` imports this package; the task classes live in
+``pipeline.tasks`` and are re-exported here so Luigi finds them by name.
+"""
+
+from pipeline.tasks import DiscoverDockets, DocketStageTask, DocketWrapper  # noqa: F401

@@ -1,0 +1,191 @@
+"""Settings: defaults here, overridden by ``luigi.cfg`` ``[docketeer]``, overridden by environment.
+
+Every setting has a default, may be set in the ``[docketeer]`` section of ``luigi.cfg`` and
+may be overridden by ``DOCKETEER_<NAME>`` (secrets also by their conventional variable, e.g.
+``REGULATIONS_GOV_API_KEY``). ``docketeer config`` prints the effective values and where
+each came from, with secrets masked.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import luigi
+
+from pipeline.errors import ConfigError
+
+SECTION = "docketeer"
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    kind: type
+    default: Any
+    doc: str
+    choices: tuple[str, ...] = ()
+    secret: bool = False
+    env_aliases: tuple[str, ...] = ()
+    minimum: float | None = None
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("data_dir", str, "./data", "folder for every file docketeer writes"),
+    Setting("state_url", str, "", "state DB: empty = SQLite under data_dir, or postgresql://..."),
+    Setting("index_url", str, "", "index DB: empty = embedded PostgreSQL under data_dir, or postgresql://..."),
+    Setting("blob_url", str, "", "blob store: empty = data_dir/blobs, a folder, or s3://bucket/prefix"),
+    Setting("s3_endpoint_url", str, "", "S3 endpoint for blob_url / mirror_url (empty = AWS)"),
+    Setting("source", str, "api", "where details and attachments come from", ("api", "mirror")),
+    Setting("api_base", str, "https://api.regulations.gov/v4", "regulations.gov v4 base URL"),
+    Setting("api_key", str, "", "regulations.gov API key", secret=True,
+            env_aliases=("REGULATIONS_GOV_API_KEY",)),
+    Setting("fr_base", str, "https://www.federalregister.gov/api/v1", "Federal Register API base URL"),
+    Setting("mirror_url", str, "", "mirrulations-layout mirror: a folder or s3://bucket[/prefix]"),
+    Setting("mirror_unsigned", bool, True, "read the S3 mirror without credentials (public bucket)"),
+    Setting("discover", str, "list", "where docket rows come from", ("list", "fr", "mirror", "none")),
+    Setting("dockets", str, "", "comma-separated docket ids for discover=list"),
+    Setting("fr_agencies", str, "", "comma-separated Federal Register agency slugs for discover=fr"),
+    Setting("fr_since", str, "", "publication date lower bound YYYY-MM-DD for discover=fr"),
+    Setting("seal_quiet_days", int, 30, "days after comment close before a quiet docket seals", minimum=0),
+    Setting("freshness_seconds", int, 3600, "an open docket is re-pulled once per window", minimum=1),
+    Setting("discover_seconds", int, 86400, "discovery runs once per window", minimum=1),
+    Setting("lease_seconds", int, 7200, "a (stage, docket) lease expires after this", minimum=1),
+    Setting("request_budget", int, 900, "API requests allowed per run (0 = unlimited)", minimum=0),
+    Setting("budget_seconds", int, 0, "wall-clock seconds per run (0 = unlimited)", minimum=0),
+    Setting("pace_seconds", float, 0.5, "minimum seconds between API calls", minimum=0),
+    Setting("max_attachment_bytes", int, 200 * 1024 * 1024, "larger attachments are too_large", minimum=1),
+    Setting("format_preference", str, "pdf,docx,doc,txt,htm,html,rtf", "attachment format preference order"),
+    Setting("extract_workers", int, 0, "extraction processes (0 = number of cores)", minimum=0),
+    Setting("max_pdf_pages", int, 2000, "PDFs with more pages are failed", minimum=1),
+    Setting("max_docx_bytes", int, 200 * 1024 * 1024, "DOCX uncompressed size limit", minimum=1),
+    Setting("file_seconds", int, 120, "per-file extraction time limit", minimum=1),
+    Setting("embedder", str, "minilm", "embedding model", ("minilm", "openai", "hashing")),
+    Setting("embed_batch", int, 64, "chunks per embed call", minimum=1),
+    Setting("chunk_chars", int, 1200, "maximum characters per chunk", minimum=200),
+    Setting("openai_url", str, "http://127.0.0.1:8080/v1", "OpenAI-compatible embeddings endpoint"),
+    Setting("openai_model", str, "text-embedding-3-small", "model name for embedder=openai"),
+    Setting("openai_api_key", str, "", "key for embedder=openai", secret=True, env_aliases=("OPENAI_API_KEY",)),
+    Setting("log_every_seconds", float, 10.0, "progress log interval", minimum=0.1),
+)
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _convert(setting: Setting, raw: str, origin: str) -> Any:
+    text = raw.strip()
+    try:
+        if setting.kind is bool:
+            if text.lower() not in _TRUE | _FALSE:
+                raise ValueError
+            value: Any = text.lower() in _TRUE
+        else:
+            value = setting.kind(text)
+    except ValueError:
+        raise ConfigError(
+            f"{setting.name} = {text!r} (from {origin}) is not a valid {setting.kind.__name__}"
+        ) from None
+    if setting.choices and value not in setting.choices:
+        raise ConfigError(
+            f"{setting.name} = {text!r} (from {origin}) must be one of: {', '.join(setting.choices)}"
+        )
+    if setting.minimum is not None and value < setting.minimum:
+        raise ConfigError(f"{setting.name} = {text!r} (from {origin}) must be >= {setting.minimum:g}")
+    return value
+
+
+def _env_names(setting: Setting) -> tuple[str, ...]:
+    return (f"DOCKETEER_{setting.name.upper()}", *setting.env_aliases)
+
+
+@dataclass(frozen=True)
+class Settings:
+    values: dict[str, Any]
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    # Derived locations: nothing is written outside data_dir unless a URL says so.
+    @property
+    def data_path(self) -> Path:
+        return Path(self.values["data_dir"]).expanduser().resolve()
+
+    @property
+    def docket_list(self) -> list[str]:
+        return [d.strip() for d in self.values["dockets"].split(",") if d.strip()]
+
+    @property
+    def formats(self) -> list[str]:
+        return [f.strip().lower() for f in self.values["format_preference"].split(",") if f.strip()]
+
+    def masked(self) -> list[tuple[str, str, str]]:
+        """(name, shown value, origin) with secrets masked, for ``docketeer config``."""
+        rows = []
+        for s in SETTINGS:
+            value = self.values[s.name]
+            shown = ("***" if value else "(unset)") if s.secret else str(value)
+            rows.append((s.name, shown, self.origins.get(s.name, "default")))
+        return rows
+
+    def secrets(self) -> list[str]:
+        return [self.values[s.name] for s in SETTINGS if s.secret and self.values[s.name]]
+
+    def mask(self, text: str) -> str:
+        """``text`` with every secret replaced by ***: for logs, run rows and errors."""
+        for secret in self.secrets():
+            text = text.replace(secret, "***")
+        return text
+
+
+def load_settings(environ: dict[str, str] | None = None) -> Settings:
+    """Resolve every setting: default < luigi.cfg [docketeer] < environment."""
+    env = os.environ if environ is None else environ
+    parser = luigi.configuration.get_config()
+    known = set(_BY_NAME)
+    if parser.has_section(SECTION):
+        for option in parser.options(SECTION):
+            if option not in known and option.replace("-", "_") not in known:
+                raise ConfigError(f"unknown setting [{SECTION}] {option} in luigi.cfg")
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for s in SETTINGS:
+        value, origin = s.default, "default"
+        if parser.has_option(SECTION, s.name):
+            origin = "luigi.cfg"
+            value = _convert(s, parser.get(SECTION, s.name), origin)
+        for name in _env_names(s):
+            if name in env and env[name] != "":
+                origin = f"env {name}"
+                value = _convert(s, env[name], origin)
+                break
+        values[s.name], origins[s.name] = value, origin
+    return Settings(values, origins)
+
+
+def ensure_data_dir(settings: Settings) -> Path:
+    """Create the data folder and prove it is writable, or raise one clear ConfigError."""
+    path = settings.data_path
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(f"data_dir {path} is not writable: {exc.strerror or exc}") from None
+    return path
+
+
+class docketeer(luigi.Config):  # noqa: N801 - luigi names the config section after the class
+    """The ``[docketeer]`` luigi.cfg section; see SETTINGS for every option and its default.
+
+    Declared so that luigi knows the section; values are resolved by ``load_settings`` so
+    that environment variables can override the file.
+    """

@@ -1,0 +1,67 @@
+"""Process-wide I/O counters: the work a run did, which tests and benchmarks assert on.
+
+Every place that does real I/O (an API call, a PDF opened, a ``combined.md`` read, an
+embed call, a blob read or write, a state row written) increments a named counter here,
+so "a no-op run is a no-op" is something a test can count instead of time.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from contextlib import contextmanager
+
+# The names benchmarks and tests rely on; anything else is free-form (e.g. "api.comments").
+API_CALLS = "api_calls"
+PDF_OPENS = "pdf_opens"
+COMBINED_READS = "combined_reads"
+EMBED_CALLS = "embed_calls"
+ROWS_WRITTEN = "rows_written"
+BLOB_READS = "blob_reads"
+BLOB_WRITES = "blob_writes"
+S3_LIST = "s3_list"
+S3_GET = "s3_get"
+STAGE_CALLS = "stage_calls"
+
+
+class Counters:
+    """A thread-safe bag of named integer counters."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def incr(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[name] += n
+
+    def get(self, name: str) -> int:
+        with self._lock:
+            return self._counts[name]
+
+    def merge(self, other: dict[str, int]) -> None:
+        """Add counts reported by a worker process."""
+        with self._lock:
+            self._counts.update(other)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+    @contextmanager
+    def measure(self):
+        """Yield a dict that, on exit, holds the counts added inside the block."""
+        before = self.snapshot()
+        delta: dict[str, int] = {}
+        try:
+            yield delta
+        finally:
+            after = self.snapshot()
+            delta.update({k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)})
+
+
+counters = Counters()

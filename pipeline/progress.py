@@ -1,0 +1,79 @@
+"""Progress of a long stage: percentage and status for the visualiser, periodic log lines."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+log = logging.getLogger("docketeer")
+
+
+class Progress:
+    """Reports ``done of total`` with rate and ETA to Luigi's visualiser and the log.
+
+    ``on_status`` / ``on_percent`` are the task's set_status_message / set_progress_percentage
+    (None outside Luigi). Log lines come at most every ``every`` seconds, plus a final one.
+    """
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        every: float = 10.0,
+        on_status: Callable[[str], None] | None = None,
+        on_percent: Callable[[int], None] | None = None,
+        on_tick: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.label = label
+        self.every = every
+        self.on_status = on_status
+        self.on_percent = on_percent
+        self.on_tick = on_tick
+        self.clock = clock
+        self.started = clock()
+        self.last_report = self.started
+        self.total = 0
+        self.done = 0
+        self.counts: dict[str, int] = {}
+
+    def start(self, total: int) -> None:
+        self.total = total
+        self._report(force=True)
+
+    def advance(self, outcome: str, n: int = 1) -> None:
+        self.done += n
+        self.counts[outcome] = self.counts.get(outcome, 0) + n
+        self._report()
+
+    def add_total(self, n: int) -> None:
+        self.total += n
+
+    def line(self) -> str:
+        elapsed = max(self.clock() - self.started, 1e-9)
+        rate = self.done / elapsed
+        parts = [f"{self.label}: {self.done}/{self.total}"]
+        if self.total:
+            parts.append(f"{100 * self.done // self.total}%")
+        parts.append(f"{rate:.1f}/s")
+        if rate > 0 and self.total > self.done:
+            parts.append(f"ETA {(self.total - self.done) / rate:.0f}s")
+        if self.counts:
+            parts.append(" ".join(f"{k}={v}" for k, v in sorted(self.counts.items())))
+        return " ".join(parts)
+
+    def _report(self, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now - self.last_report < self.every and self.done != self.total:
+            return
+        self.last_report = now
+        line = self.line()
+        if self.on_percent and self.total:
+            self.on_percent(min(100, 100 * self.done // self.total))
+        if self.on_status:
+            self.on_status(line)
+        if self.on_tick:
+            self.on_tick()
+        if not force:
+            log.info(line)

@@ -1,0 +1,83 @@
+"""The stores a process works with, opened once and lazily: settings, state DB, blobs, index DB."""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import cached_property
+
+from pipeline.config import Settings, ensure_data_dir, load_settings
+from pipeline.store import db as state_db
+from pipeline.store.models import database
+
+log = logging.getLogger("docketeer")
+
+
+class Runtime:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._pid = os.getpid()
+        self._index = None
+
+    @cached_property
+    def data_dir(self):
+        return ensure_data_dir(self.settings)
+
+    @cached_property
+    def state(self):
+        return state_db.open_state_db(self.settings.state_url, self.data_dir)
+
+    @cached_property
+    def blobs(self):
+        from pipeline.store.blobs import open_blob_store
+
+        url = self.settings.blob_url or str(self.data_dir / "blobs")
+        return open_blob_store(url, s3_endpoint_url=self.settings.s3_endpoint_url or None)
+
+    def index_db(self):
+        """The index DB; the embedded server starts on first use and stops at close()."""
+        if self._index is None:
+            from pipeline.index.database import IndexDB
+
+            self._index = IndexDB.open(self.settings.index_url or None, self.data_dir)
+        return self._index
+
+    def after_fork(self) -> None:
+        """A forked Luigi worker must not share its parent's DB connections: open its own."""
+        if os.getpid() == self._pid:
+            return
+        self._pid = os.getpid()
+        if "state" in self.__dict__:
+            # Drop (not close) the inherited handle: closing would end the parent's session.
+            self.state._state.reset()
+        if self._index is not None:
+            self._index.forget_connection()
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+        if "state" in self.__dict__ and not self.state.is_closed():
+            self.state.close()
+
+
+_current: Runtime | None = None
+
+
+def get_runtime() -> Runtime:
+    """The process's runtime, built from the settings on first use."""
+    global _current
+    if _current is None:
+        _current = Runtime(load_settings())
+    _current.after_fork()
+    _current.state  # noqa: B018 - bind the models before anyone queries
+    return _current
+
+
+def set_runtime(runtime: Runtime | None) -> Runtime | None:
+    """Install a runtime (tests, the CLI); returns the previous one."""
+    global _current
+    previous, _current = _current, runtime
+    if runtime is not None and "state" in runtime.__dict__:
+        database.initialize(runtime.state)
+    return previous

@@ -1,0 +1,78 @@
+"""Discovery: which dockets exist. From a configured list, a Federal Register search, or a mirror."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from pipeline.clock import iso, window_start
+from pipeline.store import dockets as docket_rows
+from pipeline.store.models import Docket, Meta
+
+
+@dataclass(frozen=True)
+class Discovered:
+    known: int
+    new: int
+
+
+def _stamp_key(mode: str) -> str:
+    return f"discovered_at:{mode}"
+
+
+def is_current(runtime, now: datetime) -> bool:
+    """True when discovery has nothing to do: no I/O beyond one state-DB read."""
+    settings = runtime.settings
+    mode = settings.discover
+    if mode == "none":
+        return True
+    if mode == "list":
+        wanted = settings.docket_list
+        if not wanted:
+            return True
+        return Docket.select().where(Docket.id.in_(wanted)).count() == len(set(wanted))
+    stamp = Meta.get_or_none(Meta.key == _stamp_key(mode))
+    return stamp is not None and stamp.value >= window_start(now, settings.discover_seconds)
+
+
+def discover(runtime, now: datetime) -> Discovered:
+    settings = runtime.settings
+    mode = settings.discover
+    if mode == "list":
+        ids = settings.docket_list
+    elif mode == "fr":
+        ids = _from_federal_register(runtime)
+    elif mode == "mirror":
+        ids = _from_mirror(runtime)
+    else:
+        ids = []
+    new = docket_rows.ensure_dockets(ids, discovered_by=mode)
+    if mode in ("fr", "mirror"):
+        value = iso(now)
+        Meta.insert(key=_stamp_key(mode), value=value).on_conflict(
+            conflict_target=[Meta.key], update={Meta.value: value}
+        ).execute()
+    return Discovered(known=len(docket_rows.all_docket_ids()), new=new)
+
+
+def _from_federal_register(runtime) -> list[str]:
+    from pipeline.sources.federal_register import FederalRegisterClient
+
+    settings = runtime.settings
+    agencies = [a.strip() for a in settings.fr_agencies.split(",") if a.strip()]
+    since = date.fromisoformat(settings.fr_since) if settings.fr_since else date(date.today().year, 1, 1)
+    client = FederalRegisterClient(settings.fr_base)
+    rules = client.search_proposed_rules(agencies, since, None)
+    return sorted({d for rule in rules for d in rule.docket_ids})
+
+
+def _from_mirror(runtime) -> list[str]:
+    from pipeline.sources.mirror import open_mirror
+
+    settings = runtime.settings
+    mirror = open_mirror(
+        settings.mirror_url,
+        s3_endpoint_url=settings.s3_endpoint_url or None,
+        unsigned=settings.mirror_unsigned,
+    )
+    return sorted(ref.docket_id for ref in mirror.list_dockets())

@@ -1,0 +1,111 @@
+"""Opening the state DB (SQLite by default, PostgreSQL by URL), schema creation and upgrades."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import peewee
+from psycopg2.extensions import parse_dsn
+from playhouse.migrate import PostgresqlMigrator, SqliteMigrator, migrate
+
+from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.errors import ConfigError
+from pipeline.store import models
+from pipeline.store.models import MODELS, Meta, Run
+
+SCHEMA_VERSION = 2
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+class _CountingMixin:
+    """Counts write statements, so tests can assert that a rerun wrote nothing."""
+
+    def execute_sql(self, sql, params=None, *args, **kwargs):
+        if sql.lstrip()[:7].upper().startswith(_WRITES):
+            counters.incr(ROWS_WRITTEN)
+        return super().execute_sql(sql, params, *args, **kwargs)
+
+
+class StateSqlite(_CountingMixin, peewee.SqliteDatabase):
+    pass
+
+
+class StatePostgres(_CountingMixin, peewee.PostgresqlDatabase):
+    pass
+
+
+def make_database(url: str, data_dir: Path) -> peewee.Database:
+    """A peewee database for ``url`` (empty: SQLite at data_dir/state.sqlite)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        params = parse_dsn(url)
+        return StatePostgres(params.pop("dbname", "postgres"), **params)
+    if url and not url.startswith("sqlite:///"):
+        raise ConfigError(f"state_url must be empty, sqlite:///PATH or postgresql://...: {url!r}")
+    path = Path(url[len("sqlite:///"):]) if url else data_dir / "state.sqlite"
+    return StateSqlite(
+        str(path),
+        pragmas={
+            "journal_mode": "wal",
+            "busy_timeout": 30000,
+            "foreign_keys": 1,
+            "synchronous": "normal",
+        },
+    )
+
+
+def _redacted(url: str) -> str:
+    return url.split("@")[-1] if "@" in url else url
+
+
+def open_state_db(url: str, data_dir: Path) -> peewee.Database:
+    """Bind the models to the state DB, create or upgrade its schema; one clear error if unusable."""
+    db = make_database(url, data_dir)
+    try:
+        db.connect(reuse_if_open=True)
+    except peewee.OperationalError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"cannot open state DB {_redacted(url) or data_dir}: {first}") from None
+    models.database.initialize(db)
+    ensure_schema(db)
+    return db
+
+
+def schema_version(db: peewee.Database) -> int:
+    if not db.table_exists(Meta._meta.table_name):
+        return 0
+    row = Meta.get_or_none(Meta.key == "schema_version")
+    return int(row.value) if row else 0
+
+
+def ensure_schema(db: peewee.Database) -> None:
+    """Create every table at the latest version, or upgrade an older store in place."""
+    current = schema_version(db)
+    if current == SCHEMA_VERSION:
+        return
+    with db.atomic():
+        if current == 0:
+            db.create_tables(MODELS, safe=True)
+            Meta.insert(key="instance_id", value=uuid.uuid4().hex).on_conflict_ignore().execute()
+        else:
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                UPGRADES[version](db)
+        (
+            Meta.insert(key="schema_version", value=str(SCHEMA_VERSION))
+            .on_conflict(conflict_target=[Meta.key], update={Meta.value: str(SCHEMA_VERSION)})
+            .execute()
+        )
+
+
+def _migrator(db: peewee.Database):
+    return PostgresqlMigrator(db) if isinstance(db, peewee.PostgresqlDatabase) else SqliteMigrator(db)
+
+
+def _upgrade_to_2(db: peewee.Database) -> None:
+    """v2: runs record whether they stopped because their budget was spent."""
+    columns = {c.name for c in db.get_columns(Run._meta.table_name)}
+    if "budget_spent" not in columns:
+        migrate(_migrator(db).add_column(Run._meta.table_name, "budget_spent", Run.budget_spent))
+
+
+UPGRADES = {2: _upgrade_to_2}

@@ -1,0 +1,104 @@
+"""Docket rows: lookup, creation, seals."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from peewee import fn
+
+from pipeline.clock import iso, utcnow
+from pipeline.errors import DocketeerError
+from pipeline.ids import validate_id
+from pipeline.seals import SealFacts
+from pipeline.store.models import Docket, DocketStage, ItemState, database
+
+
+class UnknownDocket(DocketeerError):
+    pass
+
+
+def get_docket(docket_id: str) -> Docket | None:
+    return Docket.get_or_none(Docket.id == docket_id)
+
+
+def require_docket(docket_id: str) -> Docket:
+    docket = get_docket(docket_id)
+    if docket is None:
+        raise UnknownDocket(f"unknown docket {docket_id!r}")
+    return docket
+
+
+def ensure_dockets(docket_ids: list[str], discovered_by: str) -> int:
+    """Insert rows for dockets not known yet; returns how many were new. Known rows are untouched."""
+    ids = [validate_id(d, "docket id") for d in docket_ids]
+    known = {d.id for d in Docket.select(Docket.id).where(Docket.id.in_(ids))} if ids else set()
+    new = [
+        {"id": d, "agency": d.split("-")[0], "discovered_by": discovered_by}
+        for d in dict.fromkeys(ids)
+        if d not in known
+    ]
+    if new:
+        with database.atomic():
+            Docket.insert_many(new).on_conflict_ignore().execute()
+    return len(new)
+
+
+def all_docket_ids() -> list[str]:
+    return [d.id for d in Docket.select(Docket.id).order_by(Docket.id)]
+
+
+def seal_status(docket_ids: list[str] | None = None) -> dict[str, str | None]:
+    """docket id -> sealed_at, in one query (the wrappers use it to pick each task's target)."""
+    query = Docket.select(Docket.id, Docket.sealed_at)
+    if docket_ids is not None:
+        query = query.where(Docket.id.in_(docket_ids))
+    return {d.id: d.sealed_at for d in query}
+
+
+def seal_facts(docket: Docket) -> SealFacts:
+    return SealFacts(docket.comment_end_date, docket.last_pull_at, docket.last_pull_new, docket.sealed_at)
+
+
+def state_counts(docket_id: str) -> dict[str, dict[str, int]]:
+    """stage -> state -> count, from the per-item state rows alone."""
+    query = (
+        ItemState.select(ItemState.stage, ItemState.state, fn.COUNT(ItemState.item).alias("n"))
+        .where(ItemState.docket == docket_id)
+        .group_by(ItemState.stage, ItemState.state)
+        .tuples()
+    )
+    counts: dict[str, dict[str, int]] = {}
+    for stage, state, n in query:
+        counts.setdefault(stage, {})[state] = n
+    return counts
+
+
+def seal(docket_id: str, reason: str, now: datetime | None = None) -> str:
+    """Seal a docket, recording why and its counts at that moment; returns sealed_at."""
+    if reason not in ("auto", "manual"):
+        raise ValueError(f"seal reason must be auto or manual, not {reason!r}")
+    docket = require_docket(docket_id)
+    if docket.sealed_at:
+        return docket.sealed_at
+    sealed_at = iso(now or utcnow())
+    counts = json.dumps(state_counts(docket_id), sort_keys=True)
+    Docket.update(sealed_at=sealed_at, seal_reason=reason, counts_at_seal=counts).where(
+        Docket.id == docket_id
+    ).execute()
+    return sealed_at
+
+
+def unseal(docket_id: str) -> bool:
+    """Unseal: every sealed marker recorded under the old seal stops matching. True if it was sealed."""
+    docket = require_docket(docket_id)
+    if not docket.sealed_at:
+        return False
+    Docket.update(sealed_at=None, seal_reason=None, counts_at_seal=None).where(
+        Docket.id == docket_id
+    ).execute()
+    return True
+
+
+def stage_markers(docket_id: str) -> dict[str, DocketStage]:
+    return {m.stage: m for m in DocketStage.select().where(DocketStage.docket == docket_id)}

@@ -1,0 +1,153 @@
+"""The state DB schema: peewee models shared by SQLite and PostgreSQL.
+
+Timestamps are ISO-8601 UTC text (``2026-09-08T12:00:00.123456Z``): they compare correctly
+as strings, and a dump of the tables is byte-identical on both databases.
+"""
+
+from __future__ import annotations
+
+from peewee import (
+    AutoField,
+    BooleanField,
+    CompositeKey,
+    DatabaseProxy,
+    IntegerField,
+    Model,
+    TextField,
+)
+
+database = DatabaseProxy()
+
+
+class BaseModel(Model):
+    class Meta:
+        database = database
+        legacy_table_names = False
+
+
+class Meta(BaseModel):
+    """Key/value facts about the store itself (schema version, instance id)."""
+
+    key = TextField(primary_key=True)
+    value = TextField()
+
+
+class Docket(BaseModel):
+    id = TextField(primary_key=True)
+    agency = TextField(null=True)
+    title = TextField(null=True)
+    # JSON list of comment-bearing documents: [{"id", "object_id", "start", "end"}]
+    documents = TextField(null=True)
+    comment_start_date = TextField(null=True)  # YYYY-MM-DD
+    comment_end_date = TextField(null=True)  # YYYY-MM-DD, the latest window's close
+    discovered_by = TextField(null=True)  # list | fr | mirror | fetch
+    resolved_at = TextField(null=True)  # documents and object ids known
+    pull_watermark = TextField(null=True)  # max lastModifiedDate seen by a clean walk (UTC)
+    last_pull_at = TextField(null=True)  # end of the last clean walk
+    last_pull_new = IntegerField(null=True)  # comments created by that walk
+    sealed_at = TextField(null=True)
+    seal_reason = TextField(null=True)  # auto | manual
+    counts_at_seal = TextField(null=True)  # JSON
+
+
+class Item(BaseModel):
+    """A comment or a document; fields change only when the source changed."""
+
+    key = TextField(primary_key=True)
+    docket = TextField(index=True)
+    kind = TextField()  # comment | document
+    title = TextField(null=True)
+    object_id = TextField(null=True)
+    comment_on_document_id = TextField(null=True)
+    posted_date = TextField(null=True)
+    last_modified = TextField(null=True)
+    withdrawn = BooleanField(default=False)
+    summary_hash = TextField(null=True)  # hash of the normalized list summary
+    detail_hash = TextField(null=True)  # hash of the normalized detail record
+    detail_summary_hash = TextField(null=True)  # summary_hash the detail was fetched for
+    body = TextField(null=True)  # inline comment text
+    submitter = TextField(null=True)
+    organization = TextField(null=True)
+    received_date = TextField(null=True)
+    created_at = TextField()
+    updated_at = TextField()
+
+
+class Attachment(BaseModel):
+    id = AutoField()
+    item = TextField()
+    filename = TextField()  # attachment_1.pdf, content.pdf
+    ordinal = IntegerField(default=0)
+    format = TextField(null=True)
+    source_url = TextField(null=True)
+    declared_size = IntegerField(null=True)
+    sha256 = TextField(null=True)
+    size = IntegerField(null=True)
+
+    class Meta:
+        indexes = ((("item", "filename"), True),)
+
+
+class ItemState(BaseModel):
+    """One row per (stage, item), transitioned in place: the per-item decision and audit."""
+
+    stage = TextField()
+    item = TextField()
+    docket = TextField()
+    fingerprint = TextField(null=True)
+    content_hash = TextField(null=True)
+    state = TextField()
+    reason = TextField(null=True)
+    detail = TextField(null=True)
+    run_id = TextField(null=True)
+    written_at = TextField()
+
+    class Meta:
+        primary_key = CompositeKey("stage", "item")
+        indexes = ((("docket", "stage", "state"), False),)
+
+
+class DocketStage(BaseModel):
+    """The completion marker of one stage over one docket."""
+
+    docket = TextField()
+    stage = TextField()
+    version = IntegerField()
+    sealed_at = TextField(null=True)  # the docket's seal this completion was recorded under
+    input_fingerprint = TextField(null=True)
+    output_fingerprint = TextField(null=True)
+    completed_at = TextField()
+    run_id = TextField(null=True)
+
+    class Meta:
+        primary_key = CompositeKey("docket", "stage")
+
+
+class Lease(BaseModel):
+    stage = TextField()
+    docket = TextField()
+    token = TextField()
+    holder = TextField()
+    expires_at = TextField()
+
+    class Meta:
+        primary_key = CompositeKey("stage", "docket")
+
+
+class Run(BaseModel):
+    """One row per task run."""
+
+    id = AutoField()
+    run_id = TextField(unique=True)
+    task = TextField()
+    stage = TextField(null=True)
+    docket = TextField(null=True, index=True)
+    started_at = TextField()
+    finished_at = TextField(null=True)
+    clean = BooleanField(null=True)
+    counters = TextField(null=True)  # JSON
+    message = TextField(null=True)
+    budget_spent = BooleanField(default=False)  # added in schema version 2
+
+
+MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run)

@@ -1,0 +1,36 @@
+"""The run log: one row per task run, with its counters and whether it ended clean."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from pipeline.clock import iso, utcnow
+from pipeline.store.models import Run
+
+
+def start_run(task: str, stage: str | None, docket_id: str | None) -> str:
+    run_id = uuid.uuid4().hex
+    Run.insert(
+        run_id=run_id, task=task, stage=stage, docket=docket_id, started_at=iso(utcnow())
+    ).execute()
+    return run_id
+
+
+def finish_run(
+    run_id: str, *, clean: bool, counters: dict, message: str = "", budget_spent: bool = False
+) -> None:
+    Run.update(
+        finished_at=iso(utcnow()),
+        clean=clean,
+        counters=json.dumps(counters, sort_keys=True),
+        message=message[:2000],
+        budget_spent=budget_spent,
+    ).where(Run.run_id == run_id).execute()
+
+
+def last_runs(docket_id: str | None = None, limit: int = 20) -> list[Run]:
+    query = Run.select().order_by(Run.id.desc()).limit(limit)
+    if docket_id:
+        query = query.where(Run.docket == docket_id)
+    return list(query)

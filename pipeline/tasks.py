@@ -1,0 +1,258 @@
+"""Thin Luigi wrappers: one task per (stage, docket), plus wrappers over the known dockets.
+
+A task only wires parameters, targets, the lease, the run row and progress to a plain stage
+function (``pipeline.stages``). Completion is decided by targets that read one indexed row,
+so the scheduler drops finished dockets before any ``run()``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import ClassVar
+
+import luigi
+
+from pipeline.clock import utcnow, window_start
+from pipeline.counters import STAGE_CALLS, counters
+from pipeline.errors import BudgetSpent, ConfigError
+from pipeline.progress import Progress
+from pipeline.runtime import get_runtime
+from pipeline.stages.base import StageContext, StageResult
+from pipeline.store import dockets as docket_rows
+from pipeline.store import item_states, leases, markers, runs
+from targets import FingerprintTarget, SealedDocketTarget
+
+log = logging.getLogger("docketeer")
+
+BASE_VERSION = 1
+# Taken when the module is imported in the parent process, so a forked worker measures the
+# time budget from the start of the whole invocation.
+INVOCATION_STARTED = time.monotonic()
+
+# docket id -> sealed_at, bulk-loaded by a wrapper so each task picks its target class
+# without a read of its own; a target re-checks the seal in its one read anyway.
+_seal_hints: dict[str, str | None] = {}
+
+
+def runtime_or_exit():
+    """The runtime, or one clear line on stderr and exit status 2 (no traceback wall)."""
+    try:
+        return get_runtime()
+    except ConfigError as exc:
+        print(f"docketeer: configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+class DocketStageTask(luigi.Task):
+    """One stage over one docket. Subclasses set ``stage``/``upstream`` and ``run_stage``."""
+
+    docket = luigi.Parameter(description="docket id, e.g. CMS-2026-2377")
+    version = luigi.OptionalIntParameter(
+        default=None, description="target version; --force picks the next one"
+    )
+    force = luigi.BoolParameter(
+        default=False, significant=False,
+        description="redo known-complete work for this run (bypasses seal, fingerprint, hash)",
+    )
+
+    stage: ClassVar[str] = ""
+    upstream: ClassVar[type[DocketStageTask] | None] = None
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        runtime_or_exit()  # a bad configuration stops here with one line, before scheduling
+        if self.force and self.version is None:
+            self._set_version(self.next_forced_version())
+
+    # --- versions -------------------------------------------------------------------------
+    def _set_version(self, version: int) -> None:
+        # Luigi derives task_id from param_kwargs in __init__; a forced run must show up in
+        # the visualiser as its own task, so the id is rebuilt with the resolved version.
+        self.version = version
+        self.param_kwargs["version"] = version
+        self.task_id = luigi.task.task_id_str(
+            self.get_task_family(), self.to_str_params(only_significant=True, only_public=True)
+        )
+        self._Task__hash = hash(self.task_id)
+
+    @property
+    def asked_version(self) -> int:
+        return self.version if self.version is not None else BASE_VERSION
+
+    @classmethod
+    def next_forced_version(cls) -> int:
+        runtime_or_exit()
+        return max(cls.max_recorded_version(), BASE_VERSION) + 1
+
+    @classmethod
+    def max_recorded_version(cls) -> int:
+        return markers.max_version(cls.stage)
+
+    # --- targets ----------------------------------------------------------------------------
+    def requires(self):
+        if self.upstream is None:
+            return []
+        return self.upstream(docket=self.docket)
+
+    def read_probe(self) -> markers.Probe:
+        return markers.probe(self.docket, self.stage, self.upstream.stage if self.upstream else None)
+
+    def output(self):
+        rt = runtime_or_exit()
+        if self.docket in _seal_hints:
+            sealed = _seal_hints[self.docket]
+        else:
+            row = docket_rows.get_docket(self.docket)
+            sealed = row.sealed_at if row else None
+        if sealed:
+            return SealedDocketTarget(self.docket, self.stage, self.asked_version, self.read_probe)
+        start = window_start(utcnow(), rt.settings.freshness_seconds)
+        return FingerprintTarget(
+            self.docket, self.stage, self.asked_version, self.read_probe,
+            window_start=start, has_upstream=self.upstream is not None,
+        )
+
+    # --- running ----------------------------------------------------------------------------
+    def run_stage(self, ctx: StageContext, docket) -> StageResult:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def upstream_output_fingerprint(self) -> str | None:
+        if self.upstream is None:
+            return None
+        return markers.output_fingerprint(self.docket, self.upstream.stage)
+
+    def stage_output_fingerprint(self) -> str:
+        return item_states.docket_output_fingerprint(self.stage, self.docket)
+
+    def write_marker(self, run_id: str, input_fp: str | None) -> None:
+        docket = docket_rows.require_docket(self.docket)  # re-read: fetch may have sealed it
+        markers.write_marker(
+            self.docket, self.stage, version=self.asked_version, sealed_at=docket.sealed_at,
+            input_fingerprint=input_fp, output_fingerprint=self.stage_output_fingerprint(),
+            run_id=run_id,
+        )
+
+    def make_progress(self, rt) -> Progress:
+        return Progress(
+            f"{self.stage} {self.docket}",
+            every=rt.settings.log_every_seconds,
+            on_status=self.set_status_message,
+            on_percent=self.set_progress_percentage,
+        )
+
+    def run(self) -> None:
+        rt = runtime_or_exit()
+        docket = docket_rows.require_docket(self.docket)
+        # Fingerprint the input before the work reads it: a change during the run is seen
+        # as a change by the next run.
+        input_fp = self.upstream_output_fingerprint()
+        started = time.monotonic()
+        with leases.held(self.stage, self.docket, rt.settings.lease_seconds):
+            run_id = runs.start_run(self.task_id, self.stage, self.docket)
+            ctx = StageContext(
+                runtime=rt, run_id=run_id, force=self.force, progress=self.make_progress(rt),
+                deadline=_deadline(rt.settings.budget_seconds),
+            )
+            with counters.measure() as io:
+                try:
+                    counters.incr(STAGE_CALLS)
+                    result = self.run_stage(ctx, docket)
+                except BudgetSpent as exc:
+                    result = StageResult(budget_spent=True, message=str(exc))
+                except Exception as exc:
+                    runs.finish_run(run_id, clean=False, counters=dict(ctx.progress.counts),
+                                    message=rt.settings.mask(f"{type(exc).__name__}: {exc}"))
+                    raise
+            if result.complete:
+                self.write_marker(run_id, input_fp)
+            summary = {**result.counts, **io}
+            runs.finish_run(run_id, clean=result.clean, counters=summary,
+                            message=rt.settings.mask(result.message),
+                            budget_spent=result.budget_spent)
+        self._log_summary(result, summary, time.monotonic() - started)
+
+    def _log_summary(self, result: StageResult, summary: dict, seconds: float) -> None:
+        shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
+        line = f"{self.stage} {self.docket}: {shown or 'nothing to do'} in {seconds:.2f}s"
+        if result.budget_spent:
+            line += f" — budget spent ({result.message}); the next run continues"
+        elif not result.clean:
+            line += f" — unclean: {result.message}"
+        log.info(line)
+        if self.set_status_message:
+            self.set_status_message(line)
+
+
+def _deadline(budget_seconds: int) -> float | None:
+    return INVOCATION_STARTED + budget_seconds if budget_seconds else None
+
+
+class DiscoverDockets(luigi.Task):
+    """Docket rows from the configured list, a Federal Register search, or a mirror listing."""
+
+    def complete(self) -> bool:
+        from pipeline.stages import discover
+
+        rt = runtime_or_exit()
+        return discover.is_current(rt, utcnow())
+
+    def run(self) -> None:
+        from pipeline.stages import discover
+
+        rt = runtime_or_exit()
+        found = discover.discover(rt, utcnow())
+        log.info("discover (%s): %d dockets known, %d new", rt.settings.discover, found.known, found.new)
+
+
+class DocketWrapper(luigi.Task):
+    """Runs one stage task per known docket (after discovery), or only the named dockets."""
+
+    docket = luigi.Parameter(
+        default="", description="comma-separated docket ids: only these, and no discovery call"
+    )
+    force = luigi.BoolParameter(default=False, description="redo this stage for these dockets")
+
+    stage_task: ClassVar[type[DocketStageTask]]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        runtime_or_exit()
+        # Fixed once in the scheduling process so forked workers yield the very same tasks.
+        self.forced_version = self.stage_task.next_forced_version() if self.force else None
+
+    def named(self) -> list[str]:
+        return [d.strip() for d in self.docket.split(",") if d.strip()]
+
+    def requires(self):
+        return [] if self.named() else DiscoverDockets()
+
+    def docket_ids(self) -> list[str]:
+        return self.named() or docket_rows.all_docket_ids()
+
+    def docket_tasks(self) -> list[DocketStageTask]:
+        ids = self.docket_ids()
+        _seal_hints.update(docket_rows.seal_status(ids))
+        return [self.stage_task(docket=d, version=self.forced_version, force=self.force) for d in ids]
+
+    def complete(self) -> bool:
+        runtime_or_exit()
+        if not self.named() and not DiscoverDockets().complete():
+            return False
+        tasks = self.docket_tasks()
+        self._notice_sealed()
+        return all(task.complete() for task in tasks)
+
+    def _notice_sealed(self) -> None:
+        if self.force:
+            return
+        for docket in self.named():
+            sealed = _seal_hints.get(docket)
+            if sealed:
+                log.info("%s: sealed %s, skipping (use --force to redo)", docket, sealed)
+
+    def run(self):
+        named = self.named()
+        if named:
+            docket_rows.ensure_dockets(named, discovered_by="cli")
+        yield self.docket_tasks()

@@ -1,0 +1,83 @@
+"""Luigi targets whose ``exists()`` is one indexed read of the state (or index) DB.
+
+* ``SealedDocketTarget``: the docket is sealed and the stage recorded completion under that
+  same seal at a version >= the one asked. Unseal or reseal changes ``sealed_at`` and so
+  invalidates it.
+* ``FingerprintTarget``: the docket is open, was pulled in the current freshness window, and
+  the stage's recorded input fingerprint equals its upstream's current output fingerprint,
+  at a version >= the one asked.
+
+Both read a ``Probe`` (see ``pipeline.store.markers``) from a zero-argument callable, so the
+rules below are plain functions tested without a database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import luigi
+
+from pipeline.store.markers import Probe
+
+ProbeReader = Callable[[], Probe]
+
+
+def sealed_complete(probe: Probe, version: int) -> bool:
+    return (
+        probe.docket_exists
+        and probe.docket_sealed_at is not None
+        and probe.marker_version is not None
+        and probe.marker_version >= version
+        and probe.marker_sealed_at == probe.docket_sealed_at
+    )
+
+
+def fingerprint_complete(probe: Probe, version: int, window_start: str, has_upstream: bool) -> bool:
+    if not probe.docket_exists or probe.docket_sealed_at is not None:
+        return False
+    if probe.marker_version is None or probe.marker_version < version:
+        return False
+    # Luigi checks downstream first and prunes upstream of a complete task: without this,
+    # a finished index would stop fetch from ever pulling the open docket again.
+    if probe.last_pull_at is None or probe.last_pull_at < window_start:
+        return False
+    if has_upstream:
+        return probe.upstream_output is not None and probe.marker_input == probe.upstream_output
+    return True
+
+
+class SealedDocketTarget(luigi.Target):
+    def __init__(self, docket: str, stage: str, version: int, read_probe: ProbeReader) -> None:
+        self.docket, self.stage, self.version = docket, stage, version
+        self.read_probe = read_probe
+
+    def exists(self) -> bool:
+        return sealed_complete(self.read_probe(), self.version)
+
+    def __repr__(self) -> str:
+        return f"SealedDocketTarget({self.docket}, {self.stage}, v{self.version})"
+
+
+class FingerprintTarget(luigi.Target):
+    def __init__(
+        self,
+        docket: str,
+        stage: str,
+        version: int,
+        read_probe: ProbeReader,
+        *,
+        window_start: str,
+        has_upstream: bool,
+    ) -> None:
+        self.docket, self.stage, self.version = docket, stage, version
+        self.read_probe = read_probe
+        self.window_start = window_start
+        self.has_upstream = has_upstream
+
+    def exists(self) -> bool:
+        return fingerprint_complete(
+            self.read_probe(), self.version, self.window_start, self.has_upstream
+        )
+
+    def __repr__(self) -> str:
+        return f"FingerprintTarget({self.docket}, {self.stage}, v{self.version}, {self.window_start})"

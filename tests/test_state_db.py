@@ -1,0 +1,112 @@
+"""The state DB on SQLite and PostgreSQL: schema, upgrade, item rows in place, leases, seals."""
+
+from __future__ import annotations
+
+import peewee
+import pytest
+
+from pipeline.store import db as state_db
+from pipeline.store import dockets, item_states, leases
+from pipeline.store.models import ItemState, Meta, Run
+from tests.state_fixtures import state  # noqa: F401
+
+
+def test_schema_is_created_once_and_versioned(state):  # noqa: F811
+    db = state.state
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    state_db.ensure_schema(db)  # idempotent
+    assert Meta.select().where(Meta.key == "schema_version").count() == 1
+
+
+def test_upgrade_from_version_1_adds_the_budget_column(state):  # noqa: F811
+    db = state.state
+    # Make the store look like a version-1 store: no budget_spent column, version row 1.
+    db.execute_sql("ALTER TABLE run DROP COLUMN budget_spent")
+    Meta.update(value="1").where(Meta.key == "schema_version").execute()
+    assert "budget_spent" not in {c.name for c in db.get_columns("run")}
+    state_db.ensure_schema(db)
+    assert "budget_spent" in {c.name for c in db.get_columns("run")}
+    assert state_db.schema_version(db) == 2
+    Run.insert(run_id="r", task="t", started_at="x").execute()
+    assert Run.get(Run.run_id == "r").budget_spent is False
+
+
+def test_item_state_is_one_row_transitioned_in_place(state):  # noqa: F811
+    dockets.ensure_dockets(["AB-2026-0001"], "list")
+    item_states.mark_pending("extract", "AB-2026-0001-0002", "AB-2026-0001", run_id="r1", reason="x")
+    item_states.transition("extract", "AB-2026-0001-0002", "AB-2026-0001", "ok", run_id="r1",
+                           fingerprint="f", content_hash="h")
+    item_states.transition("extract", "AB-2026-0001-0002", "AB-2026-0001", "failed", run_id="r2",
+                           reason="corrupt")
+    rows = list(ItemState.select())
+    assert len(rows) == 1 and rows[0].state == "failed" and rows[0].run_id == "r2"
+    assert rows[0].reason == "corrupt"
+
+
+def test_ensure_dockets_leaves_known_rows_alone(state):  # noqa: F811
+    assert dockets.ensure_dockets(["AB-2026-0001", "AB-2026-0002"], "list") == 2
+    dockets.seal("AB-2026-0001", "manual")
+    assert dockets.ensure_dockets(["AB-2026-0001", "AB-2026-0003"], "list") == 1
+    assert dockets.get_docket("AB-2026-0001").sealed_at is not None
+
+
+def test_unsafe_docket_ids_are_refused(state):  # noqa: F811
+    from pipeline.errors import InvalidIdentifier
+
+    for bad in ["../etc", "a/b", "x\x00y", ""]:
+        with pytest.raises(InvalidIdentifier):
+            dockets.ensure_dockets([bad], "list")
+
+
+def test_seal_records_reason_and_counts_and_unseal_clears(state):  # noqa: F811
+    dockets.ensure_dockets(["AB-2026-0001"], "list")
+    item_states.transition("fetch", "AB-2026-0001-0002", "AB-2026-0001", "ok", run_id="r")
+    sealed_at = dockets.seal("AB-2026-0001", "manual")
+    row = dockets.get_docket("AB-2026-0001")
+    assert row.sealed_at == sealed_at and row.seal_reason == "manual"
+    assert '"fetch": {"ok": 1}' in row.counts_at_seal
+    assert dockets.seal("AB-2026-0001", "auto") == sealed_at  # sealing twice keeps the first seal
+    assert dockets.unseal("AB-2026-0001")
+    assert dockets.get_docket("AB-2026-0001").sealed_at is None
+    with pytest.raises(ValueError):
+        dockets.seal("AB-2026-0001", "because")
+
+
+def test_lease_is_exclusive_and_released_only_by_its_holder(state):  # noqa: F811
+    from pipeline.errors import LeaseHeld
+
+    token = leases.acquire("extract", "AB-2026-0001", 60)
+    with pytest.raises(LeaseHeld):
+        leases.acquire("extract", "AB-2026-0001", 60)
+    leases.release("extract", "AB-2026-0001", "not-the-token")
+    with pytest.raises(LeaseHeld):
+        leases.acquire("extract", "AB-2026-0001", 60)
+    leases.release("extract", "AB-2026-0001", token)
+    leases.release("extract", "AB-2026-0001", leases.acquire("extract", "AB-2026-0001", 60))
+
+
+def test_expired_lease_and_dead_holder_are_taken_over(state):  # noqa: F811
+    from pipeline.store.models import Lease
+
+    leases.acquire("extract", "D-1", -1)  # already expired
+    leases.acquire("extract", "D-1", 60)  # taken over
+    Lease.update(holder=f"{leases.holder_name().rpartition(':')[0]}:999999").execute()
+    leases.acquire("extract", "D-1", 60)  # the holder pid is dead on this host
+
+
+def test_unreachable_state_url_is_one_clear_error(tmp_path):
+    from pipeline.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        state_db.open_state_db("postgresql://nobody@127.0.0.1:1/none", tmp_path)
+    assert "cannot open state DB" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_writes_are_counted(state):  # noqa: F811
+    from pipeline.counters import ROWS_WRITTEN, counters
+
+    with counters.measure() as delta:
+        dockets.ensure_dockets(["AB-2026-0009"], "list")
+        dockets.get_docket("AB-2026-0009")
+    assert delta.get(ROWS_WRITTEN) == 1
+    assert isinstance(state.state, peewee.Database)
