@@ -4,4 +4,12 @@
 ``pipeline.tasks`` and are re-exported here so Luigi finds them by name.
 """
 
-from pipeline.tasks import DiscoverDockets, DocketStageTask, DocketWrapper  # noqa: F401
+from pipeline.tasks import (  # noqa: F401
+    BackfillAll,
+    BackfillComments,
+    DiscoverDockets,
+    DocketStageTask,
+    DocketWrapper,
+    FetchAll,
+    FetchComments,
+)

@@ -16,7 +16,7 @@ import luigi
 
 from pipeline.clock import utcnow, window_start
 from pipeline.counters import STAGE_CALLS, counters
-from pipeline.errors import BudgetSpent, ConfigError
+from pipeline.errors import BudgetSpent, ConfigError, DocketeerError
 from pipeline.progress import Progress
 from pipeline.runtime import get_runtime
 from pipeline.stages.base import StageContext, StageResult
@@ -30,6 +30,10 @@ BASE_VERSION = 1
 # Taken when the module is imported in the parent process, so a forked worker measures the
 # time budget from the start of the whole invocation.
 INVOCATION_STARTED = time.monotonic()
+
+class StageIncomplete(DocketeerError):
+    """The stage kept its progress but could not finish (a broken walk, a failed download)."""
+
 
 # docket id -> sealed_at, bulk-loaded by a wrapper so each task picks its target class
 # without a read of its own; a target re-checks the seal in its one read anyway.
@@ -171,6 +175,9 @@ class DocketStageTask(luigi.Task):
                             message=rt.settings.mask(result.message),
                             budget_spent=result.budget_spent)
         self._log_summary(result, summary, time.monotonic() - started)
+        if not result.clean and not result.budget_spent:
+            # Cron must see it: the work done is kept, the marker is not written.
+            raise StageIncomplete(f"{self.stage} {self.docket}: {rt.settings.mask(result.message)}")
 
     def _log_summary(self, result: StageResult, summary: dict, seconds: float) -> None:
         shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
@@ -256,3 +263,34 @@ class DocketWrapper(luigi.Task):
         if named:
             docket_rows.ensure_dockets(named, discovered_by="cli")
         yield self.docket_tasks()
+
+
+class FetchComments(DocketStageTask):
+    """Walk the docket's comment lists from its watermark (resolve it first if unknown)."""
+
+    stage = "fetch"
+
+    def run_stage(self, ctx, docket):
+        from pipeline.stages.fetch import fetch_docket
+
+        return fetch_docket(ctx, docket)
+
+
+class BackfillComments(DocketStageTask):
+    """Details and attachments for new or changed items, from the API or the mirror."""
+
+    stage = "backfill"
+    upstream = FetchComments
+
+    def run_stage(self, ctx, docket):
+        from pipeline.stages.backfill import backfill_docket
+
+        return backfill_docket(ctx, docket)
+
+
+class FetchAll(DocketWrapper):
+    stage_task = FetchComments
+
+
+class BackfillAll(DocketWrapper):
+    stage_task = BackfillComments

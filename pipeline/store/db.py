@@ -6,8 +6,8 @@ import uuid
 from pathlib import Path
 
 import peewee
-from psycopg2.extensions import parse_dsn
 from playhouse.migrate import PostgresqlMigrator, SqliteMigrator, migrate
+from psycopg2.extensions import parse_dsn
 
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.errors import ConfigError

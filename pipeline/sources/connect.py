@@ -1,0 +1,26 @@
+"""Building the source clients a stage needs from the settings (one place, secrets included)."""
+
+from __future__ import annotations
+
+from pipeline.config import Settings
+from pipeline.sources.regulations_gov import RegulationsGovClient, RequestBudget
+
+
+def request_budget(settings: Settings, deadline: float | None) -> RequestBudget:
+    return RequestBudget(settings.request_budget or None, deadline)
+
+
+def regulations_gov(settings: Settings, budget: RequestBudget) -> RegulationsGovClient:
+    return RegulationsGovClient(
+        settings.api_base, settings.api_key, pace_seconds=settings.pace_seconds, budget=budget
+    )
+
+
+def mirror(settings: Settings):
+    from pipeline.sources.mirror import open_mirror
+
+    return open_mirror(
+        settings.mirror_url,
+        s3_endpoint_url=settings.s3_endpoint_url or None,
+        unsigned=settings.mirror_unsigned,
+    )

@@ -1,0 +1,442 @@
+"""A read-only mirrulations mirror: the public ``mirrulations`` S3 bucket, a private copy, or a folder.
+
+Layout (relative to the mirror root)::
+
+    raw-data/<agency>/<docket>/text-<docket>/{docket|dockets}/<docket>.json
+    raw-data/<agency>/<docket>/text-<docket>/documents/<documentId>.json
+    raw-data/<agency>/<docket>/text-<docket>/comments/<commentId>.json
+    raw-data/<agency>/<docket>/binary-<docket>/comments_attachments/<commentId>_attachment_<n>.<ext>
+    raw-data/<agency>/<docket>/binary-<docket>/documents_attachments/<documentId>_content[_<n>].<ext>
+
+A failed fetch leaves ``<name>_UNAVAILABLE`` in place of the file: the thing named before
+the suffix is gone. Every id and filename taken from a listing is validated with
+``pipeline.ids`` and a bad one is reported in ``DocketListing.rejected``, never used as a
+path or key.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import unquote, urlparse
+
+from pipeline.counters import S3_GET, S3_LIST, counters
+from pipeline.errors import BadResponse, ConfigError, InvalidIdentifier
+from pipeline.ids import validate_filename, validate_id
+from pipeline.store.blobs import (
+    S3_HEAD,
+    is_s3_not_found,
+    normalise_bucket_prefix,
+    s3_client,
+    validate_key,
+    validate_prefix,
+)
+
+log = logging.getLogger(__name__)
+
+RAW_DATA = "raw-data/"
+PUBLIC_BUCKET = "mirrulations"
+TOMBSTONE_SUFFIX = "_UNAVAILABLE"
+# Local-folder I/O; the same work on S3 counts as S3_GET / S3_LIST.
+MIRROR_READS = "mirror_reads"
+MIRROR_WALKS = "mirror_walks"
+
+_COMMENT_BINARY = re.compile(r"^(?P<id>.+)_attachment_(?P<n>\d+)(?:\.(?P<ext>[A-Za-z0-9]+))?$")
+_DOCUMENT_BINARY = re.compile(r"^(?P<id>.+)_content(?:_(?P<n>\d+))?(?:\.(?P<ext>[A-Za-z0-9]+))?$")
+
+
+@dataclass(frozen=True)
+class DocketRef:
+    agency: str
+    docket_id: str
+
+
+@dataclass(frozen=True)
+class BinaryName:
+    """A mirror binary file name, parsed: whose it is and what the pipeline calls it."""
+
+    item_id: str
+    kind: str  # "comment" or "document"
+    n: int | None  # attachment number; None for a document's plain ``_content``
+    ext: str  # lower case, without the dot; "" when the name has none
+
+    @property
+    def stem(self) -> str:
+        if self.kind == "comment":
+            return f"attachment_{self.n}"
+        return "content" if self.n is None else f"content_{self.n}"
+
+    @property
+    def stored_name(self) -> str:
+        """The file name the pipeline stores: ``attachment_<n>.<ext>``, ``content[_<n>].<ext>``."""
+        return f"{self.stem}.{self.ext}" if self.ext else self.stem
+
+
+def parse_binary_name(name: str, kind: str | None = None) -> BinaryName:
+    """Parse ``<commentId>_attachment_<n>.<ext>`` or ``<docId>_content[_<n>].<ext>``.
+
+    ``kind`` ("comment"/"document") restricts the pattern when the folder says which it is.
+    Raises InvalidIdentifier when the name does not fit or its parts are unsafe.
+    """
+    for candidate_kind, pattern in (("comment", _COMMENT_BINARY), ("document", _DOCUMENT_BINARY)):
+        if kind not in (None, candidate_kind):
+            continue
+        match = pattern.match(name)
+        if match:
+            parsed = BinaryName(
+                item_id=validate_id(match["id"], f"{candidate_kind} id"),
+                kind=candidate_kind,
+                n=int(match["n"]) if match["n"] is not None else None,
+                ext=(match["ext"] or "").lower(),
+            )
+            validate_filename(parsed.stored_name)
+            return parsed
+    raise InvalidIdentifier(f"not a mirror attachment name: {name!r}")
+
+
+def stored_filename(mirror_name: str) -> str:
+    """Map a mirror binary name to the stored filename, e.g. ``X_attachment_1.pdf`` → ``attachment_1.pdf``."""
+    return parse_binary_name(mirror_name).stored_name
+
+
+@dataclass(frozen=True)
+class MirrorAttachment:
+    item_id: str
+    kind: str  # "comment" or "document"
+    n: int | None
+    ext: str
+    key: str
+    size: int
+
+    @property
+    def stored_name(self) -> str:
+        return BinaryName(self.item_id, self.kind, self.n, self.ext).stored_name
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A ``_UNAVAILABLE`` marker: the mirror tried to fetch this thing and could not."""
+
+    kind: str  # "docket", "document", "comment", or "attachment"
+    item_id: str
+    key: str
+    attachment: str | None = None  # stored-name stem ("attachment_1", "content") for attachments
+
+
+@dataclass(frozen=True)
+class Rejected:
+    key: str
+    reason: str
+
+
+@dataclass
+class DocketListing:
+    agency: str
+    docket_id: str
+    prefix: str
+    docket_key: str | None = None
+    documents: dict[str, str] = field(default_factory=dict)  # document id → json key
+    comments: dict[str, str] = field(default_factory=dict)  # comment id → json key
+    attachments: dict[str, list[MirrorAttachment]] = field(default_factory=dict)  # item id → files
+    tombstones: list[Tombstone] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # keys outside what the pipeline reads
+
+    def gone_items(self) -> set[str]:
+        return {t.item_id for t in self.tombstones if t.kind in ("comment", "document")}
+
+    def gone_attachments(self) -> set[tuple[str, str]]:
+        """(item id, stem) pairs, e.g. ("X-0004", "attachment_1")."""
+        return {(t.item_id, t.attachment) for t in self.tombstones if t.kind == "attachment"}
+
+
+def default_agency(docket_id: str) -> str:
+    """The mirror files a docket under its agency, the id's prefix: ACF-2025-0038 → ACF."""
+    return docket_id.split("-", 1)[0]
+
+
+class Mirror(ABC):
+    """Read-only access to a mirror; keys are relative to the mirror root."""
+
+    @abstractmethod
+    def _list_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
+        """(key, size) for every object under ``prefix``, in key order."""
+
+    @abstractmethod
+    def _list_folders(self, prefix: str) -> list[str]:
+        """Names of the immediate sub-folders of ``prefix`` (which ends with '/')."""
+
+    @abstractmethod
+    def open_binary(self, key: str) -> BinaryIO: ...
+
+    @abstractmethod
+    def binary_size(self, key: str) -> int | None: ...
+
+    @abstractmethod
+    def _read_bytes(self, key: str) -> bytes: ...
+
+    def read_json(self, key: str) -> dict:
+        data = self._read_bytes(validate_key(key))
+        try:
+            parsed = json.loads(data)
+        except ValueError as error:
+            raise BadResponse(f"mirror file is not JSON: {key}") from error
+        if not isinstance(parsed, dict):
+            raise BadResponse(f"mirror file is not a JSON object: {key}")
+        return parsed
+
+    def list_dockets(self) -> list[DocketRef]:
+        """Every docket folder in the mirror; unsafe folder names are logged and skipped."""
+        refs = []
+        for agency in self._safe_folders(RAW_DATA, "agency"):
+            for docket_id in self._safe_folders(f"{RAW_DATA}{agency}/", "docket id"):
+                refs.append(DocketRef(agency, docket_id))
+        return refs
+
+    def _safe_folders(self, prefix: str, what: str) -> list[str]:
+        names = []
+        for name in self._list_folders(prefix):
+            try:
+                names.append(validate_id(name, what))
+            except InvalidIdentifier as error:
+                log.warning("mirror: skipping %s%s: %s", prefix, name, error)
+        return names
+
+    def docket_listing(self, docket_id: str, agency: str | None = None) -> DocketListing:
+        """One walk of the docket's folder, classified; call it only for open dockets."""
+        validate_id(docket_id, "docket id")
+        agency = validate_id(agency or default_agency(docket_id), "agency")
+        prefix = f"{RAW_DATA}{agency}/{docket_id}/"
+        listing = DocketListing(agency=agency, docket_id=docket_id, prefix=prefix)
+        for key, size in self._list_objects(prefix):
+            _classify(listing, key, size)
+        for files in listing.attachments.values():
+            files.sort(key=lambda a: (a.n or 0, a.ext, a.key))
+        return listing
+
+
+def _classify(listing: DocketListing, key: str, size: int) -> None:
+    """File one object of a docket walk into the listing (or its rejected/ignored lists)."""
+    try:
+        validate_key(key)
+    except InvalidIdentifier as error:
+        listing.rejected.append(Rejected(key, str(error)))
+        return
+    parts = key[len(listing.prefix) :].split("/")
+    docket = listing.docket_id
+    if len(parts) != 3 or parts[0] not in (f"text-{docket}", f"binary-{docket}"):
+        listing.ignored.append(key)
+        return
+    _, folder, name = parts
+    try:
+        if name.endswith(TOMBSTONE_SUFFIX):
+            _add_tombstone(listing, folder, name.removesuffix(TOMBSTONE_SUFFIX), key)
+        elif folder in ("docket", "dockets"):
+            _add_docket_json(listing, name, key)
+        elif folder in ("documents", "comments"):
+            _add_item_file(listing, folder, name, key, size)
+        elif folder in ("comments_attachments", "documents_attachments"):
+            _add_attachment(listing, parse_binary_name(name, _FOLDER_KIND[folder]), key, size)
+        else:
+            listing.ignored.append(key)
+    except InvalidIdentifier as error:
+        listing.rejected.append(Rejected(key, str(error)))
+
+
+_FOLDER_KIND = {
+    "comments": "comment",
+    "comments_attachments": "comment",
+    "documents": "document",
+    "documents_attachments": "document",
+    "docket": "docket",
+    "dockets": "docket",
+}
+
+
+def _add_docket_json(listing: DocketListing, name: str, key: str) -> None:
+    if name != f"{listing.docket_id}.json":
+        raise InvalidIdentifier(f"docket file for another docket: {name!r}")
+    listing.docket_key = key
+
+
+def _add_item_file(listing: DocketListing, folder: str, name: str, key: str, size: int) -> None:
+    if name.endswith(".json"):
+        item_id = validate_id(name.removesuffix(".json"), f"{_FOLDER_KIND[folder]} id")
+        target = listing.comments if folder == "comments" else listing.documents
+        target[item_id] = key
+    elif _COMMENT_BINARY.match(name) or _DOCUMENT_BINARY.match(name):
+        # Some mirror dockets keep a document's HTML content next to its JSON.
+        _add_attachment(listing, parse_binary_name(name, _FOLDER_KIND[folder]), key, size)
+    else:
+        listing.ignored.append(key)
+
+
+def _add_attachment(listing: DocketListing, binary: BinaryName, key: str, size: int) -> None:
+    attachment = MirrorAttachment(binary.item_id, binary.kind, binary.n, binary.ext, key, size)
+    listing.attachments.setdefault(binary.item_id, []).append(attachment)
+
+
+def _add_tombstone(listing: DocketListing, folder: str, marked: str, key: str) -> None:
+    """``marked`` is the name before ``_UNAVAILABLE``: an id, ``<id>.json`` or a binary name."""
+    kind = _FOLDER_KIND.get(folder)
+    if kind is None:
+        listing.ignored.append(key)
+        return
+    if folder.endswith("_attachments") or _is_binary_name(marked, kind):
+        binary = parse_binary_name(marked, kind)
+        listing.tombstones.append(Tombstone("attachment", binary.item_id, key, binary.stem))
+        return
+    item_id = validate_id(marked.removesuffix(".json"), f"{kind} id")
+    listing.tombstones.append(Tombstone(kind, item_id, key))
+
+
+def _is_binary_name(name: str, kind: str) -> bool:
+    pattern = {"comment": _COMMENT_BINARY, "document": _DOCUMENT_BINARY}.get(kind)
+    return bool(pattern and pattern.match(name))
+
+
+class LocalMirror(Mirror):
+    """A folder with the mirror layout (e.g. a synced copy of part of the bucket)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+
+    def __repr__(self) -> str:
+        return f"LocalMirror({str(self.root)!r})"
+
+    def _path(self, key: str) -> Path:
+        return self.root / validate_key(key)
+
+    def _list_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
+        validate_prefix(prefix)
+        found = []
+        for dirpath, _dirnames, filenames in os.walk(self.root / prefix):
+            rel = Path(dirpath).relative_to(self.root).as_posix()
+            base = "" if rel == "." else rel + "/"
+            for name in filenames:
+                found.append((base + name, os.stat(os.path.join(dirpath, name)).st_size))
+        counters.incr(MIRROR_WALKS)
+        yield from sorted(found)
+
+    def _list_folders(self, prefix: str) -> list[str]:
+        folder = self.root / validate_prefix(prefix)
+        if not folder.is_dir():
+            return []
+        return sorted(entry.name for entry in os.scandir(folder) if entry.is_dir())
+
+    def _read_bytes(self, key: str) -> bytes:
+        counters.incr(MIRROR_READS)
+        return self._path(key).read_bytes()
+
+    def open_binary(self, key: str) -> BinaryIO:
+        counters.incr(MIRROR_READS)
+        return open(self._path(key), "rb")
+
+    def binary_size(self, key: str) -> int | None:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            return None
+
+
+class S3Mirror(Mirror):
+    """The mirror in S3: the public ``mirrulations`` bucket (unsigned) or a private copy."""
+
+    def __init__(
+        self, bucket: str, prefix: str = "", *, client=None, page_size: int = 1000
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = normalise_bucket_prefix(prefix)
+        self.client = client
+        self.page_size = page_size  # S3's own maximum is 1000 keys per LIST
+
+    def __repr__(self) -> str:
+        return f"S3Mirror('s3://{self.bucket}/{self.prefix}')"
+
+    def _pages(self, prefix: str, **extra) -> Iterator[dict]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        pages = paginator.paginate(
+            Bucket=self.bucket,
+            Prefix=self.prefix + validate_prefix(prefix),
+            PaginationConfig={"PageSize": self.page_size},
+            **extra,
+        )
+        for page in pages:
+            counters.incr(S3_LIST)
+            yield page
+
+    def _list_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
+        for page in self._pages(prefix):
+            for item in page.get("Contents", []):
+                yield item["Key"][len(self.prefix) :], int(item["Size"])
+
+    def _list_folders(self, prefix: str) -> list[str]:
+        start = len(self.prefix + prefix)
+        return [
+            common["Prefix"][start:].rstrip("/")
+            for page in self._pages(prefix, Delimiter="/")
+            for common in page.get("CommonPrefixes", [])
+        ]
+
+    def _get(self, key: str) -> dict:
+        from botocore.exceptions import ClientError
+
+        full_key = self.prefix + validate_key(key)
+        counters.incr(S3_GET)
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=full_key)
+        except ClientError as error:
+            if is_s3_not_found(error):
+                raise FileNotFoundError(f"s3://{self.bucket}/{full_key}") from error
+            raise
+
+    def _read_bytes(self, key: str) -> bytes:
+        with self._get(key)["Body"] as body:
+            return body.read()
+
+    def open_binary(self, key: str) -> BinaryIO:
+        return self._get(key)["Body"]
+
+    def binary_size(self, key: str) -> int | None:
+        from botocore.exceptions import ClientError
+
+        counters.incr(S3_HEAD)
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=self.prefix + validate_key(key))
+        except ClientError as error:
+            if is_s3_not_found(error):
+                return None
+            raise
+        return int(head["ContentLength"])
+
+
+def open_mirror(
+    url: str, *, s3_endpoint_url: str | None = None, unsigned: bool | None = None
+) -> Mirror:
+    """``s3://bucket[/prefix]``, ``file:///path`` or a plain path.
+
+    ``unsigned`` defaults to True for the public ``mirrulations`` bucket and False for any
+    other bucket, whose credentials come from boto3's usual chain (environment, profile).
+    """
+    if not url:
+        raise ConfigError("mirror URL is empty")
+    parsed = urlparse(url)
+    if parsed.scheme == "s3":
+        if not parsed.netloc:
+            raise ConfigError(f"mirror URL has no bucket: {url}")
+        if unsigned is None:
+            unsigned = parsed.netloc == PUBLIC_BUCKET
+        client = s3_client(endpoint_url=s3_endpoint_url, unsigned=unsigned)
+        return S3Mirror(parsed.netloc, parsed.path, client=client)
+    if parsed.scheme == "file":
+        return LocalMirror(Path(unquote(parsed.path)))
+    if parsed.scheme == "" or len(parsed.scheme) == 1:
+        return LocalMirror(Path(url).expanduser())
+    raise ConfigError(f"unsupported mirror URL scheme {parsed.scheme!r}: {url}")

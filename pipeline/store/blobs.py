@@ -1,0 +1,465 @@
+"""The blob store: attachment bytes by sha256 and ``combined.md`` per item, on disk or on S3.
+
+This module is the only code that turns ids into storage paths or keys. Every key is
+validated before it reaches the filesystem or S3, and every write is atomic: a reader
+sees either no object or the whole object, never a partial one.
+
+Key layout (relative to the store root / bucket prefix)::
+
+    attachments/ab/cd/<sha256>          attachment bytes, content-addressed
+    combined/<docket_id>/<item_id>.md   extracted text of one comment or document
+    tmp/<uuid>.part                     in-flight writes (local store only); never a blob
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import unquote, urlparse
+
+from pipeline.counters import BLOB_READS, BLOB_WRITES, S3_GET, S3_LIST, counters
+from pipeline.errors import ConfigError, DocketeerError, InvalidIdentifier
+from pipeline.ids import validate_id, validate_sha256
+
+# Free-form counters for S3 requests that are neither a LIST nor a GET.
+S3_HEAD = "s3_head"
+S3_PUT = "s3_put"
+S3_DELETE = "s3_delete"
+
+TMP_PREFIX = "tmp/"
+CHUNK_SIZE = 1024 * 1024
+
+
+class BlobTooLarge(DocketeerError):
+    """The stream is larger than the caller's max_bytes; nothing was stored."""
+
+
+class BlobSizeMismatch(DocketeerError):
+    """The stream ended at a size other than the one announced; nothing was stored."""
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    sha256: str
+    size: int
+    key: str
+    created: bool  # False when the same bytes were already stored under this key
+
+
+def validate_key(key: object, *, what: str = "key") -> str:
+    """Return ``key`` if it is a safe relative object key, else raise InvalidIdentifier.
+
+    The same string becomes a filesystem path in the local store, so anything that could
+    climb out of the root or be read differently by another OS is refused.
+    """
+    if not isinstance(key, str) or not key:
+        raise InvalidIdentifier(f"unsafe {what}: {key!r}")
+    if ".." in key or "\\" in key or "\x00" in key or key.startswith("/"):
+        raise InvalidIdentifier(f"unsafe {what}: {key!r}")
+    if any(part in ("", ".") for part in key.split("/")):
+        raise InvalidIdentifier(f"unsafe {what}: {key!r}")
+    return key
+
+
+def validate_blob_key(key: object) -> str:
+    """A safe key outside the reserved ``tmp/`` area, where in-flight parts live."""
+    validate_key(key)
+    if key.startswith(TMP_PREFIX):
+        raise InvalidIdentifier(f"key in the reserved tmp/ area: {key!r}")
+    return key
+
+
+def validate_prefix(prefix: object) -> str:
+    """A listing prefix: empty, or a safe key that may end with '/'."""
+    if prefix == "":
+        return ""
+    if not isinstance(prefix, str):
+        raise InvalidIdentifier(f"unsafe prefix: {prefix!r}")
+    validate_key(prefix.removesuffix("/"), what="prefix")
+    return prefix
+
+
+def attachment_key(sha256: str) -> str:
+    """Content-addressed: the same file attached to many comments is stored once."""
+    validate_sha256(sha256)
+    return f"attachments/{sha256[:2]}/{sha256[2:4]}/{sha256}"
+
+
+def combined_key(docket_id: str, item_key: str) -> str:
+    validate_id(docket_id, "docket id")
+    validate_id(item_key, "item id")
+    return f"combined/{docket_id}/{item_key}.md"
+
+
+class BlobStore(ABC):
+    """Keys are '/'-separated relative paths; see the module docstring for the layout."""
+
+    attachment_key = staticmethod(attachment_key)
+    combined_key = staticmethod(combined_key)
+
+    @abstractmethod
+    def exists(self, key: str) -> bool: ...
+
+    @abstractmethod
+    def size(self, key: str) -> int | None:
+        """The object's size in bytes, or None when it does not exist."""
+
+    @abstractmethod
+    def put_bytes(self, key: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    def put_file(self, key: str, path: Path) -> None:
+        """Store a copy of the file at ``path``; the object appears whole or not at all."""
+
+    @abstractmethod
+    def open(self, key: str) -> BinaryIO:
+        """A readable binary stream (usable with ``with``); FileNotFoundError if missing."""
+
+    def get(self, key: str) -> bytes:
+        with self.open(key) as stream:
+            return stream.read()
+
+    @abstractmethod
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Keys starting with ``prefix`` in lexicographic order; in-flight parts excluded."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove the object; deleting a missing object is not an error."""
+
+    def local_path(self, key: str) -> Path | None:
+        """A real filesystem path to the object, or None when the store is not local."""
+        validate_blob_key(key)
+        return None
+
+    def ingest(
+        self, src_stream: BinaryIO, *, max_bytes: int, expected_size: int | None = None
+    ) -> IngestResult:
+        """Store a stream under attachment_key(its sha256), hashing while it is copied.
+
+        The bytes go to a part file first; only a complete stream of the right size is
+        promoted, so a failed or killed download never leaves a visible blob.
+        """
+        if expected_size is not None and expected_size > max_bytes:
+            raise BlobTooLarge(
+                f"announced size {expected_size} exceeds the limit of {max_bytes} bytes"
+            )
+        with self._part_file() as part:
+            sha256, size = _copy_hashing(src_stream, part, max_bytes)
+            if expected_size is not None and size != expected_size:
+                raise BlobSizeMismatch(f"got {size} bytes, expected {expected_size}")
+            key = attachment_key(sha256)
+            if self.exists(key):
+                return IngestResult(sha256, size, key, created=False)
+            self._promote_part(part, key)
+            counters.incr(BLOB_WRITES)
+            return IngestResult(sha256, size, key, created=True)
+
+    @abstractmethod
+    def clean_parts(self, older_than_seconds: float) -> int:
+        """Remove part files (and, on S3, unfinished uploads) older than the given age."""
+
+    # -- how each store stages and promotes an ingest ---------------------------------
+
+    @abstractmethod
+    def _part_file(self):
+        """Context manager yielding a Path for a new part file, removed on exit if still there."""
+
+    @abstractmethod
+    def _promote_part(self, part: Path, key: str) -> None: ...
+
+
+def _copy_hashing(src: BinaryIO, part: Path, max_bytes: int) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with open(part, "wb") as out:
+        while chunk := src.read(CHUNK_SIZE):
+            size += len(chunk)
+            if size > max_bytes:
+                raise BlobTooLarge(f"stream exceeds the limit of {max_bytes} bytes")
+            digest.update(chunk)
+            out.write(chunk)
+        _flush_to_disk(out)
+    return digest.hexdigest(), size
+
+
+def _flush_to_disk(f) -> None:
+    # A rename after a crash must not expose a file whose data never reached the disk.
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def _remove_stale_files(folder: Path, older_than_seconds: float) -> int:
+    cutoff = time.time() - older_than_seconds
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for entry in os.scandir(folder):
+        if entry.is_file() and entry.stat().st_mtime < cutoff:
+            with suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed += 1
+    return removed
+
+
+@contextmanager
+def _part_in(folder: Path):
+    folder.mkdir(parents=True, exist_ok=True)
+    part = folder / f"{uuid.uuid4().hex}.part"
+    try:
+        yield part
+    finally:
+        part.unlink(missing_ok=True)
+
+
+class LocalBlobStore(BlobStore):
+    """Blobs as files under ``root``; part files in ``root/tmp`` so promotion is a rename."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).resolve()
+        self.tmp_dir = self.root / TMP_PREFIX.rstrip("/")
+
+    def __repr__(self) -> str:
+        return f"LocalBlobStore({str(self.root)!r})"
+
+    def _path(self, key: str) -> Path:
+        return self.root / validate_blob_key(key)
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def size(self, key: str) -> int | None:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            return None
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        target = self._path(key)
+        with self._part_file() as part:
+            with open(part, "wb") as out:
+                out.write(data)
+                _flush_to_disk(out)
+            self._replace(part, target)
+        counters.incr(BLOB_WRITES)
+
+    def put_file(self, key: str, path: Path) -> None:
+        target = self._path(key)
+        with self._part_file() as part:
+            shutil.copyfile(path, part)
+            with open(part, "rb+") as out:
+                _flush_to_disk(out)
+            self._replace(part, target)
+        counters.incr(BLOB_WRITES)
+
+    def open(self, key: str) -> BinaryIO:
+        stream = open(self._path(key), "rb")
+        counters.incr(BLOB_READS)
+        return stream
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        validate_prefix(prefix)
+        # Walk only the deepest folder the prefix names; the rest is a string filter.
+        folder = self.root / prefix.rpartition("/")[0]
+        keys = []
+        for dirpath, dirnames, filenames in os.walk(folder):
+            if Path(dirpath) == self.root:
+                dirnames[:] = [d for d in dirnames if d != self.tmp_dir.name]
+            rel = Path(dirpath).relative_to(self.root).as_posix()
+            base = "" if rel == "." else rel + "/"
+            keys.extend(base + name for name in filenames if (base + name).startswith(prefix))
+        yield from sorted(key for key in keys if not key.startswith(TMP_PREFIX))
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def local_path(self, key: str) -> Path:
+        return self._path(key)
+
+    def clean_parts(self, older_than_seconds: float) -> int:
+        return _remove_stale_files(self.tmp_dir, older_than_seconds)
+
+    def _part_file(self):
+        return _part_in(self.tmp_dir)
+
+    def _promote_part(self, part: Path, key: str) -> None:
+        self._replace(part, self._path(key))
+
+    @staticmethod
+    def _replace(part: Path, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(part, target)  # atomic on one filesystem: tmp/ lives under the root
+
+
+def s3_client(
+    *, endpoint_url: str | None = None, unsigned: bool = False, region: str = "us-east-1"
+):
+    """A boto3 S3 client; unsigned for public buckets such as ``mirrulations``."""
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+
+    config = Config(retries={"max_attempts": 8, "mode": "standard"}, region_name=region)
+    if unsigned:
+        config = config.merge(Config(signature_version=UNSIGNED))
+    return boto3.client("s3", endpoint_url=endpoint_url, config=config)
+
+
+def is_s3_not_found(error) -> bool:
+    """Whether a botocore ClientError means 'no such object' (GET and HEAD word it differently)."""
+    code = str(error.response.get("Error", {}).get("Code", ""))
+    return code in ("404", "NoSuchKey", "NotFound")
+
+
+class S3BlobStore(BlobStore):
+    """Blobs as objects under ``s3://bucket/prefix``.
+
+    Ingest parts are spooled to a local folder (``spool_dir``), because the key is the
+    sha256 and is only known once the whole stream has been read; the upload that follows
+    is a single PUT or a multipart upload, and S3 shows the object only when it completes.
+    """
+
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        endpoint_url: str | None = None,
+        unsigned: bool = False,
+        client=None,
+        region: str = "us-east-1",
+        spool_dir: Path | None = None,
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = normalise_bucket_prefix(prefix)
+        self.client = client or s3_client(
+            endpoint_url=endpoint_url, unsigned=unsigned, region=region
+        )
+        default_spool = Path(tempfile.gettempdir()) / "docketeer-s3-parts"
+        self.spool_dir = Path(spool_dir) if spool_dir else default_spool
+
+    def __repr__(self) -> str:
+        return f"S3BlobStore('s3://{self.bucket}/{self.prefix}')"
+
+    def _key(self, key: str) -> str:
+        return self.prefix + validate_blob_key(key)
+
+    def _head(self, key: str) -> dict | None:
+        from botocore.exceptions import ClientError
+
+        full_key = self._key(key)
+        counters.incr(S3_HEAD)
+        try:
+            return self.client.head_object(Bucket=self.bucket, Key=full_key)
+        except ClientError as error:
+            if is_s3_not_found(error):
+                return None
+            raise
+
+    def exists(self, key: str) -> bool:
+        return self._head(key) is not None
+
+    def size(self, key: str) -> int | None:
+        head = self._head(key)
+        return None if head is None else int(head["ContentLength"])
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+        counters.incr(S3_PUT)
+        counters.incr(BLOB_WRITES)
+
+    def put_file(self, key: str, path: Path) -> None:
+        # upload_file switches to multipart for big files; either way the object
+        # becomes visible only when the upload completes.
+        self.client.upload_file(str(path), self.bucket, self._key(key))
+        counters.incr(S3_PUT)
+        counters.incr(BLOB_WRITES)
+
+    def open(self, key: str) -> BinaryIO:
+        from botocore.exceptions import ClientError
+
+        full_key = self._key(key)
+        counters.incr(S3_GET)
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=full_key)
+        except ClientError as error:
+            if is_s3_not_found(error):
+                raise FileNotFoundError(f"s3://{self.bucket}/{full_key}") from error
+            raise
+        counters.incr(BLOB_READS)
+        return response["Body"]
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        validate_prefix(prefix)
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
+            counters.incr(S3_LIST)
+            for item in page.get("Contents", []):
+                key = item["Key"][len(self.prefix) :]
+                if not key.startswith(TMP_PREFIX):
+                    yield key
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        counters.incr(S3_DELETE)
+
+    def clean_parts(self, older_than_seconds: float) -> int:
+        removed = _remove_stale_files(self.spool_dir, older_than_seconds)
+        return removed + self._abort_stale_uploads(older_than_seconds)
+
+    def _abort_stale_uploads(self, older_than_seconds: float) -> int:
+        """Abort multipart uploads a killed process left behind (they cost storage)."""
+        cutoff = time.time() - older_than_seconds
+        paginator = self.client.get_paginator("list_multipart_uploads")
+        aborted = 0
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix):
+            counters.incr(S3_LIST)
+            for upload in page.get("Uploads", []):
+                if upload["Initiated"].timestamp() < cutoff:
+                    self.client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                    )
+                    aborted += 1
+        return aborted
+
+    def _part_file(self):
+        return _part_in(self.spool_dir)
+
+    def _promote_part(self, part: Path, key: str) -> None:
+        self.client.upload_file(str(part), self.bucket, self._key(key))
+        counters.incr(S3_PUT)
+
+
+def normalise_bucket_prefix(prefix: str) -> str:
+    """'' or 'a/b/' from whatever slashes a URL path brings ('/a/b', 'a/b/')."""
+    prefix = prefix.strip("/")
+    if not prefix:
+        return ""
+    validate_key(prefix, what="bucket prefix")
+    return prefix + "/"
+
+
+def open_blob_store(url: str, *, s3_endpoint_url: str | None = None) -> BlobStore:
+    """``file:///path``, a plain path, or ``s3://bucket/prefix``."""
+    if not url:
+        raise ConfigError("blob store URL is empty")
+    parsed = urlparse(url)
+    if parsed.scheme == "s3":
+        if not parsed.netloc:
+            raise ConfigError(f"blob store URL has no bucket: {url}")
+        return S3BlobStore(parsed.netloc, parsed.path, endpoint_url=s3_endpoint_url)
+    if parsed.scheme == "file":
+        return LocalBlobStore(Path(unquote(parsed.path)))
+    if parsed.scheme == "" or len(parsed.scheme) == 1:  # a plain path (or a Windows drive)
+        return LocalBlobStore(Path(url).expanduser())
+    raise ConfigError(f"unsupported blob store URL scheme {parsed.scheme!r}: {url}")

@@ -1,0 +1,86 @@
+"""Comment and document rows: upserts that write nothing when nothing changed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pipeline.clock import iso, utcnow
+from pipeline.store.models import Attachment, Item
+
+Upsert = Literal["created", "updated", "unchanged"]
+
+
+def content_digest(fields: dict) -> str:
+    """A stable hash of normalized fields (sorted keys, no whitespace)."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def summary_hashes(docket_id: str) -> dict[str, str | None]:
+    """item key -> summary hash for a docket, in one query."""
+    query = Item.select(Item.key, Item.summary_hash).where(Item.docket == docket_id).tuples()
+    return dict(query)
+
+
+def upsert_summary(
+    key: str, docket_id: str, kind: str, fields: dict, summary_hash: str, known: str | None | bool
+) -> Upsert:
+    """Insert or update from a list summary; ``known`` is the stored hash (False: no row)."""
+    if known is not False and known == summary_hash:
+        return "unchanged"
+    now = iso(utcnow())
+    if known is False:
+        Item.insert(key=key, docket=docket_id, kind=kind, summary_hash=summary_hash,
+                    created_at=now, updated_at=now, **fields).on_conflict_ignore().execute()
+        return "created"
+    Item.update(summary_hash=summary_hash, updated_at=now, **fields).where(Item.key == key).execute()
+    return "updated"
+
+
+def items_needing_detail(docket_id: str, force: bool) -> list[Item]:
+    """Items whose detail was never fetched or whose list summary changed since."""
+    query = Item.select().where(Item.docket == docket_id)
+    if not force:
+        query = query.where(
+            Item.detail_summary_hash.is_null() | (Item.detail_summary_hash != Item.summary_hash)
+        )
+    return list(query.order_by(Item.key))
+
+
+def update_detail(key: str, fields: dict, detail_hash: str, summary_hash: str | None) -> bool:
+    """Store normalized detail fields; returns False (and writes nothing) if unchanged."""
+    row = Item.get(Item.key == key)
+    if row.detail_hash == detail_hash and row.detail_summary_hash == summary_hash:
+        return False
+    values = {"detail_hash": detail_hash, "detail_summary_hash": summary_hash}
+    if row.detail_hash != detail_hash:
+        values.update(fields, updated_at=iso(utcnow()))
+    Item.update(**values).where(Item.key == key).execute()
+    return True
+
+
+def attachments_of(item_keys: list[str]) -> dict[str, list[Attachment]]:
+    """item key -> its attachment rows ordered by filename, in one query."""
+    rows: dict[str, list[Attachment]] = {}
+    if not item_keys:
+        return rows
+    query = Attachment.select().where(Attachment.item.in_(item_keys)).order_by(
+        Attachment.item, Attachment.ordinal, Attachment.filename
+    )
+    for row in query:
+        rows.setdefault(row.item, []).append(row)
+    return rows
+
+
+def docket_attachments(docket_id: str) -> dict[str, list[Attachment]]:
+    query = (
+        Attachment.select(Attachment)
+        .join(Item, on=(Attachment.item == Item.key))
+        .where(Item.docket == docket_id)
+        .order_by(Attachment.item, Attachment.ordinal, Attachment.filename)
+    )
+    rows: dict[str, list[Attachment]] = {}
+    for row in query:
+        rows.setdefault(row.item, []).append(row)
+    return rows
