@@ -10,6 +10,8 @@ from pipeline.tasks import (  # noqa: F401
     DiscoverDockets,
     DocketStageTask,
     DocketWrapper,
+    ExtractAll,
+    ExtractText,
     FetchAll,
     FetchComments,
 )

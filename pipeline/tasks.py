@@ -294,3 +294,19 @@ class FetchAll(DocketWrapper):
 
 class BackfillAll(DocketWrapper):
     stage_task = BackfillComments
+
+
+class ExtractText(DocketStageTask):
+    """Text of every new or changed comment into combined.md, in a process pool."""
+
+    stage = "extract"
+    upstream = BackfillComments
+
+    def run_stage(self, ctx, docket):
+        from pipeline.stages.extract import extract_docket
+
+        return extract_docket(ctx, docket)
+
+
+class ExtractAll(DocketWrapper):
+    stage_task = ExtractText

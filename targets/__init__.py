@@ -75,9 +75,12 @@ class FingerprintTarget(luigi.Target):
         self.has_upstream = has_upstream
 
     def exists(self) -> bool:
-        return fingerprint_complete(
-            self.read_probe(), self.version, self.window_start, self.has_upstream
-        )
+        probe = self.read_probe()
+        if probe.docket_sealed_at is not None:
+            # The docket sealed itself during this run (fetch seals at the end of a clean
+            # walk): from then on only a marker recorded under that seal counts.
+            return sealed_complete(probe, self.version)
+        return fingerprint_complete(probe, self.version, self.window_start, self.has_upstream)
 
     def __repr__(self) -> str:
         return f"FingerprintTarget({self.docket}, {self.stage}, v{self.version}, {self.window_start})"

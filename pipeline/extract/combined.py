@@ -1,0 +1,151 @@
+"""``combined.md``: one comment's inline text and attachment texts in one markdown file.
+
+Layout::
+
+    ---
+    comment_id: CMS-2026-0001-0002
+    docket_id: CMS-2026-0001
+    chars: 5120
+    attachments:
+    - file: attachment_1.pdf
+      status: ok
+      reason: ''
+      chars: 5100
+      pages: 2
+    sources: <fingerprint of the inputs>
+    extractor: extract-1
+    ---
+
+    ## Inline comment
+
+    See attached file(s)
+
+    ## attachment_1.pdf
+
+    <text>
+
+The bytes depend only on the arguments (no timestamps), so re-extracting unchanged
+inputs yields an identical file and an identical content hash downstream. A text line
+that itself starts with ``## `` is escaped with a backslash so section headings stay
+unambiguous; ``combined_sections`` removes the escape again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import yaml
+
+from pipeline.extract.readers import STATUS_OCR_NEEDED, STATUS_OK, AttachmentText
+
+INLINE_HEADING = "Inline comment"
+_FRONTMATTER_FENCE = "---\n"
+_HEADING = re.compile(r"^## (.+)$")
+_ESCAPED_HEADING = re.compile(r"^(\\*)## ")
+_PLACEHOLDER = re.compile(r"^_\((?:no inline comment|[a-z_]+ — .*)\)_$")
+
+
+def render_combined(*, comment_id: str, docket_id: str, inline_text: str,
+                    attachments: list[AttachmentText], sources_fingerprint: str,
+                    extractor_version: str,
+                    ocr: Mapping[str, AttachmentText] | None = None) -> bytes:
+    """Render combined.md. ``ocr`` maps an attachment file name to its OCR result; an ok
+    OCR result supplies that attachment's section text and is recorded under ``ocr``."""
+    ocr = ocr or {}
+    inline = _clean(inline_text)
+    sections = [(INLINE_HEADING, inline or "_(no inline comment)_")]
+    entries = []
+    total_chars = len(inline)
+    for attachment in attachments:
+        entry, section_text, chars = _attachment_entry(attachment, ocr.get(attachment.file))
+        entries.append(entry)
+        sections.append((attachment.file, section_text))
+        total_chars += chars
+    frontmatter = {
+        "comment_id": comment_id,
+        "docket_id": docket_id,
+        "chars": total_chars,
+        "attachments": entries,
+        "sources": sources_fingerprint,
+        "extractor": extractor_version,
+    }
+    header = yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True, width=10_000)
+    body = "\n\n".join(f"## {heading}\n\n{_escape_headings(text)}" for heading, text in sections)
+    return f"{_FRONTMATTER_FENCE}{header}{_FRONTMATTER_FENCE}\n{body}\n".encode()
+
+
+def _attachment_entry(attachment: AttachmentText, ocr_result: AttachmentText | None):
+    """Frontmatter entry, section text and counted characters for one attachment."""
+    entry = {
+        "file": attachment.file,
+        "status": attachment.status,
+        "reason": attachment.reason,
+        "chars": attachment.chars,
+        "pages": attachment.pages,
+    }
+    text = _clean(attachment.text) if attachment.status == STATUS_OK else ""
+    if ocr_result is not None:
+        entry["ocr"] = {"status": ocr_result.status, "reason": ocr_result.reason,
+                        "chars": ocr_result.chars}
+        if ocr_result.status == STATUS_OK and not text:
+            text = _clean(ocr_result.text)
+    if text:
+        return entry, text, len(text)
+    # ocr_needed says how little the text layer held; other statuses say why they failed.
+    if attachment.status == STATUS_OCR_NEEDED:
+        detail = f"{attachment.chars} characters extracted"
+    else:
+        detail = attachment.reason or "no text"
+    return entry, f"_({attachment.status} — {detail})_", 0
+
+
+def _clean(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").strip()
+
+
+def _escape_headings(text: str) -> str:
+    return "\n".join(_ESCAPED_HEADING.sub(r"\\\1## ", line) for line in text.split("\n"))
+
+
+def _unescape_headings(text: str) -> str:
+    return "\n".join(
+        line[1:] if _ESCAPED_HEADING.match(line) and line.startswith("\\") else line
+        for line in text.split("\n")
+    )
+
+
+def parse_combined(data: bytes) -> tuple[dict, str]:
+    """Split combined.md bytes into (frontmatter dict, markdown body)."""
+    text = data.decode("utf-8")
+    if not text.startswith(_FRONTMATTER_FENCE):
+        raise ValueError("combined.md does not start with a frontmatter fence")
+    end = text.find("\n" + _FRONTMATTER_FENCE, len(_FRONTMATTER_FENCE) - 1)
+    if end < 0:
+        raise ValueError("combined.md frontmatter is not closed")
+    try:
+        frontmatter = yaml.safe_load(text[len(_FRONTMATTER_FENCE):end + 1]) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"combined.md frontmatter is not valid YAML: {exc}") from exc
+    if not isinstance(frontmatter, dict):
+        raise ValueError("combined.md frontmatter is not a mapping")
+    return frontmatter, text[end + 1 + len(_FRONTMATTER_FENCE):].lstrip("\n")
+
+
+def combined_sections(body: str, *, skip_placeholders: bool = False) -> list[tuple[str, str]]:
+    """The body's sections as (heading, text): "Inline comment", then one per attachment.
+
+    With ``skip_placeholders`` sections whose text is only a status line (an attachment
+    without text, an empty inline comment) are left out, which is what a chunker wants.
+    """
+    sections: list[tuple[str, list[str]]] = []
+    for line in body.split("\n"):
+        heading = _HEADING.match(line)
+        if heading:
+            sections.append((heading.group(1), []))
+        elif sections:
+            sections[-1][1].append(line)
+    result = [(heading, _unescape_headings("\n".join(lines)).strip()) for heading, lines in sections]
+    if skip_placeholders:
+        result = [(heading, text) for heading, text in result if text and not _PLACEHOLDER.match(text)]
+    return result

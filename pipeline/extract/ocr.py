@@ -1,0 +1,93 @@
+"""OCR for image-only PDFs (status ``ocr_needed``), through PyMuPDF's built-in Tesseract.
+
+PyMuPDF wheels link Tesseract themselves; what they need from the system is the language
+data (``eng.traineddata``), found through ``TESSDATA_PREFIX`` or the usual Debian folder
+(``apt-get install tesseract-ocr`` brings ``tesseract-ocr-eng``). No pytesseract.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from pipeline.counters import PDF_OPENS, counters
+from pipeline.extract.readers import (
+    MIN_TEXT_CHARS,
+    STATUS_FAILED,
+    STATUS_OK,
+    AttachmentText,
+    ExtractLimits,
+)
+
+# Part of the OCR fingerprint, like EXTRACTOR_VERSION for the plain readers.
+OCR_VERSION = "ocr-1"
+
+_TESSDATA_CANDIDATES = (
+    "/usr/share/tesseract-ocr/*/tessdata",
+    "/usr/share/tessdata",
+    "/usr/local/share/tessdata",
+    "/opt/homebrew/share/tessdata",
+)
+
+
+@lru_cache(maxsize=8)
+def find_tessdata(language: str = "eng") -> str | None:
+    """The folder holding ``<language>.traineddata``, or None when OCR cannot run."""
+    candidates = [os.environ.get("TESSDATA_PREFIX", "")]
+    for pattern in _TESSDATA_CANDIDATES:
+        candidates.extend(sorted(glob.glob(pattern), reverse=True))  # newest version first
+    for folder in candidates:
+        if folder and Path(folder, f"{language}.traineddata").is_file():
+            return folder
+    return None
+
+
+def tesseract_available(language: str = "eng") -> bool:
+    return find_tessdata(language) is not None
+
+
+def ocr_pdf(path: Path, *, language: str = "eng", dpi: int = 300, filename: str | None = None,
+            limits: ExtractLimits | None = None) -> AttachmentText:
+    """OCR every page of a PDF; never raises for a bad file."""
+    filename = filename or path.name
+    limits = limits or ExtractLimits()
+    tessdata = find_tessdata(language)
+    if tessdata is None:
+        return AttachmentText(filename, STATUS_FAILED, f"tesseract language data '{language}' not found")
+    try:
+        return _ocr_pages(path, filename, language, dpi, tessdata, limits)
+    except Exception as exc:  # a bad file must never stop the docket
+        return AttachmentText(filename, STATUS_FAILED, f"ocr failed: {type(exc).__name__}: {exc}"[:300])
+
+
+def ocr_attachment(path: Path, filename: str, limits: ExtractLimits | None = None) -> AttachmentText:
+    """``ocr_pdf`` with the reader signature, so ``ReaderProcess(reader=ocr_attachment)`` works."""
+    return ocr_pdf(path, filename=filename, limits=limits)
+
+
+def _ocr_pages(path: Path, filename: str, language: str, dpi: int, tessdata: str,
+               limits: ExtractLimits) -> AttachmentText:
+    import pymupdf
+
+    started = time.monotonic()
+    counters.incr(PDF_OPENS)
+    with pymupdf.open(path, filetype="pdf") as doc:
+        if doc.needs_pass:
+            return AttachmentText(filename, STATUS_FAILED, "encrypted PDF (password required)")
+        if doc.page_count > limits.max_pdf_pages:
+            return AttachmentText(filename, STATUS_FAILED,
+                                  f"too many pages ({doc.page_count} > {limits.max_pdf_pages})")
+        page_texts = []
+        for page in doc:  # keep `page` bound: the text page only weakly references it
+            if time.monotonic() - started > limits.file_seconds:
+                return AttachmentText(filename, STATUS_FAILED,
+                                      f"time limit exceeded ({limits.file_seconds:g} s)")
+            textpage = page.get_textpage_ocr(language=language, dpi=dpi, full=True, tessdata=tessdata)
+            page_texts.append(page.get_text(textpage=textpage).strip())
+        text = "\n\n".join(page_texts).strip()
+        if len(text) > MIN_TEXT_CHARS:
+            return AttachmentText(filename, STATUS_OK, "", len(text), doc.page_count, text)
+        return AttachmentText(filename, STATUS_FAILED, "ocr found no text", len(text), doc.page_count, text)

@@ -1,0 +1,364 @@
+"""Read the text out of one attachment file: PDF, DOCX, TXT or HTML.
+
+``read_attachment`` never raises for a bad file: every problem becomes an
+``AttachmentText`` with status ``failed`` (or ``unsupported``) and a one-line reason, so
+one broken upload cannot stop a docket.
+
+Time limits. A PDF is read page by page and the reader checks ``limits.file_seconds``
+between pages, which bounds the common runaway (thousands of slow pages). It cannot
+interrupt a single call stuck inside MuPDF's C code, so callers that must bound every
+file run the reader in a child process: ``ReaderProcess`` keeps one such child alive
+across files (start-up costs ~0.3 s), kills and replaces it when a file overruns, and
+also survives a reader that crashes the interpreter. ``read_attachment_with_timeout`` is
+the one-shot form.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import multiprocessing
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.counters import PDF_OPENS, counters
+
+# Bump when a change to any reader can change its output: the version is part of every
+# extract fingerprint, so a bump re-extracts exactly the affected items.
+EXTRACTOR_VERSION = "extract-1"
+
+STATUS_OK = "ok"
+STATUS_OCR_NEEDED = "ocr_needed"
+STATUS_FAILED = "failed"
+STATUS_UNSUPPORTED = "unsupported"
+
+# Fewer meaningful characters than this from a PDF means a scan without a text layer.
+MIN_TEXT_CHARS = 50
+
+MIB = 1024 * 1024
+
+# The old OLE2 container: legacy .doc files and password-protected (encrypted) .docx.
+_OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+@dataclass(frozen=True)
+class ExtractLimits:
+    max_pdf_pages: int = 2000
+    # Sum of the sizes the DOCX zip declares for its members, checked before parsing.
+    max_docx_uncompressed_bytes: int = 200 * MIB
+    file_seconds: float = 120.0
+    max_text_bytes: int = 50 * MIB
+
+
+@dataclass(frozen=True)
+class AttachmentText:
+    file: str
+    status: str
+    reason: str = ""
+    chars: int = 0
+    pages: int | None = None
+    text: str = ""
+
+
+class _FileUnreadable(Exception):
+    """Raised inside a reader to end it with status ``failed`` and this reason."""
+
+
+def read_attachment(path: Path, filename: str, limits: ExtractLimits | None = None) -> AttachmentText:
+    """Extract the text of ``path``; ``filename`` (e.g. attachment_1.pdf) picks the reader."""
+    limits = limits or ExtractLimits()
+    reader = _READERS.get(_extension(filename))
+    if reader is None:
+        return AttachmentText(filename, STATUS_UNSUPPORTED, f"{_extension(filename) or 'no'} extension is not read")
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return AttachmentText(filename, STATUS_FAILED, f"cannot read file: {exc.strerror or exc}")
+    if size == 0:
+        return AttachmentText(filename, STATUS_FAILED, "empty file (0 bytes)")
+    try:
+        return reader(path, filename, limits)
+    except _FileUnreadable as exc:
+        reason = str(exc)
+    except Exception as exc:  # a bad file must never stop the docket
+        reason = f"unreadable: {type(exc).__name__}: {exc}"
+    # Library messages quote the path, which may be a temporary one: keep the reason (and
+    # so combined.md) the same wherever the file was read from.
+    return AttachmentText(filename, STATUS_FAILED, reason.replace(str(path), filename)[:300])
+
+
+def _extension(filename: str) -> str:
+    suffix = Path(filename).suffix.lower()
+    return suffix[1:] if suffix else ""
+
+
+def _text_result(filename: str, text: str, pages: int | None, *, scannable: bool) -> AttachmentText:
+    """Status from the amount of text: too little from a PDF means it needs OCR."""
+    text = text.strip()
+    if len(text) > MIN_TEXT_CHARS:
+        return AttachmentText(filename, STATUS_OK, "", len(text), pages, text)
+    if scannable:
+        return AttachmentText(filename, STATUS_OCR_NEEDED, "no text layer", len(text), pages, text)
+    # A short DOCX/TXT/HTML is simply a short comment; OCR could add nothing.
+    if text:
+        return AttachmentText(filename, STATUS_OK, "", len(text), pages, text)
+    return AttachmentText(filename, STATUS_FAILED, "no text found", 0, pages, "")
+
+
+# --- PDF -------------------------------------------------------------------------------
+
+
+def _read_pdf(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
+    import pymupdf
+
+    started = time.monotonic()
+    pymupdf.TOOLS.mupdf_display_errors(False)  # the reason string carries the error
+    counters.incr(PDF_OPENS)
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception as exc:
+        raise _FileUnreadable(f"corrupt PDF: {exc}") from exc
+    with doc:
+        _check_pdf_openable(doc, limits)
+        page_texts = []
+        for page in doc:
+            if time.monotonic() - started > limits.file_seconds:
+                raise _FileUnreadable(f"time limit exceeded ({limits.file_seconds:g} s)")
+            page_texts.append(page.get_text().strip())
+        return _text_result(filename, "\n\n".join(page_texts), doc.page_count, scannable=True)
+
+
+def _check_pdf_openable(doc, limits: ExtractLimits) -> None:
+    # MuPDF sniffs content and happily opens an HTML error page saved as .pdf; that text
+    # is not the comment, so it is a failed download, not an ok attachment.
+    if not doc.is_pdf:
+        raise _FileUnreadable("not a PDF (content is another format)")
+    if doc.needs_pass:
+        raise _FileUnreadable("encrypted PDF (password required)")
+    if doc.page_count == 0:
+        raise _FileUnreadable("corrupt PDF: no pages")
+    if doc.page_count > limits.max_pdf_pages:
+        raise _FileUnreadable(f"too many pages ({doc.page_count} > {limits.max_pdf_pages})")
+
+
+# --- DOCX ------------------------------------------------------------------------------
+
+
+def _read_docx(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
+    _check_docx_container(path, limits)
+    import docx
+    from docx.table import Table
+
+    try:
+        document = docx.Document(str(path))
+    except Exception as exc:
+        raise _FileUnreadable(f"corrupt DOCX: {exc}") from exc
+    blocks = []
+    # iter_inner_content yields paragraphs and tables in document order.
+    for block in document.iter_inner_content():
+        text = _table_text(block) if isinstance(block, Table) else block.text
+        if text.strip():
+            blocks.append(text.strip())
+    return _text_result(filename, "\n\n".join(blocks), None, scannable=False)
+
+
+def _check_docx_container(path: Path, limits: ExtractLimits) -> None:
+    """Refuse zip bombs and non-zip files before python-docx decompresses anything."""
+    with path.open("rb") as fh:
+        if fh.read(8) == _OLE2_MAGIC:
+            raise _FileUnreadable("encrypted DOCX or legacy Word file (OLE2 container)")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            declared = sum(member.file_size for member in archive.infolist())
+    except zipfile.BadZipFile as exc:
+        raise _FileUnreadable(f"corrupt DOCX: {exc}") from exc
+    if declared > limits.max_docx_uncompressed_bytes:
+        raise _FileUnreadable(
+            f"DOCX too large uncompressed ({declared} > {limits.max_docx_uncompressed_bytes} bytes)"
+        )
+
+
+def _table_text(table) -> str:
+    rows = []
+    for row in table.rows:
+        cells: list[str] = []
+        for cell in row.cells:
+            text = cell.text.strip()
+            # A merged cell is returned once per grid column it spans; keep it once.
+            if not cells or cells[-1] != text:
+                cells.append(text)
+        rows.append(" | ".join(cells))
+    return "\n".join(rows)
+
+
+# --- TXT and HTML ----------------------------------------------------------------------
+
+
+def _read_bytes_limited(path: Path, limits: ExtractLimits) -> bytes:
+    size = path.stat().st_size
+    if size > limits.max_text_bytes:
+        raise _FileUnreadable(f"file too large ({size} > {limits.max_text_bytes} bytes)")
+    return path.read_bytes()
+
+
+def _decode(data: bytes) -> str:
+    """UTF-8 first (with or without BOM); cp1252 is what most other uploads turn out to be."""
+    for encoding in ("utf-8-sig", "cp1252"):
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return data.decode("latin-1")
+
+
+def _read_txt(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
+    text = _decode(_read_bytes_limited(path, limits)).replace("\r\n", "\n").replace("\x00", "")
+    return _text_result(filename, text, None, scannable=False)
+
+
+class _VisibleTextParser(html.parser.HTMLParser):
+    """Collects the text a browser would show: no head, script, style or template."""
+
+    HIDDEN = {"head", "script", "style", "template", "noscript", "title"}
+    BLOCKS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table",
+              "section", "article", "blockquote", "pre", "ul", "ol", "hr"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.hidden_depth = 0
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.HIDDEN:
+            self.hidden_depth += 1
+        elif tag in self.BLOCKS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        if tag in self.HIDDEN:
+            self.hidden_depth = max(0, self.hidden_depth - 1)
+        elif tag in self.BLOCKS:
+            self.parts.append("\n")
+
+    def handle_data(self, data):
+        if not self.hidden_depth:
+            self.parts.append(data)
+
+    def text(self) -> str:
+        lines = (" ".join(line.split()) for line in "".join(self.parts).splitlines())
+        return "\n".join(line for line in lines if line)
+
+
+def _read_html(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
+    parser = _VisibleTextParser()
+    parser.feed(_decode(_read_bytes_limited(path, limits)))
+    parser.close()
+    return _text_result(filename, parser.text(), None, scannable=False)
+
+
+_READERS: dict[str, Callable[[Path, str, ExtractLimits], AttachmentText]] = {
+    "pdf": _read_pdf,
+    "docx": _read_docx,
+    "txt": _read_txt,
+    "htm": _read_html,
+    "html": _read_html,
+}
+
+
+# --- Hard time limit: a reader in a replaceable child process ---------------------------
+
+Reader = Callable[[Path, str, ExtractLimits], AttachmentText]
+
+# Extra seconds the child gets beyond the file limit before it is killed: its own
+# cooperative check should answer first with a clearer reason.
+_KILL_GRACE_SECONDS = 2.0
+
+
+def _reader_process_main(conn, reader: Reader, limits: ExtractLimits) -> None:
+    """Child loop: read each (path, filename) and send back the result and counter delta."""
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        if request is None:
+            return
+        path, filename = request
+        with counters.measure() as delta:
+            result = reader(Path(path), filename, limits)
+        conn.send((result, delta))
+
+
+class ReaderProcess:
+    """A child process that reads attachments, killed and replaced when a file overruns.
+
+    ``reader`` must be a module-level function (it is pickled into the child); it defaults
+    to ``read_attachment``. Counters the child increments (PDF_OPENS) are merged into this
+    process's ``counters``. Use as a context manager, or call ``close()``.
+    """
+
+    def __init__(self, limits: ExtractLimits | None = None, *, reader: Reader | None = None,
+                 start_method: str = "spawn") -> None:
+        self.limits = limits or ExtractLimits()
+        self.reader = reader or read_attachment
+        # spawn, not fork: Luigi workers have threads, and forking them can deadlock.
+        self._context = multiprocessing.get_context(start_method)
+        self._process = None
+        self._conn = None
+
+    def __enter__(self) -> ReaderProcess:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def read(self, path: Path, filename: str) -> AttachmentText:
+        if self._process is None or not self._process.is_alive():
+            self._start()
+        try:
+            self._conn.send((str(path), filename))
+            if self._conn.poll(self.limits.file_seconds + _KILL_GRACE_SECONDS):
+                result, delta = self._conn.recv()
+                counters.merge(delta)
+                return result
+            reason = f"time limit exceeded ({self.limits.file_seconds:g} s)"
+        except (EOFError, OSError) as exc:
+            reason = f"reader process died ({type(exc).__name__})"
+        self._kill()
+        return AttachmentText(filename, STATUS_FAILED, reason)
+
+    def close(self) -> None:
+        if self._process is None:
+            return
+        try:
+            self._conn.send(None)
+            self._process.join(timeout=5)
+        except (OSError, BrokenPipeError):
+            pass
+        self._kill()
+
+    def _start(self) -> None:
+        self._conn, child_conn = self._context.Pipe()
+        self._process = self._context.Process(
+            target=_reader_process_main, args=(child_conn, self.reader, self.limits), daemon=True
+        )
+        self._process.start()
+        child_conn.close()
+
+    def _kill(self) -> None:
+        if self._process is not None:
+            if self._process.is_alive():
+                self._process.kill()
+            self._process.join()
+            self._conn.close()
+        self._process = None
+        self._conn = None
+
+
+def read_attachment_with_timeout(path: Path, filename: str, limits: ExtractLimits | None = None,
+                                 *, reader: Reader | None = None) -> AttachmentText:
+    """``read_attachment`` in a fresh child process, killed after ``limits.file_seconds``."""
+    with ReaderProcess(limits, reader=reader) as process:
+        return process.read(path, filename)

@@ -1,0 +1,1 @@
+"""Index stage building blocks: chunking, embedders, the pgvector index DB and search."""

@@ -1,0 +1,192 @@
+"""Split a comment's ``combined.md`` sections into overlapping, page-aware chunks.
+
+Input is the list of ``(heading, text)`` sections of one ``combined.md``. Output is a list
+of :class:`Chunk` with a global 0-based ordinal. The function is pure and deterministic:
+the same sections always give the same chunks, so a re-index of unchanged text writes
+byte-identical rows.
+
+Page markers (the contract with the extract layer)
+--------------------------------------------------
+A section may carry the page structure of the PDF it came from in either form:
+
+* a line that is exactly ``<!-- page N -->`` (N = 1-based page number; surrounding
+  whitespace allowed). Text after the marker belongs to page N until the next marker.
+  This is the form the extract layer emits: it joins PDF pages with ``"\\n\\n"`` and puts
+  the marker line at the start of every page. It is an HTML comment, so it is invisible
+  when ``combined.md`` is rendered.
+* form feeds (``\\f``): text before the first form feed is page 1, each form feed starts
+  the next page.
+
+Text before the first ``<!-- page N -->`` marker, and every section without markers or
+form feeds (inline comment text, DOCX), has ``page = None``. A chunk's page is the page
+on which its first new paragraph starts (the overlap carried from the previous chunk
+does not count).
+
+Packing
+-------
+Paragraphs (separated by blank lines) are packed greedily into chunks of at most
+``max_chars`` characters. A paragraph longer than the room left is split at sentence
+ends, then at whitespace, and only as a last resort inside a word. Each chunk after the
+first in a section starts with up to ``overlap`` characters from the end of the previous
+chunk (cut at a word boundary) so that a sentence split across chunks is still found.
+Chunks never span sections: the section heading is stored with the chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CHUNKER_VERSION = "chunk-1"
+
+PAGE_MARKER = re.compile(r"^[ \t]*<!--\s*page\s+(\d+)\s*-->[ \t]*$", re.MULTILINE | re.IGNORECASE)
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+# PostgreSQL text cannot hold NUL; PDF extraction sometimes yields it and other C0 controls.
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    ordinal: int
+    text: str
+    page: int | None
+    section: str
+
+
+@dataclass(frozen=True)
+class _Paragraph:
+    text: str
+    page: int | None
+
+
+def chunk_text(
+    sections: list[tuple[str, str]], *, max_chars: int = 1200, overlap: int = 150
+) -> list[Chunk]:
+    """Chunk ``sections`` (heading, text) into at most ``max_chars``-character chunks."""
+    if max_chars < 50:
+        raise ValueError(f"max_chars must be at least 50, got {max_chars}")
+    if not 0 <= overlap <= max_chars // 2:
+        raise ValueError(f"overlap must be between 0 and max_chars/2, got {overlap}")
+    chunks: list[Chunk] = []
+    for heading, text in sections:
+        for body, page in _chunk_section(text, max_chars, overlap):
+            chunks.append(Chunk(len(chunks), body, page, heading.strip()))
+    return chunks
+
+
+def _chunk_section(text: str, max_chars: int, overlap: int) -> list[tuple[str, int | None]]:
+    # Every piece must fit after an overlap prefix: 2 = the "\n\n" joining them.
+    piece_limit = max_chars - overlap - 2
+    pieces = [
+        _Paragraph(piece, para.page)
+        for para in _paragraphs(text)
+        for piece in _split_long(para.text, piece_limit)
+    ]
+    out: list[tuple[str, int | None]] = []
+    prefix, parts, page = "", [], None
+    for piece in pieces:
+        if parts and len(_compose(prefix, parts + [piece.text])) > max_chars:
+            done = _compose(prefix, parts)
+            out.append((done, page))
+            prefix, parts = _overlap_tail(done, overlap), []
+        if not parts:
+            page = piece.page
+        parts.append(piece.text)
+    if parts:
+        out.append((_compose(prefix, parts), page))
+    return out
+
+
+def _compose(prefix: str, parts: list[str]) -> str:
+    return "\n\n".join([prefix, *parts] if prefix else parts)
+
+
+def _overlap_tail(text: str, overlap: int) -> str:
+    """The last <= ``overlap`` characters of ``text``, starting at a word boundary."""
+    if overlap == 0:
+        return ""
+    if len(text) <= overlap:
+        return text.strip()
+    tail = text[-overlap:]
+    if not text[-overlap - 1].isspace():
+        # Drop the partial first word; a tail that is one long word gives no overlap.
+        cut = re.search(r"\s", tail)
+        tail = tail[cut.end() :] if cut else ""
+    return tail.strip()
+
+
+def _paragraphs(text: str) -> list[_Paragraph]:
+    text = _CONTROL_CHARS.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    paragraphs = []
+    for page, segment in _page_segments(text):
+        for para in _PARAGRAPH_BREAK.split(segment.replace("\f", "\n")):
+            if para.strip():
+                paragraphs.append(_Paragraph(para.strip(), page))
+    return paragraphs
+
+
+def _page_segments(text: str) -> list[tuple[int | None, str]]:
+    """Split ``text`` into (page, text) runs by page markers, else by form feeds."""
+    if PAGE_MARKER.search(text):
+        # re.split with one group gives [before, n1, text1, n2, text2, ...]
+        parts = PAGE_MARKER.split(text)
+        segments: list[tuple[int | None, str]] = [(None, parts[0])]
+        segments += [(int(n), body) for n, body in zip(parts[1::2], parts[2::2], strict=True)]
+        return segments
+    if "\f" in text:
+        return [(number, body) for number, body in enumerate(text.split("\f"), start=1)]
+    return [(None, text)]
+
+
+def _split_long(text: str, limit: int) -> list[str]:
+    """Split one paragraph into pieces of at most ``limit`` chars: sentences, words, slices."""
+    if len(text) <= limit:
+        return [text]
+    units: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        if len(sentence) <= limit:
+            units.append(sentence)
+            continue
+        words = [w[i : i + limit] for w in sentence.split() for i in range(0, len(w), limit)]
+        units.extend(_pack(words, limit))
+    return _pack(units, limit)
+
+
+def _pack(units: list[str], limit: int) -> list[str]:
+    """Greedily join ``units`` with single spaces into strings of at most ``limit`` chars."""
+    packed: list[str] = []
+    for unit in units:
+        if packed and len(packed[-1]) + 1 + len(unit) <= limit:
+            packed[-1] = f"{packed[-1]} {unit}"
+        else:
+            packed.append(unit)
+    return packed
+
+
+def split_markdown_sections(markdown: str) -> list[tuple[str, str]]:
+    """Split a ``combined.md`` into (heading, text) sections at ATX headings (``#``..``######``).
+
+    A leading YAML front matter block (``---`` ... ``---``) is dropped; text before the
+    first heading becomes a section with an empty heading. Page-marker lines are kept in
+    the section text for :func:`chunk_text`.
+    """
+    body = _FRONT_MATTER.sub("", markdown, count=1)
+    sections: list[tuple[str, str]] = []
+    heading, lines = "", []
+    # split("\n"), not splitlines(): splitlines() would also break at form feeds.
+    for line in body.split("\n"):
+        match = _HEADING.match(line)
+        if match:
+            if heading or "".join(lines).strip():
+                sections.append((heading, "\n".join(lines)))
+            heading, lines = match.group(1).strip(), []
+        else:
+            lines.append(line)
+    if heading or "".join(lines).strip():
+        sections.append((heading, "\n".join(lines)))
+    return sections
+
+
+_FRONT_MATTER = re.compile(r"\A---\n.*?\n---[ \t]*\n", re.DOTALL)
+_HEADING = re.compile(r"^#{1,6}[ \t]+(.+?)[ \t#]*$")

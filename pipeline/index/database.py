@@ -1,0 +1,552 @@
+"""The index DB: chunks + embeddings, per-item index state and per-docket completion markers.
+
+Everything the index stage vouches for lives here, in one PostgreSQL database, so a
+marker can never outlive the data it describes: wipe the database and the markers go with
+it (and ``instance_id()`` changes, which anything caching index facts elsewhere can check).
+
+Schema (migration 1; see ``_MIGRATIONS``)
+-----------------------------------------
+* ``index_schema_version(version, applied_at)`` — applied migrations.
+* ``index_meta(key, value)`` — ``instance_id``: a random id made when the schema is created.
+* ``chunks(collection, item_key, ordinal, docket, text, page, section, embedder_id, dim,
+  embedding vector, metadata jsonb)``, primary key ``(collection, item_key, ordinal)``.
+* ``index_state(collection, item_key, docket, fingerprint, content_hash, chunk_count,
+  embedder_id, indexed_at)``, primary key ``(collection, item_key)``, indexed by docket.
+* ``index_docket_state(collection, docket, sealed_at, version, input_fingerprint,
+  indexed_at)``, primary key ``(collection, docket)``.
+
+Embedding dimensions
+--------------------
+``chunks.embedding`` is an *unconstrained* ``vector`` column with its dimension kept in
+``chunks.dim`` (a CHECK ties the two). Each dimension in use gets its own partial HNSW
+expression index, created on first write of that dimension::
+
+    CREATE INDEX chunks_hnsw_384 ON chunks
+        USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dim = 384
+
+(``halfvec`` for 2001..4000 dimensions, which HNSW cannot index as ``vector``; above
+4000 the search is exact.) Search filters ``dim = len(query)`` and the embedder id and
+orders by the same expression, so it uses the index for that dimension. Switching the
+embedder (even to another dimension) needs no migration: the embedder id is part of the
+index fingerprint, every item is re-embedded and ``replace_item`` swaps its rows, while
+searches with the new embedder see only new rows. ``drop_unused_dimension_indexes()``
+removes the old dimension's index once no rows use it.
+
+Writes never churn: rewriting a docket marker or a fingerprint with the same values
+changes nothing, so a no-op run leaves every table byte-identical.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+from pgvector import Vector
+from pgvector.psycopg2 import register_vector
+from psycopg2.extras import Json, execute_values
+
+from pipeline.index import embedded_server
+from pipeline.index.chunking import Chunk
+
+# pg_advisory_xact_lock keys: serialise migrations and per-dimension index creation.
+_MIGRATION_LOCK = 0x646B7401
+_DIMENSION_INDEX_LOCK = 0x646B7402
+_HNSW_VECTOR_MAX_DIM = 2000
+_HNSW_HALFVEC_MAX_DIM = 4000
+
+_MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            "CREATE EXTENSION IF NOT EXISTS vector",
+            """CREATE TABLE index_meta (key text PRIMARY KEY, value text NOT NULL)""",
+            """INSERT INTO index_meta (key, value) VALUES ('instance_id', gen_random_uuid()::text)""",
+            """CREATE TABLE chunks (
+                collection text NOT NULL,
+                item_key text NOT NULL,
+                ordinal integer NOT NULL,
+                docket text NOT NULL,
+                text text NOT NULL,
+                page integer,
+                section text NOT NULL DEFAULT '',
+                embedder_id text NOT NULL,
+                dim integer NOT NULL,
+                embedding vector NOT NULL,
+                metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
+                PRIMARY KEY (collection, item_key, ordinal),
+                CHECK (vector_dims(embedding) = dim)
+            )""",
+            "CREATE INDEX chunks_docket ON chunks (collection, docket)",
+            """CREATE TABLE index_state (
+                collection text NOT NULL,
+                item_key text NOT NULL,
+                docket text NOT NULL,
+                fingerprint text,
+                content_hash text,
+                chunk_count integer NOT NULL,
+                embedder_id text,
+                indexed_at timestamptz NOT NULL,
+                PRIMARY KEY (collection, item_key)
+            )""",
+            "CREATE INDEX index_state_docket ON index_state (collection, docket)",
+            """CREATE TABLE index_docket_state (
+                collection text NOT NULL,
+                docket text NOT NULL,
+                sealed_at text,
+                version integer NOT NULL,
+                input_fingerprint text,
+                indexed_at timestamptz NOT NULL,
+                PRIMARY KEY (collection, docket)
+            )""",
+        ],
+    ),
+]
+SCHEMA_VERSION = _MIGRATIONS[-1][0]
+
+
+@dataclass(frozen=True)
+class IndexState:
+    item_key: str
+    docket: str
+    fingerprint: str | None
+    content_hash: str | None
+    chunk_count: int
+    embedder_id: str | None
+    indexed_at: datetime
+
+
+@dataclass(frozen=True)
+class DocketMarker:
+    collection: str
+    docket: str
+    sealed_at: str | None
+    version: int
+    input_fingerprint: str | None
+    indexed_at: datetime
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    item_key: str
+    collection: str
+    docket: str
+    ordinal: int
+    text: str
+    page: int | None
+    score: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+    section: str = ""
+
+
+@dataclass(frozen=True)
+class CountMismatch:
+    collection: str
+    item_key: str
+    recorded: int | None  # index_state.chunk_count, None when the state row is missing
+    actual: int
+
+
+class IndexDB:
+    """One connection to the index database (not shared between threads)."""
+
+    def __init__(self, conn, server=None) -> None:
+        self._conn = conn
+        self._server = server
+        self._indexed_dims: set[int] = set()
+        self._iterative_scan = False
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, url: str | None, data_dir: Path, *, cursor_factory=None) -> IndexDB:
+        """Connect to ``url``, or start/join the embedded server under ``data_dir`` when None.
+
+        Runs the migrations. ``cursor_factory`` is passed to psycopg2 (tests count queries).
+        """
+        server = embedded_server.acquire(data_dir) if url is None else None
+        try:
+            dsn = embedded_server.database_url(server) if server is not None else url
+            conn = psycopg2.connect(dsn, cursor_factory=cursor_factory)
+        except Exception:
+            if server is not None:
+                embedded_server.release(server)
+            raise
+        db = cls(conn, server)
+        try:
+            db.migrate()
+            register_vector(conn)
+            db._load_capabilities()
+        except Exception:
+            db.close()
+            raise
+        return db
+
+    def close(self) -> None:
+        """Close the connection; stop the embedded server if this was its last user."""
+        if self._conn is not None and not self._conn.closed:
+            self._conn.close()
+        if self._server is not None:
+            server, self._server = self._server, None
+            embedded_server.release(server)
+
+    def __enter__(self) -> IndexDB:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def migrate(self) -> list[int]:
+        """Apply the migrations not yet applied, in one transaction; return their versions."""
+        applied_now = []
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS index_schema_version ("
+                " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cur.execute("SELECT version FROM index_schema_version")
+            applied = {row[0] for row in cur.fetchall()}
+            for version, statements in _MIGRATIONS:
+                if version in applied:
+                    continue
+                for statement in statements:
+                    cur.execute(statement)
+                cur.execute("INSERT INTO index_schema_version (version) VALUES (%s)", (version,))
+                applied_now.append(version)
+        return applied_now
+
+    def _load_capabilities(self) -> None:
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            major_minor = tuple(int(part) for part in cur.fetchone()[0].split(".")[:2])
+            # hnsw.iterative_scan (0.8+) keeps filtered HNSW searches from returning < k rows.
+            self._iterative_scan = major_minor >= (0, 8)
+            cur.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
+            self._indexed_dims = {
+                int(name.rsplit("_", 1)[1])
+                for (name,) in cur.fetchall()
+                if name.startswith("chunks_hnsw_")
+            }
+
+    # --- identity and verification ---------------------------------------------------
+
+    def instance_id(self) -> str:
+        return self._fetch_value("SELECT value FROM index_meta WHERE key = 'instance_id'")
+
+    def schema_version(self) -> int:
+        return self._fetch_value("SELECT max(version) FROM index_schema_version")
+
+    def chunk_counts(self, collection: str | None = None) -> dict[tuple[str, str], int]:
+        """Actual chunk rows per (collection, item_key)."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                "SELECT collection, item_key, count(*) FROM chunks"
+                " WHERE %(c)s::text IS NULL OR collection = %(c)s GROUP BY collection, item_key",
+                {"c": collection},
+            )
+            return {(c, k): n for c, k, n in cur.fetchall()}
+
+    def count_mismatches(self) -> list[CountMismatch]:
+        """Items whose recorded chunk_count disagrees with their chunk rows (one query)."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                """SELECT coalesce(s.collection, c.collection), coalesce(s.item_key, c.item_key),
+                          s.chunk_count, coalesce(c.n, 0)
+                   FROM index_state s
+                   FULL JOIN (SELECT collection, item_key, count(*) AS n FROM chunks
+                              GROUP BY collection, item_key) c
+                     ON c.collection = s.collection AND c.item_key = s.item_key
+                   WHERE s.chunk_count IS DISTINCT FROM coalesce(c.n, 0)
+                   ORDER BY 1, 2"""
+            )
+            return [CountMismatch(*row) for row in cur.fetchall()]
+
+    def dump_chunks(self) -> str:
+        """Every chunk row, in key order, one JSON array per line: for byte-identity tests."""
+        return self._dump(
+            """SELECT collection, item_key, ordinal, docket, text, page, section, embedder_id,
+                      dim, embedding::text, metadata::text
+               FROM chunks ORDER BY collection COLLATE "C", item_key COLLATE "C", ordinal"""
+        )
+
+    def dump_state(self) -> str:
+        """index_state and index_docket_state rows including timestamps (no-churn tests)."""
+        items = self._dump(
+            """SELECT collection, item_key, docket, fingerprint, content_hash, chunk_count,
+                      embedder_id, indexed_at::text
+               FROM index_state ORDER BY collection COLLATE "C", item_key COLLATE "C" """
+        )
+        dockets = self._dump(
+            """SELECT collection, docket, sealed_at, version, input_fingerprint, indexed_at::text
+               FROM index_docket_state ORDER BY collection COLLATE "C", docket COLLATE "C" """
+        )
+        return items + "--\n" + dockets
+
+    # --- per-item state --------------------------------------------------------------
+
+    def state_for_docket(self, collection: str, docket: str) -> dict[str, IndexState]:
+        """The index state of every item of one docket, in one query."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                """SELECT item_key, docket, fingerprint, content_hash, chunk_count, embedder_id,
+                          indexed_at
+                   FROM index_state WHERE collection = %s AND docket = %s""",
+                (collection, docket),
+            )
+            return {row[0]: IndexState(*row) for row in cur.fetchall()}
+
+    def replace_item(
+        self,
+        collection: str,
+        item_key: str,
+        docket: str,
+        chunks: list[Chunk],
+        vectors: list[list[float]],
+        fingerprint: str | None,
+        content_hash: str | None,
+        embedder_id: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Replace one item's chunks and upsert its state row, in one transaction.
+
+        ``metadata`` (submitter, organization, title…) is stored on every chunk of the item.
+        An item with no chunks (empty text) keeps a state row with chunk_count 0.
+        """
+        if len(chunks) != len(vectors):
+            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors for {item_key}")
+        dims = {len(v) for v in vectors}
+        if len(dims) > 1:
+            raise ValueError(f"mixed vector dimensions {sorted(dims)} for {item_key}")
+        if dims:
+            self.ensure_dimension_index(dims.pop())
+        item_metadata = Json(metadata or {}, dumps=_canonical_json)
+        rows = [
+            (
+                collection,
+                item_key,
+                c.ordinal,
+                docket,
+                c.text,
+                c.page,
+                c.section,
+                embedder_id,
+                len(v),
+                Vector(list(v)),
+                item_metadata,
+            )
+            for c, v in zip(chunks, vectors, strict=True)
+        ]
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                "DELETE FROM chunks WHERE collection = %s AND item_key = %s", (collection, item_key)
+            )
+            execute_values(
+                cur,
+                """INSERT INTO chunks (collection, item_key, ordinal, docket, text, page, section,
+                                       embedder_id, dim, embedding, metadata) VALUES %s""",
+                rows,
+                page_size=200,
+            )
+            cur.execute(
+                """INSERT INTO index_state AS s (collection, item_key, docket, fingerprint,
+                       content_hash, chunk_count, embedder_id, indexed_at)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, now())
+                   ON CONFLICT (collection, item_key) DO UPDATE SET
+                       docket = EXCLUDED.docket, fingerprint = EXCLUDED.fingerprint,
+                       content_hash = EXCLUDED.content_hash, chunk_count = EXCLUDED.chunk_count,
+                       embedder_id = EXCLUDED.embedder_id, indexed_at = EXCLUDED.indexed_at""",
+                (collection, item_key, docket, fingerprint, content_hash, len(rows), embedder_id),
+            )
+
+    def record_fingerprint(self, collection: str, item_key: str, fingerprint: str) -> bool:
+        """Content unchanged: store the new fingerprint only. True if a row changed."""
+        return self.record_fingerprints(collection, {item_key: fingerprint}) > 0
+
+    def record_fingerprints(self, collection: str, fingerprints: dict[str, str]) -> int:
+        """Bulk form of record_fingerprint (one statement); returns the rows changed."""
+        if not fingerprints:
+            return 0
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                """UPDATE index_state AS s SET fingerprint = v.fingerprint
+                   FROM unnest(%s::text[], %s::text[]) AS v(item_key, fingerprint)
+                   WHERE s.collection = %s AND s.item_key = v.item_key
+                     AND s.fingerprint IS DISTINCT FROM v.fingerprint""",
+                (list(fingerprints), list(fingerprints.values()), collection),
+            )
+            return cur.rowcount
+
+    def delete_item(self, collection: str, item_key: str) -> None:
+        """Remove one item's chunks and state row together (withdrawn or gone comments)."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                "DELETE FROM chunks WHERE collection = %s AND item_key = %s", (collection, item_key)
+            )
+            cur.execute(
+                "DELETE FROM index_state WHERE collection = %s AND item_key = %s",
+                (collection, item_key),
+            )
+
+    # --- per-docket completion markers -----------------------------------------------
+
+    def docket_marker(self, collection: str, docket: str) -> DocketMarker | None:
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                """SELECT collection, docket, sealed_at, version, input_fingerprint, indexed_at
+                   FROM index_docket_state WHERE collection = %s AND docket = %s""",
+                (collection, docket),
+            )
+            row = cur.fetchone()
+        return DocketMarker(*row) if row else None
+
+    def write_docket_marker(
+        self,
+        collection: str,
+        docket: str,
+        sealed_at: str | None,
+        version: int,
+        input_fingerprint: str | None,
+    ) -> None:
+        """Record the docket as indexed; an identical existing marker is left untouched."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                """INSERT INTO index_docket_state AS m
+                       (collection, docket, sealed_at, version, input_fingerprint, indexed_at)
+                   VALUES (%s, %s, %s, %s, %s, now())
+                   ON CONFLICT (collection, docket) DO UPDATE SET
+                       sealed_at = EXCLUDED.sealed_at, version = EXCLUDED.version,
+                       input_fingerprint = EXCLUDED.input_fingerprint, indexed_at = EXCLUDED.indexed_at
+                   WHERE (m.sealed_at, m.version, m.input_fingerprint)
+                         IS DISTINCT FROM (EXCLUDED.sealed_at, EXCLUDED.version, EXCLUDED.input_fingerprint)""",
+                (collection, docket, sealed_at, version, input_fingerprint),
+            )
+
+    def clear_docket_marker(self, collection: str, docket: str) -> None:
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                "DELETE FROM index_docket_state WHERE collection = %s AND docket = %s",
+                (collection, docket),
+            )
+
+    def max_marker_version(self, collection: str) -> int:
+        """Highest marker version in ``collection`` (0 when none): --force bumps past it."""
+        return self._fetch_value(
+            "SELECT coalesce(max(version), 0) FROM index_docket_state WHERE collection = %s",
+            (collection,),
+        )
+
+    # --- embeddings and search -------------------------------------------------------
+
+    def ensure_dimension_index(self, dim: int) -> None:
+        """Create the partial HNSW index for ``dim`` if it does not exist yet (own transaction)."""
+        if dim in self._indexed_dims or dim > _HNSW_HALFVEC_MAX_DIM:
+            return
+        if dim < 1:
+            raise ValueError(f"vector dimension must be positive, got {dim}")
+        expression, opclass = _indexed_expression(dim), _operator_class(dim)
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DIMENSION_INDEX_LOCK,))
+            cur.execute(
+                f"CREATE INDEX IF NOT EXISTS chunks_hnsw_{dim} ON chunks"
+                f" USING hnsw (({expression}) {opclass}) WHERE dim = {dim}"
+            )
+        self._indexed_dims.add(dim)
+
+    def drop_unused_dimension_indexes(self) -> list[int]:
+        """Drop the HNSW indexes of dimensions no chunk uses any more; return those dims."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DIMENSION_INDEX_LOCK,))
+            cur.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
+            indexed = {
+                int(n.rsplit("_", 1)[1]) for (n,) in cur.fetchall() if n.startswith("chunks_hnsw_")
+            }
+            cur.execute("SELECT DISTINCT dim FROM chunks")
+            unused = sorted(indexed - {row[0] for row in cur.fetchall()})
+            for dim in unused:
+                cur.execute(f"DROP INDEX IF EXISTS chunks_hnsw_{dim}")
+        self._indexed_dims -= set(unused)
+        return unused
+
+    def search(
+        self,
+        query_vector: list[float],
+        *,
+        collection: str | None = None,
+        docket: str | None = None,
+        k: int = 10,
+        embedder_id: str | None = None,
+    ) -> list[SearchHit]:
+        """The ``k`` chunks nearest to ``query_vector`` (cosine), best first.
+
+        Only chunks of the query's dimension are searched; pass ``embedder_id`` to keep
+        chunks of another model with the same dimension out (search.search does).
+        """
+        dim = len(query_vector)
+        if dim == 0 or k < 1:
+            return []
+        distance = f"({_indexed_expression(dim)}) <=> %(query)s::{_cast_type(dim)}"
+        with self._conn, self._conn.cursor() as cur:
+            if self._iterative_scan:
+                cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(40, k))),)
+            )
+            cur.execute(
+                f"""SELECT item_key, collection, docket, ordinal, text, page,
+                           1 - ({distance}) AS score, metadata, section
+                    FROM chunks
+                    WHERE dim = {dim}
+                      AND (%(embedder)s::text IS NULL OR embedder_id = %(embedder)s)
+                      AND (%(collection)s::text IS NULL OR collection = %(collection)s)
+                      AND (%(docket)s::text IS NULL OR docket = %(docket)s)
+                    ORDER BY {distance}
+                    LIMIT %(k)s""",
+                {
+                    "query": Vector([float(x) for x in query_vector]),
+                    "embedder": embedder_id,
+                    "collection": collection,
+                    "docket": docket,
+                    "k": k,
+                },
+            )
+            hits = [SearchHit(*row) for row in cur.fetchall()]
+        # relaxed_order may return near-ties out of order; make the ranking stable.
+        return sorted(hits, key=lambda h: (-h.score, h.collection, h.item_key, h.ordinal))
+
+    # --- internals -------------------------------------------------------------------
+
+    def _fetch_value(self, sql: str, params: tuple = ()):
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchone()[0]
+
+    def _dump(self, sql: str) -> str:
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(sql)
+            return "".join(
+                json.dumps(list(row), ensure_ascii=False) + "\n" for row in cur.fetchall()
+            )
+
+
+def _cast_type(dim: int) -> str:
+    return (
+        f"halfvec({dim})"
+        if _HNSW_VECTOR_MAX_DIM < dim <= _HNSW_HALFVEC_MAX_DIM
+        else f"vector({dim})"
+    )
+
+
+def _indexed_expression(dim: int) -> str:
+    return f"embedding::{_cast_type(dim)}"
+
+
+def _operator_class(dim: int) -> str:
+    return "halfvec_cosine_ops" if dim > _HNSW_VECTOR_MAX_DIM else "vector_cosine_ops"
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)

