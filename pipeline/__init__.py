@@ -14,4 +14,6 @@ from pipeline.tasks import (  # noqa: F401
     ExtractText,
     FetchAll,
     FetchComments,
+    IndexAll,
+    IndexDocket,
 )

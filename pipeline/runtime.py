@@ -47,11 +47,14 @@ class Runtime:
         if os.getpid() == self._pid:
             return
         self._pid = os.getpid()
+        # Drop (never close) inherited handles, and keep them referenced so that garbage
+        # collection does not close them either: that would end the parent's session.
         if "state" in self.__dict__:
-            # Drop (not close) the inherited handle: closing would end the parent's session.
+            _inherited.append(self.state._state.conn)
             self.state._state.reset()
         if self._index is not None:
-            self._index.forget_connection()
+            _inherited.append(self._index)
+            self._index = None
 
     def close(self) -> None:
         if self._index is not None:
@@ -62,6 +65,7 @@ class Runtime:
 
 
 _current: Runtime | None = None
+_inherited: list = []
 
 
 def get_runtime() -> Runtime:

@@ -7,6 +7,7 @@ so the scheduler drops finished dockets before any ``run()``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import time
@@ -310,3 +311,52 @@ class ExtractText(DocketStageTask):
 
 class ExtractAll(DocketWrapper):
     stage_task = ExtractText
+
+
+class IndexDocket(DocketStageTask):
+    """Chunks and embeddings for new or changed comments; completion kept in the index DB."""
+
+    stage = "index"
+    upstream = ExtractText
+
+    @classmethod
+    def max_recorded_version(cls) -> int:
+        from pipeline.stages.index import MARKER_COLLECTION
+
+        return runtime_or_exit().index_db().max_marker_version(MARKER_COLLECTION)
+
+    def read_probe(self) -> markers.Probe:
+        """The docket and extract's output from the state DB, this stage's marker from the index DB."""
+        from pipeline.stages.index import MARKER_COLLECTION
+
+        state_side = markers.probe(self.docket, "", ExtractText.stage)
+        if not state_side.docket_exists:
+            return state_side
+        marker = runtime_or_exit().index_db().docket_marker(MARKER_COLLECTION, self.docket)
+        if marker is None:
+            return state_side
+        return dataclasses.replace(
+            state_side, marker_version=marker.version, marker_sealed_at=marker.sealed_at,
+            marker_input=marker.input_fingerprint,
+        )
+
+    def write_marker(self, run_id: str, input_fp: str | None) -> None:
+        from pipeline.stages.index import COLLECTIONS
+
+        docket = docket_rows.require_docket(self.docket)
+        index_db = runtime_or_exit().index_db()
+        for collection in sorted(set(COLLECTIONS.values())):
+            index_db.write_docket_marker(collection, self.docket, docket.sealed_at,
+                                         self.asked_version, input_fp)
+
+    def run_stage(self, ctx, docket):
+        from pipeline.stages.index import embedder_from, index_docket
+
+        return index_docket(ctx, docket, index_db=ctx.runtime.index_db(),
+                            embedder=embedder_from(ctx.settings))
+
+
+class IndexAll(DocketWrapper):
+    """The main job: everything up to a searchable index, for every known docket."""
+
+    stage_task = IndexDocket

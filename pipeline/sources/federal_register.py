@@ -21,7 +21,13 @@ log = logging.getLogger(__name__)
 
 MAX_CALLS = 4
 PER_PAGE = 1000
-FIELDS = ("regulations_dot_gov_info", "comments_close_on", "document_number", "title", "publication_date")
+FIELDS = (
+    "regulations_dot_gov_info",
+    "comments_close_on",
+    "document_number",
+    "title",
+    "publication_date",
+)
 
 
 @dataclass(frozen=True)
@@ -68,12 +74,16 @@ class FederalRegisterClient:
                 return rules
         log.warning(
             "Federal Register search truncated after %d calls (%d rules; %s more pages)",
-            MAX_CALLS, len(rules), body.get("total_pages", "?"),
+            MAX_CALLS,
+            len(rules),
+            body.get("total_pages", "?"),
         )
         return rules
 
     @staticmethod
-    def _search_params(agencies: list[str], since: date, until: date | None) -> list[tuple[str, str]]:
+    def _search_params(
+        agencies: list[str], since: date, until: date | None
+    ) -> list[tuple[str, str]]:
         params = [("conditions[agencies][]", agency) for agency in agencies]
         params.append(("conditions[type][]", "PRORULE"))
         params.append(("conditions[publication_date][gte]", since.isoformat()))
@@ -89,7 +99,9 @@ class FederalRegisterClient:
             return None
         # Follow only links back to the same service: a response must not send us elsewhere.
         if not isinstance(next_url, str) or urlsplit(next_url)[:2] != urlsplit(self.base_url)[:2]:
-            raise BadResponse(f"Federal Register next_page_url points elsewhere: {str(next_url)[:200]!r}")
+            raise BadResponse(
+                f"Federal Register next_page_url points elsewhere: {str(next_url)[:200]!r}"
+            )
         return next_url
 
 

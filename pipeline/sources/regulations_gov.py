@@ -51,7 +51,8 @@ MAX_PAGE_SIZE = 250
 MAX_PAGE_NUMBER = 20
 COMMENT_SORT = "lastModifiedDate,documentId"
 
-PERMANENT_STATUSES = frozenset({400, 401, 403, 404, 410, 413})
+# Worth retrying: these and every 5xx. Every other non-2xx (400, 401, 403, 404, 410, 413, ...)
+# is permanent and fails at once.
 TRANSIENT_STATUSES = frozenset({408, 429})
 DOWNLOAD_CHUNK = 64 * 1024
 MASK = "***"
@@ -203,8 +204,10 @@ class HttpTransport:
         secrets: tuple[str, ...] = (),
         service: str = "API",
     ) -> None:
-        self.session = session or requests.Session()
-        self.session.headers.setdefault("User-Agent", "docketeer/0.1 (+https://github.com/)")
+        if session is None:
+            session = requests.Session()
+            session.headers["User-Agent"] = "docketeer/0.1"
+        self.session = session
         self.timeout = timeout
         self.pace_seconds = pace_seconds
         self.max_attempts = max_attempts
@@ -285,10 +288,18 @@ class HttpTransport:
         counters.incr(f"api.{endpoint}")
         self._stats[endpoint] += 1
         try:
-            resp = self.session.get(url, params=params, headers=headers, timeout=self.timeout, stream=stream)
-        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
-                requests.exceptions.ContentDecodingError) as exc:
-            raise TransientHTTPError(self.mask(f"{self.service} request failed: {_one_line(exc)}")) from None
+            resp = self.session.get(
+                url, params=params, headers=headers, timeout=self.timeout, stream=stream
+            )
+        except (
+            requests.ConnectionError,
+            requests.Timeout,
+            requests.exceptions.ChunkedEncodingError,
+            requests.exceptions.ContentDecodingError,
+        ) as exc:
+            raise TransientHTTPError(
+                self.mask(f"{self.service} request failed: {_one_line(exc)}")
+            ) from None
         self._note_rate_limit(resp)
         return resp
 
@@ -297,7 +308,9 @@ class HttpTransport:
             self.budget.spend()
         if self.min_remaining is not None and self.rate_remaining is not None:
             if self.rate_remaining < self.min_remaining:
-                raise BudgetSpent(f"rate limit nearly spent: {self.rate_remaining} requests left this hour")
+                raise BudgetSpent(
+                    f"rate limit nearly spent: {self.rate_remaining} requests left this hour"
+                )
 
     def _pace(self) -> None:
         with self._pace_lock:
@@ -328,8 +341,12 @@ class HttpTransport:
             retry_after = parse_retry_after(resp.headers.get("Retry-After"))
             if retry_after is not None and retry_after > self.backoff_cap:
                 # Sleeping longer than the cap inside a batch run helps nobody: stop, come back later.
-                raise BudgetSpent(f"{self.service} asked to wait {retry_after:.0f}s (HTTP {status}); stopping")
-            raise TransientHTTPError(f"HTTP {status} from {where}: {detail}", retry_after=retry_after, status=status)
+                raise BudgetSpent(
+                    f"{self.service} asked to wait {retry_after:.0f}s (HTTP {status}); stopping"
+                )
+            raise TransientHTTPError(
+                f"HTTP {status} from {where}: {detail}", retry_after=retry_after, status=status
+            )
         raise PermanentHTTPError(status, detail, where)
 
     def read_json(self, resp: requests.Response, what: str) -> dict:
@@ -337,16 +354,24 @@ class HttpTransport:
         ctype = resp.headers.get("Content-Type", "")
         text = resp.content.decode(resp.encoding or "utf-8", errors="replace")
         if "html" in ctype.lower() or text.lstrip()[:1] == "<":
-            raise BadResponse(self.mask(f"{what}: got an HTML page instead of JSON ({ctype or 'no content type'})"))
+            raise BadResponse(
+                self.mask(
+                    f"{what}: got an HTML page instead of JSON ({ctype or 'no content type'})"
+                )
+            )
         try:
             body = json.loads(text)
         except ValueError as exc:
             raise BadResponse(self.mask(f"{what}: body is not JSON ({_one_line(exc)})")) from None
         if not isinstance(body, dict):
-            raise BadResponse(self.mask(f"{what}: JSON body is a {type(body).__name__}, not an object"))
+            raise BadResponse(
+                self.mask(f"{what}: JSON body is a {type(body).__name__}, not an object")
+            )
         return body
 
-    def get_json(self, endpoint: str, url: str, *, params: Any = None, headers: dict | None = None) -> dict:
+    def get_json(
+        self, endpoint: str, url: str, *, params: Any = None, headers: dict | None = None
+    ) -> dict:
         """GET + status mapping + JSON, with retries."""
 
         def attempt() -> dict:
@@ -423,7 +448,9 @@ class RegulationsGovClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not api_key or not api_key.strip():
-            raise ConfigError("REGULATIONS_GOV_API_KEY is not set (get a key at https://api.data.gov/signup/)")
+            raise ConfigError(
+                "REGULATIONS_GOV_API_KEY is not set (get a key at https://api.data.gov/signup/)"
+            )
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key.strip()
         self.transport = HttpTransport(
@@ -456,7 +483,9 @@ class RegulationsGovClient:
     def get_document(self, document_id: str) -> dict:
         """The full response (``data`` and ``included`` attachments)."""
         document_id = validate_id(document_id, "document id")
-        body = self._get("documents.detail", f"/documents/{document_id}", {"include": "attachments"})
+        body = self._get(
+            "documents.detail", f"/documents/{document_id}", {"include": "attachments"}
+        )
         self._data_object(body, f"document {document_id}")
         return body
 
@@ -476,12 +505,20 @@ class RegulationsGovClient:
         docket_id = validate_id(docket_id, "docket id")
         documents: list[dict] = []
         for page in range(1, MAX_PAGE_NUMBER + 1):
-            params = {"filter[docketId]": docket_id, "page[size]": MAX_PAGE_SIZE, "page[number]": page}
+            params = {
+                "filter[docketId]": docket_id,
+                "page[size]": MAX_PAGE_SIZE,
+                "page[number]": page,
+            }
             items, has_next = self._get_page("documents.list", "/documents", params)
             documents.extend(_check_list_item(item, "documents") for item in items)
             if not has_next:
                 return documents
-        log.warning("docket %s has more than %d documents; the rest are not listed", docket_id, len(documents))
+        log.warning(
+            "docket %s has more than %d documents; the rest are not listed",
+            docket_id,
+            len(documents),
+        )
         return documents
 
     def iter_comments(
@@ -552,7 +589,11 @@ class RegulationsGovClient:
         log.warning(
             "comments on %s: more than %d records share the filter value %s (Eastern); continuing "
             "from %s, records beyond the first %d may be missed",
-            object_id, MAX_PAGE_SIZE * MAX_PAGE_NUMBER, boundary, stepped, MAX_PAGE_SIZE * MAX_PAGE_NUMBER,
+            object_id,
+            MAX_PAGE_SIZE * MAX_PAGE_NUMBER,
+            boundary,
+            stepped,
+            MAX_PAGE_SIZE * MAX_PAGE_NUMBER,
         )
         return stepped
 
@@ -594,9 +635,15 @@ class RegulationsGovClient:
                     digest.update(chunk)
                     fileobj.write(chunk)
             except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-                raise TransientHTTPError(f"download of {url} broke off after {size} bytes: {_one_line(exc)}") from None
+                raise TransientHTTPError(
+                    f"download of {url} broke off after {size} bytes: {_one_line(exc)}"
+                ) from None
             # Only comparable when the bytes were not content-decoded on the way.
-            if declared is not None and not resp.headers.get("Content-Encoding") and size != declared:
+            if (
+                declared is not None
+                and not resp.headers.get("Content-Encoding")
+                and size != declared
+            ):
                 raise TransientHTTPError(f"download of {url} truncated: {size} of {declared} bytes")
         fileobj.flush()
         content_type = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -633,7 +680,9 @@ def check_comment_item(raw: object) -> dict:
     try:
         parse_api_time(lmd)
     except (TypeError, ValueError):
-        raise MalformedItem(f"comment {item['id']}: bad lastModifiedDate {str(lmd)[:40]!r}", item["id"]) from None
+        raise MalformedItem(
+            f"comment {item['id']}: bad lastModifiedDate {str(lmd)[:40]!r}", item["id"]
+        ) from None
     withdrawn = item["attributes"].get("withdrawn")
     if withdrawn is not None and not isinstance(withdrawn, bool):
         raise MalformedItem(f"comment {item['id']}: `withdrawn` is not a boolean", item["id"])
@@ -649,7 +698,9 @@ def _check_list_item(raw: object, kind: str) -> dict:
     except InvalidIdentifier as exc:
         raise MalformedItem(f"{kind} list item: {exc}") from None
     if raw.get("type", kind) != kind:
-        raise MalformedItem(f"{kind} list item {item_id}: type is {str(raw.get('type'))[:40]!r}", item_id)
+        raise MalformedItem(
+            f"{kind} list item {item_id}: type is {str(raw.get('type'))[:40]!r}", item_id
+        )
     if not isinstance(raw.get("attributes"), dict):
         raise MalformedItem(f"{kind} list item {item_id}: no attributes object", item_id)
     return raw

@@ -1,0 +1,116 @@
+"""The offline quickstart: sample data, a local stand-in for regulations.gov, the real job.
+
+1. Generates a small deterministic corpus (3 dockets, 100 comments, PDFs and DOCX) in the
+   mirrulations layout under data/quickstart/mirror (once).
+2. Serves it on 127.0.0.1 as regulations.gov v4 + downloads + Federal Register (stand-in).
+3. Runs the real command, ``luigi --module pipeline IndexAll --local-scheduler``, against it.
+4. Runs it again: nothing is redone, and says how long that took.
+5. Prints a search result.
+
+Everything is written under data/quickstart/; nothing leaves this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from scripts.make_corpus import Manifest, make_corpus  # noqa: E402
+from scripts.standin_server import StandinServer  # noqa: E402
+
+
+def corpus(root: Path, comments: int) -> Manifest:
+    if (root / "manifest.json").exists():
+        return Manifest.load(root)
+    print(f"generating sample data: 3 dockets, {comments} comments -> {root}")
+    return make_corpus(root, dockets=3, comments_per_docket=_split(comments, 3))
+
+
+def _split(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def embedder() -> str:
+    try:
+        import sentence_transformers  # noqa: F401
+    except ImportError:
+        print("sentence-transformers is not installed: using the hashing embedder")
+        return "hashing"
+    return "minilm"
+
+
+def job_env(server: StandinServer, store: Path, dockets: list[str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+    env.update(
+        DOCKETEER_DATA_DIR=str(store),
+        DOCKETEER_API_BASE=server.api_base,
+        DOCKETEER_FR_BASE=server.fr_base,
+        REGULATIONS_GOV_API_KEY="DEMO_KEY",
+        DOCKETEER_DISCOVER="list",
+        DOCKETEER_DOCKETS=",".join(dockets),
+        DOCKETEER_PACE_SECONDS="0",
+        DOCKETEER_EMBEDDER=os.environ.get("DOCKETEER_EMBEDDER", embedder()),
+        LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
+    return env
+
+
+def run_index_all(env: dict[str, str], label: str) -> float:
+    command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
+               "--local-scheduler", "--workers", "2"]
+    print(f"\n$ luigi --module pipeline IndexAll --local-scheduler --workers 2   # {label}")
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    summary = [line for line in done.stderr.splitlines() if _is_summary(line)]
+    print("\n".join(summary[-14:]))
+    if done.returncode != 0:
+        print(done.stderr[-4000:], file=sys.stderr)
+        raise SystemExit(f"IndexAll failed with exit status {done.returncode}")
+    return seconds
+
+
+def _is_summary(line: str) -> bool:
+    keep = ("Scheduled", "ran successfully", "complete ones", "failed", "Did not run", "    - ",
+            "docketeer", "fetch ", "backfill ", "extract ", "index ")
+    return any(k in line for k in keep) and "DEBUG" not in line
+
+
+def docketeer(env: dict[str, str], *args: str) -> None:
+    print(f"\n$ docketeer {' '.join(args)}")
+    subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=ROOT, env=env, check=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--comments", type=int, default=100)
+    parser.add_argument("--fresh", action="store_true", help="start from an empty store")
+    parser.add_argument("--query", default="rural hospitals losing funding and closing")
+    args = parser.parse_args(argv)
+    base = ROOT / "data" / "quickstart"
+    store = base / "store"
+    if args.fresh and store.exists():
+        shutil.rmtree(store)
+    manifest = corpus(base / "mirror", args.comments)
+    with StandinServer(base / "mirror") as server:
+        print(f"stand-in regulations.gov serving {base / 'mirror'} at {server.url}")
+        env = job_env(server, store, [d.id for d in manifest.dockets])
+        first = run_index_all(env, "first run")
+        second = run_index_all(env, "second run: nothing new")
+    print(f"\nfirst run {first:.1f}s; second run {second:.1f}s (nothing was redone)")
+    docketeer(env, "dockets")
+    docketeer(env, "search", args.query, "-k", "3")
+
+
+if __name__ == "__main__":
+    main()
