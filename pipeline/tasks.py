@@ -36,6 +36,18 @@ class StageIncomplete(DocketeerError):
     """The stage kept its progress but could not finish (a broken walk, a failed download)."""
 
 
+# Budgets given on the command line (--budget-seconds, --request-budget) override the
+# settings for this invocation; set in the scheduling process, inherited by forked workers.
+_budget_overrides: dict[str, int] = {}
+
+
+def effective_settings(rt):
+    """The runtime's settings with this invocation's budget overrides applied."""
+    if not _budget_overrides:
+        return rt.settings
+    return dataclasses.replace(rt.settings, values={**rt.settings.values, **_budget_overrides})
+
+
 # docket id -> sealed_at, bulk-loaded by a wrapper so each task picks its target class
 # without a read of its own; a target re-checks the seal in its one read anyway.
 _seal_hints: dict[str, str | None] = {}
@@ -153,12 +165,14 @@ class DocketStageTask(luigi.Task):
         # as a change by the next run.
         input_fp = self.upstream_output_fingerprint()
         started = time.monotonic()
-        with leases.held(self.stage, self.docket, rt.settings.lease_seconds):
+        settings = effective_settings(rt)
+        with leases.held(self.stage, self.docket, settings.lease_seconds):
             run_id = runs.start_run(self.task_id, self.stage, self.docket)
             ctx = StageContext(
                 runtime=rt, run_id=run_id, force=self.force, progress=self.make_progress(rt),
-                deadline=_deadline(rt.settings.budget_seconds),
+                deadline=_deadline(settings.budget_seconds),
             )
+            ctx.extras["settings"] = settings
             with counters.measure() as io:
                 try:
                     counters.incr(STAGE_CALLS)
@@ -220,12 +234,24 @@ class DocketWrapper(luigi.Task):
         default="", description="comma-separated docket ids: only these, and no discovery call"
     )
     force = luigi.BoolParameter(default=False, description="redo this stage for these dockets")
+    budget_seconds = luigi.IntParameter(
+        default=-1, significant=False,
+        description="stop at the next item boundary after this many seconds (0: no limit; "
+                    "default: the budget_seconds setting); the next run continues",
+    )
+    request_budget = luigi.IntParameter(
+        default=-1, significant=False,
+        description="API requests per task run (0: no limit; default: the request_budget setting)",
+    )
 
     stage_task: ClassVar[type[DocketStageTask]]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         runtime_or_exit()
+        for name in ("budget_seconds", "request_budget"):
+            if getattr(self, name) >= 0:
+                _budget_overrides[name] = getattr(self, name)
         # Fixed once in the scheduling process so forked workers yield the very same tasks.
         self.forced_version = self.stage_task.next_forced_version() if self.force else None
 

@@ -42,7 +42,8 @@ class StageContext:
 
     @property
     def settings(self):
-        return self.runtime.settings
+        # A run may carry its own budgets (--budget-seconds) on top of the configured ones.
+        return self.extras.get("settings") or self.runtime.settings
 
     @property
     def blobs(self):
