@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import luigi
 
-from pipeline.clock import utcnow, window_start
+from pipeline.clock import iso, utcnow, window_start
 from pipeline.counters import STAGE_CALLS, counters
 from pipeline.errors import BudgetSpent, ConfigError, DocketeerError
 from pipeline.progress import Progress
@@ -31,6 +31,7 @@ BASE_VERSION = 1
 # Taken when the module is imported in the parent process, so a forked worker measures the
 # time budget from the start of the whole invocation.
 INVOCATION_STARTED = time.monotonic()
+INVOCATION_STARTED_AT = iso(utcnow())
 
 class StageIncomplete(DocketeerError):
     """The stage kept its progress but could not finish (a broken walk, a failed download)."""
@@ -39,6 +40,19 @@ class StageIncomplete(DocketeerError):
 # Budgets given on the command line (--budget-seconds, --request-budget) override the
 # settings for this invocation; set in the scheduling process, inherited by forked workers.
 _budget_overrides: dict[str, int] = {}
+
+
+def new_invocation() -> None:
+    """Start a new invocation in this process (tests that call luigi.build repeatedly).
+
+    A real `luigi` command is one process, one invocation; this resets what an invocation
+    remembers: when it started, its budget overrides, its seal hints, Luigi's instance cache.
+    """
+    global INVOCATION_STARTED, INVOCATION_STARTED_AT
+    INVOCATION_STARTED, INVOCATION_STARTED_AT = time.monotonic(), iso(utcnow())
+    _budget_overrides.clear()
+    _seal_hints.clear()
+    luigi.task_register.Register.clear_instance_cache()
 
 
 def effective_settings(rt):
@@ -130,9 +144,21 @@ class DocketStageTask(luigi.Task):
             window_start=start, has_upstream=self.upstream is not None,
         )
 
+    def complete(self) -> bool:
+        if self.output().exists():
+            return True
+        # A stage that already ran in this invocation is done *for this run* even when its
+        # target cannot say so: it stopped on its budget, or its upstream did (so the input
+        # fingerprints disagree). Its downstream works on what exists; no marker vouches for
+        # it, and the next run continues.
+        return runs.finished_since(self.stage, self.docket, INVOCATION_STARTED_AT)
+
     # --- running ----------------------------------------------------------------------------
     def run_stage(self, ctx: StageContext, docket) -> StageResult:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def upstream_vouched(self) -> bool:
+        return self.upstream is None or self.requires().output().exists()
 
     def upstream_output_fingerprint(self) -> str | None:
         if self.upstream is None:
@@ -183,7 +209,9 @@ class DocketStageTask(luigi.Task):
                     runs.finish_run(run_id, clean=False, counters=dict(ctx.progress.counts),
                                     message=rt.settings.mask(f"{type(exc).__name__}: {exc}"))
                     raise
-            if result.complete:
+            # A marker vouches for the whole chain: if the upstream stopped short (budget), this
+            # stage saw only part of its input and must run again once the upstream is done.
+            if result.complete and self.upstream_vouched():
                 self.write_marker(run_id, input_fp)
             summary = {**result.counts, **io}
             runs.finish_run(run_id, clean=result.clean, counters=summary,

@@ -31,6 +31,7 @@ def _fresh_calls():
 
 
 def build(*tasks) -> bool:
+    task_module.new_invocation()
     return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
 
 
@@ -109,15 +110,15 @@ def test_wrapper_over_1000_sealed_dockets_touches_nothing(state, monkeypatch, ca
 def test_fingerprint_mismatch_then_match(state):  # noqa: F811
     dockets.ensure_dockets([A], "list")
     assert build(ToyAll())
-    assert ToyProcess(docket=A).complete()
+    assert ToyProcess(docket=A).output().exists()
     DocketStage.update(output_fingerprint="changed").where(
         (DocketStage.docket == A) & (DocketStage.stage == "toyfetch")
     ).execute()
-    assert not ToyProcess(docket=A).complete()
+    assert not ToyProcess(docket=A).output().exists()
     DocketStage.update(input_fingerprint="changed").where(
         (DocketStage.docket == A) & (DocketStage.stage == "toyprocess")
     ).execute()
-    assert ToyProcess(docket=A).complete()
+    assert ToyProcess(docket=A).output().exists()
 
 
 def test_unseal_then_reseal_invalidates_the_sealed_marker(state):  # noqa: F811
@@ -125,14 +126,14 @@ def test_unseal_then_reseal_invalidates_the_sealed_marker(state):  # noqa: F811
     dockets.seal(A, "manual")
     task_module._seal_hints.clear()
     assert build(ToyAll())
-    assert ToyProcess(docket=A).complete()
+    assert ToyProcess(docket=A).output().exists()
     assert markers.read_marker(A, "toyprocess").sealed_at == dockets.get_docket(A).sealed_at
     dockets.unseal(A)
     dockets.seal(A, "manual")
     task_module._seal_hints.clear()
-    assert not ToyProcess(docket=A).complete()
+    assert not ToyProcess(docket=A).output().exists()
     assert build(ToyAll())
-    assert ToyProcess(docket=A).complete()
+    assert ToyProcess(docket=A).output().exists()
 
 
 def test_force_bumps_the_version_for_one_run_and_never_unseals(state):  # noqa: F811
@@ -145,7 +146,7 @@ def test_force_bumps_the_version_for_one_run_and_never_unseals(state):  # noqa: 
     assert {t.version for t in tasks} == {2}
     assert all("version=2" in t.task_id or "2" in t.task_id for t in tasks)
     assert tasks[0].task_id != ToyProcess(docket=tasks[0].docket).task_id
-    assert not tasks[0].complete()
+    assert not tasks[0].output().exists()
     assert build(forced)
     # Only the forced stage ran; its upstream stayed complete and was pruned.
     assert sorted(core_stages.CALLS) == [("toyprocess", A), ("toyprocess", B)]
@@ -164,7 +165,7 @@ def test_forced_stage_task_gets_its_own_id(state):  # noqa: F811
     assert build(ToyAll())
     forced = ToyProcess(docket=A, force=True)
     assert forced.version == 2 and forced.task_id != ToyProcess(docket=A).task_id
-    assert not forced.complete()
+    assert not forced.output().exists()
 
 
 def test_a_stage_that_raises_writes_no_marker_and_an_unclean_run(state, monkeypatch):  # noqa: F811
@@ -183,7 +184,7 @@ def test_a_stage_that_raises_writes_no_marker_and_an_unclean_run(state, monkeypa
 def test_named_docket_skips_discovery_and_unknown_is_created(state):  # noqa: F811
     assert build(ToyAll(docket=A))
     assert dockets.get_docket(A) is not None
-    assert ToyFetch(docket=A).complete()
+    assert ToyFetch(docket=A).output().exists()
 
 
 def test_pending_rows_are_repaired_by_the_next_run(state):  # noqa: F811

@@ -34,3 +34,16 @@ def last_runs(docket_id: str | None = None, limit: int = 20) -> list[Run]:
     if docket_id:
         query = query.where(Run.docket == docket_id)
     return list(query)
+
+
+def finished_since(stage: str, docket_id: str, since: str) -> bool:
+    """Did a run of this stage over this docket finish clean, or stop on its budget, after ``since``?"""
+    return (
+        Run.select()
+        .where(
+            (Run.stage == stage) & (Run.docket == docket_id) & Run.finished_at.is_null(False)
+            & ((Run.clean == True) | (Run.budget_spent == True))  # noqa: E712
+            & (Run.started_at >= since)
+        )
+        .exists()
+    )
