@@ -4,17 +4,27 @@ An item needs work when its detail was never fetched, its list summary changed s
 its row was left ``pending``/``stale``. Attachment rows are keyed ``(item, filename)``
 and blobs by sha256: a rerun creates no row and copies no byte, and a file attached to two
 comments is stored once.
+
+Both sources name files the same way, from the detail record's ``fileFormats`` URLs
+(``attachment_1.pdf``, ``content.pdf``), so a docket backfilled from the API and one
+backfilled from the mirror end with the same attachment rows and file states.
+
+A sealed docket is not skipped here: the target already prunes a docket whose backfill
+completed under its seal, and one that sealed while items were still left (a run stopped
+at its budget, then fetch sealed the docket) must still finish them. Either way the item
+selection is one query, so a docket with nothing to do costs no request, LIST or GET.
 """
 
 from __future__ import annotations
 
 import logging
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipeline.errors import (
     BadResponse,
     BudgetSpent,
+    DocketeerError,
     InvalidIdentifier,
     PermanentHTTPError,
     TransientHTTPError,
@@ -24,13 +34,23 @@ from pipeline.sources import connect
 from pipeline.sources.regulations_gov import TooLarge
 from pipeline.stages.base import StageContext, StageResult
 from pipeline.store import item_states, items
-from pipeline.store.blobs import BlobSizeMismatch, BlobTooLarge
-from pipeline.store.models import Attachment, Docket, Item
+from pipeline.store.blobs import BlobSizeMismatch, BlobTooLarge, IngestResult, attachment_key
+from pipeline.store.models import Attachment, Docket, Item, database
 
 log = logging.getLogger("docketeer")
 STAGE = "backfill"
 FILE_STAGE = "backfill.file"
 GONE_STATUSES = (404, 410)
+# Worst first: the item takes the worst state of its files.
+FILE_STATE_ORDER = ("failed-transient", "missing", "failed", "too_large", "gone")
+
+
+class FileGone(DocketeerError):
+    """The source says the file is gone for good (a mirror tombstone)."""
+
+
+class NotMirroredYet(DocketeerError):
+    """The mirror has neither the thing nor a tombstone for it: it may arrive later."""
 
 
 @dataclass(frozen=True)
@@ -43,16 +63,17 @@ class FileRef:
     size: int | None
     url: str | None = None  # API download
     mirror_key: str | None = None  # mirror binary
+    mirror_size: int | None = None  # its size in the mirror listing
+    tombstoned: bool = False  # the mirror marked it _UNAVAILABLE
 
 
 def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None) -> StageResult:
-    if docket.sealed_at and not ctx.force:
-        log.info("%s: sealed %s, skipping", docket.id, docket.sealed_at)
-        return StageResult(message="sealed")
     todo = _todo(docket.id, ctx.force)
     result = StageResult()
     if not todo:
         return result
+    if docket.sealed_at:
+        log.info("%s: sealed %s with %d items left to backfill", docket.id, docket.sealed_at, len(todo))
     source = _make_source(ctx, docket, api, mirror)
     ctx.progress.start(len(todo))
     try:
@@ -61,6 +82,7 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
             outcome = backfill_item(ctx, source, item, result)
             ctx.progress.advance(outcome)
     except BudgetSpent as exc:
+        # The item in hand stays pending (or untouched): the next run picks it up.
         result.budget_spent, result.message = True, str(exc)
     finally:
         source.add_calls(result)
@@ -88,6 +110,11 @@ def _make_source(ctx: StageContext, docket: Docket, api, mirror):
 def backfill_item(ctx: StageContext, source, item: Item, result: StageResult) -> str:
     try:
         body = source.detail(item)
+        files = source.files(item, body, ctx.settings.formats)
+    except FileGone as exc:
+        return _finish_gone(ctx, item, result, str(exc))
+    except NotMirroredYet as exc:
+        return _finish_skipped(ctx, item, result, str(exc))
     except PermanentHTTPError as exc:
         if exc.status in GONE_STATUSES:
             return _finish_gone(ctx, item, result, str(exc))
@@ -98,28 +125,33 @@ def backfill_item(ctx: StageContext, source, item: Item, result: StageResult) ->
         result.clean = False
         result.message = f"{item.key}: {exc}"
         return _finish_failed(ctx, item, result, str(exc), permanent=False)
-    if body is None:
-        return _finish_gone(ctx, item, result, "marked unavailable in the mirror")
     fields = normalize_detail(body)
-    detail_hash = items.content_digest(fields)
-    files = source.files(item, body, ctx.settings.formats)
     item_states.mark_pending(STAGE, item.key, item.docket, run_id=ctx.run_id, reason="downloading")
-    file_states = [_have_file(ctx, source, item, ref, result) for ref in files]
-    state = _item_state(file_states)
+    state = _item_state([_have_file(ctx, source, item, ref, result) for ref in files])
     if state == "failed-transient":
         result.clean = False
+        result.message = f"{item.key}: an attachment download failed"
         return _finish_failed(ctx, item, result, "an attachment download failed; retried next run",
                               permanent=False)
-    items.update_detail(item.key, fields, detail_hash, item.summary_hash)
-    content = items.content_digest({"detail": detail_hash, "files": _file_digest(item.key)})
-    item_states.transition(STAGE, item.key, item.docket, state, run_id=ctx.run_id,
-                           content_hash=content, reason=None if state == "ok" else "see files")
+    if state == "missing":
+        return _finish_skipped(ctx, item, result, "an attachment is not in the mirror yet")
+    _record_detail(ctx, item, fields, state)
     result.add(state)
     return state
 
 
+def _record_detail(ctx: StageContext, item: Item, fields: dict, state: str) -> None:
+    """Detail fields and the item's terminal state together: a kill cannot split them."""
+    detail_hash = items.content_digest(fields)
+    content = items.content_digest({"detail": detail_hash, "files": _file_digest(item.key)})
+    with database.atomic():
+        items.update_detail(item.key, fields, detail_hash, item.summary_hash)
+        item_states.transition(STAGE, item.key, item.docket, state, run_id=ctx.run_id,
+                               content_hash=content, reason=None if state == "ok" else "see files")
+
+
 def _item_state(file_states: list[str]) -> str:
-    for worst in ("failed-transient", "failed", "too_large", "gone"):
+    for worst in FILE_STATE_ORDER:
         if worst in file_states:
             return worst
     return "ok"
@@ -132,11 +164,20 @@ def _file_digest(item_key: str) -> list:
 
 
 def _finish_gone(ctx, item: Item, result: StageResult, reason: str) -> str:
-    items.update_detail(item.key, {}, "gone", item.summary_hash)
-    item_states.transition(STAGE, item.key, item.docket, "gone", run_id=ctx.run_id, reason=reason[:500],
-                           content_hash="gone")
+    with database.atomic():
+        items.update_detail(item.key, {}, "gone", item.summary_hash)
+        item_states.transition(STAGE, item.key, item.docket, "gone", run_id=ctx.run_id,
+                               reason=reason[:500], content_hash="gone")
     result.add("gone")
     return "gone"
+
+
+def _finish_skipped(ctx, item: Item, result: StageResult, reason: str) -> str:
+    # The detail is not recorded, so the next run looks again; nothing is marked gone.
+    item_states.transition(STAGE, item.key, item.docket, "skipped", run_id=ctx.run_id,
+                           reason=reason[:500])
+    result.add("skipped")
+    return "skipped"
 
 
 def _finish_failed(ctx, item: Item, result: StageResult, reason: str, *, permanent: bool) -> str:
@@ -169,25 +210,39 @@ def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> st
     if existing and existing.sha256 and not ctx.force:
         result.add("files_unchanged")
         return "ok"
+    max_bytes = ctx.settings.max_attachment_bytes
+    declared = ref.size if ref.size is not None else ref.mirror_size
+    if declared is not None and declared > max_bytes:
+        # The declared size is enough to refuse: no request is spent on it.
+        return _file_state(ctx, item, key, "too_large",
+                           f"declared size {declared} exceeds the limit of {max_bytes} bytes", result)
     try:
-        stored = source.fetch_file(ref, ctx.blobs, ctx.settings.max_attachment_bytes, ctx.runtime.data_dir)
+        stored = source.fetch_file(ref, ctx.blobs, max_bytes, ctx.runtime.data_dir)
     except (TooLarge, BlobTooLarge) as exc:
         return _file_state(ctx, item, key, "too_large", str(exc), result)
+    except FileGone as exc:
+        return _file_state(ctx, item, key, "gone", str(exc), result)
+    except NotMirroredYet as exc:
+        _file_state(ctx, item, key, "skipped", str(exc), result)
+        return "missing"
     except PermanentHTTPError as exc:
         state = "gone" if exc.status in GONE_STATUSES else "failed"
         return _file_state(ctx, item, key, state, str(exc), result)
     except (TransientHTTPError, BlobSizeMismatch) as exc:
         _file_state(ctx, item, key, "failed", str(exc), result)
         return "failed-transient"
-    if stored is None:
-        return _file_state(ctx, item, key, "gone", "marked unavailable in the mirror", result)
-    values = {"ordinal": ref.ordinal, "format": ref.format, "source_url": ref.url or ref.mirror_key,
-              "declared_size": ref.size, "sha256": stored.sha256, "size": stored.size}
-    (Attachment.insert(item=item.key, filename=ref.filename, **values)
-        .on_conflict(conflict_target=[Attachment.item, Attachment.filename], update=values).execute())
+    _upsert_attachment(item.key, ref, stored)
     result.add("files_stored" if stored.created else "files_deduplicated")
     item_states.transition(FILE_STAGE, key, item.docket, "ok", run_id=ctx.run_id, content_hash=stored.sha256)
     return "ok"
+
+
+def _upsert_attachment(item_key: str, ref: FileRef, stored: IngestResult) -> None:
+    """One row per (item, filename), written only after its blob is whole and in place."""
+    values = {"ordinal": ref.ordinal, "format": ref.format, "source_url": ref.url or ref.mirror_key,
+              "declared_size": ref.size, "sha256": stored.sha256, "size": stored.size}
+    (Attachment.insert(item=item_key, filename=ref.filename, **values)
+        .on_conflict(conflict_target=[Attachment.item, Attachment.filename], update=values).execute())
 
 
 def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: StageResult) -> str:
@@ -196,14 +251,63 @@ def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: Stag
     return state
 
 
+# --------------------------------------------------------------------------- file names
+
+
 def choose_format(formats: list[dict], preference: list[str]) -> dict | None:
-    usable = [f for f in formats if isinstance(f, dict) and isinstance(f.get("fileUrl"), str)]
-    ranked = sorted(usable, key=lambda f: _rank(str(f.get("format", "")).lower(), preference))
+    ranked = ranked_formats(formats, preference)
     return ranked[0] if ranked else None
+
+
+def ranked_formats(formats, preference: list[str]) -> list[dict]:
+    usable = [f for f in formats or [] if isinstance(f, dict) and isinstance(f.get("fileUrl"), str)]
+    return sorted(usable, key=lambda f: _rank(str(f.get("format", "")).lower(), preference))
 
 
 def _rank(fmt: str, preference: list[str]) -> int:
     return preference.index(fmt) if fmt in preference else len(preference)
+
+
+def declared_files(body: dict, preference: list[str]) -> list[list[FileRef]]:
+    """Per file the detail record declares, its candidate refs, best format first.
+
+    A document's own ``fileFormats`` is its content file (``content.<ext>``); each
+    included attachment is ``attachment_<n>.<ext>`` as its download URL names it.
+    """
+    files = []
+    own = (body["data"].get("attributes") or {}).get("fileFormats")
+    if isinstance(own, list) and own:
+        files.append(_candidates(own, preference, 0, "content"))
+    for n, attachment in enumerate(_included_attachments(body), start=1):
+        attrs = attachment.get("attributes") or {}
+        order = attrs.get("docOrder") if isinstance(attrs.get("docOrder"), int) else n
+        files.append(_candidates(attrs.get("fileFormats"), preference, order, None))
+    return [candidates for candidates in files if candidates]
+
+
+def _candidates(formats, preference: list[str], ordinal: int, stem: str | None) -> list[FileRef]:
+    refs = []
+    for chosen in ranked_formats(formats, preference):
+        url = chosen["fileUrl"]
+        name = url.rstrip("/").rsplit("/", 1)[-1]
+        if stem:
+            name = f"{stem}.{name.rsplit('.', 1)[-1]}" if "." in name else f"{stem}.bin"
+        size = chosen.get("size") if isinstance(chosen.get("size"), int) else None
+        refs.append(FileRef(validate_filename(name.lower()), ordinal,
+                            str(chosen.get("format", "")).lower(), size, url=url))
+    return refs
+
+
+def _stem(filename: str) -> str:
+    return filename.rsplit(".", 1)[0]
+
+
+def _included_attachments(body: dict) -> list[dict]:
+    included = body.get("included") or []
+    return [i for i in included if isinstance(i, dict) and i.get("type") == "attachments"]
+
+
+# --------------------------------------------------------------------------- sources
 
 
 class ApiSource:
@@ -218,89 +322,98 @@ class ApiSource:
         return self.api.get_comment(item.key)
 
     def files(self, item: Item, body: dict, preference: list[str]) -> list[FileRef]:
-        refs: list[FileRef] = []
-        own = (body["data"].get("attributes") or {}).get("fileFormats")
-        if isinstance(own, list) and own:  # a document's own content file
-            refs.extend(self._ref(own, preference, 0, "content"))
-        for n, attachment in enumerate(_included_attachments(body), start=1):
-            formats = (attachment.get("attributes") or {}).get("fileFormats") or []
-            order = (attachment.get("attributes") or {}).get("docOrder") or n
-            refs.extend(self._ref(formats, preference, int(order), None))
-        return refs
+        return [candidates[0] for candidates in declared_files(body, preference)]
 
-    @staticmethod
-    def _ref(formats, preference, ordinal: int, stem: str | None) -> list[FileRef]:
-        chosen = choose_format(formats, preference)
-        if chosen is None:
-            return []
-        url = chosen["fileUrl"]
-        name = url.rstrip("/").rsplit("/", 1)[-1]
-        if stem:
-            name = f"{stem}.{name.rsplit('.', 1)[-1]}" if "." in name else f"{stem}.bin"
-        size = chosen.get("size") if isinstance(chosen.get("size"), int) else None
-        return [FileRef(validate_filename(name.lower()), ordinal, str(chosen.get("format", "")).lower(),
-                        size, url=url)]
-
-    def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir):
+    def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir) -> IngestResult:
         (data_dir / "tmp").mkdir(exist_ok=True)
         # An unnamed temporary file vanishes with the process: a kill leaves nothing behind.
         with tempfile.TemporaryFile(dir=data_dir / "tmp") as spool:
-            self.api.download(ref.url, spool, max_bytes=max_bytes)
+            # The client retries a truncated body from scratch and checks Content-Length.
+            got = self.api.download(ref.url, spool, max_bytes=max_bytes)
+            key = attachment_key(got.sha256)
+            if blobs.exists(key):  # the same bytes are stored already: no second copy
+                return IngestResult(got.sha256, got.size, key, created=False)
             spool.seek(0)
-            return blobs.ingest(spool, max_bytes=max_bytes)
+            return blobs.ingest(spool, max_bytes=max_bytes, expected_size=got.size)
 
     def add_calls(self, result: StageResult) -> None:
         for endpoint, n in self.api.stats().items():
             result.add(f"api.{endpoint}", n)
 
 
-def _included_attachments(body: dict) -> list[dict]:
-    included = body.get("included") or []
-    return [i for i in included if isinstance(i, dict) and i.get("type") == "attachments"]
-
-
 class MirrorSource:
-    """Details and files from a mirrulations-layout mirror; the docket is listed once, lazily."""
+    """Details and files from a mirrulations-layout mirror; the docket is listed once, lazily.
+
+    Only a docket with items to do gets here, so a docket with nothing to do lists nothing.
+    """
 
     def __init__(self, mirror, docket: Docket) -> None:
         self.mirror = mirror
         self.docket = docket
         self._listing = None
+        self._gone_items: set[str] = set()
+        self._gone_files: set[tuple[str, str]] = set()
 
     @property
     def listing(self):
         if self._listing is None:
             self._listing = self.mirror.docket_listing(self.docket.id, self.docket.agency)
+            self._gone_items = self._listing.gone_items()
+            self._gone_files = self._listing.gone_attachments()
         return self._listing
 
-    def detail(self, item: Item) -> dict | None:
+    def detail(self, item: Item) -> dict:
         table = self.listing.documents if item.kind == "document" else self.listing.comments
-        if item.key in self.listing.gone_items() or item.key not in table:
-            return None
+        if item.key in self._gone_items:
+            raise FileGone(f"{item.key}: marked unavailable in the mirror")
+        if item.key not in table:
+            raise NotMirroredYet(f"{item.key}: not in the mirror yet")
         body = self.mirror.read_json(table[item.key])
         if not isinstance(body, dict) or not isinstance(body.get("data"), dict):
             raise BadResponse(f"{item.key}: mirror JSON has no data object")
         return body
 
     def files(self, item: Item, body: dict, preference: list[str]) -> list[FileRef]:
-        by_stem: dict[str, list] = {}
-        for attachment in self.listing.attachments.get(item.key, []):
-            stem = attachment.stored_name.rsplit(".", 1)[0]
-            by_stem.setdefault(stem, []).append(attachment)
-        refs = []
-        for _stem, choices in sorted(by_stem.items()):
-            best = min(choices, key=lambda a: _rank(a.ext.lower(), preference))
-            refs.append(FileRef(validate_filename(best.stored_name), best.n or 0, best.ext.lower(),
-                                best.size, mirror_key=best.key))
-        gone = {stem for key, stem in self.listing.gone_attachments() if key == item.key}
-        refs.extend(FileRef(f"{stem}.unavailable", 0, "", None) for stem in sorted(gone - set(by_stem)))
+        held = {a.stored_name: a for a in self.listing.attachments.get(item.key, [])}
+        gone = {stem for key, stem in self._gone_files if key == item.key}
+        refs = [self._pick(candidates, held, gone) for candidates in declared_files(body, preference)]
+        named = {_stem(ref.filename) for ref in refs}
+        refs.extend(self._undeclared(held, named, preference))
+        refs.extend(FileRef(stem, 0, "", None, tombstoned=True)
+                    for stem in sorted(gone - named - {_stem(n) for n in held}))
         return refs
 
-    def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir):
+    @staticmethod
+    def _pick(candidates: list[FileRef], held: dict, gone: set[str]) -> FileRef:
+        """The best declared format the mirror holds; else the best one, gone or not yet there."""
+        for ref in candidates:
+            if ref.filename in held:
+                found = held[ref.filename]
+                return replace(ref, url=None, mirror_key=found.key, mirror_size=found.size)
+        return replace(candidates[0], url=None, tombstoned=_stem(candidates[0].filename) in gone)
+
+    @staticmethod
+    def _undeclared(held: dict, named: set[str], preference: list[str]) -> list[FileRef]:
+        """Binaries the detail record does not mention (some mirror documents): kept as found."""
+        by_stem: dict[str, list] = {}
+        for name, attachment in held.items():
+            if _stem(name) not in named:
+                by_stem.setdefault(_stem(name), []).append(attachment)
+        refs = []
+        for _stem_name, choices in sorted(by_stem.items()):
+            best = min(choices, key=lambda a: _rank(a.ext.lower(), preference))
+            refs.append(FileRef(validate_filename(best.stored_name), best.n or 0, best.ext.lower(),
+                                best.size, mirror_key=best.key, mirror_size=best.size))
+        return refs
+
+    def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir) -> IngestResult:
+        if ref.tombstoned:
+            raise FileGone("marked unavailable in the mirror")
         if ref.mirror_key is None:
-            return None
+            raise NotMirroredYet(f"{ref.filename}: not in the mirror yet")
         with self.mirror.open_binary(ref.mirror_key) as stream:
-            return blobs.ingest(stream, max_bytes=max_bytes, expected_size=ref.size)
+            # The listed size is what the mirror holds: a stream ending early is never stored.
+            return blobs.ingest(stream, max_bytes=max_bytes, expected_size=ref.mirror_size)
 
     def add_calls(self, result: StageResult) -> None:
         pass
