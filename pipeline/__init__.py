@@ -4,6 +4,7 @@
 ``pipeline.tasks`` and are re-exported here so Luigi finds them by name.
 """
 
+from pipeline.redrive import Redrive  # noqa: E402,F401
 from pipeline.tasks import (  # noqa: F401
     BackfillAll,
     BackfillComments,

@@ -67,8 +67,26 @@ def effective_settings(rt):
 _seal_hints: dict[str, str | None] = {}
 
 
+def share_luigi_log_handlers() -> None:
+    """Send docketeer's log lines wherever the `luigi` command sends its own.
+
+    Luigi attaches its handler to the "luigi-interface" logger only (after parsing the
+    command line), so without this our progress and summary lines would go nowhere.
+    """
+    luigi_logger = logging.getLogger("luigi-interface")
+    if not luigi_logger.handlers:
+        return
+    for name in ("docketeer", "pipeline"):
+        ours = logging.getLogger(name)
+        if not ours.handlers:
+            for handler in luigi_logger.handlers:
+                ours.addHandler(handler)
+            ours.setLevel(min(luigi_logger.getEffectiveLevel(), logging.INFO))
+
+
 def runtime_or_exit():
     """The runtime, or one clear line on stderr and exit status 2 (no traceback wall)."""
+    share_luigi_log_handlers()
     try:
         return get_runtime()
     except ConfigError as exc:

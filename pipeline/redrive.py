@@ -1,0 +1,246 @@
+"""Re-drive: send a bounded batch of items back to their normal stage task.
+
+``luigi --module pipeline Redrive --docket D --stage extract --states failed,ocr_needed --limit 25``
+
+Re-drive, never re-implement: this module does no stage work. It marks the oldest
+``limit`` items of one (stage, docket) whose state is in ``--states`` as ``stale`` and
+clears the completion markers of that stage and of every stage downstream of it, so the
+next ordinary run (``IndexAll``, ``ExtractAll``...) schedules those stage tasks again and
+they pick the stale items up through their own code:
+
+* backfill: ``_todo`` takes rows in ``pending``/``stale`` whatever ``detail_summary_hash``
+  says, so a final (permanently failed) detail is refetched without clearing that column;
+* extract: ``plan`` takes rows in ``pending``/``stale``;
+* index: its per-item state lives in the index DB and has no state column. An index row is
+  ``indexed`` (fingerprint set), ``mismatch`` (indexed, but its recorded chunk count
+  disagrees with its chunk rows, as ``docketeer verify`` reports) or ``stale`` (fingerprint
+  cleared). Re-driving clears the row's fingerprint *and* content hash, so the index stage
+  reloads ``combined.md`` and re-embeds it instead of trusting the unchanged-text shortcut.
+
+Downstream markers are cleared too because Luigi asks the downstream task first: a complete
+``IndexDocket`` would otherwise prune the ``ExtractText`` that has to redo the items.
+
+Guarantees: only rows of that docket, stage and states are touched; the batch is bounded
+(``--limit`` is capped at ``MAX_LIMIT``); a rerun picks the next batch (stale rows are not
+eligible again unless ``stale`` is in ``--states``); nothing is ever unsealed; the (stage,
+docket) leases of the stages touched are held while marking, so a running stage task never
+has its marker cleared under it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+import luigi
+
+from pipeline.errors import DocketeerError
+from pipeline.runtime import get_runtime
+from pipeline.store import dockets as docket_rows
+from pipeline.store import item_states, leases, markers, runs
+from pipeline.tasks import DocketStageTask, runtime_or_exit
+
+log = logging.getLogger("docketeer")
+
+MAX_LIMIT = 500
+INDEX_STAGE = "index"
+INDEX_STATES = ("indexed", "mismatch", "stale")
+DEFAULT_STATES = {INDEX_STAGE: "mismatch"}  # every other stage: "failed"
+ITEM_STATES = tuple(sorted(item_states.TERMINAL))
+
+
+class RedriveError(DocketeerError):
+    """A Redrive request that cannot be honoured (unknown stage, state, bad limit)."""
+
+
+@dataclass
+class RedriveResult:
+    stage: str
+    docket: str
+    states: list[str]
+    limit: int
+    items: list[str] = field(default_factory=list)
+    capped_from: int | None = None  # the --limit asked, when it was above MAX_LIMIT
+    markers_cleared: list[str] = field(default_factory=list)
+    sealed_at: str | None = None
+
+    def line(self) -> str:
+        text = (f"redrive {self.stage} {self.docket}: {len(self.items)} item(s) in "
+                f"{','.join(self.states)} marked stale (limit {self.limit})")
+        if self.capped_from is not None:
+            text += f"; --limit {self.capped_from} capped at {MAX_LIMIT}"
+        if self.markers_cleared:
+            text += f"; markers cleared: {','.join(self.markers_cleared)}"
+            text += "; the next run of the pipeline reprocesses them"
+        if self.sealed_at:
+            text += f"; docket stays sealed ({self.sealed_at})"
+        return text
+
+
+# --- which stages exist and what lies downstream --------------------------------------------
+
+
+def stage_tasks() -> dict[str, type[DocketStageTask]]:
+    """stage name -> its DocketStageTask class, for every stage task class imported."""
+    found: dict[str, type[DocketStageTask]] = {}
+    pending = list(DocketStageTask.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.stage:
+            found.setdefault(cls.stage, cls)
+    return found
+
+
+def _chain(cls: type[DocketStageTask]) -> list[str]:
+    names = []
+    while cls.upstream is not None:
+        cls = cls.upstream
+        names.append(cls.stage)
+    return names
+
+
+def downstream_stages(stage: str) -> list[str]:
+    """Stages whose upstream chain includes ``stage``, nearest first."""
+    below = [(len(_chain(cls)), name) for name, cls in stage_tasks().items() if stage in _chain(cls)]
+    return [name for _, name in sorted(below)]
+
+
+def redrivable_stages() -> list[str]:
+    # A stage without an upstream walks lists (fetch): it has no per-item decision to redo.
+    return sorted(name for name, cls in stage_tasks().items() if cls.upstream is not None)
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+def parse_request(stage: str, states: str | Iterable[str], limit: int) -> tuple[list[str], int, int | None]:
+    """(states, bounded limit, the limit asked when capped) or RedriveError with one clear line."""
+    if stage not in redrivable_stages():
+        raise RedriveError(f"cannot re-drive stage {stage!r}; one of: {', '.join(redrivable_stages())}")
+    if isinstance(states, str):
+        states = states or DEFAULT_STATES.get(stage, "failed")
+        states = [s.strip() for s in states.split(",") if s.strip()]
+    allowed = INDEX_STATES if stage == INDEX_STAGE else ITEM_STATES
+    unknown = sorted(set(states) - set(allowed))
+    if unknown or not states:
+        raise RedriveError(f"--states for {stage} must be among: {', '.join(allowed)} (got {', '.join(unknown) or 'none'})")
+    if limit < 1:
+        raise RedriveError(f"--limit must be at least 1 (got {limit})")
+    if limit > MAX_LIMIT:
+        return sorted(set(states)), MAX_LIMIT, limit
+    return sorted(set(states)), limit, None
+
+
+# --- the work -------------------------------------------------------------------------------
+
+
+def redrive(stage: str, docket: str, states: str | Iterable[str], limit: int, run_id: str) -> RedriveResult:
+    """Mark a bounded, oldest-first batch of eligible items stale and clear the markers."""
+    chosen, bounded, capped_from = parse_request(stage, states, limit)
+    row = docket_rows.require_docket(docket)
+    result = RedriveResult(stage, docket, chosen, bounded, capped_from=capped_from,
+                           sealed_at=row.sealed_at)
+    rt = get_runtime()
+    touched = [stage, *downstream_stages(stage)]
+    with ExitStack() as held:
+        for name in touched:  # always in pipeline order: two re-drives cannot deadlock
+            held.enter_context(leases.held(name, docket, rt.settings.lease_seconds))
+        result.items = _mark(rt, stage, docket, chosen, bounded, run_id)
+        if result.items:
+            for name in touched:
+                _clear_marker(rt, name, docket)
+            result.markers_cleared = touched
+    return result
+
+
+def _mark(rt, stage: str, docket: str, states: list[str], limit: int, run_id: str) -> list[str]:
+    if stage == INDEX_STAGE:
+        return mark_index_stale(rt.index_db(), docket, states, limit)
+    return item_states.mark_stale(stage, docket, states, limit, run_id)
+
+
+def _clear_marker(rt, stage: str, docket: str) -> None:
+    if stage == INDEX_STAGE:  # index completion lives in the index DB, beside the chunks
+        from pipeline.stages.index import COLLECTIONS
+
+        index_db = rt.index_db()
+        for collection in sorted(set(COLLECTIONS.values())):
+            index_db.clear_docket_marker(collection, docket)
+    else:
+        markers.clear_marker(docket, stage)
+
+
+_MARK_INDEX_SQL = """
+WITH counted AS (
+    SELECT collection, item_key, count(*) AS n FROM chunks WHERE docket = %(docket)s
+    GROUP BY collection, item_key
+), picked AS (
+    SELECT s.collection, s.item_key FROM index_state s
+    LEFT JOIN counted c ON c.collection = s.collection AND c.item_key = s.item_key
+    WHERE s.docket = %(docket)s AND (
+        (s.fingerprint IS NULL AND 'stale' = ANY(%(states)s))
+        OR (s.fingerprint IS NOT NULL AND 'indexed' = ANY(%(states)s))
+        OR (s.fingerprint IS NOT NULL AND 'mismatch' = ANY(%(states)s)
+            AND s.chunk_count <> coalesce(c.n, 0)))
+    ORDER BY s.indexed_at, s.collection, s.item_key
+    LIMIT %(limit)s
+    FOR UPDATE OF s SKIP LOCKED
+)
+UPDATE index_state s SET fingerprint = NULL, content_hash = NULL
+FROM picked p WHERE s.collection = p.collection AND s.item_key = p.item_key
+RETURNING s.item_key
+"""
+
+
+def mark_index_stale(index_db, docket: str, states: list[str], limit: int) -> list[str]:
+    """Clear fingerprint and content hash of the oldest eligible index rows (one statement).
+
+    Uses the IndexDB connection directly: IndexDB has no bulk "forget" method yet (see the
+    report to the lead: it belongs in pipeline/index/database.py as ``mark_stale``).
+    """
+    conn = index_db._conn
+    with conn, conn.cursor() as cur:
+        cur.execute(_MARK_INDEX_SQL, {"docket": docket, "states": list(states), "limit": limit})
+        return sorted(row[0] for row in cur.fetchall())
+
+
+# --- the Luigi task -------------------------------------------------------------------------
+
+
+class Redrive(luigi.Task):
+    """Mark a bounded batch of items stale so the normal stage task reprocesses them."""
+
+    docket = luigi.Parameter(description="docket id")
+    stage = luigi.Parameter(description="backfill, extract or index")
+    states = luigi.Parameter(
+        default="", description="comma-separated states to re-drive (default: failed; index: mismatch)"
+    )
+    limit = luigi.IntParameter(default=25, description=f"items per re-drive, at most {MAX_LIMIT}")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._done = False
+        runtime_or_exit()
+        try:  # a bad request stops here with one line, before anything is scheduled
+            parse_request(self.stage, self.states, self.limit)
+            docket_rows.require_docket(self.docket)
+        except DocketeerError as exc:
+            print(f"docketeer: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    def complete(self) -> bool:
+        # An action, not a product: it runs once per invocation (a rerun takes the next batch).
+        return self._done
+
+    def run(self) -> None:
+        run_id = runs.start_run(self.task_id, self.stage, self.docket)
+        result = redrive(self.stage, self.docket, self.states, self.limit, run_id)
+        line = result.line()
+        runs.finish_run(run_id, clean=True, counters={"redriven": len(result.items)}, message=line)
+        log.info(line)
+        self.set_status_message(line)
+        self._done = True

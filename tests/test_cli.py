@@ -1,0 +1,181 @@
+"""The ``docketeer`` admin command, one test per subcommand, on a store the real pipeline built."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline import cli
+from pipeline.store import item_states
+from pipeline.store.models import Docket, ItemState
+from tests.pipeline_fixtures import built_store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, pg_server):
+    with built_store(tmp_path_factory.mktemp("cli"), pg_server) as built:
+        yield built
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def comment_with_attachment(store) -> str:
+    return next(c.id for c in store.manifest.comments if c.attachments)
+
+
+def test_config_shows_origins_and_masks_secrets(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path), REGULATIONS_GOV_API_KEY="sekrit-key-123")
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "config"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "sekrit-key-123" not in done.stdout
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+    assert "***" in lines["api_key"] and "env REGULATIONS_GOV_API_KEY" in lines["api_key"]
+    assert "env DOCKETEER_DATA_DIR" in lines["data_dir"]
+    assert lines["source"].split()[-1] == "luigi.cfg"
+
+
+def test_dockets_table_has_every_column(store, capsys):
+    code, out, _ = run(capsys, "dockets")
+    assert code == 0
+    header, *rows = out.splitlines()
+    assert header.split() == ["docket", "agency", "closes", "comments", "detailed", "extracted",
+                              "indexed", "watermark", "last", "pull", "sealed"]
+    by_id = {row.split()[0]: row.split() for row in rows}
+    assert set(by_id) == set(store.dockets)
+    for docket in store.manifest.dockets:
+        cells = by_id[docket.id]
+        listed = docket.comment_count
+        assert int(cells[3]) == listed  # comments
+        assert int(cells[4]) == listed  # detailed
+        assert int(cells[5]) == listed  # extracted (each wrote its combined.md)
+        assert int(cells[6]) == listed  # indexed (comments collection)
+        assert cells[-1] == "open"
+
+
+def test_seal_and_unseal(store, capsys):
+    docket = store.dockets[0]
+    code, out, _ = run(capsys, "seal", docket, "--reason", "comment period over")
+    assert code == 0 and f"{docket}: sealed at" in out and "comment period over" in out
+    row = Docket.get_by_id(docket)
+    assert row.sealed_at and row.seal_reason == "manual: comment period over"
+    code, out, _ = run(capsys, "seal", docket)
+    assert code == 0 and "already sealed" in out
+    assert Docket.get_by_id(docket).sealed_at == row.sealed_at  # resealing keeps the seal
+    code, out, _ = run(capsys, "dockets")
+    assert "manual: comment period over" in out
+    code, out, _ = run(capsys, "unseal", docket)
+    assert code == 0 and "unsealed" in out
+    assert Docket.get_by_id(docket).sealed_at is None
+    code, out, _ = run(capsys, "unseal", docket)
+    assert code == 0 and "was not sealed" in out
+
+
+@pytest.mark.parametrize("argv", [["seal", "NOPE-2026-0001"], ["unseal", "NOPE-2026-0001"],
+                                  ["stats", "--docket", "NOPE-2026-0001"],
+                                  ["explain", "NOPE-2026-0001-0001"],
+                                  ["search", "x", "--docket", "NOPE-2026-0001"]])
+def test_unknown_ids_are_one_line_and_exit_2(store, capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("docketeer: unknown") and "NOPE-2026-0001" in err
+
+
+@pytest.mark.parametrize("argv", [["pending", "--older-than", "soon"], ["frobnicate"], ["seal"],
+                                  ["verify", "--pending-older-than", "1w"]])
+def test_bad_arguments_exit_2(capsys, argv):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert "docketeer" in capsys.readouterr().err
+
+
+def test_stats_counts_by_stage_and_state(store, capsys):
+    docket = store.dockets[0]
+    code, out, _ = run(capsys, "stats", "--docket", docket)
+    assert code == 0
+    rows = [line.split() for line in out.splitlines()[1:]]
+    assert {r[0] for r in rows} == {docket}
+    counts = {(r[1], r[2]): int(r[3]) for r in rows}
+    expected = {(s.stage, s.state): 0 for s in ItemState.select().where(ItemState.docket == docket)}
+    for s in ItemState.select().where(ItemState.docket == docket):
+        expected[(s.stage, s.state)] += 1
+    assert counts == expected
+    assert {"fetch", "backfill", "backfill.file", "extract", "extract.file"} <= {s for s, _ in counts}
+    code, out, _ = run(capsys, "stats")
+    assert {line.split()[0] for line in out.splitlines()[1:]} == set(store.dockets)
+
+
+def test_explain_shows_every_stage_and_attachment(store, capsys):
+    comment = comment_with_attachment(store)
+    code, out, _ = run(capsys, "explain", comment)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith(f"comment {comment}")
+    stages = [line.split()[0] for line in lines if line.split() and line.split()[0] in
+              ("fetch", "backfill", "extract", "index")]
+    assert stages == ["fetch", "backfill", "extract", "index"]
+    index_line = next(line for line in lines if line.startswith("index"))
+    assert "indexed" in index_line and "chunk(s)" in index_line
+    assert "attachments:" in lines
+    files = lines[lines.index("attachments:") + 2:]
+    assert files and files[0].startswith("attachment_") and " ok " in f" {files[0]} "
+
+
+def test_pending_lists_oldest_first_and_filters_by_age(store, capsys):
+    docket = store.dockets[0]
+    old, new = f"{docket}-9998", f"{docket}-9999"
+    item_states.mark_pending("extract", new, docket, run_id="r", reason="writing combined.md")
+    item_states.mark_pending("extract", old, docket, run_id="r", reason="writing combined.md")
+    ItemState.update(written_at="2020-01-01T00:00:00.000000Z").where(ItemState.item == old).execute()
+    try:
+        code, out, _ = run(capsys, "pending")
+        assert code == 0
+        items = [line.split()[1] for line in out.splitlines()[1:] if line.startswith("extract")]
+        assert items == [old, new]
+        code, out, _ = run(capsys, "pending", "--older-than", "1h")
+        assert [line.split()[1] for line in out.splitlines()[1:] if line.startswith("extract")] == [old]
+    finally:
+        ItemState.delete().where(ItemState.item.in_([old, new])).execute()
+    code, out, _ = run(capsys, "pending", "--older-than", "30m")
+    assert code == 0 and out.strip() == "no pending rows older than 30m"
+
+
+def test_search_prints_ranked_hits(store, capsys):
+    code, out, _ = run(capsys, "search", "hospital funding", "-k", "3")
+    assert code == 0
+    assert out.lstrip().startswith("1.")
+    assert any(docket in out for docket in store.dockets)
+    code, out, _ = run(capsys, "search", "   ")
+    assert code == 0 and out.strip() == "no results"
+
+
+def test_verify_passes_on_a_fresh_store(store, capsys, tmp_path):
+    code, out, _ = run(capsys, "verify", "--full", "--out", str(tmp_path))
+    assert code == 0, out
+    assert out.strip().endswith("PASS")
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["result"] == "PASS"
+    assert (tmp_path / "inventory.csv").read_text().startswith("docket,item,filename")
+
+
+def test_snapshot_writes_copies(store, capsys, tmp_path):
+    code, out, _ = run(capsys, "snapshot", str(tmp_path / "snap"))
+    assert code == 0, out
+    assert (tmp_path / "snap" / "state.sqlite").is_file()
+    assert (tmp_path / "snap" / "index.dump").is_file()
+    code, _, err = run(capsys, "snapshot", str(tmp_path / "snap"))
+    assert code == 2 and "not empty" in err

@@ -1,0 +1,84 @@
+"""A real luigid on loopback: IndexAll runs against it, and its API shows tasks and progress."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.pipeline_fixtures import built_store
+
+ROOT = Path(__file__).resolve().parent.parent
+LUIGID = Path(sys.executable).with_name("luigid")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def api(port: int, method: str, **data) -> dict:
+    query = urllib.parse.urlencode({"data": json.dumps(data)})
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/{method}?{query}", timeout=10) as reply:
+        return json.loads(reply.read())["response"]
+
+
+@pytest.fixture
+def luigid(tmp_path):
+    if not LUIGID.is_file():
+        pytest.skip("luigid is not installed beside this python")
+    port = free_port()
+    (tmp_path / "luigid-logs").mkdir()  # luigid does not create its --logdir
+    daemon = subprocess.Popen(
+        [str(LUIGID), "--port", str(port), "--address", "127.0.0.1",
+         "--state-path", str(tmp_path / "luigid.state"), "--logdir", str(tmp_path / "luigid-logs")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                api(port, "task_list", status="DONE")
+                break
+            except OSError:
+                if time.monotonic() > deadline or daemon.poll() is not None:
+                    raise RuntimeError("luigid did not start") from None
+                time.sleep(0.2)
+        yield port
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+
+
+def test_index_all_against_luigid_reports_tasks_status_and_progress(luigid, tmp_path, pg_server):
+    with built_store(tmp_path, pg_server, dockets=1, comments=5, build=False) as store:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+        env.update(store.env(), PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"))
+        done = subprocess.run(
+            [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
+             "--scheduler-host", "127.0.0.1", "--scheduler-port", str(luigid)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+    tasks = api(luigid, "task_list", status="DONE")
+    by_name: dict[str, list[dict]] = {}
+    for task in tasks.values():
+        by_name.setdefault(task["name"], []).append(task)
+    assert {"IndexAll", "DiscoverDockets", "FetchComments", "BackfillComments", "ExtractText",
+            "IndexDocket"} <= set(by_name)
+    docket = store.dockets[0]
+    for name, stage in (("FetchComments", "fetch"), ("BackfillComments", "backfill"),
+                        ("ExtractText", "extract"), ("IndexDocket", "index")):
+        [task] = by_name[name]
+        assert task["params"]["docket"] == docket
+        assert task["status_message"].startswith(f"{stage} {docket}: ")  # the summary line
+        assert task["progress_percentage"] == 100
+    assert api(luigid, "task_list", status="FAILED") == {}
+    assert api(luigid, "task_list", status="PENDING") == {}
