@@ -174,38 +174,9 @@ def _clear_marker(rt, stage: str, docket: str) -> None:
         markers.clear_marker(docket, stage)
 
 
-_MARK_INDEX_SQL = """
-WITH counted AS (
-    SELECT collection, item_key, count(*) AS n FROM chunks WHERE docket = %(docket)s
-    GROUP BY collection, item_key
-), picked AS (
-    SELECT s.collection, s.item_key FROM index_state s
-    LEFT JOIN counted c ON c.collection = s.collection AND c.item_key = s.item_key
-    WHERE s.docket = %(docket)s AND (
-        (s.fingerprint IS NULL AND 'stale' = ANY(%(states)s))
-        OR (s.fingerprint IS NOT NULL AND 'indexed' = ANY(%(states)s))
-        OR (s.fingerprint IS NOT NULL AND 'mismatch' = ANY(%(states)s)
-            AND s.chunk_count <> coalesce(c.n, 0)))
-    ORDER BY s.indexed_at, s.collection, s.item_key
-    LIMIT %(limit)s
-    FOR UPDATE OF s SKIP LOCKED
-)
-UPDATE index_state s SET fingerprint = NULL, content_hash = NULL
-FROM picked p WHERE s.collection = p.collection AND s.item_key = p.item_key
-RETURNING s.item_key
-"""
-
-
 def mark_index_stale(index_db, docket: str, states: list[str], limit: int) -> list[str]:
-    """Clear fingerprint and content hash of the oldest eligible index rows (one statement).
-
-    Uses the IndexDB connection directly: IndexDB has no bulk "forget" method yet (see the
-    report to the lead: it belongs in pipeline/index/database.py as ``mark_stale``).
-    """
-    conn = index_db._conn
-    with conn, conn.cursor() as cur:
-        cur.execute(_MARK_INDEX_SQL, {"docket": docket, "states": list(states), "limit": limit})
-        return sorted(row[0] for row in cur.fetchall())
+    """Forget the fingerprint and content hash of the oldest eligible index rows."""
+    return index_db.mark_stale(docket, states, limit)
 
 
 # --- the Luigi task -------------------------------------------------------------------------

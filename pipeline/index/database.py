@@ -380,6 +380,17 @@ class IndexDB:
             )
             return cur.rowcount
 
+    def mark_stale(self, docket: str, states: list[str], limit: int) -> list[str]:
+        """Re-drive: clear fingerprint and content hash of the oldest eligible rows of a docket.
+
+        States: ``stale`` (already cleared), ``indexed`` (any row with a fingerprint),
+        ``mismatch`` (recorded chunk count disagrees with the chunk rows). The next index run
+        re-embeds exactly those items; SKIP LOCKED lets concurrent re-drives split the work.
+        """
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(_MARK_STALE_SQL, {"docket": docket, "states": list(states), "limit": limit})
+            return sorted(row[0] for row in cur.fetchall())
+
     def delete_item(self, collection: str, item_key: str) -> None:
         """Remove one item's chunks and state row together (withdrawn or gone comments)."""
         with self._conn, self._conn.cursor() as cur:
@@ -530,6 +541,28 @@ class IndexDB:
             return "".join(
                 json.dumps(list(row), ensure_ascii=False) + "\n" for row in cur.fetchall()
             )
+
+
+_MARK_STALE_SQL = """
+WITH counted AS (
+    SELECT collection, item_key, count(*) AS n FROM chunks WHERE docket = %(docket)s
+    GROUP BY collection, item_key
+), picked AS (
+    SELECT s.collection, s.item_key FROM index_state s
+    LEFT JOIN counted c ON c.collection = s.collection AND c.item_key = s.item_key
+    WHERE s.docket = %(docket)s AND (
+        (s.fingerprint IS NULL AND 'stale' = ANY(%(states)s))
+        OR (s.fingerprint IS NOT NULL AND 'indexed' = ANY(%(states)s))
+        OR (s.fingerprint IS NOT NULL AND 'mismatch' = ANY(%(states)s)
+            AND s.chunk_count <> coalesce(c.n, 0)))
+    ORDER BY s.indexed_at, s.collection, s.item_key
+    LIMIT %(limit)s
+    FOR UPDATE OF s SKIP LOCKED
+)
+UPDATE index_state s SET fingerprint = NULL, content_hash = NULL
+FROM picked p WHERE s.collection = p.collection AND s.item_key = p.item_key
+RETURNING s.item_key
+"""
 
 
 def _cast_type(dim: int) -> str:
