@@ -38,15 +38,18 @@ def is_current(runtime, now: datetime) -> bool:
 def discover(runtime, now: datetime) -> Discovered:
     settings = runtime.settings
     mode = settings.discover
+    closes: dict[str, str] = {}
     if mode == "list":
         ids = settings.docket_list
     elif mode == "fr":
-        ids = _from_federal_register(runtime)
+        closes = _from_federal_register(runtime, now)
+        ids = sorted(closes)
     elif mode == "mirror":
         ids = _from_mirror(runtime)
     else:
         ids = []
     new = docket_rows.ensure_dockets(ids, discovered_by=mode)
+    _note_close_dates(closes)
     if mode in ("fr", "mirror"):
         value = iso(now)
         Meta.insert(key=_stamp_key(mode), value=value).on_conflict(
@@ -55,15 +58,34 @@ def discover(runtime, now: datetime) -> Discovered:
     return Discovered(known=len(docket_rows.all_docket_ids()), new=new)
 
 
-def _from_federal_register(runtime) -> list[str]:
+def _from_federal_register(runtime, now: datetime) -> dict[str, str]:
+    """docket id -> latest ``comments_close_on`` ("" when no rule gave one); at most 4 calls."""
     from pipeline.sources.federal_register import FederalRegisterClient
 
     settings = runtime.settings
     agencies = [a.strip() for a in settings.fr_agencies.split(",") if a.strip()]
-    since = date.fromisoformat(settings.fr_since) if settings.fr_since else date(date.today().year, 1, 1)
-    client = FederalRegisterClient(settings.fr_base)
-    rules = client.search_proposed_rules(agencies, since, None)
-    return sorted({d for rule in rules for d in rule.docket_ids})
+    since = date.fromisoformat(settings.fr_since) if settings.fr_since else date(now.year, 1, 1)
+    client = FederalRegisterClient(settings.fr_base, pace_seconds=settings.pace_seconds)
+    closes: dict[str, str] = {}
+    for rule in client.search_proposed_rules(agencies, since, None):
+        close = rule.comments_close_on.isoformat() if rule.comments_close_on else ""
+        for docket_id in rule.docket_ids:
+            closes[docket_id] = max(closes.get(docket_id, ""), close)
+    return closes
+
+
+def _note_close_dates(closes: dict[str, str]) -> None:
+    """Give dockets not resolved yet the close date the Federal Register announced.
+
+    Only a hint: fetch's resolve replaces it with the documents' own comment dates, and a
+    resolved docket is never touched here.
+    """
+    for docket_id, close in closes.items():
+        if close:
+            Docket.update(comment_end_date=close).where(
+                (Docket.id == docket_id) & Docket.resolved_at.is_null()
+                & (Docket.comment_end_date.is_null() | (Docket.comment_end_date != close))
+            ).execute()
 
 
 def _from_mirror(runtime) -> list[str]:

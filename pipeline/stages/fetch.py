@@ -4,55 +4,84 @@ Fetch is the only stage that learns about new comments. An unknown docket is res
 (docket + documents); a known open one is walked from its watermark with no resolve and no
 document listing; a sealed one costs zero calls. The watermark, last-pull time and count
 advance only after a clean walk, and only then may the docket auto-seal.
+
+What the server sends is untrusted. A list item with a safe id but missing or mistyped
+fields becomes a per-item ``failed`` row with the reason; an item that cannot be keyed (an
+id with ``/``, ``..``, NUL, ...) is counted ``malformed``; a response that is not the
+promised JSON stops the walk. Each of these leaves the walk unclean, with the reason in the
+run row: the watermark stays where it was, so the next run lists the same records again and
+repairs what upstream fixed. Nothing is ever lost behind an advanced watermark.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable, Iterator
 
-from pipeline.clock import iso
-from pipeline.errors import BadResponse, BudgetSpent, PermanentHTTPError, TransientHTTPError
+from pipeline.clock import iso, utcnow
+from pipeline.errors import (
+    BadResponse,
+    BudgetSpent,
+    InvalidIdentifier,
+    PermanentHTTPError,
+    TransientHTTPError,
+)
 from pipeline.ids import validate_id
 from pipeline.seals import should_seal
 from pipeline.sources import connect
+from pipeline.sources.regulations_gov import MalformedItem, parse_api_time
 from pipeline.stages.base import StageContext, StageResult
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states, items
-from pipeline.store.models import Docket, database
+from pipeline.store.models import Docket, Item, ItemState, database
 
 log = logging.getLogger("docketeer")
 STAGE = "fetch"
+# Upserts are committed one list page at a time: one transaction per page instead of one
+# per row, and a crash loses at most a page that the unmoved watermark re-lists anyway.
+WRITE_BATCH = 250
+# String fields of a list summary (API name -> column); each may be null, never another type.
+TEXT_FIELDS = {"title": "title", "objectId": "object_id", "postedDate": "posted_date",
+               "lastModifiedDate": "last_modified"}
 
-SUMMARY_FIELDS = ("title", "postedDate", "lastModifiedDate", "withdrawn", "objectId", "documentType")
+
+class BadItem(BadResponse):
+    """A keyable list item whose fields are not what the API promises."""
 
 
 def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
     if docket.sealed_at and not ctx.force:
-        log.info("%s: sealed %s, skipping", docket.id, docket.sealed_at)
+        # Debug only: the wrapper already printed the one-line notice for a named docket.
+        log.debug("%s: sealed %s, skipping", docket.id, docket.sealed_at)
         return StageResult(message="sealed")
     budget = connect.request_budget(ctx.settings, ctx.deadline)
     api = api or connect.regulations_gov(ctx.settings, budget)
+    calls_before = api.stats()  # a client passed in may have served earlier runs
     result = StageResult()
     try:
-        if not docket.resolved_at:
+        # --force also re-resolves: the only way a known docket learns of new documents.
+        if not docket.resolved_at or ctx.force:
             docket = resolve_docket(api, docket, ctx, result)
         watermark = walk_docket(api, docket, ctx, result)
     except BudgetSpent as exc:
         result.budget_spent, result.message = True, str(exc)
-        return _with_calls(result, api)
-    except (TransientHTTPError, PermanentHTTPError, BadResponse) as exc:
+    except (TransientHTTPError, PermanentHTTPError, BadResponse, InvalidIdentifier) as exc:
         # The walk broke: keep what was upserted, leave the watermark, never seal.
         result.clean, result.message = False, f"walk of {docket.id} broke off: {exc}"
-        return _with_calls(result, api)
-    _finish_clean_walk(ctx, docket, watermark, result)
-    return _with_calls(result, api)
+    else:
+        _finish_clean_walk(ctx, docket, watermark, result)
+    return _with_calls(result, api, calls_before)
 
 
-def _with_calls(result: StageResult, api) -> StageResult:
+def _with_calls(result: StageResult, api, before: dict[str, int]) -> StageResult:
     for endpoint, n in api.stats().items():
-        result.add(f"api.{endpoint}", n)
+        if n - before.get(endpoint, 0):
+            result.add(f"api.{endpoint}", n - before.get(endpoint, 0))
     return result
+
+
+# --------------------------------------------------------------------------- resolve
 
 
 def comment_documents(documents: list[dict]) -> list[dict]:
@@ -65,29 +94,43 @@ def comment_documents(documents: list[dict]) -> list[dict]:
             if d["attributes"].get("documentType") in ("Proposed Rule", "Rule", "Notice")]
 
 
+def comment_window(doc: dict) -> dict:
+    """What a walk needs of one comment-bearing document; unsafe ids stop the resolve."""
+    attrs = doc["attributes"]
+    return {
+        "id": validate_id(doc["id"], "document id"),
+        "object_id": validate_id(attrs.get("objectId"), f"objectId of document {doc['id']}"),
+        "start": _date_part(attrs.get("commentStartDate")),
+        "end": _date_part(attrs.get("commentEndDate")),
+    }
+
+
+def _date_part(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise BadResponse(f"comment date is a {type(value).__name__}, not a string")
+    try:
+        return parse_api_time(value).date().isoformat()
+    except ValueError:
+        raise BadResponse(f"unreadable comment date {value[:40]!r}") from None
+
+
 def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> Docket:
     """Learn the docket's documents, object ids and comment dates: once per docket."""
     data = api.get_docket(docket.id)
     documents = api.list_documents(docket.id)
-    bearing = comment_documents(documents)
-    windows = [
-        {
-            "id": validate_id(d["id"], "document id"),
-            "object_id": validate_id(d["attributes"].get("objectId"), "objectId"),
-            "start": (d["attributes"].get("commentStartDate") or "")[:10] or None,
-            "end": (d["attributes"].get("commentEndDate") or "")[:10] or None,
-        }
-        for d in bearing
-    ]
+    windows = [comment_window(d) for d in comment_documents(documents)]
     starts = [w["start"] for w in windows if w["start"]]
     ends = [w["end"] for w in windows if w["end"]]
-    attrs = data.get("attributes") or {}
+    attrs = data.get("attributes") if isinstance(data.get("attributes"), dict) else {}
+    known = items.summary_hashes(docket.id)
     with database.atomic():
         for d in documents:
-            _upsert_document(d, docket.id, result)
+            result.add("documents." + _upsert_document(d, docket.id, known))
         Docket.update(
-            agency=attrs.get("agencyId") or docket.agency,
-            title=attrs.get("title"),
+            agency=_text(attrs, "agencyId") or docket.agency,
+            title=_text(attrs, "title"),
             documents=json.dumps(windows, sort_keys=True),
             comment_start_date=min(starts) if starts else None,
             comment_end_date=max(ends) if ends else None,
@@ -96,85 +139,200 @@ def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) 
     return docket_rows.require_docket(docket.id)
 
 
-def _upsert_document(doc: dict, docket_id: str, result: StageResult) -> None:
+def _upsert_document(doc: dict, docket_id: str, known: dict) -> str:
     key = validate_id(doc["id"], "document id")
-    attrs = doc["attributes"]
-    fields = {
-        "title": attrs.get("title"),
-        "object_id": attrs.get("objectId"),
-        "posted_date": attrs.get("postedDate"),
-        "last_modified": attrs.get("lastModifiedDate"),
-        "withdrawn": bool(attrs.get("withdrawn")),
-    }
+    try:
+        fields = {**_text_fields(doc["attributes"]), "withdrawn": _withdrawn(doc["attributes"])}
+    except BadItem as exc:
+        raise BadItem(f"document {key}: {exc}") from None
     digest = items.content_digest({"kind": "document", **fields})
-    known = items.summary_hashes(docket_id).get(key, False)
-    items.upsert_summary(key, docket_id, "document", fields, digest, known)
+    return items.upsert_summary(key, docket_id, "document", fields, digest, known.get(key, False))
+
+
+# --------------------------------------------------------------------------- walk
+
+
+class Walk:
+    """One walk: the stored state read in bulk once, and one page of writes staged at a time.
+
+    A cold docket creates thousands of rows; staging a page and writing it with two
+    multi-row statements keeps the walk bound by the API, not by statement building.
+    """
+
+    def __init__(self, ctx: StageContext, docket: Docket, result: StageResult) -> None:
+        self.ctx, self.docket_id, self.result = ctx, docket.id, result
+        self.known = items.summary_hashes(docket.id)
+        self.failed = {key for key, row in item_states.states_for_docket(STAGE, docket.id).items()
+                       if row.state == "failed"}
+        self.new_rows: dict[str, dict] = {}
+        self.new_states: dict[str, dict] = {}
+        self.changed_rows: dict[str, tuple[dict, str, str | None]] = {}
+
+    def upsert(self, summary: dict, document_id: str) -> str:
+        key = summary["id"]
+        try:
+            fields = normalize_summary(summary, document_id)
+        except BadItem as exc:
+            return self.fail(key, f"comment {key}: {exc}")
+        digest = items.content_digest({"kind": "comment", **fields})
+        stored = self.known.get(key, False)
+        if stored == digest and key not in self.failed:
+            return "unchanged"  # the common case: nothing is written at all
+        if stored is False or key in self.new_rows:
+            outcome = "created" if stored is False else "updated"
+            self.new_rows[key] = {"key": key, "docket": self.docket_id, "kind": "comment",
+                                  "summary_hash": digest, **fields}
+        elif stored != digest:
+            outcome = "updated"
+            self.changed_rows[key] = (fields, digest, stored)
+        else:
+            outcome = "unchanged"  # the row is right; only its failed state is repaired
+        self.known[key] = digest
+        self.failed.discard(key)
+        # Withdrawn comments keep their row (upstream keeps the id): recorded, never deleted.
+        withdrawn = fields["withdrawn"]
+        self._stage_state(key, "withdrawn" if withdrawn else "ok", digest,
+                          "withdrawn by the submitter or agency" if withdrawn else None)
+        return outcome
+
+    def fail(self, key: str, reason: str) -> str:
+        """A per-item failure: a ``failed`` row with the reason; the walk goes on, unclean."""
+        log.warning("%s: %s", self.docket_id, reason)
+        self._stage_state(key, "failed", None, reason[:500])
+        self.failed.add(key)
+        self._unclean(reason)
+        return "failed"
+
+    def bad_item(self, exc: MalformedItem) -> None:
+        """The client's callback for a list item that failed its checks."""
+        if exc.item_id is not None:
+            self.result.add(self.fail(exc.item_id, str(exc)))
+            return
+        # Without a safe id the item cannot be keyed or recorded: make the walk unclean so
+        # the watermark stays and the next run sees the same records (and the reason) again.
+        log.warning("%s: skipping a comment list item that cannot be keyed: %s", self.docket_id, exc)
+        self.result.add("malformed")
+        self._unclean(f"malformed comment list item: {exc}")
+
+    def _unclean(self, reason: str) -> None:
+        # The first reason names the problem; the counts say how many items had one.
+        if self.result.clean:
+            self.result.message = f"bad list items, watermark kept; first: {reason}"
+        self.result.clean = False
+
+    def _stage_state(self, key: str, state: str, content_hash: str | None, reason: str | None) -> None:
+        # The same columns item_states.transition writes, for a multi-row upsert.
+        self.new_states[key] = {"stage": STAGE, "item": key, "docket": self.docket_id,
+                                "fingerprint": None, "content_hash": content_hash, "state": state,
+                                "reason": reason, "detail": None, "run_id": self.ctx.run_id}
+
+    def flush(self) -> None:
+        """Write the staged page in one transaction: rows first, then their state rows."""
+        if not (self.new_rows or self.changed_rows or self.new_states):
+            return
+        now = iso(utcnow())
+        with database.atomic():
+            for key, (fields, digest, stored) in self.changed_rows.items():
+                items.upsert_summary(key, self.docket_id, "comment", fields, digest, stored)
+            if self.new_rows:
+                rows = [{**row, "created_at": now, "updated_at": now} for row in self.new_rows.values()]
+                Item.insert_many(rows).on_conflict_ignore().execute()
+            if self.new_states:
+                rows = [{**row, "written_at": now} for row in self.new_states.values()]
+                ItemState.insert_many(rows).on_conflict(
+                    conflict_target=[ItemState.stage, ItemState.item],
+                    preserve=[ItemState.docket, ItemState.fingerprint, ItemState.content_hash,
+                              ItemState.state, ItemState.reason, ItemState.detail,
+                              ItemState.run_id, ItemState.written_at],
+                ).execute()
+        self.new_rows.clear()
+        self.changed_rows.clear()
+        self.new_states.clear()
 
 
 def walk_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> str | None:
     """Walk every comment-bearing document from the watermark; return the new watermark."""
     since = None if ctx.force else docket.pull_watermark
-    known = items.summary_hashes(docket.id)
+    walk = Walk(ctx, docket, result)
     newest = docket.pull_watermark
-    windows = json.loads(docket.documents or "[]")
     ctx.progress.start(0)
-    for window in windows:
-        for summary in api.iter_comments(window["object_id"], since, on_bad_item=_bad_item(result)):
-            outcome = upsert_comment(summary, docket.id, window["id"], known, ctx.run_id)
-            result.add(outcome)
-            ctx.progress.add_total(1)
-            ctx.progress.advance(outcome)
-            lmd = summary["attributes"]["lastModifiedDate"]
-            newest = lmd if newest is None or lmd > newest else newest
-            ctx.check_time()
+    try:
+        for window in json.loads(docket.documents or "[]"):
+            listed = api.iter_comments(window["object_id"], since, on_bad_item=walk.bad_item)
+            for page in _batches(listed, WRITE_BATCH):
+                for summary in page:
+                    outcome = walk.upsert(summary, window["id"])
+                    result.add(outcome)
+                    ctx.progress.add_total(1)
+                    ctx.progress.advance(outcome)
+                walk.flush()
+                newest = _later(newest, page)
+                ctx.check_time()
+    finally:
+        walk.flush()  # what was read before a break is kept: the next run absorbs it as unchanged
     return newest
 
 
-def _bad_item(result: StageResult):
-    def record(exc: BadResponse) -> None:
-        # A malformed list item cannot be keyed safely: count it and make the walk unclean
-        # so the watermark stays and the next run sees the same records again.
-        log.warning("skipping a malformed comment list item: %s", exc)
-        result.add("malformed")
-        result.clean = False
-        result.message = f"malformed list item: {exc}"
+def _batches(iterable: Iterable[dict], size: int) -> Iterator[list[dict]]:
+    # Collect a page *before* opening the transaction, so no HTTP call happens inside it.
+    batch: list[dict] = []
+    for element in iterable:
+        batch.append(element)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
-    return record
+
+def _later(newest: str | None, page: list[dict]) -> str | None:
+    """The latest lastModifiedDate, compared as instants (the strings may differ in form)."""
+    for summary in page:
+        lmd = summary["attributes"]["lastModifiedDate"]
+        if newest is None or parse_api_time(lmd) > parse_api_time(newest):
+            newest = lmd
+    return newest
+
+
+def _text(attrs: dict, name: str) -> str | None:
+    value = attrs.get(name)
+    if value is not None and not isinstance(value, str):
+        raise BadItem(f"`{name}` is a {type(value).__name__}, not a string")
+    return value
+
+
+def _text_fields(attrs: dict) -> dict:
+    return {column: _text(attrs, name) for name, column in TEXT_FIELDS.items()}
+
+
+def _withdrawn(attrs: dict) -> bool:
+    value = attrs.get("withdrawn")
+    if value is not None and not isinstance(value, bool):
+        raise BadItem("`withdrawn` is not a boolean")
+    return bool(value)
 
 
 def normalize_summary(summary: dict, document_id: str) -> dict:
+    """The stored row of a list item; BadItem when a field has the wrong type."""
     attrs = summary["attributes"]
-    return {
-        "title": attrs.get("title"),
-        "object_id": attrs.get("objectId"),
-        "comment_on_document_id": document_id,
-        "posted_date": attrs.get("postedDate"),
-        "last_modified": attrs.get("lastModifiedDate"),
-        "withdrawn": bool(attrs.get("withdrawn")),
-    }
+    return {**_text_fields(attrs), "comment_on_document_id": document_id,
+            "withdrawn": _withdrawn(attrs)}
 
 
-def upsert_comment(summary: dict, docket_id: str, document_id: str, known: dict, run_id: str) -> str:
-    key = summary["id"]
-    fields = normalize_summary(summary, document_id)
-    digest = items.content_digest({"kind": "comment", **fields})
-    outcome = items.upsert_summary(key, docket_id, "comment", fields, digest, known.get(key, False))
-    if outcome != "unchanged":
-        known[key] = digest
-        state = "withdrawn" if fields["withdrawn"] else "ok"
-        item_states.transition(STAGE, key, docket_id, state, run_id=run_id, content_hash=digest,
-                               reason="withdrawn by the submitter or agency" if fields["withdrawn"] else None)
-    return outcome
+# --------------------------------------------------------------------------- finish
 
 
 def _finish_clean_walk(ctx: StageContext, docket: Docket, watermark: str | None, result: StageResult) -> None:
     if not result.clean:
         return
     now = ctx.clock()
+    # "New" for sealing is anything the walk changed: a docket whose comments are still
+    # being edited or withdrawn is not quiet, even if nobody added one.
+    changed = result.counts.get("created", 0) + result.counts.get("updated", 0)
     Docket.update(
         pull_watermark=watermark,
         last_pull_at=iso(now),
-        last_pull_new=result.counts.get("created", 0),
+        last_pull_new=changed,
     ).where(Docket.id == docket.id).execute()
     fresh = docket_rows.require_docket(docket.id)
     if should_seal(docket_rows.seal_facts(fresh), now.date(), ctx.settings.seal_quiet_days):

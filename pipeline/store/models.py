@@ -44,7 +44,7 @@ class Docket(BaseModel):
     resolved_at = TextField(null=True)  # documents and object ids known
     pull_watermark = TextField(null=True)  # max lastModifiedDate seen by a clean walk (UTC)
     last_pull_at = TextField(null=True)  # end of the last clean walk
-    last_pull_new = IntegerField(null=True)  # comments created by that walk
+    last_pull_new = IntegerField(null=True)  # comments created or updated by that walk
     sealed_at = TextField(null=True)
     seal_reason = TextField(null=True)  # auto | manual
     counts_at_seal = TextField(null=True)  # JSON

@@ -1,0 +1,607 @@
+"""The fetch stage against the stand-in regulations.gov over loopback HTTP (issue 3, "Must show").
+
+Every test asserts the work done (requests in the stand-in's log, rows, table dumps, the
+run row's counters), never wall time. The 12,000-comment docket is built once per module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import luigi
+import pytest
+
+from pipeline import tasks as task_module
+from pipeline.clock import iso
+from pipeline.runtime import set_runtime
+from pipeline.sources.regulations_gov import RegulationsGovClient, to_eastern_filter
+from pipeline.stages.base import StageContext
+from pipeline.stages.fetch import fetch_docket
+from pipeline.store import dockets
+from pipeline.store.models import Attachment, Docket, Item, ItemState, Run
+from scripts import corpus_changes
+from scripts.corpus_changes import api_time
+from scripts.standin_server import Reply, StandinServer
+from tests.mirror_builder import MirrorBuilder
+from tests.state_fixtures import make_runtime, state  # noqa: F401
+
+ROOT = Path(__file__).resolve().parent.parent
+BIG = "CMS-2026-0100"
+SMALL = "CMS-2026-0200"
+BIG_COUNT = 12_000
+BIG_START = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+BIG_STEP = timedelta(seconds=37)  # one comment per second value: boundaries are exact
+PAGE, PAGES = 250, 20
+DATA_TABLES = (Item, Attachment, ItemState)
+CLOSED_LONG_AGO = datetime(2026, 6, 1, 12, tzinfo=UTC)  # the stand-in documents closed 2025-09-23
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class ScriptedServer(StandinServer):
+    """The stand-in with two test switches on top of its own fault switches.
+
+    ``storm_after_lists``: after that many comment list requests, the next ``storm`` requests
+    answer 503. ``replace``: list items by id -> the raw JSON to serve instead (bad input).
+    ``raw_next``: replies served verbatim to the next API requests (bodies the API never sends).
+    """
+
+    def __init__(self, root: Path, **kwargs) -> None:
+        super().__init__(root, **kwargs)
+        self.storm_after_lists: int | None = None
+        self.storm = 0
+        self.replace: dict[str, dict] = {}
+        self.raw_next: list[Reply] = []
+        self._lists = 0
+
+    def arm_storm(self, after_lists: int, size: int) -> None:
+        self._lists, self.storm_after_lists, self.storm = 0, after_lists, size
+
+    def handle(self, handler) -> None:
+        if handler.path.startswith("/v4/comments?"):
+            self._lists += 1
+            if self.storm_after_lists is not None and self._lists > self.storm_after_lists:
+                self.fail_next_5xx, self.storm_after_lists = self.storm, None
+        super().handle(handler)
+
+    def _route(self, handler, path, query):
+        if self.raw_next and path.startswith("/v4/"):
+            return self.raw_next.pop(0)
+        return super()._route(handler, path, query)
+
+    def _list_item(self, item):
+        return self.replace.get(item.id) or super()._list_item(item)
+
+
+class FakeSleep:
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+def client(server: StandinServer, sleep=None, key: str = "test-key") -> RegulationsGovClient:
+    return RegulationsGovClient(server.api_base, key, sleep=sleep or FakeSleep())
+
+
+def fetch(rt, docket_id: str, api, *, clock: datetime | None = None, force: bool = False):
+    ctx = StageContext(runtime=rt, run_id=uuid.uuid4().hex, force=force)
+    if clock is not None:
+        ctx.clock = lambda: clock
+    return fetch_docket(ctx, dockets.require_docket(docket_id), api=api)
+
+
+def dump() -> list[list[tuple]]:
+    """The data tables, ordered: equal dumps mean byte-identical tables."""
+    out = []
+    for model in DATA_TABLES:
+        order = [f for f in model._meta.sorted_fields if f.name != "id"] or model._meta.sorted_fields
+        out.append(list(model.select().order_by(*order).tuples()))
+    return out
+
+
+class DataTableWrites(logging.Handler):
+    """Counts INSERT/UPDATE/DELETE statements on the data tables, from peewee's query log."""
+
+    PATTERN = re.compile(r'^\s*(INSERT INTO|UPDATE|DELETE FROM)\s+"(item|attachment|item_state)"', re.I)
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.writes: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sql = record.msg[0] if isinstance(record.msg, tuple) else str(record.msg)
+        if self.PATTERN.match(sql):
+            self.writes.append(sql)
+
+    def __enter__(self) -> DataTableWrites:
+        logger = logging.getLogger("peewee")
+        self._level = logger.level
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        logger = logging.getLogger("peewee")
+        logger.removeHandler(self)
+        logger.setLevel(self._level)
+
+
+def comment_ids(root: Path) -> set[str]:
+    return set(corpus_changes.comment_files(root))
+
+
+def stored_comments(docket_id: str) -> list[str]:
+    query = Item.select(Item.key).where((Item.docket == docket_id) & (Item.kind == "comment"))
+    return [row.key for row in query]
+
+
+def fetch_states(docket_id: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in ItemState.select().where((ItemState.stage == "fetch") & (ItemState.docket == docket_id)):
+        counts[row.state] = counts.get(row.state, 0) + 1
+    return counts
+
+
+def expected_list_calls(n: int) -> tuple[int, int]:
+    """(list requests, boundary re-yields) for ``n`` comments in distinct seconds.
+
+    A query serves at most 20 pages of 250. Past that the walk re-queries from the last
+    record's second, so that record (index start + 4,999) comes back as the new query's first.
+    """
+    calls, requeries, start = 0, 0, 0
+    while n - start > PAGE * PAGES:
+        calls, requeries, start = calls + PAGES, requeries + 1, start + PAGE * PAGES - 1
+    return calls + max(1, math.ceil((n - start) / PAGE)), requeries
+
+
+def small_docket(root: Path, docket_id: str, times: list[datetime]) -> MirrorBuilder:
+    builder = MirrorBuilder(root, docket_id)
+    builder.docket()
+    builder.comments(builder.document(1), times, first_seq=10)
+    return builder
+
+
+def tree(path: Path, skip: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*") if skip not in (p, *p.parents)}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_luigi():
+    task_module._seal_hints.clear()
+    luigi.task_register.Register.clear_instance_cache()
+    yield
+    task_module._seal_hints.clear()
+
+
+def build(*tasks) -> bool:
+    """One `luigi` invocation, in process (a new one each call, as cron runs them)."""
+    if hasattr(task_module, "new_invocation"):
+        task_module.new_invocation()
+    luigi.task_register.Register.clear_instance_cache()
+    task_module._seal_hints.clear()
+    return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
+
+
+# --------------------------------------------------------------------------- the big docket
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """12,000 comments on one document, fetched once through FetchAll (Luigi, in process)."""
+    base = tmp_path_factory.mktemp("big")
+    times = [BIG_START + i * BIG_STEP for i in range(BIG_COUNT)]
+    small_docket(base / "mirror", BIG, times)
+    with ScriptedServer(base / "mirror") as server:
+        rt = make_runtime(base, api_base=server.api_base, api_key="test-key",
+                          discover="list", dockets=BIG)
+        rt.state  # noqa: B018
+        previous = set_runtime(rt)
+        try:
+            assert build(task_module.FetchAll())
+            facts = {
+                "log": list(server.request_log),
+                "runs": list(Run.select().dicts()),
+                "docket": Docket.get_by_id(BIG),
+                "stored": stored_comments(BIG),
+                "states": fetch_states(BIG),
+                "times": times,
+            }
+        finally:
+            set_runtime(previous)
+            rt.close()
+        server.reset_log()
+        yield server, base / "data", facts
+
+
+@pytest.fixture
+def big_copy(big, tmp_path):
+    """A runtime on a copy of the big docket's fetched state DB, for one test to change."""
+    server, data, _ = big
+    shutil.copytree(data, tmp_path / "data")
+    rt = make_runtime(tmp_path, api_base=server.api_base, api_key="test-key",
+                      discover="list", dockets=BIG)
+    rt.state  # noqa: B018
+    previous = set_runtime(rt)
+    server.reset_log()
+    yield server, rt
+    set_runtime(previous)
+    rt.close()
+
+
+def test_cold_fetch_past_the_5000_cap_stores_every_comment_once_with_exact_calls(big):
+    server, _, facts = big
+    expected_lists, requeries = expected_list_calls(BIG_COUNT)
+    assert (expected_lists, requeries) == (49, 2)  # 20 + 20 + 9 pages; two re-queries
+    paths = [path for _, path, _ in facts["log"]]
+    assert paths.count("/v4/dockets/" + BIG) == 1 and paths.count("/v4/documents") == 1
+    assert paths.count("/v4/comments") == expected_lists
+    assert len(paths) == expected_lists + 2  # nothing else: the resolve is two calls
+    # Every comment exactly once (the primary key would refuse a second row; compare sets).
+    assert len(facts["stored"]) == BIG_COUNT == len(set(facts["stored"]))
+    assert facts["states"] == {"ok": BIG_COUNT}
+    # The re-queries start at the boundary record's second, in US Eastern wall time.
+    ges = [q["filter[lastModifiedDate][ge]"][0] for _, p, q in facts["log"]
+           if p == "/v4/comments" and "filter[lastModifiedDate][ge]" in q]
+    first, second = (to_eastern_filter(api_time(facts["times"][i])) for i in (4999, 9998))
+    assert ges == [first] * PAGES + [second] * (expected_lists - 2 * PAGES)
+    [run] = facts["runs"]
+    counters = json.loads(run["counters"])
+    assert counters["created"] == BIG_COUNT and counters["unchanged"] == requeries
+    assert counters["api.comments.list"] == expected_lists  # API calls per endpoint in the run row
+    assert counters["api.dockets.detail"] == counters["api.documents.list"] == 1
+    assert run["clean"] and facts["docket"].pull_watermark == api_time(facts["times"][-1])
+
+
+def test_second_run_inside_the_window_is_pruned_with_zero_calls(big_copy):
+    server, _ = big_copy
+    before, runs = dump(), Run.select().count()
+    with DataTableWrites() as writes:
+        assert build(task_module.FetchAll())
+    assert server.request_log == []
+    assert Run.select().count() == runs  # the task never ran: its target was complete
+    assert writes.writes == [] and dump() == before
+
+
+def test_second_run_in_a_new_window_makes_one_list_call_and_writes_nothing(big_copy):
+    server, _ = big_copy
+    Docket.update(last_pull_at="2000-01-01T00:00:00.000000Z").execute()  # an old window
+    before, watermark = dump(), Docket.get_by_id(BIG).pull_watermark
+    with DataTableWrites() as writes:
+        assert build(task_module.FetchAll())
+    assert [path for _, path, _ in server.request_log] == ["/v4/comments"]
+    assert writes.writes == [] and dump() == before
+    run = Run.select().order_by(Run.id.desc()).get()
+    counters = json.loads(run.counters)
+    assert counters["unchanged"] == 1 and "created" not in counters and "updated" not in counters
+    assert counters["api.comments.list"] == 1
+    assert Docket.get_by_id(BIG).pull_watermark == watermark
+
+
+# --------------------------------------------------------------------------- small dockets
+
+
+@pytest.fixture
+def small(tmp_path):
+    """700 comments, a minute apart, on a docket whose comment period closed 2025-09-23."""
+    root = tmp_path / "mirror"
+    times = [datetime(2025, 8, 1, tzinfo=UTC) + i * timedelta(minutes=1) for i in range(700)]
+    small_docket(root, SMALL, times)
+    with ScriptedServer(root) as server:
+        yield root, server, times
+
+
+def test_changes_upstream_give_created_updated_and_absorbed_boundary(state, small):  # noqa: F811
+    root, server, times = small
+    dockets.ensure_dockets([SMALL], "list")
+    assert fetch(state, SMALL, client(server)).counts["created"] == 700
+    later = datetime(2025, 9, 1, tzinfo=UTC)
+    added = corpus_changes.add_comments(root, SMALL, 40, later)
+    changed = sorted(comment_ids(root) - set(added))[100:103]
+    corpus_changes.modify_comments(root, changed, later + timedelta(hours=1))
+    server.reload()
+    server.reset_log()
+    result = fetch(state, SMALL, client(server))
+    assert result.clean
+    # The last record of the previous walk comes back at the watermark: absorbed, not rewritten.
+    assert {k: v for k, v in result.counts.items() if not k.startswith("api.")} == {
+        "created": 40, "updated": 3, "unchanged": 1}
+    assert [p for _, p, _ in server.request_log] == ["/v4/comments"]  # no resolve for a known docket
+    assert Docket.get_by_id(SMALL).pull_watermark == api_time(later + timedelta(hours=1))
+    assert sorted(stored_comments(SMALL)) == sorted(comment_ids(root))
+    rows = {i.key: i for i in Item.select().where(Item.key.in_(changed))}
+    assert {r.last_modified for r in rows.values()} == {api_time(later + timedelta(hours=1))}
+
+
+def test_withdrawn_comments_are_recorded_withdrawn_not_deleted(state, small):  # noqa: F811
+    root, server, _ = small
+    dockets.ensure_dockets([SMALL], "list")
+    fetch(state, SMALL, client(server))
+    gone = sorted(comment_ids(root))[:2]
+    corpus_changes.withdraw_comments(root, gone, datetime(2025, 9, 2, tzinfo=UTC))
+    server.reload()
+    result = fetch(state, SMALL, client(server))
+    assert result.counts["updated"] == 2 and result.clean
+    assert len(stored_comments(SMALL)) == 700
+    assert all(Item.get_by_id(key).withdrawn for key in gone)
+    assert fetch_states(SMALL) == {"ok": 698, "withdrawn": 2}
+
+
+def test_5xx_storm_keeps_the_watermark_and_the_next_run_catches_up(state, small):  # noqa: F811
+    root, server, times = small
+    dockets.ensure_dockets([SMALL], "list")
+    fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    before = Docket.get_by_id(SMALL)
+    added = []
+    for hour in range(3):  # 600 new comments in three distinct seconds
+        added += corpus_changes.add_comments(root, SMALL, 200, datetime(2025, 9, 5, hour, tzinfo=UTC))
+    server.reload()
+    # After the first list page every request fails: six attempts exhaust the retries.
+    server.arm_storm(after_lists=1, size=6)
+    sleep = FakeSleep()
+    broken = fetch(state, SMALL, client(server, sleep), clock=CLOSED_LONG_AGO + timedelta(days=1))
+    assert not broken.clean and "503" in broken.message and len(sleep.waits) == 5
+    after = Docket.get_by_id(SMALL)
+    assert (after.pull_watermark, after.last_pull_at, after.last_pull_new) == (
+        before.pull_watermark, before.last_pull_at, before.last_pull_new)
+    assert after.sealed_at is None
+    kept = broken.counts["created"]
+    assert kept == 249  # the first page: the boundary record plus 249 new ones
+    resumed = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO + timedelta(days=1))
+    assert resumed.clean and resumed.counts["created"] == 600 - kept
+    assert resumed.counts["unchanged"] == kept + 1  # what the broken walk kept, plus the boundary
+    stored = stored_comments(SMALL)
+    assert len(stored) == len(set(stored)) == 1300 and set(stored) == comment_ids(root)
+    assert fetch_states(SMALL) == {"ok": 1300}
+    assert Docket.get_by_id(SMALL).pull_watermark == api_time(datetime(2025, 9, 5, 2, tzinfo=UTC))
+    assert Docket.get_by_id(SMALL).sealed_at is None  # it found new comments: not quiet
+
+
+def test_auto_seal_after_close_and_quiet_days_with_a_clean_zero_new_pull(state, small):  # noqa: F811
+    _, server, _ = small
+    dockets.ensure_dockets([SMALL], "list")
+    quiet_end = datetime(2025, 10, 23, tzinfo=UTC)  # closed 2025-09-23 + 30 quiet days
+    cold = fetch(state, SMALL, client(server), clock=quiet_end - timedelta(days=2))
+    assert cold.counts["created"] == 700 and Docket.get_by_id(SMALL).sealed_at is None
+    day_before = fetch(state, SMALL, client(server), clock=quiet_end - timedelta(seconds=1))
+    assert day_before.clean and "sealed" not in day_before.counts
+    assert Docket.get_by_id(SMALL).sealed_at is None  # zero new, but the quiet days are not over
+    sealing = fetch(state, SMALL, client(server), clock=quiet_end + timedelta(hours=2))
+    docket = Docket.get_by_id(SMALL)
+    assert sealing.counts["sealed"] == 1 and docket.seal_reason == "auto"
+    assert docket.sealed_at == iso(quiet_end + timedelta(hours=2))
+    server.reset_log()
+    assert fetch(state, SMALL, client(server)).message == "sealed"
+    assert server.request_log == []
+
+
+def test_a_broken_pull_never_seals_even_when_due(state, small):  # noqa: F811
+    _, server, _ = small
+    dockets.ensure_dockets([SMALL], "list")
+    fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    server.fail_next_5xx = 6
+    broken = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO + timedelta(days=1))
+    assert not broken.clean and Docket.get_by_id(SMALL).sealed_at is None
+
+
+# --------------------------------------------------------------------------- Eastern time
+
+
+FALL_BACK = {  # 2025-11-02: 01:00-01:59 happens twice (EDT, then EST)
+    "watermark": datetime(2025, 11, 2, 3, 59, 50, tzinfo=UTC),  # 23:59:50 EDT on Nov 1
+    "added": ["2025-11-02T04:00:05Z", "2025-11-02T05:30:00Z"],  # 00:00:05 and 01:30 EDT
+    # then, from a watermark inside the repeated hour, wall times *earlier* than 01:30 EDT
+    "added_again": ["2025-11-02T05:45:00Z", "2025-11-02T06:10:00Z", "2025-11-02T06:59:59Z",
+                    "2025-11-02T07:05:00Z"],  # 01:45 EDT, 01:10 EST, 01:59:59 EST, 02:05 EST
+    # 01:30 EDT is ambiguous as a wall time: the filter steps back before the repeated hour.
+    "filters": {"added": "2025-11-01 23:59:50", "added_again": "2025-11-02 00:59:59"},
+}
+SPRING_FORWARD = {  # 2026-03-08: 02:00-02:59 does not exist
+    "watermark": datetime(2026, 3, 8, 4, 59, 50, tzinfo=UTC),  # 23:59:50 EST on Mar 7
+    "added": ["2026-03-08T05:00:05Z", "2026-03-08T06:59:59Z", "2026-03-08T07:00:00Z",
+              "2026-03-08T07:30:00Z"],  # 00:00:05 EST, 01:59:59 EST, 03:00 EDT, 03:30 EDT
+    "added_again": ["2026-03-08T08:00:00Z"],
+    "filters": {"added": "2026-03-07 23:59:50", "added_again": "2026-03-08 03:30:00"},
+}
+
+
+@pytest.mark.parametrize("case", [FALL_BACK, SPRING_FORWARD], ids=["fall-back", "spring-forward"])
+def test_comments_straddling_eastern_midnight_and_dst_are_all_fetched(state, tmp_path, case):  # noqa: F811
+    root = tmp_path / "mirror"
+    start = case["watermark"] - timedelta(minutes=30)
+    small_docket(root, SMALL, [start + i * timedelta(minutes=5) for i in range(7)])  # ends at the watermark
+    with ScriptedServer(root) as server:
+        # Ambiguous wall times are read as the *later* instant: the harder case for the client.
+        server.dst_fold = 1
+        dockets.ensure_dockets([SMALL], "list")
+        fetch(state, SMALL, client(server))
+        assert Docket.get_by_id(SMALL).pull_watermark == api_time(case["watermark"])
+        for key in ("added", "added_again"):
+            new = [corpus_changes.add_comments(root, SMALL, 1, when)[0] for when in case[key]]
+            server.reload()
+            server.reset_log()
+            result = fetch(state, SMALL, client(server))
+            assert result.clean and result.counts["created"] == len(new), (key, result.counts)
+            assert set(new) <= set(stored_comments(SMALL))
+            assert Docket.get_by_id(SMALL).pull_watermark == case[key][-1]
+            [(_, _, query)] = server.request_log  # one list call, from the watermark
+            assert query["filter[lastModifiedDate][ge]"] == [case["filters"][key]]
+    assert set(stored_comments(SMALL)) == comment_ids(root)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def bad_item(item_id, **attributes) -> dict:
+    attrs = {"documentType": "Public Submission", "lastModifiedDate": "2025-08-01T00:00:00Z",
+             "withdrawn": False, "title": "t", "objectId": "0900006aaaaaaaaa",
+             "postedDate": "2025-08-01T00:00:00Z", **attributes}
+    return {"id": item_id, "type": "comments", "attributes": attrs}
+
+
+BAD_BODIES = {
+    "malformed JSON": (Reply(200, b'{"data": [{"id": "x"', "application/vnd.api+json"), "not JSON"),
+    "HTML page with status 200": (Reply(200, b"<!DOCTYPE html><html><body>Error</body></html>",
+                                        "text/html"), "HTML page instead of JSON"),
+    "no meta": (Reply(200, b'{"data": []}'), "meta.hasNextPage"),
+    "data not a list": (Reply(200, b'{"data": {}, "meta": {"hasNextPage": false}}'), "no `data` list"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_BODIES))
+def test_a_bad_response_body_stops_the_walk_cleanly_with_the_reason(state, small, tmp_path, case):  # noqa: F811
+    _, server, _ = small
+    dockets.ensure_dockets([SMALL], "list")
+    fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    before, docket = dump(), Docket.get_by_id(SMALL)
+    outside = tree(tmp_path, tmp_path / "data")
+    reply, reason = BAD_BODIES[case]
+    server.raw_next = [reply]
+    result = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO + timedelta(days=1))
+    assert not result.clean and reason in result.message and SMALL in result.message
+    assert dump() == before
+    after = Docket.get_by_id(SMALL)
+    assert (after.pull_watermark, after.last_pull_at, after.sealed_at) == (
+        docket.pull_watermark, docket.last_pull_at, None)
+    assert tree(tmp_path, tmp_path / "data") == outside
+
+
+def test_bad_list_items_fail_per_item_or_stop_and_the_next_run_repairs(state, small, tmp_path):  # noqa: F811
+    root, server, _ = small
+    ids = sorted(comment_ids(root))
+    server.replace = {
+        ids[0]: bad_item("CMS-2026-0200-0010/../../../evil"),
+        ids[1]: bad_item(".."),
+        ids[2]: bad_item("CMS\x00evil"),
+        ids[3]: bad_item(ids[3], lastModifiedDate=None),  # missing field
+        ids[4]: bad_item(ids[4], title=["not", "a", "string"]),  # mistyped
+        ids[5]: bad_item(ids[5], withdrawn="yes"),
+        ids[6]: bad_item(ids[6], postedDate=20250801),
+        ids[7]: {"id": ids[7], "type": "comments"},  # no attributes at all
+    }
+    dockets.ensure_dockets([SMALL], "list")
+    outside = tree(tmp_path, tmp_path / "data")
+    result = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    assert not result.clean and result.counts["malformed"] == 3 and result.counts["failed"] == 5
+    assert "bad list items, watermark kept" in result.message
+    assert result.counts["created"] == 692 and len(stored_comments(SMALL)) == 692
+    failed = {s.item: s.reason for s in ItemState.select().where(ItemState.state == "failed")}
+    assert sorted(failed) == ids[3:8]
+    assert "lastModifiedDate" in failed[ids[3]] and "`title` is a list" in failed[ids[4]]
+    assert "`withdrawn` is not a boolean" in failed[ids[5]] and "no attributes" in failed[ids[7]]
+    assert Docket.get_by_id(SMALL).pull_watermark is None  # nothing lost behind a watermark
+    assert not any("evil" in key or ".." in key for key in stored_comments(SMALL))
+    assert tree(tmp_path, tmp_path / "data") == outside
+    data_files = {p.name for p in (tmp_path / "data").rglob("*")}
+    assert not any("evil" in name for name in data_files)
+
+    server.replace = {}  # upstream fixed its records
+    repaired = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    assert repaired.clean and repaired.counts["created"] == 8
+    assert fetch_states(SMALL) == {"ok": 700} and set(stored_comments(SMALL)) == set(ids)
+    assert Docket.get_by_id(SMALL).pull_watermark is not None
+
+
+def test_a_bad_document_or_docket_record_stops_the_resolve_with_the_reason(state, small):  # noqa: F811
+    _, server, _ = small
+    dockets.ensure_dockets([SMALL], "list")
+    doc = f"{SMALL}-0001"
+    server.replace = {doc: {"id": doc, "type": "documents",
+                            "attributes": {"objectId": "../x", "commentEndDate": "2025-09-23T03:59:59Z"}}}
+    result = fetch(state, SMALL, client(server))
+    assert not result.clean and "objectId" in result.message and "'../x'" in result.message
+    assert Docket.get_by_id(SMALL).resolved_at is None and Item.select().count() == 0
+    server.replace = {}
+    server.raw_next = [Reply(200, json.dumps({"data": {"id": SMALL, "attributes": {"title": 7}}}).encode())]
+    result = fetch(state, SMALL, client(server))
+    assert not result.clean and "`title` is a int" in result.message
+    assert fetch(state, SMALL, client(server)).clean  # and once the server behaves, it resolves
+
+
+# --------------------------------------------------------------------------- secrets, CLI
+
+
+SECRET = "sEcReT-kEy-4242-do-not-log"
+
+
+def test_the_api_key_never_appears_in_run_rows_logs_or_task_parameters(tmp_path, small, caplog):
+    root, _, _ = small
+    with ScriptedServer(root, api_keys=(SECRET,)) as server:
+        rt = make_runtime(tmp_path, api_base=server.api_base, api_key=SECRET,
+                          discover="list", dockets=SMALL)
+        rt.state  # noqa: B018
+        previous = set_runtime(rt)
+        try:
+            caplog.set_level(logging.DEBUG)
+            assert build(task_module.FetchAll())
+            server.gone.add(SMALL)  # a failing run too: its error message is stored
+            Docket.update(last_pull_at=None, resolved_at=None).execute()
+            assert not build(task_module.FetchAll())
+            rows = [json.dumps(r, default=str) for r in Run.select().dicts()]
+            params = task_module.FetchComments(docket=SMALL).to_str_params()
+            task_id = task_module.FetchComments(docket=SMALL).task_id
+        finally:
+            set_runtime(previous)
+            rt.close()
+    assert len(rows) == 2 and "HTTP 404" in rows[1]
+    for text in (*rows, caplog.text, json.dumps(params), task_id, repr(server.request_log)):
+        assert SECRET not in text
+    for path in (tmp_path / "data").rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def sealed_docket_store(tmp_path: Path) -> None:
+    rt = make_runtime(tmp_path)
+    rt.state  # noqa: B018
+    previous = set_runtime(rt)
+    try:
+        dockets.ensure_dockets([SMALL], "list")
+        dockets.seal(SMALL, "manual")
+    finally:
+        set_runtime(previous)
+        rt.close()
+
+
+def luigi_cli(tmp_path: Path, server: StandinServer, *args: str, **env_extra: str):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+    env.update(
+        PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+        DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_API_BASE=server.api_base,
+        REGULATIONS_GOV_API_KEY="test-key", DOCKETEER_PACE_SECONDS="0",
+        # Discovery would call the stand-in's Federal Register search: --docket must skip it.
+        DOCKETEER_DISCOVER="fr", DOCKETEER_FR_BASE=server.fr_base, DOCKETEER_EMBEDDER="hashing",
+        **env_extra,
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "luigi", "--module", "pipeline", *args, "--local-scheduler"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def sealed_notices(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if f"{SMALL}: sealed" in line]
+
+
+@pytest.mark.parametrize("wrapper", ["FetchAll", "IndexAll"])
+def test_a_sealed_docket_named_with_docket_makes_zero_calls(tmp_path, small, wrapper, request):
+    _, server, _ = small
+    extra = {"DOCKETEER_INDEX_URL": request.getfixturevalue("pg_url")} if wrapper == "IndexAll" else {}
+    sealed_docket_store(tmp_path)
+    server.reset_log()
+    done = luigi_cli(tmp_path, server, wrapper, "--docket", SMALL, **extra)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(sealed_notices(done.stderr)) == 1, done.stderr[-3000:]
+    assert server.request_log == []  # not even discovery: --docket filters before any call
