@@ -43,8 +43,12 @@ def make_database(url: str, data_dir: Path) -> peewee.Database:
     if url and not url.startswith("sqlite:///"):
         raise ConfigError(f"state_url must be empty, sqlite:///PATH or postgresql://...: {url!r}")
     path = Path(url[len("sqlite:///"):]) if url else data_dir / "state.sqlite"
+    # IMMEDIATE: a transaction takes the write lock when it begins. A deferred one that reads
+    # and then writes cannot wait for another writer (SQLite answers "database is locked"
+    # at once, busy_timeout or not), which is what two Luigi workers would hit.
     return StateSqlite(
         str(path),
+        lock_type="IMMEDIATE",
         pragmas={
             "journal_mode": "wal",
             "busy_timeout": 30000,
