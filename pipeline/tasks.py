@@ -404,13 +404,28 @@ class IndexDocket(DocketStageTask):
         state_side = markers.probe(self.docket, "", ExtractText.stage)
         if not state_side.docket_exists:
             return state_side
+        # The marker vouches for extract's output *under this chunker and embedder*: a new
+        # config must invalidate it, sealed docket or not (sealed_complete ignores inputs).
+        expected = self._index_input(state_side.upstream_output)
+        state_side = dataclasses.replace(state_side, upstream_output=expected)
         marker = runtime_or_exit().index_db().docket_marker(MARKER_COLLECTION, self.docket)
-        if marker is None:
+        if marker is None or marker.input_fingerprint != expected:
             return state_side
         return dataclasses.replace(
             state_side, marker_version=marker.version, marker_sealed_at=marker.sealed_at,
             marker_input=marker.input_fingerprint,
         )
+
+    def upstream_output_fingerprint(self) -> str | None:
+        return self._index_input(super().upstream_output_fingerprint())
+
+    @staticmethod
+    def _index_input(extract_output: str | None) -> str | None:
+        from pipeline.stages.index import config_id_for, marker_input_fingerprint
+
+        if extract_output is None:
+            return None
+        return marker_input_fingerprint(extract_output, config_id_for(runtime_or_exit().settings))
 
     def write_marker(self, run_id: str, input_fp: str | None) -> None:
         from pipeline.stages.index import COLLECTIONS

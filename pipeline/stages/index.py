@@ -1,12 +1,14 @@
 """Index: chunks and embeddings in PostgreSQL/pgvector, in this order per item:
 
-1. fingerprint (extract's recorded output hash + chunker version + embedder id) equals the
-   index state -> skip without loading anything;
-2. load combined.md; content hash of its text unchanged -> record the new fingerprint only;
+1. fingerprint (extract's recorded output hash + index config + the item's metadata) equals
+   the index state -> skip without loading anything;
+2. load combined.md; content hash of what the chunk rows are made of unchanged (and the same
+   embedder) -> record the new fingerprint only;
 3. chunk, embed in batches, replace the item's chunks and state row in one transaction.
 
-Index state is read in bulk (one query per docket and collection). Completion lives in the
-index DB beside the chunks, so a wiped index DB is re-indexed, never trusted silently.
+State is read in bulk: one query for extract's rows, one for the docket's items and one per
+collection for the index state, never one per item. Completion lives in the index DB beside
+the chunks, so a wiped index DB is re-indexed, never trusted silently.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import dataclass
 
+from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import combined_sections
-from pipeline.index.chunking import CHUNKER_VERSION, chunk_text
+from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
 from pipeline.stages.base import StageContext, StageResult
 from pipeline.stages.extract import read_combined
@@ -29,6 +33,15 @@ UPSTREAM = "extract"
 COLLECTIONS = {"comment": "comments", "document": "documents"}
 INDEXABLE = ("ok", "ocr_needed", "failed", "unsupported", "too_large", "gone")
 MARKER_COLLECTION = "comments"  # the docket-level marker row IndexDocket's target reads
+METADATA_FIELDS = ("title", "submitter", "organization", "posted_date", "kind")
+# Hash-unchanged fingerprints are written in bulk statements of at most this many rows.
+FINGERPRINT_FLUSH = 500
+CHUNK_OVERLAP = 150
+
+
+def chunk_overlap(chunk_chars: int) -> int:
+    # chunk_text wants overlap <= max_chars/2; the setting allows chunk_chars down to 200.
+    return min(CHUNK_OVERLAP, chunk_chars // 4)
 
 
 def embedder_from(settings):
@@ -38,65 +51,202 @@ def embedder_from(settings):
     return make_embedder(settings.embedder)
 
 
-def item_fingerprint(extract_hash: str | None, embedder_id: str, chunk_chars: int) -> str:
-    text = f"{extract_hash or ''}\x1f{CHUNKER_VERSION}:{chunk_chars}\x1f{embedder_id}"
+def index_config_id(embedder_id: str, chunk_chars: int) -> str:
+    """Everything besides the text that shapes the chunk rows: chunker and embedder."""
+    return f"{CHUNKER_VERSION}:{chunk_chars}\x1f{embedder_id}"
+
+
+_config_ids: dict[tuple, str] = {}
+
+
+def config_id_for(settings) -> str:
+    """index_config_id for these settings, once per process: an openai embedder without a
+    known dimension costs a probe call to learn its id, and targets ask for it per docket."""
+    key = (settings.embedder, settings.openai_url, settings.openai_model, settings.chunk_chars)
+    if key not in _config_ids:
+        _config_ids[key] = index_config_id(embedder_from(settings).id, settings.chunk_chars)
+    return _config_ids[key]
+
+
+def marker_input_fingerprint(extract_output: str | None, config_id: str) -> str:
+    """What IndexDocket's docket marker should vouch for: extract's output under this config.
+
+    For pipeline/tasks.py (IndexDocket.upstream_output_fingerprint / read_probe), so that
+    switching the embedder or the chunker invalidates a docket's marker, not only its items.
+    """
+    return hashlib.sha256(f"{extract_output or ''}\x1e{config_id}".encode()).hexdigest()
+
+
+def item_fingerprint(extract_hash: str | None, config_id: str, metadata: dict) -> str:
+    # The metadata is in: a changed submitter must reach the chunks even when the text
+    # (and so extract's hash) did not change.
+    text = f"{extract_hash or ''}\x1f{config_id}\x1f{_canonical(metadata)}"
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def text_hash(sections: list[tuple[str, str]]) -> str:
-    return hashlib.sha256(json.dumps(sections, separators=(",", ":")).encode()).hexdigest()
+def content_hash(sections: list[tuple[str, str]], config_id: str, metadata: dict) -> str:
+    """Digest of every input of the item's chunk rows except the embedder.
+
+    The chunker config is in so a new chunk size re-chunks even when the text is the same;
+    the embedder id is compared on its own column (index_state.embedder_id).
+    """
+    chunker = config_id.split("\x1f", 1)[0]
+    payload = _canonical({"chunker": chunker, "sections": sections, "metadata": metadata})
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Work:
+    """One item that needs a load: its identity, new fingerprint and recorded state."""
+
+    collection: str
+    key: str
+    fingerprint: str
+    known: object | None  # pipeline.index.database.IndexState
+    metadata: dict
+
+
+@dataclass
+class Loaded:
+    work: Work
+    chunks: list[Chunk]
+    content: str
 
 
 def index_docket(ctx: StageContext, docket: Docket, *, index_db, embedder) -> StageResult:
     result = StageResult()
-    upstream = {k: r for k, r in item_states.states_for_docket(UPSTREAM, docket.id).items()
-                if r.state in INDEXABLE}
-    kinds = dict(Item.select(Item.key, Item.kind).where(Item.docket == docket.id).tuples())
-    chunk_chars = ctx.settings.chunk_chars
-    todo: list[tuple] = []  # (collection, key, fingerprint, known state or None)
-    for collection in sorted(set(COLLECTIONS.values())):
-        state = index_db.state_for_docket(collection, docket.id)
-        for key, row in sorted(upstream.items()):
-            if COLLECTIONS.get(kinds.get(key, "comment")) != collection:
-                continue
-            fingerprint = item_fingerprint(row.content_hash, embedder.id, chunk_chars)
-            known = state.get(key)
-            if not ctx.force and known is not None and known.fingerprint == fingerprint:
-                result.add("unchanged")
-                continue
-            todo.append((collection, key, fingerprint, known))
+    todo = plan(ctx, docket.id, index_db, embedder.id, result)
     if not todo:
         return result
     ctx.progress.start(len(todo))
-    for collection, key, fingerprint, known in todo:
-        ctx.check_time()
-        outcome = index_item(ctx, docket.id, collection, key, fingerprint, known, index_db, embedder)
-        result.add(outcome)
-        ctx.progress.advance(outcome)
+    writer = Writer(ctx, docket.id, index_db, embedder, result)
+    try:
+        for work in todo:
+            ctx.check_time()
+            writer.take(work)
+    except BudgetSpent as exc:
+        result.budget_spent, result.message = True, str(exc)
+    finally:
+        # Loaded work is kept even when the budget ran out: at most one embed batch more.
+        writer.flush()
     return result
 
 
-def index_item(ctx, docket_id: str, collection: str, key: str, fingerprint: str, known,
-               index_db, embedder) -> str:
-    frontmatter, body = read_combined(ctx.blobs, docket_id, key)
-    sections = combined_sections(body, skip_placeholders=True)
-    content = text_hash(sections)
-    if (not ctx.force and known is not None and known.content_hash == content
-            and known.embedder_id == embedder.id):
-        index_db.record_fingerprint(collection, key, fingerprint)
-        return "hash_unchanged"
-    chunks = chunk_text(sections, max_chars=ctx.settings.chunk_chars)
-    vectors = embed_in_batches(embedder, [c.text for c in chunks], ctx.settings.embed_batch)
-    index_db.replace_item(collection, key, docket_id, chunks, vectors, fingerprint, content,
-                          embedder.id, metadata=_metadata(key, frontmatter))
-    return "embedded"
+def plan(ctx: StageContext, docket_id: str, index_db, embedder_id: str,
+         result: StageResult) -> list[Work]:
+    """Items whose fingerprint differs from the index state, from bulk reads only."""
+    upstream = {k: r for k, r in item_states.states_for_docket(UPSTREAM, docket_id).items()
+                if r.state in INDEXABLE}
+    items = docket_metadata(docket_id)
+    config = index_config_id(embedder_id, ctx.settings.chunk_chars)
+    todo: list[Work] = []
+    for collection in sorted(set(COLLECTIONS.values())):
+        known_states = index_db.state_for_docket(collection, docket_id)
+        for key in sorted(upstream):
+            metadata = items.get(key, {})
+            if COLLECTIONS.get(metadata.get("kind", "comment")) != collection:
+                continue
+            fingerprint = item_fingerprint(upstream[key].content_hash, config, metadata)
+            known = known_states.get(key)
+            if not ctx.force and known is not None and known.fingerprint == fingerprint:
+                result.add("unchanged")
+                continue
+            todo.append(Work(collection, key, fingerprint, known, metadata))
+    return todo
 
 
-def _metadata(key: str, frontmatter: dict) -> dict:
-    item = Item.get_or_none(Item.key == key)
-    if item is None:
-        return {}
-    return {k: v for k, v in {
-        "title": item.title, "submitter": item.submitter, "organization": item.organization,
-        "posted_date": item.posted_date, "kind": item.kind,
-    }.items() if v}
+def docket_metadata(docket_id: str) -> dict[str, dict]:
+    """Search metadata (title, submitter, organization…) of every item, in one query."""
+    columns = [getattr(Item, name) for name in METADATA_FIELDS]
+    query = Item.select(Item.key, *columns).where(Item.docket == docket_id).tuples()
+    return {row[0]: {k: v for k, v in zip(METADATA_FIELDS, row[1:], strict=True) if v}
+            for row in query}
+
+
+class Writer:
+    """Loads items, embeds their chunks across items in full batches, writes each item.
+
+    Batching across items matters: most comments are one or two chunks, and MiniLM is far
+    faster on a batch of 64 than on 64 batches of one. Each item is still written in its
+    own transaction (chunks + state row), after its vectors exist.
+    """
+
+    def __init__(self, ctx: StageContext, docket_id: str, index_db, embedder,
+                 result: StageResult) -> None:
+        self.ctx, self.docket_id, self.index_db, self.embedder = ctx, docket_id, index_db, embedder
+        self.result = result
+        self.config = index_config_id(embedder.id, ctx.settings.chunk_chars)
+        self.pending: list[Loaded] = []
+        self.fingerprints: dict[str, dict[str, str]] = {}  # collection -> key -> fingerprint
+
+    def take(self, work: Work) -> None:
+        loaded = self.load(work)
+        if loaded is None:
+            return
+        known = work.known
+        if (not self.ctx.force and known is not None and known.content_hash == loaded.content
+                and known.embedder_id == self.embedder.id):
+            self.fingerprints.setdefault(work.collection, {})[work.key] = work.fingerprint
+            if sum(map(len, self.fingerprints.values())) >= FINGERPRINT_FLUSH:
+                self.flush_fingerprints()
+            return
+        self.pending.append(loaded)
+        if sum(len(p.chunks) for p in self.pending) >= self.ctx.settings.embed_batch:
+            self.flush_embeddings()
+
+    def load(self, work: Work) -> Loaded | None:
+        """Read and chunk combined.md; a missing or broken file fails the item, not the run."""
+        try:
+            _, body = read_combined(self.ctx.blobs, self.docket_id, work.key)
+            sections = combined_sections(body, skip_placeholders=True)
+        except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
+            self._failed(work.key, f"{type(exc).__name__}: {exc}")
+            return None
+        chars = self.ctx.settings.chunk_chars
+        chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars))
+        return Loaded(work, chunks, content_hash(sections, self.config, work.metadata))
+
+    def flush(self) -> None:
+        self.flush_embeddings()
+        self.flush_fingerprints()
+
+    def flush_embeddings(self) -> None:
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        texts = [chunk.text for loaded in pending for chunk in loaded.chunks]
+        vectors = embed_in_batches(self.embedder, texts, self.ctx.settings.embed_batch)
+        start = 0
+        for loaded in pending:
+            end = start + len(loaded.chunks)
+            self._write(loaded, vectors[start:end])
+            start = end
+
+    def flush_fingerprints(self) -> None:
+        fingerprints, self.fingerprints = self.fingerprints, {}
+        for collection, by_key in sorted(fingerprints.items()):
+            self.index_db.record_fingerprints(collection, by_key)
+            self._advance("hash_unchanged", len(by_key))
+
+    def _write(self, loaded: Loaded, vectors: list[list[float]]) -> None:
+        work = loaded.work
+        self.index_db.replace_item(
+            work.collection, work.key, self.docket_id, loaded.chunks, vectors, work.fingerprint,
+            loaded.content, self.embedder.id, metadata=work.metadata,
+        )
+        self._advance("embedded")
+
+    def _failed(self, key: str, reason: str) -> None:
+        # No marker for a docket with a broken item: the next run retries it.
+        log.warning("index %s %s: %s", self.docket_id, key, reason)
+        self.result.clean = False
+        self.result.message = self.result.message or f"{key}: {reason}"
+        self._advance("failed")
+
+    def _advance(self, outcome: str, n: int = 1) -> None:
+        self.result.add(outcome, n)
+        self.ctx.progress.advance(outcome, n)

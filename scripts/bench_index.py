@@ -1,0 +1,170 @@
+"""Index stage benchmarks: a no-op IndexDocket over many unchanged items, and chunks/s.
+
+    /work/venv/bin/python scripts/bench_index.py [--items 20000] [--chunk-items 60]
+        [--embedders hashing,minilm] [--index-url postgresql://...] [--state-url ...]
+
+1. No-op: one open docket with ``--items`` items already indexed (a first run with the
+   hashing embedder indexes them), then ``IndexDocket(docket).run()`` — lease, run row,
+   bulk state reads, per-item fingerprints, marker — as in a new freshness window when
+   nothing changed. Target: under 5 s for 20,000 items. It must load no combined.md and
+   make no embed call; the script checks both counters.
+2. Throughput: ``index_docket`` over ``--chunk-items`` generated comments (topic prose from
+   the corpus generator, 1,200-char chunks) per embedder, end to end: load, chunk, embed,
+   write. Reported as chunks/s; MiniLM's one-off model load is timed apart.
+
+Everything goes under a temporary folder (the embedded index server too, unless
+``--index-url``), removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pipeline import tasks as task_module  # noqa: E402
+from pipeline.clock import iso, utcnow  # noqa: E402
+from pipeline.config import load_settings  # noqa: E402
+from pipeline.counters import COMBINED_READS, EMBED_CALLS, STAGE_CALLS, counters  # noqa: E402
+from pipeline.errors import ConfigError  # noqa: E402
+from pipeline.extract.combined import render_combined  # noqa: E402
+from pipeline.extract.readers import AttachmentText  # noqa: E402
+from pipeline.index.embedders import make_embedder  # noqa: E402
+from pipeline.runtime import Runtime, set_runtime  # noqa: E402
+from pipeline.stages.base import StageContext  # noqa: E402
+from pipeline.stages.index import index_docket  # noqa: E402
+from pipeline.store import dockets  # noqa: E402
+from pipeline.store.blobs import combined_key  # noqa: E402
+from pipeline.store.models import Docket, Item, ItemState, database  # noqa: E402
+from scripts.corpus_topics import TOPICS  # noqa: E402
+from scripts.make_corpus import topic_prose  # noqa: E402
+
+NOOP_DOCKET = "BENCH-2026-0001"
+ROWS_PER_INSERT = 500  # SQLite's bound-variable limit
+
+
+def open_runtime(folder: Path, args, embedder: str = "hashing") -> Runtime:
+    env = {"DOCKETEER_DATA_DIR": str(folder), "DOCKETEER_STATE_URL": args.state_url,
+           "DOCKETEER_INDEX_URL": args.index_url, "DOCKETEER_DISCOVER": "none",
+           "DOCKETEER_EMBEDDER": embedder, "DOCKETEER_EMBED_BATCH": str(args.batch)}
+    runtime = Runtime(load_settings(env))
+    runtime.state  # noqa: B018 - open and create the schema
+    set_runtime(runtime)
+    runtime.index_db()  # start the embedded server now: its start-up is not index work
+    return runtime
+
+
+def seed_items(rt: Runtime, docket: str, texts: list[str], attachment: bool = False) -> None:
+    """Items as the extract stage leaves them: Item rows, combined.md blobs, extract rows."""
+    dockets.ensure_dockets([docket], "bench")
+    now = iso(utcnow())
+    items, states = [], []
+    for n, text in enumerate(texts, start=1):
+        key = f"{docket}-{n:05d}"
+        files = [AttachmentText("attachment_1.pdf", "ok", "", len(text), 1, text)] if attachment else []
+        data = render_combined(comment_id=key, docket_id=docket, inline_text="" if attachment else text,
+                               attachments=files, sources_fingerprint="bench", extractor_version="bench")
+        rt.blobs.put_bytes(combined_key(docket, key), data)
+        items.append({"key": key, "docket": docket, "kind": "comment", "title": f"Comment {n}",
+                      "submitter": f"Submitter {n}", "created_at": now, "updated_at": now})
+        states.append({"stage": "extract", "item": key, "docket": docket, "state": "ok",
+                       "fingerprint": "bench", "content_hash": hashlib.sha256(data).hexdigest(),
+                       "run_id": "bench", "written_at": now})
+    with database.atomic():
+        for start in range(0, len(items), ROWS_PER_INSERT):
+            Item.insert_many(items[start:start + ROWS_PER_INSERT]).execute()
+            ItemState.insert_many(states[start:start + ROWS_PER_INSERT]).execute()
+
+
+def run_stage(rt: Runtime, docket: str, embedder) -> tuple[dict, dict, float]:
+    ctx = StageContext(runtime=rt, run_id="bench")
+    started = time.perf_counter()
+    with counters.measure() as io:
+        result = index_docket(ctx, dockets.require_docket(docket), index_db=rt.index_db(),
+                              embedder=embedder)
+    return result.counts, io, time.perf_counter() - started
+
+
+def bench_noop(folder: Path, args) -> None:
+    rt = open_runtime(folder / "noop", args)
+    try:
+        rng = random.Random(1)
+        seed_items(rt, NOOP_DOCKET, [f"Comment number {n} on topic {rng.randrange(1000)}."
+                                     for n in range(args.items)])
+        counts, _, seconds = run_stage(rt, NOOP_DOCKET, make_embedder("hashing"))
+        print(f"first run: {counts} in {seconds:.1f} s ({args.items / seconds:.0f} items/s)")
+        # An open docket pulled in this window, so the task runs as cron would find it.
+        Docket.update(last_pull_at=iso(utcnow())).where(Docket.id == NOOP_DOCKET).execute()
+        task_module.new_invocation()
+        task = task_module.IndexDocket(docket=NOOP_DOCKET)
+        started = time.perf_counter()
+        with counters.measure() as io:
+            task.run()
+        seconds = time.perf_counter() - started
+        assert io.get(STAGE_CALLS) == 1, io  # the stage really ran, it was not pruned
+        assert io.get(COMBINED_READS, 0) == 0 and io.get(EMBED_CALLS, 0) == 0, io
+        _, _, stage_seconds = run_stage(rt, NOOP_DOCKET, make_embedder("hashing"))
+        verdict = "OK" if seconds < 5 else "OVER the 5 s target"
+        print(f"no-op IndexDocket over {args.items} unchanged items: {seconds:.2f} s "
+              f"(stage function alone {stage_seconds:.2f} s), combined_reads=0 embed_calls=0 "
+              f"— {verdict}")
+    finally:
+        set_runtime(None)
+        rt.close()
+
+
+def bench_throughput(folder: Path, args, name: str) -> None:
+    try:
+        started = time.perf_counter()
+        embedder = make_embedder(name)
+        embedder.embed(["warm up"])  # MiniLM loads its model here
+        load_seconds = time.perf_counter() - started
+    except (ConfigError, ImportError) as exc:
+        print(f"{name:<8} skipped: {exc}")
+        return
+    rt = open_runtime(folder / f"tp-{name}", args, name)
+    try:
+        rng = random.Random(7)
+        texts = ["\n\n".join(topic_prose(rng, TOPICS[n % len(TOPICS)], rng.randrange(4, 9)))
+                 for n in range(args.chunk_items)]
+        docket = f"TP{name.upper()}-2026-0001"
+        seed_items(rt, docket, texts, attachment=True)
+        counts, io, seconds = run_stage(rt, docket, embedder)
+        chunks = sum(n for (_, key), n in rt.index_db().chunk_counts().items() if key.startswith(docket))
+        print(f"{name:<8} {counts.get('embedded', 0)} items, {chunks} chunks in {seconds:6.2f} s "
+              f"= {chunks / seconds:8.1f} chunks/s end to end (load+chunk+embed+write), "
+              f"{io.get(EMBED_CALLS, 0)} embed calls; model load {load_seconds:.1f} s")
+    finally:
+        set_runtime(None)
+        rt.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=20_000)
+    parser.add_argument("--chunk-items", type=int, default=60)
+    parser.add_argument("--embedders", default="hashing,minilm")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--index-url", default="", help="default: embedded server in a temp folder")
+    parser.add_argument("--state-url", default="", help="default: SQLite in a temp folder")
+    parser.add_argument("--skip-noop", action="store_true")
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="dkt-bench-", dir="/tmp"))
+    try:
+        if not args.skip_noop:
+            bench_noop(folder, args)
+        for name in [n.strip() for n in args.embedders.split(",") if n.strip()]:
+            bench_throughput(folder, args, name)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
