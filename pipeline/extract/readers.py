@@ -15,6 +15,7 @@ the one-shot form.
 
 from __future__ import annotations
 
+import dataclasses
 import html.parser
 import multiprocessing
 import time
@@ -27,7 +28,7 @@ from pipeline.counters import PDF_OPENS, counters
 
 # Bump when a change to any reader can change its output: the version is part of every
 # extract fingerprint, so a bump re-extracts exactly the affected items.
-EXTRACTOR_VERSION = "extract-1"
+EXTRACTOR_VERSION = "extract-2"  # 2: PDF page markers
 
 STATUS_OK = "ok"
 STATUS_OCR_NEEDED = "ocr_needed"
@@ -127,7 +128,12 @@ def _read_pdf(path: Path, filename: str, limits: ExtractLimits) -> AttachmentTex
             if time.monotonic() - started > limits.file_seconds:
                 raise _FileUnreadable(f"time limit exceeded ({limits.file_seconds:g} s)")
             page_texts.append(page.get_text().strip())
-        return _text_result(filename, "\n\n".join(page_texts), doc.page_count, scannable=True)
+        result = _text_result(filename, "\n\n".join(page_texts), doc.page_count, scannable=True)
+    if result.status != STATUS_OK:
+        return result
+    # Page markers let the chunker give each chunk its page; counts stay on the plain text.
+    marked = "\n\n".join(f"<!-- page {n} -->\n\n{text}" for n, text in enumerate(page_texts, 1) if text)
+    return dataclasses.replace(result, text=marked)
 
 
 def _check_pdf_openable(doc, limits: ExtractLimits) -> None:
