@@ -52,6 +52,7 @@ def new_invocation() -> None:
     INVOCATION_STARTED, INVOCATION_STARTED_AT = time.monotonic(), iso(utcnow())
     _budget_overrides.clear()
     _seal_hints.clear()
+    _index_marker_cache.clear()
     luigi.task_register.Register.clear_instance_cache()
 
 
@@ -385,6 +386,21 @@ class ExtractAll(DocketWrapper):
     stage_task = ExtractText
 
 
+# The index DB's docket markers, read once per invocation in one query: a scheduler pass over
+# a thousand sealed dockets costs one index-DB read, not a thousand. Completion still lives
+# with the index data, so a wiped index DB is noticed on the next invocation.
+_index_marker_cache: dict[str, dict] = {}
+
+
+def _index_markers() -> dict:
+    from pipeline.stages.index import MARKER_COLLECTION
+
+    if "markers" not in _index_marker_cache:
+        index_db = runtime_or_exit().index_db()
+        _index_marker_cache["markers"] = index_db.docket_markers(MARKER_COLLECTION)
+    return _index_marker_cache["markers"]
+
+
 class IndexDocket(DocketStageTask):
     """Chunks and embeddings for new or changed comments; completion kept in the index DB."""
 
@@ -399,7 +415,6 @@ class IndexDocket(DocketStageTask):
 
     def read_probe(self) -> markers.Probe:
         """The docket and extract's output from the state DB, this stage's marker from the index DB."""
-        from pipeline.stages.index import MARKER_COLLECTION
 
         state_side = markers.probe(self.docket, "", ExtractText.stage)
         if not state_side.docket_exists:
@@ -408,7 +423,7 @@ class IndexDocket(DocketStageTask):
         # config must invalidate it, sealed docket or not (sealed_complete ignores inputs).
         expected = self._index_input(state_side.upstream_output)
         state_side = dataclasses.replace(state_side, upstream_output=expected)
-        marker = runtime_or_exit().index_db().docket_marker(MARKER_COLLECTION, self.docket)
+        marker = _index_markers().get(self.docket)
         if marker is None or marker.input_fingerprint != expected:
             return state_side
         return dataclasses.replace(
@@ -435,6 +450,7 @@ class IndexDocket(DocketStageTask):
         for collection in sorted(set(COLLECTIONS.values())):
             index_db.write_docket_marker(collection, self.docket, docket.sealed_at,
                                          self.asked_version, input_fp)
+        _index_marker_cache.clear()  # this process re-reads what it just wrote
 
     def run_stage(self, ctx, docket):
         from pipeline.stages.index import embedder_from, index_docket

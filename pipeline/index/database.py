@@ -414,6 +414,16 @@ class IndexDB:
             row = cur.fetchone()
         return DocketMarker(*row) if row else None
 
+    def docket_markers(self, collection: str) -> dict[str, DocketMarker]:
+        """Every docket marker of a collection in one query (a scheduler pass reads them once)."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                """SELECT collection, docket, sealed_at, version, input_fingerprint, indexed_at
+                   FROM index_docket_state WHERE collection = %s""",
+                (collection,),
+            )
+            return {row[1]: DocketMarker(*row) for row in cur.fetchall()}
+
     def write_docket_marker(
         self,
         collection: str,

@@ -1,0 +1,187 @@
+"""Shared benchmark plumbing: a store under a folder, in-process Luigi runs, measured records.
+
+Benchmarks only: nothing here is imported by the package. Every count in a record comes
+from the project's own instrumentation (``pipeline.counters``); the only thing measured
+here is wall time, plus whether the index DB was opened at all (the index DB's own
+queries are not counted by the package, so ``IndexDB`` is opened with a counting cursor).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+# Luigi reads its configuration once, on first use: point it at the project's file first.
+os.environ.setdefault("LUIGI_CONFIG_PATH", str(ROOT / "luigi.cfg"))
+
+import luigi  # noqa: E402
+import psycopg2.extensions  # noqa: E402
+
+from pipeline import tasks as task_module  # noqa: E402
+from pipeline.clock import iso, parse_iso, utcnow  # noqa: E402
+from pipeline.config import load_settings  # noqa: E402
+from pipeline.counters import counters  # noqa: E402
+from pipeline.runtime import Runtime, set_runtime  # noqa: E402
+from pipeline.store.models import Docket, Run  # noqa: E402
+
+KEYS = ("api_calls", "pdf_opens", "combined_reads", "embed_calls", "rows_written",
+        "blob_reads", "blob_writes")
+
+
+@dataclass
+class Record:
+    """One row of the results table (and one JSON record)."""
+
+    scenario: str
+    items: int
+    wall_s: float
+    api_calls: int = 0
+    pdf_opens: int = 0
+    combined_reads: int = 0
+    embed_calls: int = 0
+    rows_written: int = 0
+    blob_reads: int = 0
+    blob_writes: int = 0
+    index_queries: int = 0
+    ok: bool = True
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def record(scenario: str, items: int, wall_s: float, io: dict, **extra) -> Record:
+    counts = {k: io.get(k, 0) for k in KEYS}
+    return Record(scenario, items, round(wall_s, 3), **counts, **extra)
+
+
+# --- the index DB, opened with a counting cursor -------------------------------------------
+
+class _CountingCursor(psycopg2.extensions.cursor):
+    """Counts statements sent to the index DB (the package counts state-DB writes only)."""
+
+    def execute(self, query, vars=None):  # noqa: A002 - psycopg2's own parameter name
+        counters.incr("index_queries")
+        return super().execute(query, vars)
+
+
+class BenchRuntime(Runtime):
+    """The project's Runtime; its index DB counts its queries and the time it took to open."""
+
+    opened_index_s: float | None = None
+
+    def index_db(self):
+        if self._index is None:
+            from pipeline.index.database import IndexDB
+
+            started = time.perf_counter()
+            self._index = IndexDB.open(self.settings.index_url or None, self.data_dir,
+                                       cursor_factory=_CountingCursor)
+            self.opened_index_s = time.perf_counter() - started
+        return self._index
+
+
+# --- a store: one data folder with its settings --------------------------------------------
+
+class Store:
+    """A docketeer data folder and its settings; ``runtime()`` opens it fresh, like cron would."""
+
+    def __init__(self, data_dir: Path, *, api_base: str = "", dockets: list[str] = (), **overrides):
+        self.data_dir = Path(data_dir)
+        self.env = {
+            "DOCKETEER_DATA_DIR": str(self.data_dir),
+            "DOCKETEER_DISCOVER": "list",
+            "DOCKETEER_DOCKETS": ",".join(dockets),
+            "DOCKETEER_EMBEDDER": "hashing",
+            "DOCKETEER_PACE_SECONDS": "0",
+            "DOCKETEER_REQUEST_BUDGET": "0",  # the benchmarks walk whole dockets in one run
+            "DOCKETEER_LOG_EVERY_SECONDS": "60",
+            "REGULATIONS_GOV_API_KEY": "DEMO_KEY",
+        }
+        if api_base:
+            self.env["DOCKETEER_API_BASE"] = api_base
+        self.env.update({f"DOCKETEER_{k.upper()}": str(v) for k, v in overrides.items()})
+        self.rt: BenchRuntime | None = None
+
+    def open(self) -> BenchRuntime:
+        self.close()
+        self.rt = BenchRuntime(load_settings(self.env))
+        self.rt.state  # noqa: B018 - open (and create) the state DB and bind the models
+        set_runtime(self.rt)
+        task_module._seal_hints.clear()
+        return self.rt
+
+    def close(self) -> None:
+        if self.rt is not None:
+            self.rt.close()
+            set_runtime(None)
+            self.rt = None
+
+    def __enter__(self) -> Store:
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@contextmanager
+def measured():
+    """Yield a dict that holds, on exit, the counter deltas and ``wall_s`` of the block."""
+    with counters.measure() as io:
+        started = time.perf_counter()
+        box: dict = {}
+        try:
+            yield box
+        finally:
+            box["wall_s"] = time.perf_counter() - started
+    box.update(io)
+
+
+def build(*tasks, workers: int = 1) -> bool:
+    """An in-process local-scheduler run, as `luigi --module pipeline ...` would do it.
+
+    One worker: Luigi's forked workers would keep their counters to themselves.
+    """
+    # One `luigi` command is one process; several builds in this process must each be a new
+    # invocation, or stages that ran in an earlier build count as done "in this run".
+    task_module.new_invocation()
+    result = luigi.build(list(tasks), local_scheduler=True, workers=workers,
+                         log_level="WARNING", detailed_summary=True)
+    return result.status.name in ("SUCCESS", "SUCCESS_WITH_RETRY")
+
+
+def run_rows_since(started_at: str) -> list[dict]:
+    """The run table's rows written by runs started after ``started_at``: per-stage counters."""
+    rows = Run.select().where(Run.started_at >= started_at).order_by(Run.id)
+    return [{"task": r.task, "stage": r.stage, "docket": r.docket, "clean": r.clean,
+             "seconds": _seconds(r.started_at, r.finished_at),
+             "counters": json.loads(r.counters or "{}")} for r in rows]
+
+
+def _seconds(start: str, end: str | None) -> float | None:
+    if not end:
+        return None
+    return round((parse_iso(end) - parse_iso(start)).total_seconds(), 3)
+
+
+def age_last_pull(docket_ids: list[str], seconds: int) -> None:
+    """Move the dockets' last pull back by one freshness window: "the next cron run, an hour
+    later", without waiting an hour. ``last_pull_at`` is the only fact the targets read."""
+    for docket in Docket.select().where(Docket.id.in_(docket_ids)):
+        if docket.last_pull_at:
+            moved = iso(parse_iso(docket.last_pull_at) - timedelta(seconds=seconds))
+            Docket.update(last_pull_at=moved).where(Docket.id == docket.id).execute()
+
+
+def now_iso() -> str:
+    return iso(utcnow())

@@ -1,0 +1,111 @@
+"""Build the state of "12 sealed dockets, 200,000 comments, all indexed" directly.
+
+Running the whole chain on 200,000 comments takes hours (embedding alone); what a no-op
+run over sealed dockets reads is only the docket rows and the stage markers, so the state
+is written straight into the stores:
+
+* state DB: one ``docket`` row per docket (resolved, pulled, sealed ``auto``), one ``item``
+  row per comment, one ``item_state`` row per comment for fetch, backfill and extract (so
+  the tables have their real size), and the fetch/backfill/extract markers, written with
+  ``markers.write_marker`` under the docket's seal with the output fingerprints computed
+  by ``item_states.docket_output_fingerprint`` from those rows;
+* index DB: the docket markers, written by ``IndexDocket.write_marker`` itself (so under the
+  same seal, with the input fingerprint the task computes), and one ``index_state`` row per comment
+  (bulk SQL: the package has no bulk writer for it). No chunks: a sealed no-op never reads them.
+"""
+
+from __future__ import annotations
+
+import json
+
+from psycopg2.extras import execute_values
+
+from pipeline.clock import iso, utcnow
+from pipeline.index.database import IndexDB
+from pipeline.store import item_states, markers
+from pipeline.store.models import Docket, Item, ItemState, database
+from pipeline.tasks import IndexDocket
+
+STAGES = ("fetch", "backfill", "extract")
+BATCH = 500  # rows per INSERT: SQLite's variable limit is 32,766
+
+
+def docket_ids(count: int) -> list[str]:
+    agencies = ("CMS", "EPA", "ACF", "FCC", "DOT", "HHS")
+    return [f"{agencies[i % len(agencies)]}-2025-{i + 1:04d}" for i in range(count)]
+
+
+def build_sealed(index_db: IndexDB, dockets: list[str], comments: int) -> None:
+    now = iso(utcnow())
+    per_docket = _spread(comments, len(dockets))
+    for docket, count in zip(dockets, per_docket, strict=True):
+        keys = [f"{docket}-{n + 2:06d}" for n in range(count)]
+        _docket_row(docket, count, now)
+        _items(docket, keys, now)
+        for stage in STAGES:
+            _states(stage, docket, keys, now)
+        _markers(index_db, docket, keys, now)
+
+
+def _spread(total: int, parts: int) -> list[int]:
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _docket_row(docket: str, count: int, now: str) -> None:
+    documents = [{"id": f"{docket}-0001", "object_id": "0900006" + docket[-4:] + "00001",
+                  "start": "2025-01-06", "end": "2025-03-07"}]
+    Docket.insert(
+        id=docket, agency=docket.split("-")[0], title=f"Sealed docket {docket}",
+        documents=json.dumps(documents), comment_start_date="2025-01-06",
+        comment_end_date="2025-03-07", discovered_by="list", resolved_at=now,
+        pull_watermark="2025-03-07T23:59:00Z", last_pull_at=now, last_pull_new=0,
+        sealed_at=now, seal_reason="auto",
+        counts_at_seal=json.dumps({s: {"ok": count} for s in STAGES}),
+    ).on_conflict_replace().execute()
+
+
+def _items(docket: str, keys: list[str], now: str) -> None:
+    rows = [{"key": k, "docket": docket, "kind": "comment", "title": f"Comment {k}",
+             "summary_hash": k, "detail_hash": k, "detail_summary_hash": k,
+             "body": "See attached file(s)", "created_at": now, "updated_at": now} for k in keys]
+    _insert(Item, rows)
+
+
+def _states(stage: str, docket: str, keys: list[str], now: str) -> None:
+    rows = [{"stage": stage, "item": k, "docket": docket, "fingerprint": f"{stage}:{k}",
+             "content_hash": f"{stage}:{k}", "state": "ok", "run_id": "bench-build",
+             "written_at": now} for k in keys]
+    _insert(ItemState, rows)
+
+
+def _insert(model, rows: list[dict]) -> None:
+    with database.atomic():
+        for start in range(0, len(rows), BATCH):
+            model.insert_many(rows[start:start + BATCH]).on_conflict_ignore().execute()
+
+
+def _markers(index_db: IndexDB, docket: str, keys: list[str], sealed_at: str) -> None:
+    upstream = None
+    for stage in STAGES:
+        output = item_states.docket_output_fingerprint(stage, docket)
+        markers.write_marker(docket, stage, version=1, sealed_at=sealed_at,
+                             input_fingerprint=upstream, output_fingerprint=output,
+                             run_id="bench-build")
+        upstream = output
+    # The index marker as IndexDocket itself writes it (whatever its input fingerprint is made of).
+    task = IndexDocket(docket=docket)
+    task.write_marker("bench-build", task.upstream_output_fingerprint())
+    _index_states(index_db, docket, keys)
+
+
+def _index_states(index_db: IndexDB, docket: str, keys: list[str]) -> None:
+    rows = [("comments", k, docket, f"index:{k}", f"text:{k}", 3, "hashing") for k in keys]
+    conn = index_db._conn  # noqa: SLF001 - benchmark set-up only; no bulk writer exists
+    with conn, conn.cursor() as cur:
+        execute_values(
+            cur,
+            """INSERT INTO index_state (collection, item_key, docket, fingerprint, content_hash,
+                   chunk_count, embedder_id, indexed_at) VALUES %s ON CONFLICT DO NOTHING""",
+            rows, template="(%s, %s, %s, %s, %s, %s, %s, now())", page_size=2000,
+        )
