@@ -17,4 +17,6 @@ from pipeline.tasks import (  # noqa: F401
     FetchComments,
     IndexAll,
     IndexDocket,
+    OcrAll,
+    OcrText,
 )

@@ -386,6 +386,26 @@ class ExtractAll(DocketWrapper):
     stage_task = ExtractText
 
 
+class OcrText(DocketStageTask):
+    """Image-only PDFs (extract.file ocr_needed) through Tesseract, merged into combined.md.
+
+    Without Tesseract it says so in one line and changes nothing (and counts as done: after
+    installing Tesseract, run `OcrAll --force` once).
+    """
+
+    stage = "ocr"
+    upstream = ExtractText
+
+    def run_stage(self, ctx, docket):
+        from pipeline.stages.ocr import ocr_docket
+
+        return ocr_docket(ctx, docket)
+
+
+class OcrAll(DocketWrapper):
+    stage_task = OcrText
+
+
 # The index DB's docket markers, read once per invocation in one query: a scheduler pass over
 # a thousand sealed dockets costs one index-DB read, not a thousand. Completion still lives
 # with the index data, so a wiped index DB is noticed on the next invocation.
@@ -430,6 +450,13 @@ class IndexDocket(DocketStageTask):
             state_side, marker_version=marker.version, marker_sealed_at=marker.sealed_at,
             marker_input=marker.input_fingerprint,
         )
+
+    def requires(self):
+        # OCR (when enabled) runs between extract and index; the index's input fingerprint
+        # stays extract's output, which OCR refreshes when it merges text.
+        if runtime_or_exit().settings.ocr:
+            return OcrText(docket=self.docket)
+        return ExtractText(docket=self.docket)
 
     def upstream_output_fingerprint(self) -> str | None:
         return self._index_input(super().upstream_output_fingerprint())

@@ -126,7 +126,7 @@ def test_extract_redrive_is_redone_by_extract_text(store):
     assert eligible, "the corpus has failed and image-only PDFs"
     result = redrive("extract", docket, "failed,ocr_needed", 1, run_id="r1")
     assert result.items == [eligible[0][1]]
-    assert result.markers_cleared == ["extract", "index"]
+    assert result.markers_cleared == ["extract", "index", "ocr"]
     assert store.run()  # the ordinary IndexAll
     after = extract_rows(docket)
     redone = result.items[0]
@@ -161,7 +161,7 @@ def test_backfill_redrive_refetches_a_gone_comment(tmp_path, pg_server):
         store.server.gone = set()
         result = redrive("backfill", docket, "gone", 5, run_id="r1")
         assert result.items == [vanished]
-        assert result.markers_cleared == ["backfill", "extract", "index"]
+        assert result.markers_cleared == ["backfill", "extract", "index", "ocr"]
         assert store.run()
         assert item_states.states_for_docket("backfill", docket)[vanished].state == "ok"
         assert vanished in store.runtime.index_db().state_for_docket("comments", docket)
@@ -187,12 +187,9 @@ def test_luigi_command_runs_redrive_and_refuses_bad_requests(store):
     bad = luigi_redrive("--stage", "fetch")
     assert bad.returncode == 2
     assert [line for line in bad.stderr.splitlines() if line.startswith("docketeer:")] == [
-        "docketeer: cannot re-drive stage 'fetch'; one of: backfill, extract, index"]
+        "docketeer: cannot re-drive stage 'fetch'; one of: backfill, extract, index, ocr"]
 
 
-@pytest.mark.xfail(reason="extract_docket returns early for a sealed docket, so stale rows wait; "
-                          "needs the change to pipeline/stages/extract.py described in the Redrive "
-                          "report (process stale/pending rows of a sealed docket)", strict=False)
 def test_extract_redrive_on_a_sealed_docket_is_processed_and_stays_sealed(store):
     docket = store.dockets[0]
     sealed_at = dockets.seal(docket, "manual")

@@ -39,6 +39,10 @@ import yaml
 
 from pipeline.extract.readers import STATUS_OCR_NEEDED, STATUS_OK, AttachmentText
 
+# libyaml's safe dumper/loader when present: the same bytes, several times faster.
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 INLINE_HEADING = "Inline comment"
 _FRONTMATTER_FENCE = "---\n"
 _HEADING = re.compile(r"^## (.+)$")
@@ -70,7 +74,7 @@ def render_combined(*, comment_id: str, docket_id: str, inline_text: str,
         "sources": sources_fingerprint,
         "extractor": extractor_version,
     }
-    header = yaml.safe_dump(frontmatter, sort_keys=False, allow_unicode=True, width=10_000)
+    header = yaml.dump(frontmatter, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=10_000)
     body = "\n\n".join(f"## {heading}\n\n{_escape_headings(text)}" for heading, text in sections)
     return f"{_FRONTMATTER_FENCE}{header}{_FRONTMATTER_FENCE}\n{body}\n".encode()
 
@@ -124,7 +128,7 @@ def parse_combined(data: bytes) -> tuple[dict, str]:
     if end < 0:
         raise ValueError("combined.md frontmatter is not closed")
     try:
-        frontmatter = yaml.safe_load(text[len(_FRONTMATTER_FENCE):end + 1]) or {}
+        frontmatter = yaml.load(text[len(_FRONTMATTER_FENCE):end + 1], Loader=_LOADER) or {}
     except yaml.YAMLError as exc:
         raise ValueError(f"combined.md frontmatter is not valid YAML: {exc}") from exc
     if not isinstance(frontmatter, dict):

@@ -1,27 +1,33 @@
 """Extract: each comment's inline text and attachments into one ``combined.md`` blob.
 
-The per-item fingerprint is built from facts already in the state DB (the backfill content
-hash, which covers the detail record and the attachments' sha256s, plus the extractor
-version), so an unchanged item is skipped with zero file reads. Changed items are read in
-a process pool; every attachment gets a status (ok, ocr_needed, failed, unsupported).
+The per-item fingerprint is built from facts already in the state DB (backfill's content
+hash, which covers the detail record — so the inline body — and every attachment's
+filename and sha256, plus the extractor version), so an unchanged item is skipped with zero
+file reads. Changed items are read in a pool of worker processes (``pipeline.extract.pool``);
+every attachment gets a status (ok, ocr_needed, failed, unsupported) in its own
+``extract.file`` row, keyed ``<comment>/<file>``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import tempfile
-from contextlib import ExitStack
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from pipeline.clock import iso, utcnow
 from pipeline.counters import COMBINED_READS, counters
+from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import parse_combined, render_combined
-from pipeline.extract.pool import FileJob, ItemJob, extract_items, worker_count
-from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractLimits
+from pipeline.extract.pool import ExtractPool, FileJob, ItemJob, ItemResult, worker_count
+from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractLimits, Reader
 from pipeline.stages.base import StageContext, StageResult
 from pipeline.store import item_states, items
 from pipeline.store.blobs import attachment_key, combined_key
-from pipeline.store.models import Docket, Item
+from pipeline.store.models import Attachment, Docket, Item, ItemState, database
 
 log = logging.getLogger("docketeer")
 STAGE = "extract"
@@ -29,10 +35,17 @@ FILE_STAGE = "extract.file"
 UPSTREAM = "backfill"
 EXTRACTABLE = ("ok", "too_large", "gone")  # an item with its detail, whatever its files did
 ITEM_STATE_ORDER = ("failed", "ocr_needed", "unsupported", "too_large", "gone", "ok")
+BATCH = 32  # results whose rows are committed together
+BLOB_WRITERS = 4  # combined.md writes in flight at once
 
 
 def item_fingerprint(upstream_hash: str | None, version: str = EXTRACTOR_VERSION) -> str:
     return hashlib.sha256(f"{version}\x1f{upstream_hash or ''}".encode()).hexdigest()
+
+
+def file_key(item_key: str, filename: str) -> str:
+    """The item of an ``extract.file`` (and ``ocr``) row."""
+    return f"{item_key}/{filename}"
 
 
 def limits_from(settings) -> ExtractLimits:
@@ -43,88 +56,199 @@ def limits_from(settings) -> ExtractLimits:
     )
 
 
-def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSION) -> dict[str, str]:
-    """item key -> fingerprint for the items with work, from state rows alone (no file)."""
+REDO_STATES = ("pending", "stale")  # a process died mid-item, or Redrive asked again
+
+
+def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSION, *,
+         redo_only: bool = False) -> dict[str, str]:
+    """item key -> fingerprint for the items with work, from state rows alone (no file).
+    ``redo_only`` (a sealed docket): only rows left pending or re-driven (stale)."""
     todo = {}
     for key, row in upstream.items():
         if row.state not in EXTRACTABLE:
             continue
         fingerprint = item_fingerprint(row.content_hash, version)
         done = mine.get(key)
-        if force or done is None or done.fingerprint != fingerprint or done.state in ("pending", "stale"):
+        redo = done is not None and done.state in REDO_STATES
+        if redo or (not redo_only and (force or done is None or done.fingerprint != fingerprint)):
             todo[key] = fingerprint
     return todo
 
 
-def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTOR_VERSION) -> StageResult:
-    if docket.sealed_at and not ctx.force:
-        return StageResult(message="sealed")
-    upstream = item_states.states_for_docket(UPSTREAM, docket.id)
+def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTOR_VERSION,
+                   reader: Reader | None = None) -> StageResult:
+    """Extract the docket's new and changed items. ``version`` and ``reader`` exist for
+    tests and benchmarks; the pipeline always runs the current extractor."""
+    sealed = bool(docket.sealed_at) and not ctx.force
     mine = item_states.states_for_docket(STAGE, docket.id)
-    todo = plan(upstream, mine, ctx.force, version)
+    # A seal stops new work, not repairs: rows a crash left pending, or Redrive marked
+    # stale, are still redone (the docket stays sealed).
+    todo = plan(item_states.states_for_docket(UPSTREAM, docket.id), mine, ctx.force, version,
+                redo_only=sealed)
+    if sealed and not todo:
+        return StageResult(message="sealed")
     result = StageResult()
-    result.add("unchanged", sum(1 for key in mine if key not in todo))
-    if not todo:
-        return result
-    ctx.progress.start(len(todo))
-    rows = {item.key: item for item in Item.select().where(Item.key.in_(list(todo)))}
-    files = items.attachments_of(list(todo))
-    limits = limits_from(ctx.settings)
-    with ExitStack() as scratch:
-        jobs = [_job(ctx, rows[key], files.get(key, []), scratch) for key in sorted(todo)]
-        workers = worker_count(ctx.settings.extract_workers)
-        for key, texts in extract_items(jobs, limits, workers):
-            state = _write_item(ctx, rows[key], texts, todo[key], version)
-            result.add(state)
-            ctx.progress.advance(state)
-            ctx.check_time()
+    unchanged = sum(1 for key in mine if key not in todo)
+    if unchanged:
+        result.add("unchanged", unchanged)
+    if todo:
+        ctx.progress.start(len(todo))
+        try:
+            _extract(ctx, docket, todo, version, reader, result)
+        except BudgetSpent as exc:  # the items written so far are kept; the next run goes on
+            result.budget_spent, result.message = True, str(exc)
     return result
 
 
-def _job(ctx: StageContext, item: Item, attachments, scratch: ExitStack) -> ItemJob:
-    file_jobs = []
-    for attachment in attachments:
-        if not attachment.sha256:
-            continue
-        key = attachment_key(attachment.sha256)
-        path = ctx.blobs.local_path(key)
-        if path is None:  # S3: the readers need a real file
-            path = _download(ctx, key, attachment.filename, scratch)
-        file_jobs.append(FileJob(str(path), attachment.filename))
-    return ItemJob(item.key, tuple(file_jobs))
+def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: str,
+             reader: Reader | None, result: StageResult) -> None:
+    rows = {item.key: item for item in Item.select().where(Item.key.in_(list(todo)))}
+    files = items.attachments_of(list(todo))
+    writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id))
+    workers = min(worker_count(ctx.settings.extract_workers), len(todo))
+    with tempfile.TemporaryDirectory(dir=scratch_root(ctx)) as scratch, \
+            ExtractPool(limits_from(ctx.settings), workers, reader=reader) as pool, writer:
+        jobs = (
+            item_job(ctx, key, files.get(key, []), Path(scratch),
+                     render=_render_args(rows[key], todo[key], version))
+            for key in sorted(todo)
+        )
+        for batch in pool.batches(jobs, BATCH):
+            for key, state in writer.write(batch, rows, todo):
+                shutil.rmtree(Path(scratch, key), ignore_errors=True)  # S3 copies of its files
+                result.add(state)
+                ctx.progress.advance(state)
+            ctx.check_time()
 
 
-def _download(ctx: StageContext, key: str, filename: str, scratch: ExitStack) -> Path:
+def _render_args(item: Item, fingerprint: str, version: str) -> dict:
+    return {"comment_id": item.key, "docket_id": item.docket, "inline_text": item.body or "",
+            "sources_fingerprint": fingerprint, "extractor_version": version}
+
+
+# --- files to read ------------------------------------------------------------------------
+
+
+def item_job(ctx: StageContext, item_key: str, attachments: Iterable[Attachment], scratch: Path,
+             render: dict | None = None) -> ItemJob:
+    """The item's readable files as paths; attachments without bytes are not read."""
+    return ItemJob(item_key, tuple(
+        FileJob(str(attachment_path(ctx, a.sha256, a.filename, scratch / item_key)), a.filename)
+        for a in attachments if a.sha256
+    ), render)
+
+
+def attachment_path(ctx: StageContext, sha256: str, filename: str, folder: Path) -> Path:
+    """A real file holding the attachment: the blob itself on a local store, else a copy."""
+    key = attachment_key(sha256)
+    path = ctx.blobs.local_path(key)
+    if path is not None:
+        return path
+    # S3: the readers need a real file. The caller removes the folder once the item is done.
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / filename
+    with ctx.blobs.open(key) as source, target.open("wb") as out:
+        shutil.copyfileobj(source, out, 1 << 20)
+    return target
+
+
+def scratch_root(ctx: StageContext) -> Path:
     folder = ctx.runtime.data_dir / "tmp"
     folder.mkdir(exist_ok=True)
-    handle = scratch.enter_context(
-        tempfile.NamedTemporaryFile(dir=folder, suffix="-" + filename)
-    )
-    with ctx.blobs.open(key) as source:
-        while chunk := source.read(1 << 20):
-            handle.write(chunk)
-    handle.flush()
-    return Path(handle.name)
+    return folder
 
 
-def _write_item(ctx: StageContext, item: Item, texts: list[AttachmentText], fingerprint: str,
-                version: str) -> str:
-    item_states.mark_pending(STAGE, item.key, item.docket, run_id=ctx.run_id, reason="writing combined.md")
-    data = render_combined(
-        comment_id=item.key, docket_id=item.docket, inline_text=item.body or "",
-        attachments=texts, sources_fingerprint=fingerprint, extractor_version=version,
-    )
-    ctx.blobs.put_bytes(combined_key(item.docket, item.key), data)
-    for text in texts:
-        item_states.transition(FILE_STAGE, f"{item.key}/{text.file}", item.docket, text.status,
-                               run_id=ctx.run_id, reason=text.reason or None,
-                               detail=f"chars={text.chars} pages={text.pages}")
-    state = item_state(texts)
-    reasons = "; ".join(f"{t.file}: {t.status}" for t in texts if t.status != "ok")
-    item_states.transition(STAGE, item.key, item.docket, state, run_id=ctx.run_id,
-                           fingerprint=fingerprint, content_hash=hashlib.sha256(data).hexdigest(),
-                           reason=reasons or None)
-    return state
+# --- results ------------------------------------------------------------------------------
+
+
+def _file_rows_by_item(docket_id: str) -> dict[str, list[str]]:
+    """item key -> its ``extract.file`` row keys, in one query (to drop rows of removed files)."""
+    by_item: dict[str, list[str]] = {}
+    for key in item_states.states_for_docket(FILE_STAGE, docket_id):
+        by_item.setdefault(key.rsplit("/", 1)[0], []).append(key)
+    return by_item
+
+
+class _Writer:
+    """Writes a batch of results: pending rows, then the blobs, then the terminal rows.
+
+    Each step's rows go in one statement and one transaction (a commit, or even the SQL
+    built, per row would cost more than reading a short PDF), and the blob writes of a
+    batch run side by side: each waits on an fsync or an S3 PUT, not on the CPU. A crash
+    between the steps leaves ``pending`` rows, which the next run redoes.
+    """
+
+    def __init__(self, ctx: StageContext, docket_id: str, version: str,
+                 known_files: dict[str, list[str]]) -> None:
+        self.ctx = ctx
+        self.docket_id = docket_id
+        self.version = version
+        self.known_files = known_files
+        self.blob_threads = ThreadPoolExecutor(max_workers=BLOB_WRITERS, thread_name_prefix="blobs")
+
+    def __enter__(self) -> _Writer:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.blob_threads.shutdown(wait=True)
+
+    def write(self, batch: list[ItemResult], rows: dict[str, Item], todo: dict[str, str]):
+        """Returns (item key, item state) for each result, once the whole batch is committed."""
+        _upsert_states([self._row(STAGE, done.key, "pending", reason="writing combined.md")
+                        for done in batch])
+        blobs = [done.combined or self._render(rows[done.key], done.texts, todo[done.key])
+                 for done in batch]
+        keys = [combined_key(self.docket_id, done.key) for done in batch]
+        list(self.blob_threads.map(self.ctx.blobs.put_bytes, keys, blobs))  # raises if one failed
+        states, final, gone = [], [], set()
+        for done, data in zip(batch, blobs, strict=True):
+            state = item_state(done.texts)
+            states.append((done.key, state))
+            final.extend(self._file_row(done.key, text) for text in done.texts)
+            final.append(self._item_row(done.key, done.texts, state, todo[done.key], data))
+            gone |= set(self.known_files.get(done.key, ())) - {file_key(done.key, t.file) for t in done.texts}
+        with database.atomic():
+            _upsert_states(final)
+            _drop_file_rows(gone)
+        return states
+
+    def _render(self, item: Item, texts: list[AttachmentText], fingerprint: str) -> bytes:
+        # The worker could not render it (it died or overran): do it here.
+        return render_combined(attachments=texts, **_render_args(item, fingerprint, self.version))
+
+    def _row(self, stage: str, item: str, state: str, *, fingerprint: str | None = None,
+             content_hash: str | None = None, reason: str | None = None, detail: str | None = None) -> dict:
+        return {"stage": stage, "item": item, "docket": self.docket_id, "fingerprint": fingerprint,
+                "content_hash": content_hash, "state": state, "reason": reason, "detail": detail,
+                "run_id": self.ctx.run_id}
+
+    def _file_row(self, item_key: str, text: AttachmentText) -> dict:
+        return self._row(FILE_STAGE, file_key(item_key, text.file), text.status, reason=text.reason or None,
+                         detail=f"chars={text.chars} pages={text.pages}")
+
+    def _item_row(self, item_key: str, texts: list[AttachmentText], state: str, fingerprint: str,
+                  data: bytes) -> dict:
+        reasons = "; ".join(f"{t.file}: {t.status}" for t in texts if t.status != "ok")
+        return self._row(STAGE, item_key, state, fingerprint=fingerprint,
+                         content_hash=hashlib.sha256(data).hexdigest(), reason=reasons or None)
+
+
+def _upsert_states(rows: list[dict]) -> None:
+    """``item_states.transition`` for many rows in one statement: each row in place."""
+    if not rows:
+        return
+    now = iso(utcnow())
+    ItemState.insert_many([{**row, "written_at": now} for row in rows]).on_conflict(
+        conflict_target=[ItemState.stage, ItemState.item],
+        preserve=[ItemState.docket, ItemState.fingerprint, ItemState.content_hash, ItemState.state,
+                  ItemState.reason, ItemState.detail, ItemState.run_id, ItemState.written_at],
+    ).execute()
+
+
+def _drop_file_rows(keys: set[str]) -> None:
+    # An attachment the comment no longer has must not keep counting in `docketeer stats`.
+    if keys:
+        ItemState.delete().where((ItemState.stage == FILE_STAGE) & ItemState.item.in_(sorted(keys))).execute()
 
 
 def item_state(texts: list[AttachmentText]) -> str:
@@ -139,3 +263,4 @@ def read_combined(blobs, docket_id: str, item_key: str) -> tuple[dict, str]:
     """Load one combined.md (counted: a no-op run must read none)."""
     counters.incr(COMBINED_READS)
     return parse_combined(blobs.get(combined_key(docket_id, item_key)))
+

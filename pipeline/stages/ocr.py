@@ -1,0 +1,207 @@
+"""OCR: attachments extract left ``ocr_needed`` (image-only PDFs) through Tesseract.
+
+Per attachment the stage records an ``ocr`` row keyed ``<comment>/<file>`` (ok, or failed
+with the reason) and re-renders the comment's ``combined.md`` with the OCR text merged in
+(``render_combined(ocr=...)``). The other attachments' texts come from the combined.md
+being replaced, so no other file is opened again.
+
+Deciding the work reads state rows only. An attachment is done when its ``ocr`` row holds
+the fingerprint of (OCR version, extract's item fingerprint, file name) *and* the content
+hash of the combined.md it merged into is still the one extract's row records. The second
+half matters: when extract re-renders an item (an extractor upgrade, ``--force``) the OCR
+text is gone from combined.md and the attachment is OCRed again.
+
+The merge writes extract's item row in place with the new content hash, and refreshes the
+output fingerprint of extract's docket marker, so ``IndexDocket`` (whose upstream is
+extract) re-indexes exactly the comments whose text OCR changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.errors import BudgetSpent
+from pipeline.extract import ocr as ocr_lib
+from pipeline.extract.combined import INLINE_HEADING, combined_sections, render_combined
+from pipeline.extract.pool import ExtractPool, ItemJob, worker_count
+from pipeline.extract.readers import STATUS_OCR_NEEDED, STATUS_OK, AttachmentText
+from pipeline.stages import extract
+from pipeline.stages.base import StageContext, StageResult
+from pipeline.stages.extract import REDO_STATES
+from pipeline.store import item_states, items, markers
+from pipeline.store.blobs import combined_key
+from pipeline.store.models import Docket, Item, ItemState
+
+log = logging.getLogger("docketeer")
+STAGE = "ocr"
+
+
+def ocr_fingerprint(extract_fingerprint: str, filename: str, version: str = ocr_lib.OCR_VERSION) -> str:
+    return hashlib.sha256(f"{version}\x1f{extract_fingerprint}\x1f{filename}".encode()).hexdigest()
+
+
+@dataclass
+class ItemWork:
+    """One comment whose scans need OCR: what extract recorded and which files to read."""
+
+    key: str
+    extract_row: item_states.StateRow
+    files: list[str] = field(default_factory=list)
+
+
+def plan(extract_rows: dict, file_rows: dict, ocr_rows: dict, force: bool, *,
+         redo_only: bool = False) -> dict[str, ItemWork]:
+    """item key -> its work, from state rows alone. A comment with any scan to redo is
+    redone whole, so all of its ``ocr`` rows vouch for the same combined.md.
+    ``redo_only`` (a sealed docket): only comments with a row left pending or re-driven."""
+    work: dict[str, ItemWork] = {}
+    for key in sorted(k for k, row in file_rows.items() if row.state == STATUS_OCR_NEEDED):
+        item_key, filename = key.rsplit("/", 1)
+        row = extract_rows.get(item_key)
+        if row is None or row.state in REDO_STATES or not row.fingerprint:
+            continue  # extract has not finished this item: it comes back next run
+        work.setdefault(item_key, ItemWork(item_key, row)).files.append(filename)
+    if redo_only:
+        return {key: w for key, w in work.items() if _redo(w, ocr_rows)}
+    return {key: w for key, w in work.items() if force or _needs_ocr(w, ocr_rows)}
+
+
+def _redo(work: ItemWork, ocr_rows: dict) -> bool:
+    rows = (ocr_rows.get(extract.file_key(work.key, f)) for f in work.files)
+    return any(row is not None and row.state in REDO_STATES for row in rows)
+
+
+def _needs_ocr(work: ItemWork, ocr_rows: dict) -> bool:
+    for filename in work.files:
+        done = ocr_rows.get(extract.file_key(work.key, filename))
+        if (done is None or done.state in REDO_STATES
+                or done.fingerprint != ocr_fingerprint(work.extract_row.fingerprint, filename)
+                or done.content_hash != work.extract_row.content_hash):
+            return True
+    return False
+
+
+def ocr_docket(ctx: StageContext, docket: Docket) -> StageResult:
+    sealed = bool(docket.sealed_at) and not ctx.force  # then only repairs, as in extract
+    file_rows = item_states.states_for_docket(extract.FILE_STAGE, docket.id)
+    if not ocr_lib.tesseract_available():
+        return _without_tesseract(docket, file_rows)
+    ocr_rows = item_states.states_for_docket(STAGE, docket.id)
+    if not sealed:
+        _drop_orphans(ocr_rows, file_rows)
+    work = plan(item_states.states_for_docket(extract.STAGE, docket.id), file_rows, ocr_rows,
+                ctx.force, redo_only=sealed)
+    result = StageResult(message="sealed" if sealed else "")
+    if not work:
+        return result
+    ctx.progress.start(len(work))
+    try:
+        _run(ctx, docket, work, result)
+    except BudgetSpent as exc:  # merged items are kept; the next run goes on
+        result.budget_spent, result.message = True, str(exc)
+    if result.counts.get("merged"):
+        refresh_extract_marker(docket.id)
+    return result
+
+
+def _without_tesseract(docket: Docket, file_rows: dict) -> StageResult:
+    waiting = sum(1 for row in file_rows.values() if row.state == STATUS_OCR_NEEDED)
+    message = (f"Tesseract is not installed (no eng.traineddata; apt-get install tesseract-ocr): "
+               f"{waiting} attachments stay ocr_needed")
+    log.warning("ocr %s: %s", docket.id, message)
+    return StageResult(message=message)
+
+
+def _drop_orphans(ocr_rows: dict, file_rows: dict) -> None:
+    # A scan replaced by a text PDF (or removed) must not keep counting in `docketeer stats`.
+    orphans = [key for key in ocr_rows
+               if key not in file_rows or file_rows[key].state != STATUS_OCR_NEEDED]
+    if orphans:
+        ItemState.delete().where((ItemState.stage == STAGE) & ItemState.item.in_(orphans)).execute()
+        for key in orphans:
+            del ocr_rows[key]
+
+
+def _run(ctx: StageContext, docket: Docket, work: dict[str, ItemWork], result: StageResult) -> None:
+    bodies = dict(Item.select(Item.key, Item.body).where(Item.key.in_(list(work))).tuples())
+    attachments = items.attachments_of(list(work))
+    workers = min(worker_count(ctx.settings.extract_workers), len(work))
+    limits = extract.limits_from(ctx.settings)
+    with tempfile.TemporaryDirectory(dir=extract.scratch_root(ctx)) as scratch, \
+            ExtractPool(limits, workers, reader=ocr_lib.ocr_attachment) as pool:
+        jobs = (_job(ctx, w, attachments.get(w.key, []), Path(scratch)) for w in work.values())
+        for done in pool.map(jobs):  # OCR takes seconds a page: one item at a time is fine
+            outcome = merge_item(ctx, docket.id, work[done.key], bodies.get(done.key) or "", done.texts)
+            result.add(outcome)
+            for text in done.texts:
+                result.add(f"ocr_{text.status}")
+            ctx.progress.advance(outcome)
+            ctx.check_time()
+
+
+def _job(ctx: StageContext, work: ItemWork, attachments, scratch: Path) -> ItemJob:
+    wanted = [a for a in attachments if a.filename in work.files]
+    return extract.item_job(ctx, work.key, wanted, scratch)
+
+
+def merge_item(ctx: StageContext, docket_id: str, work: ItemWork, body: str,
+               texts: list[AttachmentText]) -> str:
+    """Re-render the comment's combined.md with the OCR texts; record every row."""
+    frontmatter, markdown = extract.read_combined(ctx.blobs, docket_id, work.key)
+    if frontmatter.get("sources") != work.extract_row.fingerprint:
+        log.warning("ocr %s: combined.md is not the one extract recorded; left for the next run", work.key)
+        return "stale"
+    fingerprints = {t.file: ocr_fingerprint(work.extract_row.fingerprint, t.file) for t in texts}
+    for text in texts:
+        item_states.mark_pending(STAGE, extract.file_key(work.key, text.file), docket_id,
+                                 run_id=ctx.run_id, reason="merging into combined.md")
+    data = render_combined(
+        comment_id=work.key, docket_id=docket_id, inline_text=body,
+        attachments=recorded_attachments(frontmatter, markdown),
+        sources_fingerprint=frontmatter["sources"], extractor_version=frontmatter["extractor"],
+        ocr={t.file: t for t in texts},
+    )
+    ctx.blobs.put_bytes(combined_key(docket_id, work.key), data)
+    content_hash = hashlib.sha256(data).hexdigest()
+    row = work.extract_row
+    item_states.transition(extract.STAGE, work.key, docket_id, row.state, run_id=ctx.run_id,
+                           fingerprint=row.fingerprint, content_hash=content_hash, reason=row.reason)
+    for text in texts:
+        item_states.transition(STAGE, extract.file_key(work.key, text.file), docket_id, text.status,
+                               run_id=ctx.run_id, fingerprint=fingerprints[text.file],
+                               content_hash=content_hash, reason=text.reason or None,
+                               detail=f"chars={text.chars} pages={text.pages}")
+    return "merged"
+
+
+def recorded_attachments(frontmatter: dict, markdown: str) -> list[AttachmentText]:
+    """The attachments as extract rendered them: statuses from the frontmatter, the text of
+    ok ones from their sections (one section per attachment, in frontmatter order)."""
+    sections = combined_sections(markdown)
+    if not sections or sections[0][0] != INLINE_HEADING:
+        raise ValueError("combined.md has no inline section")
+    recorded = []
+    for entry, (_heading, text) in zip(frontmatter.get("attachments") or [], sections[1:], strict=True):
+        recorded.append(AttachmentText(
+            entry["file"], entry["status"], entry.get("reason") or "", entry.get("chars") or 0,
+            entry.get("pages"), text if entry["status"] == STATUS_OK else "",
+        ))
+    return recorded
+
+
+def refresh_extract_marker(docket_id: str) -> None:
+    """Extract's output changed under its marker: record the new output fingerprint, so
+    IndexDocket sees the change. The marker's input and version stay as extract left them."""
+    marker = markers.read_marker(docket_id, extract.STAGE)
+    if marker is None:
+        return  # extract has not completed this docket: its own marker will carry the rows
+    markers.write_marker(
+        docket_id, extract.STAGE, version=marker.version, sealed_at=marker.sealed_at,
+        input_fingerprint=marker.input_fingerprint,
+        output_fingerprint=item_states.docket_output_fingerprint(extract.STAGE, docket_id),
+        run_id=marker.run_id,
+    )

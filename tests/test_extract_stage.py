@@ -1,0 +1,371 @@
+"""The extract stage over items written straight into the state DB and the blob store.
+
+Every test asserts the work done (PDF opens, combined.md reads, rows, blob bytes), never
+wall time. Attachments are generated here: text PDFs, a scan, an encrypted and a corrupt
+PDF, an empty file, a DOCX with a table, an HTML page with a script, an unknown format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import multiprocessing
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from pipeline.counters import COMBINED_READS, PDF_OPENS, counters
+from pipeline.extract.combined import combined_sections, parse_combined
+from pipeline.extract.readers import AttachmentText, ExtractLimits, read_attachment
+from pipeline.runtime import set_runtime
+from pipeline.stages.base import StageContext
+from pipeline.stages.extract import FILE_STAGE, STAGE, extract_docket
+from pipeline.store import dockets, item_states, items
+from pipeline.store.blobs import attachment_key, combined_key
+from pipeline.store.models import Attachment, Item, ItemState
+from scripts.make_corpus import docx_bytes, image_only_pdf, text_pdf
+from tests.state_fixtures import make_runtime, state  # noqa: F401
+
+DOCKET = "AB-2026-0001"
+STAMP = "2026-01-01T00:00:00Z"
+PROSE = ("Prior authorization delays forced our patients to wait weeks for treatment that "
+         "their physicians had already prescribed, and the proposed rule would make it worse.")
+SCAN_SENTENCE = "Rural hospitals need stable funding to keep the emergency room open."
+
+
+# --- fixture builders -----------------------------------------------------------------------
+
+
+def pdf_of(*pages: str) -> bytes:
+    return text_pdf([[page] for page in pages])
+
+
+def encrypted_pdf() -> bytes:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), PROSE)
+    return doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="secret", owner_pw="owner")
+
+
+HTML_PAGE = (b"<html><head><title>Letter</title><style>p {color: red}</style></head><body>"
+             b"<script>var hidden = 'SCRIPT-TEXT-MUST-NOT-APPEAR';</script>"
+             b"<p>" + PROSE.encode() + b"</p></body></html>")
+
+
+def fixture_comments() -> dict[str, tuple[str, dict[str, bytes]]]:
+    """comment id -> (inline body, {filename: bytes}); one kind of file per comment."""
+    c = f"{DOCKET}-"
+    return {
+        c + "0001": ("See attached file(s)", {"attachment_1.pdf": pdf_of(PROSE)}),
+        c + "0002": ("Two files.", {"attachment_1.pdf": pdf_of(PROSE, PROSE + " Page two."),
+                                    "attachment_2.docx": docx_bytes(
+                                        "Nurse staffing", [PROSE, "Closing paragraph of the letter."],
+                                        [("Ratio", "One nurse to four patients")])}),
+        c + "0003": ("A scan.", {"attachment_1.pdf": image_only_pdf(SCAN_SENTENCE)}),
+        c + "0004": ("Locked.", {"attachment_1.pdf": encrypted_pdf()}),
+        c + "0005": ("Broken.", {"attachment_1.pdf": pdf_of(PROSE)[:200]}),
+        c + "0006": ("Empty.", {"attachment_1.pdf": b""}),
+        c + "0007": ("A web page.", {"attachment_1.html": HTML_PAGE}),
+        c + "0008": ("Old word processor.", {"attachment_1.wpd": b"\xffWPC binary " * 20}),
+        c + "0009": ("Only an inline comment, long enough to stand on its own.", {}),
+    }
+
+
+EXPECTED_FILES = {
+    "0001/attachment_1.pdf": ("ok", None),
+    "0002/attachment_1.pdf": ("ok", None),
+    "0002/attachment_2.docx": ("ok", None),
+    "0003/attachment_1.pdf": ("ocr_needed", "no text layer"),
+    "0004/attachment_1.pdf": ("failed", "encrypted PDF (password required)"),
+    "0005/attachment_1.pdf": ("failed", "corrupt PDF"),
+    "0006/attachment_1.pdf": ("failed", "empty file (0 bytes)"),
+    "0007/attachment_1.html": ("ok", None),
+    "0008/attachment_1.wpd": ("unsupported", "wpd extension is not read"),
+}
+EXPECTED_ITEMS = {"0001": "ok", "0002": "ok", "0003": "ocr_needed", "0004": "failed",
+                  "0005": "failed", "0006": "failed", "0007": "ok", "0008": "unsupported",
+                  "0009": "ok"}
+
+
+def put_item(rt, key: str, body: str, files: dict[str, bytes]) -> None:
+    """What backfill leaves behind: the item, its attachment rows and blobs, an ok row."""
+    Item.insert(key=key, docket=DOCKET, kind="comment", body=body, detail_hash=_sha(body.encode()),
+                created_at=STAMP, updated_at=STAMP).execute()
+    for ordinal, (filename, data) in enumerate(files.items(), start=1):
+        set_attachment(rt, key, filename, data, ordinal)
+    record_backfill(key)
+
+
+def set_attachment(rt, key: str, filename: str, data: bytes, ordinal: int = 1) -> None:
+    stored = rt.blobs.ingest(io.BytesIO(data), max_bytes=1 << 30)
+    values = {Attachment.sha256: stored.sha256, Attachment.size: stored.size}
+    (Attachment.insert(item=key, filename=filename, ordinal=ordinal, format=filename.rsplit(".")[-1],
+                       **{f.name: v for f, v in values.items()})
+     .on_conflict(conflict_target=[Attachment.item, Attachment.filename], update=values).execute())
+
+
+def record_backfill(key: str) -> None:
+    """Backfill's content hash: the detail and every (filename, sha256), as backfill makes it."""
+    detail = Item.get(Item.key == key).detail_hash
+    files = [[a.filename, a.sha256] for a in Attachment.select().where(Attachment.item == key)
+             .order_by(Attachment.filename)]
+    item_states.transition("backfill", key, DOCKET, "ok", run_id="backfill-run",
+                           content_hash=items.content_digest({"detail": detail, "files": files}))
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def setup_docket(rt, comments: dict | None = None) -> None:
+    dockets.ensure_dockets([DOCKET], discovered_by="test")
+    for key, (body, files) in (comments or fixture_comments()).items():
+        put_item(rt, key, body, files)
+
+
+def run_extract(rt, run_id: str = "run-1", **kwargs):
+    docket = dockets.require_docket(DOCKET)
+    with counters.measure() as io_done:
+        result = extract_docket(StageContext(runtime=rt, run_id=run_id), docket, **kwargs)
+    return result, io_done
+
+
+def combined(rt, key: str) -> tuple[dict, str]:
+    return parse_combined(rt.blobs.get(combined_key(DOCKET, key)))
+
+
+def dump_tables() -> dict[str, list[tuple]]:
+    """Every row of the data tables, in a stable order: equal dumps mean untouched tables."""
+    return {
+        "item_state": list(ItemState.select().order_by(ItemState.stage, ItemState.item).tuples()),
+        "item": list(Item.select().order_by(Item.key).tuples()),
+        "attachment": list(Attachment.select().order_by(Attachment.id).tuples()),
+    }
+
+
+def dump_blobs(rt) -> dict[str, bytes]:
+    root = Path(rt.blobs.root)
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.relative_to(root).as_posix().startswith("tmp/")}
+
+
+def rows(stage: str) -> dict[str, item_states.StateRow]:
+    return item_states.states_for_docket(stage, DOCKET)
+
+
+@pytest.fixture
+def rt(tmp_path):
+    # One worker: each worker's start-up (imports) costs seconds; the pool test sets two.
+    runtime = make_runtime(tmp_path, extract_workers=1)
+    runtime.state  # noqa: B018 - open and create the schema
+    previous = set_runtime(runtime)
+    yield runtime
+    set_runtime(previous)
+    runtime.close()
+
+
+# --- statuses ---------------------------------------------------------------------------------
+
+
+def test_every_kind_of_file_gets_its_status_and_the_run_completes(rt):
+    rt.settings.values["extract_workers"] = 2  # the pool, not a lone worker
+    setup_docket(rt)
+    result, io_done = run_extract(rt)
+
+    assert result.complete
+    files = rows(FILE_STAGE)
+    assert {key.removeprefix(f"{DOCKET}-"): row.state for key, row in files.items()} == \
+        {key: expected for key, (expected, _reason) in EXPECTED_FILES.items()}
+    for key, (_state, reason) in EXPECTED_FILES.items():
+        recorded = files[f"{DOCKET}-{key}"].reason
+        assert (recorded or "").startswith(reason or ""), (key, recorded)
+    assert {key.removeprefix(f"{DOCKET}-"): row.state for key, row in rows(STAGE).items()} == EXPECTED_ITEMS
+    # 5 PDFs open (the empty one is refused before PyMuPDF), each exactly once.
+    assert io_done[PDF_OPENS] == 5
+    assert sum(result.counts.values()) == len(EXPECTED_ITEMS)
+    check_combined(rt)
+
+
+def check_combined(rt) -> None:
+    """combined.md carries each attachment's status and the texts, in order."""
+    frontmatter, body = combined(rt, f"{DOCKET}-0002")
+    assert [(a["file"], a["status"]) for a in frontmatter["attachments"]] == \
+        [("attachment_1.pdf", "ok"), ("attachment_2.docx", "ok")]
+    assert frontmatter["attachments"][0]["pages"] == 2
+    sections = dict(combined_sections(body))
+    assert "Page two." in sections["attachment_1.pdf"]
+    assert "Ratio | One nurse to four patients" in sections["attachment_2.docx"]  # the table
+    assert frontmatter["extractor"] and frontmatter["sources"] == rows(STAGE)[f"{DOCKET}-0002"].fingerprint
+
+    frontmatter, body = combined(rt, f"{DOCKET}-0007")
+    assert PROSE in body and "SCRIPT-TEXT-MUST-NOT-APPEAR" not in body and "color: red" not in body
+    frontmatter, _ = combined(rt, f"{DOCKET}-0004")
+    assert frontmatter["attachments"][0]["reason"] == "encrypted PDF (password required)"
+    frontmatter, body = combined(rt, f"{DOCKET}-0009")
+    assert frontmatter["attachments"] == [] and "long enough to stand on its own" in body
+    # The content hash extract records is the hash of the bytes it wrote.
+    for key, row in rows(STAGE).items():
+        assert row.content_hash == _sha(rt.blobs.get(combined_key(DOCKET, key)))
+
+
+# --- reruns ----------------------------------------------------------------------------------
+
+
+def test_second_run_reads_nothing_and_changes_nothing(state):  # noqa: F811
+    rt = state
+    setup_docket(rt)
+    first, _ = run_extract(rt)
+    assert first.counts.get("unchanged", 0) == 0
+    tables, blobs = dump_tables(), dump_blobs(rt)
+
+    second, io_done = run_extract(rt, run_id="run-2")
+
+    assert io_done.get(PDF_OPENS, 0) == 0 and io_done.get(COMBINED_READS, 0) == 0
+    assert io_done == {}  # no row written, no blob read or written either
+    assert second.counts == {"unchanged": len(EXPECTED_ITEMS)}
+    assert dump_tables() == tables
+    assert dump_blobs(rt) == blobs
+
+
+def test_changing_one_attachment_re_extracts_exactly_that_comment(rt):
+    setup_docket(rt)
+    run_extract(rt)
+    before = dump_tables()["item_state"]
+    blobs = dump_blobs(rt)
+    changed = f"{DOCKET}-0002"
+    set_attachment(rt, changed, "attachment_1.pdf", pdf_of("A revised letter. " + PROSE))
+    Attachment.delete().where((Attachment.item == changed) & (Attachment.filename == "attachment_2.docx")).execute()
+    record_backfill(changed)
+
+    result, io_done = run_extract(rt, run_id="run-2")
+
+    assert io_done[PDF_OPENS] == 1  # that comment's one PDF
+    assert result.counts == {"ok": 1, "unchanged": len(EXPECTED_ITEMS) - 1}
+    # Only that comment's rows moved; the removed DOCX no longer counts in the stats.
+    assert rewritten_rows(before, dump_tables()["item_state"]) == {
+        ("backfill", changed), (STAGE, changed), (FILE_STAGE, f"{changed}/attachment_1.pdf")}
+    assert f"{changed}/attachment_2.docx" not in rows(FILE_STAGE)
+    frontmatter, body = combined(rt, changed)
+    assert [a["file"] for a in frontmatter["attachments"]] == ["attachment_1.pdf"]
+    assert "A revised letter." in body
+    new_pdf = Attachment.get((Attachment.item == changed) & (Attachment.filename == "attachment_1.pdf"))
+    now = dump_blobs(rt)
+    assert {k for k, v in now.items() if blobs.get(k) != v} == \
+        {combined_key(DOCKET, changed), attachment_key(new_pdf.sha256)}
+
+
+def rewritten_rows(before: list[tuple], after: list[tuple]) -> set[tuple[str, str]]:
+    """(stage, item) of the item_state rows that differ between two dumps (or are gone)."""
+    old = {(r[0], r[1]): r for r in before}
+    new = {(r[0], r[1]): r for r in after}
+    return {key for key in new if old.get(key) != new[key]}
+
+
+def test_extractor_version_bump_re_extracts_everything_once(rt):
+    setup_docket(rt)
+    run_extract(rt, version="extract-test-1")
+
+    bumped, io_done = run_extract(rt, run_id="run-2", version="extract-test-2")
+    assert io_done[PDF_OPENS] == 5
+    assert bumped.counts.get("unchanged", 0) == 0
+    assert {combined(rt, key)[0]["extractor"] for key in rows(STAGE)} == {"extract-test-2"}
+
+    again, io_done = run_extract(rt, run_id="run-3", version="extract-test-2")
+    assert io_done.get(PDF_OPENS, 0) == 0
+    assert again.counts == {"unchanged": len(EXPECTED_ITEMS)}
+
+
+# --- time limit ------------------------------------------------------------------------------
+
+
+# Module-level so a worker process can unpickle it. The loop runs inside one C call (sum
+# over a range), where no Python signal handler gets control: only a kill stops it. It is
+# bounded (tens of seconds) so that a broken limit fails the test instead of hanging it.
+def runaway_reader(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
+    if "runaway" in filename:
+        sum(range(3 * 10**9))
+    return read_attachment(path, filename, limits)
+
+
+def test_time_limit_fails_a_runaway_file_and_the_run_goes_on(tmp_path):
+    rt = make_runtime(tmp_path, extract_workers=1, file_seconds=1)
+    rt.state  # noqa: B018
+    previous = set_runtime(rt)
+    try:
+        setup_docket(rt, {
+            f"{DOCKET}-0001": ("Stuck.", {"runaway.pdf": pdf_of(PROSE)}),
+            f"{DOCKET}-0002": ("Fine.", {"attachment_1.pdf": pdf_of(PROSE)}),
+        })
+        result, io_done = run_extract(rt, reader=runaway_reader)
+    finally:
+        set_runtime(previous)
+        rt.close()
+
+    assert result.complete and result.counts == {"failed": 1, "ok": 1}
+    files = {key: (row.state, row.reason) for key, row in rows(FILE_STAGE).items()}
+    assert files == {f"{DOCKET}-0001/runaway.pdf": ("failed", "time limit exceeded (1 s)"),
+                     f"{DOCKET}-0002/attachment_1.pdf": ("ok", None)}
+    assert io_done[PDF_OPENS] == 1  # the one worker was replaced and read the next file
+
+
+def _extract_in_fork(data_dir: str) -> None:
+    runtime = make_runtime(Path(data_dir))
+    set_runtime(runtime)
+    result, _ = run_extract(runtime, run_id="forked")
+    raise SystemExit(0 if result.counts == {"ok": 1, "unchanged": 1} else 1)
+
+
+def test_a_forked_process_extracts_after_its_parent_started_workers(rt, tmp_path):
+    """Luigi runs each task in a fork when --workers > 1; the parent may have extracted."""
+    setup_docket(rt, {f"{DOCKET}-0001": ("One.", {"attachment_1.pdf": pdf_of(PROSE)})})
+    run_extract(rt)  # workers exist in this process now
+    put_item(rt, f"{DOCKET}-0002", "Two.", {"attachment_1.pdf": pdf_of("Second letter. " + PROSE)})
+
+    child = multiprocessing.get_context("fork").Process(target=_extract_in_fork, args=(str(tmp_path),))
+    child.start()
+    child.join(120)
+
+    assert child.exitcode == 0
+    assert rows(STAGE)[f"{DOCKET}-0002"].state == "ok"
+
+
+def test_sealed_docket_only_repairs_re_driven_rows(rt):
+    setup_docket(rt)
+    run_extract(rt)
+    sealed_at = dockets.seal(DOCKET, "manual")
+    set_attachment(rt, f"{DOCKET}-0001", "attachment_1.pdf", pdf_of("Changed after the seal. " + PROSE))
+    record_backfill(f"{DOCKET}-0001")  # a change the seal keeps out
+
+    result, io_done = run_extract(rt, run_id="run-2")
+    assert result.message == "sealed" and not io_done
+
+    redriven = item_states.mark_stale(STAGE, DOCKET, ["failed"], 1, run_id="redrive")
+    result, io_done = run_extract(rt, run_id="run-3")
+    assert result.counts == {"failed": 1, "unchanged": len(EXPECTED_ITEMS) - 1}
+    assert rows(STAGE)[redriven[0]].state == "failed" and io_done[PDF_OPENS] == 1
+    assert dockets.require_docket(DOCKET).sealed_at == sealed_at
+
+
+# --- real files ------------------------------------------------------------------------------
+
+
+def test_the_real_pdfs_extract_ok_with_their_text(rt, realdata):
+    binary = realdata / "mirror/raw-data/ACF/ACF-2025-0038/binary-ACF-2025-0038"
+    comment = binary / "comments_attachments/ACF-2025-0038-0004_attachment_1.pdf"
+    notice = binary / "documents_attachments/ACF-2025-0038-0001_content.pdf"
+    if not (comment.is_file() and notice.is_file()):
+        pytest.skip("the real PDFs are absent")
+    setup_docket(rt, {
+        f"{DOCKET}-0001": ("Notice", {"content.pdf": notice.read_bytes()}),
+        f"{DOCKET}-0004": ("See attached file(s)", {"attachment_1.pdf": comment.read_bytes()}),
+    })
+
+    result, _ = run_extract(rt)
+
+    assert result.counts == {"ok": 2}
+    assert {row.state for row in rows(FILE_STAGE).values()} == {"ok"}
+    notice_md, comment_md = combined(rt, f"{DOCKET}-0001"), combined(rt, f"{DOCKET}-0004")
+    assert notice_md[0]["attachments"][0]["pages"] == 4
+    assert "Indian Child Welfare Act" in notice_md[1]
+    assert comment_md[0]["attachments"][0]["pages"] == 2
+    assert "Division of Safety and Permanence" in comment_md[1]
