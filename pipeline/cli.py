@@ -345,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     except json.JSONDecodeError as exc:  # a corrupt JSON column: say which, no traceback wall
         print(f"docketeer: unreadable stored JSON: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `docketeer stats | head`: the reader left, nothing is wrong
+        sys.stderr.close()
+        return 0
     finally:
         _close_runtime()
 

@@ -63,9 +63,15 @@ class Progress:
             parts.append(" ".join(f"{k}={v}" for k, v in sorted(self.counts.items())))
         return " ".join(parts)
 
-    def _report(self, force: bool = False) -> None:
+    def finish(self) -> None:
+        """The last report of a run: 100 % and the final counts in the visualiser."""
+        if self.done:
+            self._report(force=True, final=True)
+
+    def _report(self, force: bool = False, final: bool = False) -> None:
+        # Throttled: a status update is a call to luigid, and a log line per item is noise.
         now = self.clock()
-        if not force and now - self.last_report < self.every and self.done != self.total:
+        if not force and now - self.last_report < self.every:
             return
         self.last_report = now
         line = self.line()
@@ -75,5 +81,5 @@ class Progress:
             self.on_status(line)
         if self.on_tick:
             self.on_tick()
-        if not force:
+        if not force or final:
             log.info(line)

@@ -230,6 +230,7 @@ class DocketStageTask(luigi.Task):
                     raise
             # A marker vouches for the whole chain: if the upstream stopped short (budget), this
             # stage saw only part of its input and must run again once the upstream is done.
+            ctx.progress.finish()
             if result.complete and self.upstream_vouched():
                 self.write_marker(run_id, input_fp)
             summary = {**result.counts, **io}
@@ -395,6 +396,11 @@ class OcrText(DocketStageTask):
 
     stage = "ocr"
     upstream = ExtractText
+
+    def write_marker(self, run_id: str, input_fp: str | None) -> None:
+        # OCR merges text into extract's output and refreshes extract's marker: the input it
+        # has seen is extract's output *after* its own merge, or it would never be complete.
+        super().write_marker(run_id, self.upstream_output_fingerprint())
 
     def run_stage(self, ctx, docket):
         from pipeline.stages.ocr import ocr_docket

@@ -194,18 +194,26 @@ def _keys(stage: str, docket: str, states: tuple[str, ...] | None = None) -> set
 
 def check_index(index_db) -> list[Check]:
     """Recorded chunk counts against chunk rows, and index markers against index rows."""
+    from pipeline.runtime import get_runtime
     from pipeline.stages.extract import STAGE as EXTRACT
-    from pipeline.stages.index import INDEXABLE, MARKER_COLLECTION
+    from pipeline.stages.index import (
+        INDEXABLE,
+        MARKER_COLLECTION,
+        config_id_for,
+        marker_input_fingerprint,
+    )
 
     if index_db is None:
         return [Check("index", True, "no index DB yet: nothing to check")]
     mismatches = [f"{m.collection} {m.item_key}: recorded {m.recorded} chunk(s), found {m.actual}"
                   for m in index_db.count_mismatches()]
     problems = []
+    config = config_id_for(get_runtime().settings)
     extract_markers = {m.docket: m for m in DocketStage.select().where(DocketStage.stage == EXTRACT)}
     for docket, extract_marker in sorted(extract_markers.items()):
         marker = index_db.docket_marker(MARKER_COLLECTION, docket)
-        if marker is None or marker.input_fingerprint != extract_marker.output_fingerprint:
+        claims = marker_input_fingerprint(extract_marker.output_fingerprint, config)
+        if marker is None or marker.input_fingerprint != claims:
             continue  # no marker, or one that does not claim extract's current output
         indexed = set()
         for collection in ("comments", "documents"):

@@ -102,12 +102,18 @@ def main(argv: list[str] | None = None) -> None:
     if args.fresh and store.exists():
         shutil.rmtree(store)
     manifest = corpus(base / "mirror", args.comments)
+    earlier = (store / "state.sqlite").exists()
     with StandinServer(base / "mirror") as server:
         print(f"stand-in regulations.gov serving {base / 'mirror'} at {server.url}")
         env = job_env(server, store, [d.id for d in manifest.dockets])
-        first = run_index_all(env, "first run")
+        first = run_index_all(env, "again, on the store of an earlier quickstart" if earlier
+                              else "first run: everything is new")
         second = run_index_all(env, "second run: nothing new")
-    print(f"\nfirst run {first:.1f}s; second run {second:.1f}s (nothing was redone)")
+    if earlier:
+        print(f"\nthe store was already complete: {first:.1f}s and {second:.1f}s, nothing was redone"
+              " (use --fresh to start over)")
+    else:
+        print(f"\nfirst run {first:.1f}s; second run {second:.1f}s: nothing was redone")
     docketeer(env, "dockets")
     docketeer(env, "search", args.query, "-k", "3")
 

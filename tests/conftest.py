@@ -39,12 +39,6 @@ def pg_server(tmp_path_factory):
 @pytest.fixture
 def pg_url(pg_server) -> str:
     """A fresh, empty database on the session server, as a postgresql:// URL."""
-    import psycopg2
+    from tests.state_fixtures import new_pg_database
 
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    conn = psycopg2.connect(pg_server.get_uri())
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    conn.close()
-    return pg_server.get_uri(database=name)
+    return new_pg_database(pg_server)

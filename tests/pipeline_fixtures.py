@@ -7,7 +7,6 @@ waits for a server of its own to start).
 
 from __future__ import annotations
 
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,20 +17,7 @@ from pipeline import tasks as task_module
 from pipeline.runtime import Runtime, set_runtime
 from scripts.make_corpus import Manifest, make_corpus
 from scripts.standin_server import StandinServer
-from tests.state_fixtures import make_runtime
-
-
-def new_pg_database(pg_server) -> str:
-    """A fresh, empty database on the session server, as a postgresql:// URL."""
-    import psycopg2
-
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    conn = psycopg2.connect(pg_server.get_uri())
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    conn.close()
-    return pg_server.get_uri(database=name)
+from tests.state_fixtures import make_runtime, new_pg_database
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from pipeline.config import load_settings
@@ -18,6 +20,20 @@ def make_runtime(tmp_path, state_url: str = "", **overrides) -> Runtime:
     }
     env.update({f"DOCKETEER_{k.upper()}": str(v) for k, v in overrides.items()})
     return Runtime(load_settings(env))
+
+
+def new_pg_database(pg_server) -> str:
+    """A fresh, empty database on the session server, as a postgresql:// URL."""
+    import psycopg2
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    conn = psycopg2.connect(pg_server.get_uri())
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    conn.close()
+    return pg_server.get_uri(database=name)
+
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

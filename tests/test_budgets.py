@@ -11,7 +11,7 @@ from pipeline.runtime import set_runtime
 from pipeline.store.models import Attachment, Item, ItemState, Run
 from scripts.make_corpus import make_corpus
 from scripts.standin_server import StandinServer
-from tests.state_fixtures import make_runtime
+from tests.state_fixtures import make_runtime, new_pg_database
 
 
 @pytest.fixture(scope="module")
@@ -59,17 +59,10 @@ def _run_to_completion(tmp_path, server, dockets, index_url, budget: int) -> tup
 
 
 def test_budget_stopped_runs_resume_to_the_uninterrupted_result(tmp_path, corpus, pg_url, pg_server):
-    import psycopg2
-
     server, dockets = corpus
     whole = _run_to_completion(tmp_path / "whole", server, dockets, pg_url, budget=0)
-    conn = psycopg2.connect(pg_server.get_uri())
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute('CREATE DATABASE "budgeted"')
-    conn.close()
     budgeted = _run_to_completion(tmp_path / "budgeted", server, dockets,
-                                  pg_server.get_uri(database="budgeted"), budget=6)
+                                  new_pg_database(pg_server), budget=6)
     assert whole[3] == 0 and budgeted[3] > 0  # the budget really stopped runs
     for table in whole[0]:
         extra = set(budgeted[0][table]) ^ set(whole[0][table])

@@ -373,7 +373,7 @@ def test_a_sealed_indexed_docket_is_pruned_until_unsealed_resealed_or_wiped(rt, 
     dockets.seal(D, "manual")
     new_invocation()
     assert not IndexDocket(docket=D).complete()  # another seal: the old marker does not count
-    for stage in ("fetch", "backfill", "extract"):  # upstream redone under the new seal
+    for stage in ("fetch", "backfill", "extract", "ocr"):  # upstream redone under the new seal
         marker = markers.read_marker(D, stage)
         markers.write_marker(D, stage, version=1, sealed_at=dockets.get_docket(D).sealed_at,
                              input_fingerprint=marker.input_fingerprint,

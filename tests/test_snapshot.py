@@ -13,8 +13,7 @@ from pipeline import cli
 from pipeline.index.chunking import Chunk
 from pipeline.runtime import set_runtime
 from pipeline.snapshot import pg_dump_path, take_snapshot
-from tests.pipeline_fixtures import new_pg_database
-from tests.state_fixtures import make_runtime
+from tests.state_fixtures import make_runtime, new_pg_database
 
 
 @pytest.fixture
