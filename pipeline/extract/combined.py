@@ -109,6 +109,8 @@ def _clean(text: str) -> str:
 
 
 def _escape_headings(text: str) -> str:
+    if "## " not in text:  # almost always: no line can look like a heading
+        return text
     return "\n".join(_ESCAPED_HEADING.sub(r"\\\1## ", line) for line in text.split("\n"))
 
 

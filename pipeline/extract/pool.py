@@ -23,10 +23,17 @@ Why this shape:
   start-up (seconds when the fork server itself starts) is never charged to a file's time
   limit. The start method and this handshake are why the pool has its own ``Worker``
   rather than ``readers.ReaderProcess``, which it otherwise follows.
-* Each worker process is driven by one thread of the parent. Those threads only wait on a
-  pipe, so they do not contend for the GIL, while the parent's main thread writes the
-  results of earlier items.
-* Counters the workers increment (PDF_OPENS) come back with each result and are merged
+* One request per item, not per file: the worker reads every file of the item and renders
+  its combined.md, so the YAML and markdown work is spread over the workers, and an item
+  costs one round trip however many files it has. The worker reports each file as it
+  finishes it, and that report restarts the parent's clock for the next file, so the limit
+  stays per file.
+* Each worker process is driven by one thread of the parent, which keeps ``QUEUED_ITEMS``
+  items sent ahead: a worker goes from one item to the next without waiting for that
+  thread to be scheduled (it competes for the GIL with the main thread writing results).
+  When a worker is killed, the items it had not finished go to its replacement, the
+  stuck item with the texts it already had.
+* Counters the workers increment (PDF_OPENS) come back with each file and are merged
   into this process's counters.
 
 Workers start on their first file, so a run with nothing to read starts none, and live
@@ -39,11 +46,12 @@ import importlib
 import multiprocessing
 import os
 import queue
+import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
@@ -60,6 +68,9 @@ from pipeline.extract.readers import (
 # Items in flight per worker: enough to keep every child busy while the parent writes,
 # few enough that a large docket's texts are never all held in memory at once.
 ITEMS_AHEAD_PER_WORKER = 4
+# Items sent to a worker before it finished the previous ones: the one it reads and the
+# next, so it never waits for the parent between items.
+QUEUED_ITEMS = 2
 # Seconds a worker gets beyond the file limit before it is killed: the readers' own
 # page-by-page check should answer first, with the same reason and without a restart.
 KILL_GRACE_SECONDS = 2.0
@@ -70,6 +81,9 @@ PRELOAD = ("pipeline.extract.readers", "pipeline.extract.ocr", "pymupdf", "docx"
 # CPU the workers spent on calls (their counters are merged into the parent's): with the
 # parent's own CPU time it gives the pipeline's cost independent of other load on the box.
 WORKER_CPU_US = "extract_worker_cpu_us"
+
+# Worker -> parent messages: one per file read, then one per item.
+_FILE, _DONE = "file", "done"
 
 
 @dataclass(frozen=True)
@@ -94,10 +108,6 @@ class ItemResult:
     combined: bytes | None = None  # None: not asked for, or the worker could not render it
 
 
-def render_item(render: dict, texts: list[AttachmentText]) -> bytes:
-    return render_combined(attachments=texts, **render)
-
-
 # The process that started (or is about to start) the fork server, see the module docstring.
 _server_owner: int | None = None
 
@@ -116,8 +126,18 @@ class WorkerStartError(RuntimeError):
     """A worker process did not come up: the run stops (no file is to blame)."""
 
 
+def _failure(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
 def _worker_main(conn) -> None:
-    """Child loop: preload, say ready, then run each (function, args) until told to stop."""
+    """Child loop: preload, say ready, then run each item request until told to stop.
+
+    A request is ``(reader, limits, texts, files, render)``: ``texts`` are the item's files
+    already read (by a worker that was killed on the next one), ``files`` the
+    ``(path, filename)`` pairs still to read, ``render`` render_combined's other arguments
+    or None. Each file read is sent back as ``(_FILE, text, counters)``, then the item as
+    ``(_DONE, combined bytes or None, counters)``."""
     for module in PRELOAD:
         importlib.import_module(module)
     conn.send("ready")
@@ -128,41 +148,61 @@ def _worker_main(conn) -> None:
             return
         if request is None:
             return
-        function, args = request
+        reader, limits, texts, files, render = request
+        for path, filename in files:
+            with counters.measure() as delta:
+                started = time.process_time()
+                try:
+                    text = reader(Path(path), filename, limits)
+                except Exception as exc:  # the readers never raise; anything else must not kill us
+                    text = AttachmentText(filename, STATUS_FAILED, _failure(exc))
+                counters.incr(WORKER_CPU_US, int((time.process_time() - started) * 1e6))
+            texts.append(text)
+            conn.send((_FILE, text, delta))
+        combined = None
         with counters.measure() as delta:
-            started = time.process_time()
-            try:
-                outcome = (True, function(*args))
-            except Exception as exc:  # the readers never raise; anything else must not kill us
-                outcome = (False, f"{type(exc).__name__}: {exc}"[:300])
-            counters.incr(WORKER_CPU_US, int((time.process_time() - started) * 1e6))
-        conn.send((outcome, delta))
+            if render is not None:
+                started = time.process_time()
+                try:
+                    combined = render_combined(attachments=texts, **render)
+                except Exception:  # the parent renders it again and sees the error itself
+                    combined = None
+                counters.incr(WORKER_CPU_US, int((time.process_time() - started) * 1e6))
+        conn.send((_DONE, combined, delta))
+
+
+class WorkerLost(Exception):
+    """The worker overran the time limit (and was killed) or died; ``str()`` is the reason."""
 
 
 class Worker:
-    """One worker process, killed and replaced when a call overruns ``seconds``."""
+    """One worker process, killed and replaced when a file overruns ``seconds``."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self._process = None
         self._conn = None
 
-    def call(self, function, *args) -> tuple[bool, object]:
-        """``(True, result)``, or ``(False, reason)`` when it raised, overran or crashed.
-        ``function`` must be module-level: it is pickled by name."""
+    def send(self, request) -> None:
+        """Queue a request; a worker that died is found out by the next ``receive``."""
         if self._process is None:
             self._start()
         try:
-            self._conn.send((function, args))
+            self._conn.send(request)
+        except OSError:
+            pass
+
+    def receive(self):
+        """The next message, waiting at most the file limit (plus grace) for it; on an
+        overrun or a crash the worker is killed and ``WorkerLost`` raised."""
+        try:
             if self._conn.poll(self.seconds + KILL_GRACE_SECONDS):
-                outcome, delta = self._conn.recv()
-                counters.merge(delta)
-                return outcome
+                return self._conn.recv()
             reason = f"time limit exceeded ({self.seconds:g} s)"
         except (EOFError, OSError) as exc:
             reason = f"reader process died ({type(exc).__name__})"
         self._kill()
-        return False, reason
+        raise WorkerLost(reason)
 
     def close(self) -> None:
         if self._process is None:
@@ -176,11 +216,17 @@ class Worker:
 
     def _start(self) -> None:
         context = _context()
-        self._conn, child_conn = context.Pipe()
-        self._process = context.Process(target=_worker_main, args=(child_conn,), daemon=True,
-                                        name="docketeer-extract")
-        self._process.start()
-        child_conn.close()
+        conn, child_conn = context.Pipe()
+        process = context.Process(target=_worker_main, args=(child_conn,), daemon=True,
+                                  name="docketeer-extract")
+        try:
+            process.start()
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            child_conn.close()
+        self._process, self._conn = process, conn
         try:
             ready = self._conn.poll(START_SECONDS) and self._conn.recv() == "ready"
         except (EOFError, OSError):
@@ -204,6 +250,19 @@ def worker_count(configured: int) -> int:
     return configured or os.cpu_count() or 1
 
 
+@dataclass
+class _Task:
+    """One item on its way through a worker: the texts of its files read so far."""
+
+    job: ItemJob
+    future: Future
+    texts: list[AttachmentText] = field(default_factory=list)
+
+    def request(self, reader: Reader, limits: ExtractLimits) -> tuple:
+        files = [(f.path, f.filename) for f in self.job.files[len(self.texts):]]
+        return reader, limits, list(self.texts), files, self.job.render
+
+
 class ExtractPool:
     """``workers`` worker processes reading items; results come back in job order.
 
@@ -215,11 +274,14 @@ class ExtractPool:
         self.limits = limits
         self.reader = reader or read_attachment
         self.workers = max(1, workers)
-        self._idle: queue.SimpleQueue[Worker] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[tuple[ItemJob, Future] | None] = queue.SimpleQueue()
         self._all = [Worker(limits.file_seconds) for _ in range(self.workers)]
-        for worker in self._all:
-            self._idle.put(worker)
-        self._threads = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="extract")
+        self._drivers = [
+            threading.Thread(target=self._drive, args=(worker,), daemon=True, name=f"extract-{n}")
+            for n, worker in enumerate(self._all)
+        ]
+        for driver in self._drivers:
+            driver.start()
 
     def __enter__(self) -> ExtractPool:
         return self
@@ -228,7 +290,17 @@ class ExtractPool:
         self.close()
 
     def close(self) -> None:
-        self._threads.shutdown(wait=True, cancel_futures=True)
+        while True:  # what nobody waits for any more is not read
+            try:
+                entry = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if entry is not None:
+                entry[1].cancel()
+        for _ in self._drivers:
+            self._jobs.put(None)
+        for driver in self._drivers:
+            driver.join()
         for worker in self._all:
             worker.close()
 
@@ -243,31 +315,82 @@ class ExtractPool:
         batch while the caller writes this one."""
         jobs = iter(jobs)
         ahead: deque[Future] = deque(
-            self._threads.submit(self._read_item, job)
-            for job in islice(jobs, 2 * size + self.workers * ITEMS_AHEAD_PER_WORKER)
+            self._submit(job) for job in islice(jobs, 2 * size + self.workers * ITEMS_AHEAD_PER_WORKER)
         )
         try:
             while ahead:
                 batch = [ahead.popleft().result() for _ in range(min(size, len(ahead)))]
                 for job in islice(jobs, len(batch)):
-                    ahead.append(self._threads.submit(self._read_item, job))
+                    ahead.append(self._submit(job))
                 yield batch
         finally:
             for future in ahead:  # the consumer stopped early (a budget, an error)
                 future.cancel()
 
-    def _read_item(self, job: ItemJob) -> ItemResult:
-        worker = self._idle.get()
-        try:
-            texts = [self._read_file(worker, f) for f in job.files]
-            combined = None
-            if job.render is not None:
-                rendered, value = worker.call(render_item, job.render, texts)
-                combined = value if rendered else None  # the caller renders it itself
-            return ItemResult(job.key, texts, combined)
-        finally:
-            self._idle.put(worker)
+    def _submit(self, job: ItemJob) -> Future:
+        future: Future = Future()
+        self._jobs.put((job, future))
+        return future
 
-    def _read_file(self, worker: Worker, job: FileJob) -> AttachmentText:
-        read, value = worker.call(self.reader, Path(job.path), job.filename, self.limits)
-        return value if read else AttachmentText(job.filename, STATUS_FAILED, value)
+    # --- one thread per worker ------------------------------------------------------------
+
+    def _drive(self, worker: Worker) -> None:
+        """Feed ``worker`` up to QUEUED_ITEMS items and collect their messages, in order."""
+        sent: deque[_Task] = deque()
+        closing = False
+        while sent or not closing:
+            try:
+                while not closing and len(sent) < QUEUED_ITEMS:
+                    entry = self._jobs.get() if not sent else self._jobs.get_nowait()
+                    if entry is None:
+                        closing = True
+                    elif entry[1].set_running_or_notify_cancel():
+                        self._send(worker, sent, _Task(*entry))
+            except queue.Empty:
+                pass
+            if sent:
+                try:
+                    self._receive(worker, sent)
+                except Exception as exc:  # a bug here must not leave the caller waiting
+                    worker._kill()
+                    self._fail(sent, exc)
+
+    def _send(self, worker: Worker, sent: deque[_Task], task: _Task) -> None:
+        try:
+            worker.send(task.request(self.reader, self.limits))
+        except Exception as exc:  # WorkerStartError, or a request that cannot be pickled
+            task.future.set_exception(exc)  # nothing was sent: the tasks before it go on
+            return
+        sent.append(task)
+
+    def _receive(self, worker: Worker, sent: deque[_Task]) -> None:
+        task = sent[0]
+        try:
+            kind, value, delta = worker.receive()
+        except WorkerLost as lost:
+            self._replace(worker, sent, str(lost))
+            return
+        counters.merge(delta)
+        if kind == _FILE:
+            task.texts.append(value)
+        else:
+            sent.popleft()
+            task.future.set_result(ItemResult(task.job.key, task.texts, value))
+
+    def _replace(self, worker: Worker, sent: deque[_Task], reason: str) -> None:
+        """The worker is gone: the file it was on fails, and its replacement gets the rest
+        of that item and every item sent behind it."""
+        task = sent[0]
+        if len(task.texts) < len(task.job.files):
+            task.texts.append(AttachmentText(task.job.files[len(task.texts)].filename, STATUS_FAILED, reason))
+        if len(task.texts) == len(task.job.files):
+            # Nothing left to read (or rendering overran): the caller renders combined.md.
+            sent.popleft()
+            task.future.set_result(ItemResult(task.job.key, task.texts, None))
+        for waiting in sent:
+            worker.send(waiting.request(self.reader, self.limits))
+
+    @staticmethod
+    def _fail(sent: deque[_Task], exc: Exception) -> None:
+        while sent:
+            sent.popleft().future.set_exception(exc)

@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pipeline.clock import iso, utcnow
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import parse_combined, render_combined
@@ -194,8 +193,8 @@ class _Writer:
 
     def write(self, batch: list[ItemResult], rows: dict[str, Item], todo: dict[str, str]):
         """Returns (item key, item state) for each result, once the whole batch is committed."""
-        _upsert_states([self._row(STAGE, done.key, "pending", reason="writing combined.md")
-                        for done in batch])
+        item_states.transition_many([self._row(STAGE, done.key, "pending", reason="writing combined.md")
+                                     for done in batch])
         blobs = [done.combined or self._render(rows[done.key], done.texts, todo[done.key])
                  for done in batch]
         keys = [combined_key(self.docket_id, done.key) for done in batch]
@@ -208,7 +207,7 @@ class _Writer:
             final.append(self._item_row(done.key, done.texts, state, todo[done.key], data))
             gone |= set(self.known_files.get(done.key, ())) - {file_key(done.key, t.file) for t in done.texts}
         with database.atomic():
-            _upsert_states(final)
+            item_states.transition_many(final)
             _drop_file_rows(gone)
         return states
 
@@ -231,18 +230,6 @@ class _Writer:
         reasons = "; ".join(f"{t.file}: {t.status}" for t in texts if t.status != "ok")
         return self._row(STAGE, item_key, state, fingerprint=fingerprint,
                          content_hash=hashlib.sha256(data).hexdigest(), reason=reasons or None)
-
-
-def _upsert_states(rows: list[dict]) -> None:
-    """``item_states.transition`` for many rows in one statement: each row in place."""
-    if not rows:
-        return
-    now = iso(utcnow())
-    ItemState.insert_many([{**row, "written_at": now} for row in rows]).on_conflict(
-        conflict_target=[ItemState.stage, ItemState.item],
-        preserve=[ItemState.docket, ItemState.fingerprint, ItemState.content_hash, ItemState.state,
-                  ItemState.reason, ItemState.detail, ItemState.run_id, ItemState.written_at],
-    ).execute()
 
 
 def _drop_file_rows(keys: set[str]) -> None:

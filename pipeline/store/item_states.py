@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pipeline.clock import iso, utcnow
@@ -66,6 +66,41 @@ def transition(
         .on_conflict(conflict_target=[ItemState.stage, ItemState.item], update=values)
         .execute()
     )
+
+
+# transition_many's columns, in the order of its rows' tuples.
+_MANY_FIELDS = (
+    ItemState.stage, ItemState.item, ItemState.docket, ItemState.fingerprint,
+    ItemState.content_hash, ItemState.state, ItemState.reason, ItemState.detail,
+    ItemState.run_id, ItemState.written_at,
+)
+_MANY_PRESERVE = _MANY_FIELDS[2:]
+
+
+def transition_many(rows: Iterable[Mapping]) -> int:
+    """``transition`` for many rows in one statement: each (stage, item) row in place.
+
+    A row is a mapping with ``transition``'s arguments: ``stage``, ``item``, ``docket``,
+    ``state``, ``run_id`` and optionally ``fingerprint``, ``content_hash``, ``reason``,
+    ``detail`` (absent means NULL, as in ``transition``). Rows share one ``written_at``; of
+    two rows for the same (stage, item) the later wins, as two transitions would leave it.
+    Returns the number of rows written."""
+    now = iso(utcnow())
+    values = {}
+    for row in rows:
+        get = row.get
+        values[row["stage"], row["item"]] = (
+            row["stage"], row["item"], row["docket"], get("fingerprint"), get("content_hash"),
+            row["state"], get("reason"), get("detail"), get("run_id"), now,
+        )
+    if values:
+        (
+            ItemState.insert_many(list(values.values()), fields=list(_MANY_FIELDS))
+            .on_conflict(conflict_target=[ItemState.stage, ItemState.item],
+                         preserve=list(_MANY_PRESERVE))
+            .execute()
+        )
+    return len(values)
 
 
 def mark_pending(stage: str, item: str, docket_id: str, *, run_id: str, reason: str) -> None:
