@@ -33,6 +33,7 @@ BASE_VERSION = 1
 INVOCATION_STARTED = time.monotonic()
 INVOCATION_STARTED_AT = iso(utcnow())
 
+
 class StageIncomplete(DocketeerError):
     """The stage kept its progress but could not finish (a broken walk, a failed download)."""
 
@@ -40,6 +41,16 @@ class StageIncomplete(DocketeerError):
 # Budgets given on the command line (--budget-seconds, --request-budget) override the
 # settings for this invocation; set in the scheduling process, inherited by forked workers.
 _budget_overrides: dict[str, int] = {}
+
+# docket id -> sealed_at, bulk-loaded by a wrapper so each task picks its target class
+# without a read of its own; a target re-checks the seal in its one read anyway.
+_seal_hints: dict[str, str | None] = {}
+
+
+# The index DB's docket markers, read once per invocation in one query: a scheduler pass over
+# a thousand sealed dockets costs one index-DB read, not a thousand. Completion still lives
+# with the index data, so a wiped index DB is noticed on the next invocation.
+_index_marker_cache: dict[str, dict] = {}
 
 
 def new_invocation() -> None:
@@ -61,11 +72,6 @@ def effective_settings(rt):
     if not _budget_overrides:
         return rt.settings
     return dataclasses.replace(rt.settings, values={**rt.settings.values, **_budget_overrides})
-
-
-# docket id -> sealed_at, bulk-loaded by a wrapper so each task picks its target class
-# without a read of its own; a target re-checks the seal in its one read anyway.
-_seal_hints: dict[str, str | None] = {}
 
 
 def share_luigi_log_handlers() -> None:
@@ -109,6 +115,7 @@ class DocketStageTask(luigi.Task):
 
     stage: ClassVar[str] = ""
     upstream: ClassVar[type[DocketStageTask] | None] = None
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         runtime_or_exit()  # a bad configuration stops here with one line, before scheduling
@@ -228,9 +235,9 @@ class DocketStageTask(luigi.Task):
                     runs.finish_run(run_id, clean=False, counters=dict(ctx.progress.counts),
                                     message=rt.settings.mask(f"{type(exc).__name__}: {exc}"))
                     raise
+            ctx.progress.finish()
             # A marker vouches for the whole chain: if the upstream stopped short (budget), this
             # stage saw only part of its input and must run again once the upstream is done.
-            ctx.progress.finish()
             if result.complete and self.upstream_vouched():
                 self.write_marker(run_id, input_fp)
             summary = {**result.counts, **io}
@@ -412,10 +419,6 @@ class OcrAll(DocketWrapper):
     stage_task = OcrText
 
 
-# The index DB's docket markers, read once per invocation in one query: a scheduler pass over
-# a thousand sealed dockets costs one index-DB read, not a thousand. Completion still lives
-# with the index data, so a wiped index DB is noticed on the next invocation.
-_index_marker_cache: dict[str, dict] = {}
 
 
 def _index_markers() -> dict:
