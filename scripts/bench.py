@@ -1,15 +1,21 @@
 """Benchmarks: named scenarios, the I/O each one did (the package's own counters), wall time.
 
     /work/venv/bin/python scripts/bench.py [--scale small|full] [--only a,b] [--json OUT]
-        [--work DIR] [--keep] [--strict]
+        [--work DIR] [--keep] [--strict] [--per-comment-sizes N,M] [--ocr]
+
+Run it from a clean checkout: it imports the package from its own checkout (first on
+sys.path, and the extract pool's workers inherit that), never from a tree being edited.
 
 Scenarios (sizes for small / full):
 
 * ``cold-small``        the whole chain on 3 dockets / 102 comments, API from the stand-in server
 * ``noop-sealed``       IndexAll over 12 sealed dockets (12,000 / 200,000 comments), state built
-                        directly (benchmarks/sealed_state.py), fresh runtime as cron would have
+                        directly (benchmarks/sealed_state.py), fresh runtime as cron would have;
+                        then the same as a new ``luigi --module pipeline IndexAll`` process
 * ``noop-open``         one open docket (1,000 / 20,000 comments) after a real cold run:
-                        IndexAll inside the freshness window, then in the next window
+                        IndexAll inside the freshness window, then in the next window (the
+                        corpus's modification times are first moved into the past: upstream
+                        never stamps ahead, and changes are stamped "now")
 * ``incremental``       +40 new and 3 changed comments (scripts/corpus_changes.py) on that docket
 * ``extract-throughput`` the extract stage (forced) vs a plain PyMuPDF loop over the same files
 * ``index-noop``        IndexDocket.run() over the open docket's unchanged items (target bypassed)
@@ -20,7 +26,9 @@ Scenarios (sizes for small / full):
 Every run is in-process (``luigi.build`` with one worker and the project's Runtime), so the
 counters of every stage are seen. The exit status is 1 when a no-op scenario did work it
 must not (API calls, PDF opens, combined.md reads, embed calls, state writes); missed time
-targets and index-DB reads are reported in the ``ok`` column (``--strict``: they fail too).
+targets are reported in the ``note`` column as MISS (``--strict``: they fail too). The OCR
+stage is off unless ``--ocr``. ``idxq`` counts the index-DB statements of the run itself,
+``+open`` those of opening the index DB (connect and migration checks).
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import (  # noqa: E402
     Record,
@@ -171,12 +180,40 @@ def noop_sealed(bench: Bench) -> None:
         rec.extra["index_db_open_s"] = round(store.rt.opened_index_s or 0, 3)
     must_be_zero(rec, NOOP_WORK + ("blob_reads", "blob_writes"))
     target(rec, rec.wall_s < 2.0, "under 2 s")
-    target(rec, rec.index_queries == 0, "no I/O beyond the state DB (index DB queried)")
+    # The index markers live with the index data (a wiped index DB must be noticed), so the
+    # index DB is opened once and read once per invocation: every docket's marker in one query.
+    reads = rec.index_queries - rec.index_open_queries
+    rec.extra["index_db_reads"] = reads
+    target(rec, reads <= 1, f"index DB read at most once, not per docket (read {reads} times)")
+    bench.add(_command_run("noop-sealed (luigi command)", comments, store))
+
+
+def _command_run(name: str, items: int, store: Store) -> Record:
+    """What cron sees: `luigi --module pipeline IndexAll` as a new process (imports included).
+
+    Its counters stay in that process, so only wall time and the exit status are recorded.
+    """
+    import os
+    import subprocess
+
+    command = [str(Path(sys.executable).with_name("luigi")), "--module", "pipeline", "IndexAll",
+               "--local-scheduler"]
+    # This checkout's package, not whatever the venv's editable install points at.
+    env = {**os.environ, **store.env, "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    rec = record(name, items, time.perf_counter() - started, {})
+    rec.ok = done.returncode == 0
+    rec.note = "new process, imports included; counters not visible"
+    if not rec.ok:
+        rec.note = _join(rec.note, f"exit {done.returncode}: {done.stderr[-300:]}")
+    return rec
 
 
 def _noop_record(name: str, items: int, io: dict, ok: bool) -> Record:
     rec = record(name, items, io["wall_s"], io)
     rec.index_queries = io.get("index_queries", 0)
+    rec.index_open_queries = io.get("index_open_queries", 0)
     rec.ok = ok
     return rec
 
@@ -196,9 +233,9 @@ class OpenDocket:
         self.docket = manifest.dockets[0].id
         self.ids = [c.id for c in manifest.comments]
         # The generator spreads modification times over the whole comment period, which for
-        # an open docket reaches into the future; a change must be newer than the watermark.
-        latest = max(datetime.fromisoformat(c.last_modified_date.replace("Z", "+00:00"))
-                     for c in manifest.comments)
+        # an open docket reaches weeks into the future: the watermark would be in the future
+        # and every change would have to be stamped after it. Upstream never stamps ahead.
+        latest = present_day(self.root, datetime.now(UTC) - timedelta(hours=1))
         self.clock = max(latest, datetime.now(UTC))
         self.server = StandinServer(self.root, hourly_limit=UNLIMITED).start()
         self.store_dir = fresh(bench.work / "stores" / "open")
@@ -209,8 +246,9 @@ class OpenDocket:
                      index_url=self.index_url, **overrides)
 
     def change_time(self) -> datetime:
-        """A modification time later than any before it (what upstream would stamp)."""
-        self.clock += timedelta(minutes=1)
+        """Now, as upstream would stamp it, and later than any stamp before it."""
+        now = datetime.now(UTC).replace(microsecond=0)
+        self.clock = max(self.clock + timedelta(seconds=1), now)
         return self.clock
 
     def next_window(self) -> None:
@@ -218,6 +256,39 @@ class OpenDocket:
 
     def close(self) -> None:
         self.server.stop()
+
+
+def present_day(root: Path, ceiling: datetime) -> datetime:
+    """Rescale the corpus's comment modification times into [earliest, ceiling], order kept.
+
+    Returns the latest modification time afterwards. Idempotent: a corpus already in the
+    past is left as it is.
+    """
+    from scripts.corpus_changes import api_time, comment_files
+
+    def when(text: str) -> datetime:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    bodies = {}
+    for path in comment_files(root).values():
+        body = json.loads(path.read_text(encoding="utf-8"))
+        attrs = body["data"]["attributes"]
+        bodies[path] = (body, when(attrs.get("lastModifiedDate") or attrs["modifyDate"]))
+    low, high = min(t for _, t in bodies.values()), max(t for _, t in bodies.values())
+    if high <= ceiling:
+        return high
+    scale = (ceiling - low) / (high - low)
+    for path, (body, stamp) in bodies.items():
+        moved = low + (stamp - low) * scale
+        attrs = body["data"]["attributes"]
+        attrs["modifyDate"] = api_time(moved)
+        if "lastModifiedDate" in attrs:
+            attrs["lastModifiedDate"] = api_time(moved)
+        for name in ("postedDate", "receiveDate"):
+            if attrs.get(name) and when(attrs[name]) > moved:
+                attrs[name] = api_time(moved)
+        path.write_text(json.dumps(body, indent=2), encoding="utf-8")
+    return ceiling
 
 
 def cold_open(bench: Bench, docket: OpenDocket) -> None:
@@ -443,12 +514,12 @@ def _open_scenarios(bench: Bench) -> None:
 
 
 HEADER = (f"{'scenario':<38} {'items':>7} {'wall_s':>8} {'api':>6} {'pdf':>6} {'comb':>6} "
-          f"{'embed':>6} {'rows':>7} {'idxq':>6}  ok  note")
+          f"{'embed':>6} {'rows':>7} {'idxq':>6} {'+open':>5}  ok  note")
 
 
 def _row(r: Record) -> str:
     return (f"{r.scenario:<38} {r.items:>7} {r.wall_s:>8.2f} {r.api_calls:>6} {r.pdf_opens:>6} "
-            f"{r.combined_reads:>6} {r.embed_calls:>6} {r.rows_written:>7} {r.index_queries:>6}  "
+            f"{r.combined_reads:>6} {r.embed_calls:>6} {r.rows_written:>7} {r.index_queries - r.index_open_queries:>6} {r.index_open_queries:>5}  "
             f"{'yes' if r.ok else 'NO ':<3} {r.note}")
 
 
@@ -460,10 +531,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the working folder")
     parser.add_argument("--strict", action="store_true", help="missed targets fail too")
+    parser.add_argument("--per-comment-sizes", default="",
+                        help="comment counts for per-comment, e.g. 3000 (default: the scale's)")
+    parser.add_argument("--ocr", action="store_true",
+                        help="run the OCR stage (Tesseract) in the chain; off by default")
     args = parser.parse_args(argv)
+    from benchmarks.common import OCR
+
+    OCR["on"] = args.ocr
     work = args.work or Path(tempfile.mkdtemp(prefix="docketeer-bench-"))
-    bench = Bench(work, SCALES[args.scale], {s for s in args.only.split(",") if s})
-    print(f"scale {args.scale}, work folder {work}\n{HEADER}", flush=True)
+    scale = dict(SCALES[args.scale])
+    if args.per_comment_sizes:
+        scale["per_comment"] = tuple(int(n) for n in args.per_comment_sizes.split(","))
+    bench = Bench(work, scale, {s for s in args.only.split(",") if s})
+    print(f"scale {args.scale}, ocr {'on' if args.ocr else 'off'}, work folder {work}\n{HEADER}",
+          flush=True)
     try:
         run(bench)
     finally:

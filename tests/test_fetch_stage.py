@@ -605,3 +605,14 @@ def test_a_sealed_docket_named_with_docket_makes_zero_calls(tmp_path, small, wra
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(sealed_notices(done.stderr)) == 1, done.stderr[-3000:]
     assert server.request_log == []  # not even discovery: --docket filters before any call
+
+
+def test_watermark_is_capped_at_the_end_of_the_walk():
+    from datetime import UTC, datetime
+
+    from pipeline.stages.fetch import _not_after
+
+    now = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
+    assert _not_after("2026-11-29T11:00:00Z", now) == "2026-11-29T11:00:00Z"
+    assert _not_after("2027-03-01T00:00:00Z", now) == "2026-11-29T12:00:00Z"  # dated in the future
+    assert _not_after(None, now) is None

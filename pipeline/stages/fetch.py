@@ -294,6 +294,14 @@ def _later(newest: str | None, page: list[dict]) -> str | None:
     return newest
 
 
+def _not_after(watermark: str | None, now) -> str | None:
+    """Cap the watermark at the walk's end: one record dated in the future (a clock error
+    upstream) must not push the next walk's start past changes that have not happened yet."""
+    if watermark is None or parse_api_time(watermark) <= now:
+        return watermark
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _text(attrs: dict, name: str) -> str | None:
     value = attrs.get(name)
     if value is not None and not isinstance(value, str):
@@ -330,7 +338,7 @@ def _finish_clean_walk(ctx: StageContext, docket: Docket, watermark: str | None,
     # being edited or withdrawn is not quiet, even if nobody added one.
     changed = result.counts.get("created", 0) + result.counts.get("updated", 0)
     Docket.update(
-        pull_watermark=watermark,
+        pull_watermark=_not_after(watermark, now),
         last_pull_at=iso(now),
         last_pull_new=changed,
     ).where(Docket.id == docket.id).execute()
