@@ -1,6 +1,6 @@
 """Benchmarks: named scenarios, the I/O each one did (the package's own counters), wall time.
 
-    /work/venv/bin/python scripts/bench.py [--scale small|full] [--only a,b] [--json OUT]
+    .venv/bin/python scripts/bench.py [--scale small|full] [--only a,b] [--json OUT]
         [--work DIR] [--keep] [--strict] [--per-comment-sizes N,M] [--ocr]
 
 Run it from a clean checkout: it imports the package from its own checkout (first on

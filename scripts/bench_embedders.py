@@ -1,6 +1,6 @@
 """Embedding throughput (chunks/s) of the hashing and MiniLM embedders on generated comments.
 
-    /work/venv/bin/python scripts/bench_embedders.py [--chunks 500] [--batch-size 64]
+    .venv/bin/python scripts/bench_embedders.py [--chunks 500] [--batch-size 64]
 
 The chunks are real ``chunk_text`` output (default 1,200-char chunks) over generated
 comment prose, so their lengths match what the index stage embeds. MiniLM's one-off model

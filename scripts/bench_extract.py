@@ -1,6 +1,6 @@
 """Pages per second of the extract stage against a plain PyMuPDF loop over the same PDFs.
 
-    /work/venv/bin/python scripts/bench_extract.py [--pdfs 200] [--pages 10] [--repeat 3]
+    .venv/bin/python scripts/bench_extract.py [--pdfs 200] [--pages 10] [--repeat 3]
 
 Generates ``--pdfs`` text PDFs of ``--pages`` pages each (make_corpus prose, one PDF per
 comment), stores them the way backfill does (item, attachment and backfill rows in a

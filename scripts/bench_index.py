@@ -1,6 +1,6 @@
 """Index stage benchmarks: a no-op IndexDocket over many unchanged items, and chunks/s.
 
-    /work/venv/bin/python scripts/bench_index.py [--items 20000] [--chunk-items 60]
+    .venv/bin/python scripts/bench_index.py [--items 20000] [--chunk-items 60]
         [--embedders hashing,minilm] [--index-url postgresql://...] [--state-url ...]
 
 1. No-op: one open docket with ``--items`` items already indexed (a first run with the
