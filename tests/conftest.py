@@ -42,3 +42,14 @@ def pg_url(pg_server) -> str:
     from tests.state_fixtures import new_pg_database
 
     return new_pg_database(pg_server)
+
+
+@pytest.fixture(autouse=True)
+def _runtime_restored():
+    """Whatever runtime a test installs, the next test starts from the one before it."""
+    from pipeline import runtime
+
+    before = runtime._current
+    yield
+    if runtime._current is not before:
+        runtime.set_runtime(before)

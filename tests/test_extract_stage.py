@@ -297,12 +297,13 @@ def test_time_limit_fails_a_runaway_file_and_the_run_goes_on(tmp_path):
             f"{DOCKET}-0002": ("Fine.", {"attachment_1.pdf": pdf_of(PROSE)}),
         })
         result, io_done = run_extract(rt, reader=runaway_reader)
+        # Read while this runtime is installed: restoring the previous one rebinds the models.
+        files = {key: (row.state, row.reason) for key, row in rows(FILE_STAGE).items()}
     finally:
         set_runtime(previous)
         rt.close()
 
     assert result.complete and result.counts == {"failed": 1, "ok": 1}
-    files = {key: (row.state, row.reason) for key, row in rows(FILE_STAGE).items()}
     assert files == {f"{DOCKET}-0001/runaway.pdf": ("failed", "time limit exceeded (1 s)"),
                      f"{DOCKET}-0002/attachment_1.pdf": ("ok", None)}
     assert io_done[PDF_OPENS] == 1  # the one worker was replaced and read the next file
