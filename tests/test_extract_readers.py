@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import struct
-import time
 from pathlib import Path
 
 import docx
@@ -14,11 +12,8 @@ import pytest
 from pipeline.counters import PDF_OPENS, counters
 from pipeline.extract import (
     EXTRACTOR_VERSION,
-    AttachmentText,
     ExtractLimits,
-    ReaderProcess,
     read_attachment,
-    read_attachment_with_timeout,
 )
 
 PROSE = ("Prior authorization delays forced our patients to wait weeks for treatment "
@@ -66,16 +61,6 @@ def declare_huge_sizes(path: Path) -> None:
         struct.pack_into("<I", data, offset + 24, 0x7FFFFFFF)
         offset = data.find(b"PK\x01\x02", offset + 4)
     path.write_bytes(bytes(data))
-
-
-# Module-level so a spawned ReaderProcess child can unpickle them.
-def sleeping_reader(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
-    time.sleep(60)
-    return AttachmentText(filename, "ok")
-
-
-def crashing_reader(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
-    os._exit(3)
 
 
 # --- PDF ---------------------------------------------------------------------------------------
@@ -248,33 +233,6 @@ def test_unknown_extension_unsupported(tmp_path):
 
 
 # --- hard per-file time limit in a child process ---------------------------------------------
-
-
-def test_reader_process_kills_runaway_file_and_recovers(tmp_path):
-    pdf = write_text_pdf(tmp_path / "a.pdf", [PROSE])
-    limits = ExtractLimits(file_seconds=0.5)
-    with ReaderProcess(limits, reader=sleeping_reader) as runaway:
-        started = time.monotonic()
-        result = runaway.read(pdf, "attachment_1.pdf")
-        assert result.status == "failed" and result.reason == "time limit exceeded (0.5 s)"
-        assert time.monotonic() - started < 30
-    with ReaderProcess(ExtractLimits(file_seconds=30)) as process, counters.measure() as delta:
-        assert process.read(pdf, "attachment_1.pdf").status == "ok"
-        assert process.read(pdf, "attachment_2.pdf").status == "ok"
-    assert delta[PDF_OPENS] == 2  # counted in the child, merged into this process
-
-
-def test_reader_process_survives_a_crashing_reader(tmp_path):
-    pdf = write_text_pdf(tmp_path / "a.pdf", [PROSE])
-    result = read_attachment_with_timeout(pdf, "attachment_1.pdf", ExtractLimits(file_seconds=20),
-                                          reader=crashing_reader)
-    assert result.status == "failed" and result.reason.startswith("reader process died")
-
-
-def test_read_attachment_with_timeout_reads_normally(tmp_path):
-    docx_path = write_docx(tmp_path / "c.docx")
-    result = read_attachment_with_timeout(docx_path, "attachment_1.docx", ExtractLimits(file_seconds=30))
-    assert result.status == "ok" and "One nurse to four patients" in result.text
 
 
 @pytest.mark.parametrize("name", ["attachment_1.PDF", "attachment_1.Pdf"])

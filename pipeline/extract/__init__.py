@@ -9,9 +9,7 @@ from pipeline.extract.readers import (
     STATUS_UNSUPPORTED,
     AttachmentText,
     ExtractLimits,
-    ReaderProcess,
     read_attachment,
-    read_attachment_with_timeout,
 )
 
 __all__ = [
@@ -22,10 +20,8 @@ __all__ = [
     "STATUS_UNSUPPORTED",
     "AttachmentText",
     "ExtractLimits",
-    "ReaderProcess",
     "combined_sections",
     "parse_combined",
     "read_attachment",
-    "read_attachment_with_timeout",
     "render_combined",
 ]

@@ -64,7 +64,7 @@ def ocr_pdf(path: Path, *, language: str = "eng", dpi: int = 300, filename: str 
 
 
 def ocr_attachment(path: Path, filename: str, limits: ExtractLimits | None = None) -> AttachmentText:
-    """``ocr_pdf`` with the reader signature, so ``ReaderProcess(reader=ocr_attachment)`` works."""
+    """``ocr_pdf`` with the reader signature, so the extract pool can run it in a worker."""
     return ocr_pdf(path, filename=filename, limits=limits)
 
 

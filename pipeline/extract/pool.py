@@ -21,8 +21,7 @@ Why this shape:
   crashing, one of its workers breaks the whole pool.)
 * A worker has its libraries imported and says it is ready before the clock starts, so
   start-up (seconds when the fork server itself starts) is never charged to a file's time
-  limit. The start method and this handshake are why the pool has its own ``Worker``
-  rather than ``readers.ReaderProcess``, which it otherwise follows.
+  limit. The start method and this handshake are why the pool has its own ``Worker``.
 * One request per item, not per file: the worker reads every file of the item and renders
   its combined.md, so the YAML and markdown work is spread over the workers, and an item
   costs one round trip however many files it has. The worker reports each file as it

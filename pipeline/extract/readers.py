@@ -6,18 +6,14 @@ one broken upload cannot stop a docket.
 
 Time limits. A PDF is read page by page and the reader checks ``limits.file_seconds``
 between pages, which bounds the common runaway (thousands of slow pages). It cannot
-interrupt a single call stuck inside MuPDF's C code, so callers that must bound every
-file run the reader in a child process: ``ReaderProcess`` keeps one such child alive
-across files (start-up costs ~0.3 s), kills and replaces it when a file overruns, and
-also survives a reader that crashes the interpreter. ``read_attachment_with_timeout`` is
-the one-shot form.
+interrupt a single call stuck inside MuPDF's C code: ``pipeline.extract.pool`` runs the
+readers in worker processes and kills and replaces one whose file overruns.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import html.parser
-import multiprocessing
 import time
 import zipfile
 from collections.abc import Callable
@@ -273,98 +269,6 @@ _READERS: dict[str, Callable[[Path, str, ExtractLimits], AttachmentText]] = {
 }
 
 
-# --- Hard time limit: a reader in a replaceable child process ---------------------------
-
+# A reader's signature: pipeline.extract.pool runs readers in worker processes it can kill,
+# which is what bounds a file stuck inside MuPDF's C code.
 Reader = Callable[[Path, str, ExtractLimits], AttachmentText]
-
-# Extra seconds the child gets beyond the file limit before it is killed: its own
-# cooperative check should answer first with a clearer reason.
-_KILL_GRACE_SECONDS = 2.0
-
-
-def _reader_process_main(conn, reader: Reader, limits: ExtractLimits) -> None:
-    """Child loop: read each (path, filename) and send back the result and counter delta."""
-    while True:
-        try:
-            request = conn.recv()
-        except EOFError:
-            return
-        if request is None:
-            return
-        path, filename = request
-        with counters.measure() as delta:
-            result = reader(Path(path), filename, limits)
-        conn.send((result, delta))
-
-
-class ReaderProcess:
-    """A child process that reads attachments, killed and replaced when a file overruns.
-
-    ``reader`` must be a module-level function (it is pickled into the child); it defaults
-    to ``read_attachment``. Counters the child increments (PDF_OPENS) are merged into this
-    process's ``counters``. Use as a context manager, or call ``close()``.
-    """
-
-    def __init__(self, limits: ExtractLimits | None = None, *, reader: Reader | None = None,
-                 start_method: str = "spawn") -> None:
-        self.limits = limits or ExtractLimits()
-        self.reader = reader or read_attachment
-        # spawn, not fork: Luigi workers have threads, and forking them can deadlock.
-        self._context = multiprocessing.get_context(start_method)
-        self._process = None
-        self._conn = None
-
-    def __enter__(self) -> ReaderProcess:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def read(self, path: Path, filename: str) -> AttachmentText:
-        if self._process is None or not self._process.is_alive():
-            self._start()
-        try:
-            self._conn.send((str(path), filename))
-            if self._conn.poll(self.limits.file_seconds + _KILL_GRACE_SECONDS):
-                result, delta = self._conn.recv()
-                counters.merge(delta)
-                return result
-            reason = f"time limit exceeded ({self.limits.file_seconds:g} s)"
-        except (EOFError, OSError) as exc:
-            reason = f"reader process died ({type(exc).__name__})"
-        self._kill()
-        return AttachmentText(filename, STATUS_FAILED, reason)
-
-    def close(self) -> None:
-        if self._process is None:
-            return
-        try:
-            self._conn.send(None)
-            self._process.join(timeout=5)
-        except (OSError, BrokenPipeError):
-            pass
-        self._kill()
-
-    def _start(self) -> None:
-        self._conn, child_conn = self._context.Pipe()
-        self._process = self._context.Process(
-            target=_reader_process_main, args=(child_conn, self.reader, self.limits), daemon=True
-        )
-        self._process.start()
-        child_conn.close()
-
-    def _kill(self) -> None:
-        if self._process is not None:
-            if self._process.is_alive():
-                self._process.kill()
-            self._process.join()
-            self._conn.close()
-        self._process = None
-        self._conn = None
-
-
-def read_attachment_with_timeout(path: Path, filename: str, limits: ExtractLimits | None = None,
-                                 *, reader: Reader | None = None) -> AttachmentText:
-    """``read_attachment`` in a fresh child process, killed after ``limits.file_seconds``."""
-    with ReaderProcess(limits, reader=reader) as process:
-        return process.read(path, filename)
