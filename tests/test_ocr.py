@@ -8,7 +8,7 @@ import pymupdf
 import pytest
 
 from pipeline.counters import PDF_OPENS, counters
-from pipeline.extract import ExtractLimits, ReaderProcess, read_attachment
+from pipeline.extract import ExtractLimits, read_attachment
 from pipeline.extract.ocr import ocr_attachment, ocr_pdf, tesseract_available
 
 pytestmark = pytest.mark.skipif(
@@ -57,9 +57,12 @@ def test_ocr_of_a_corrupt_file_fails_cleanly(tmp_path):
     assert ocr_pdf(path).status == "failed"
 
 
-def test_ocr_runs_in_a_reader_process(tmp_path):
+def test_ocr_runs_in_an_extract_pool_worker(tmp_path):
+    from pipeline.extract.pool import ExtractPool, FileJob, ItemJob
+
     path = write_scan(tmp_path / "scan.pdf", ["Rural hospitals need stable funding", "to keep the emergency room open."])
-    with ReaderProcess(ExtractLimits(file_seconds=60), reader=ocr_attachment) as process:
-        result = process.read(path, "attachment_1.pdf")
+    with ExtractPool(ExtractLimits(file_seconds=60), 1, reader=ocr_attachment) as pool:
+        [item] = list(pool.map([ItemJob("C-1", (FileJob(str(path), "attachment_1.pdf"),))]))
+    [result] = item.texts
     assert result.status == "ok" and result.file == "attachment_1.pdf"
     assert SENTENCE in normalised(result.text)
