@@ -10,6 +10,16 @@ from pipeline.config import load_settings
 from pipeline.runtime import Runtime, set_runtime
 
 
+def run_invocation(*tasks) -> bool:
+    """One `luigi` invocation, in process: a fresh start, caches and budgets, as cron runs it."""
+    import luigi
+
+    from pipeline.tasks import new_invocation
+
+    new_invocation()
+    return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
+
+
 def make_runtime(tmp_path, state_url: str = "", **overrides) -> Runtime:
     env = {
         "DOCKETEER_DATA_DIR": str(tmp_path / "data"),

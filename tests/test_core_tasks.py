@@ -16,6 +16,7 @@ from pipeline.store import dockets, item_states, markers
 from pipeline.store.models import Docket, DocketStage, ItemState, Run, database
 from tests import core_stages
 from tests.core_stages import ToyAll, ToyFetch, ToyProcess
+from tests.state_fixtures import run_invocation as build
 from tests.state_fixtures import state  # noqa: F401
 
 A, B = "AB-2026-0001", "AB-2026-0002"
@@ -30,9 +31,6 @@ def _fresh_calls():
     task_module._seal_hints.clear()
 
 
-def build(*tasks) -> bool:
-    task_module.new_invocation()
-    return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
 
 
 def test_first_run_works_second_run_is_pruned(state):  # noqa: F811

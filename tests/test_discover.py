@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-import luigi
 import pytest
 
 from pipeline import tasks as task_module
@@ -17,18 +16,13 @@ from pipeline.store.models import Docket, Meta
 from scripts.standin_server import StandinServer
 from tests.mirror_builder import MirrorBuilder
 from tests.state_fixtures import make_runtime
+from tests.state_fixtures import run_invocation as build
 
 NOW = datetime(2025, 12, 1, 12, tzinfo=UTC)
 EPA = ["EPA-HQ-2025-0001", "EPA-HQ-2025-0002", "EPA-HQ-2025-0003"]
 CMS = "CMS-2025-0300"
 
 
-def build(*tasks) -> bool:
-    if hasattr(task_module, "new_invocation"):
-        task_module.new_invocation()
-    luigi.task_register.Register.clear_instance_cache()
-    task_module._seal_hints.clear()
-    return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
 
 
 @pytest.fixture(scope="module")

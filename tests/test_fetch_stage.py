@@ -34,6 +34,7 @@ from scripts.corpus_changes import api_time
 from scripts.standin_server import Reply, StandinServer
 from tests.mirror_builder import MirrorBuilder
 from tests.state_fixtures import make_runtime, state  # noqa: F401
+from tests.state_fixtures import run_invocation as build
 
 ROOT = Path(__file__).resolve().parent.parent
 BIG = "CMS-2026-0100"
@@ -186,13 +187,6 @@ def _fresh_luigi():
     task_module._seal_hints.clear()
 
 
-def build(*tasks) -> bool:
-    """One `luigi` invocation, in process (a new one each call, as cron runs them)."""
-    if hasattr(task_module, "new_invocation"):
-        task_module.new_invocation()
-    luigi.task_register.Register.clear_instance_cache()
-    task_module._seal_hints.clear()
-    return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
 
 
 # --------------------------------------------------------------------------- the big docket

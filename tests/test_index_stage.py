@@ -12,7 +12,6 @@ import json
 import random
 from urllib.parse import urlparse
 
-import luigi
 import psycopg2
 import psycopg2.extensions
 import pytest
@@ -36,6 +35,7 @@ from pipeline.tasks import IndexAll, IndexDocket
 from scripts.corpus_topics import TOPICS
 from scripts.make_corpus import topic_prose
 from tests.state_fixtures import make_runtime
+from tests.state_fixtures import run_invocation as build
 
 D = "CMS-2026-0001"
 WORDS = ("rural hospital payment telehealth clinic nurse staffing wetlands permit broadband "
@@ -119,9 +119,6 @@ def dumps(rt) -> tuple[str, str]:
     return db.dump_chunks(), db.dump_state()
 
 
-def build(*tasks) -> bool:
-    new_invocation()
-    return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
 
 
 # --- per-item skip: fingerprint, then hash, then embed ---------------------------------------

@@ -7,25 +7,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-import luigi
 import pytest
 
-from pipeline import tasks as task_module
 from pipeline.redrive import MAX_LIMIT, RedriveError, redrive
 from pipeline.store import dockets, item_states, markers
 from pipeline.store.models import Docket, ItemState, Run
 from tests import core_stages
 from tests.core_stages import ToyAll
 from tests.pipeline_fixtures import built_store
+from tests.state_fixtures import run_invocation as build
 from tests.state_fixtures import state  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 A = "AB-2026-0001"
 
 
-def build(*tasks) -> bool:
-    task_module.new_invocation()  # a fresh invocation: its own start, caches
-    return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
 
 
 def toy_rows(states: list[str]) -> list[str]:
