@@ -218,10 +218,14 @@ class DocketStageTask(luigi.Task):
         input_fp = self.upstream_output_fingerprint()
         started = time.monotonic()
         settings = effective_settings(rt)
-        with leases.held(self.stage, self.docket, settings.lease_seconds):
+        with leases.held(self.stage, self.docket, settings.lease_seconds) as token:
             run_id = runs.start_run(self.task_id, self.stage, self.docket)
+            progress = self.make_progress(rt)
+            # A long run keeps its lease: each progress report pushes the expiry forward.
+            progress.on_tick = lambda: leases.renew(self.stage, self.docket, token,
+                                                    settings.lease_seconds)
             ctx = StageContext(
-                runtime=rt, run_id=run_id, force=self.force, progress=self.make_progress(rt),
+                runtime=rt, run_id=run_id, force=self.force, progress=progress,
                 deadline=_deadline(settings.budget_seconds),
             )
             ctx.extras["settings"] = settings

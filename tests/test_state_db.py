@@ -110,3 +110,14 @@ def test_writes_are_counted(state):  # noqa: F811
         dockets.get_docket("AB-2026-0009")
     assert delta.get(ROWS_WRITTEN) == 1
     assert isinstance(state.state, peewee.Database)
+
+
+def test_lease_renewal_only_by_its_holder(state):  # noqa: F811
+    from pipeline.store.models import Lease
+
+    token = leases.acquire("index", "D-2", 60)
+    before = Lease.get().expires_at
+    assert not leases.renew("index", "D-2", "not-the-token", 3600)
+    assert Lease.get().expires_at == before
+    assert leases.renew("index", "D-2", token, 3600)
+    assert Lease.get().expires_at > before

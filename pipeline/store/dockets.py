@@ -11,7 +11,7 @@ from pipeline.clock import iso, utcnow
 from pipeline.errors import DocketeerError
 from pipeline.ids import validate_id
 from pipeline.seals import SealFacts
-from pipeline.store.models import Docket, DocketStage, ItemState, database
+from pipeline.store.models import Docket, ItemState, database
 
 
 class UnknownDocket(DocketeerError):
@@ -98,7 +98,3 @@ def unseal(docket_id: str) -> bool:
         Docket.id == docket_id
     ).execute()
     return True
-
-
-def stage_markers(docket_id: str) -> dict[str, DocketStage]:
-    return {m.stage: m for m in DocketStage.select().where(DocketStage.docket == docket_id)}

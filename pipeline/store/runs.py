@@ -29,13 +29,6 @@ def finish_run(
     ).where(Run.run_id == run_id).execute()
 
 
-def last_runs(docket_id: str | None = None, limit: int = 20) -> list[Run]:
-    query = Run.select().order_by(Run.id.desc()).limit(limit)
-    if docket_id:
-        query = query.where(Run.docket == docket_id)
-    return list(query)
-
-
 def finished_since(stage: str, docket_id: str, since: str) -> bool:
     """Did a run of this stage over this docket finish clean, or stop on its budget, after ``since``?"""
     return (
