@@ -65,27 +65,32 @@ def add_comments(root: Path, docket: str, n: int, when: datetime | str) -> list[
 
 def modify_comments(root: Path, ids: Iterable[str], when: datetime | str) -> None:
     """Change the text of existing comments and bump their modification time."""
-    stamp = api_time(when)
-    files = comment_files(root)
-    for comment_id in ids:
-        path = files[validate_id(comment_id)]
-        body = json.loads(path.read_text(encoding="utf-8"))
-        attrs = body["data"]["attributes"]
+
+    def revise(attrs: dict, stamp: str) -> None:
         attrs["comment"] = f"{attrs.get('comment') or ''} [revised {stamp}]".strip()
-        _touch(attrs, stamp)
-        _write(path, body)
+
+    _edit_comments(root, ids, when, revise)
 
 
 def withdraw_comments(root: Path, ids: Iterable[str], when: datetime | str) -> None:
     """Mark comments withdrawn (they keep their id, as upstream) and bump their modification time."""
+
+    def withdraw(attrs: dict, stamp: str) -> None:
+        attrs["withdrawn"] = True
+        attrs["reasonWithdrawn"] = "Withdrawn by the submitter"
+
+    _edit_comments(root, ids, when, withdraw)
+
+
+def _edit_comments(root: Path, ids: Iterable[str], when: datetime | str, change) -> None:
+    """Apply ``change(attributes, stamp)`` to each comment file and bump its modification time."""
     stamp = api_time(when)
     files = comment_files(root)
     for comment_id in ids:
         path = files[validate_id(comment_id)]
         body = json.loads(path.read_text(encoding="utf-8"))
         attrs = body["data"]["attributes"]
-        attrs["withdrawn"] = True
-        attrs["reasonWithdrawn"] = "Withdrawn by the submitter"
+        change(attrs, stamp)
         _touch(attrs, stamp)
         _write(path, body)
 

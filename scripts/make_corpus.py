@@ -33,32 +33,21 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-try:
-    from scripts.corpus_topics import (
-        AGENCY_DOCKETS,
-        CLOSINGS,
-        FIRST_NAMES,
-        LAST_NAMES,
-        OPENINGS,
-        ORGANIZATIONS,
-        PLACES,
-        RULE_SENTENCES,
-        TOPICS,
-        Topic,
-    )
-except ImportError:  # run as `python scripts/make_corpus.py`: scripts/ is on sys.path
-    from corpus_topics import (
-        AGENCY_DOCKETS,
-        CLOSINGS,
-        FIRST_NAMES,
-        LAST_NAMES,
-        OPENINGS,
-        ORGANIZATIONS,
-        PLACES,
-        RULE_SENTENCES,
-        TOPICS,
-        Topic,
-    )
+if __package__ in (None, ""):  # run as `python scripts/make_corpus.py`: import from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scripts.corpus_topics import (
+    AGENCY_DOCKETS,
+    CLOSINGS,
+    FIRST_NAMES,
+    LAST_NAMES,
+    OPENINGS,
+    ORGANIZATIONS,
+    PLACES,
+    RULE_SENTENCES,
+    TOPICS,
+    Topic,
+)
 
 DEFAULT_START = datetime(2026, 1, 5, 5, 0, 0, tzinfo=UTC)
 COMMENT_PERIOD_DAYS = 60
