@@ -1,6 +1,6 @@
 """Pages per second of the extract stage against a plain PyMuPDF loop over the same PDFs.
 
-    .venv/bin/python scripts/bench_extract.py [--pdfs 200] [--pages 10] [--repeat 3]
+    .venv/bin/python scripts/bench_extract.py [--pdfs 200] [--pages 10] [--rounds 7]
 
 Generates ``--pdfs`` text PDFs of ``--pages`` pages each (make_corpus prose, one PDF per
 comment), stores them the way backfill does (item, attachment and backfill rows in a
@@ -13,8 +13,10 @@ SQLite state DB, blobs in a local folder), then times:
 
 Every stage run is given a new extractor version, so every item is re-extracted (that is
 what a version bump does). The fork server that starts the workers is started once before
-the timings (its start is printed apart: it is paid once per process). Each figure is the
-best of ``--repeat`` runs, because other work on the machine only ever makes a run slower.
+the timings (its start is printed apart: it is paid once per process). The contenders run
+in ``--rounds`` rounds, each once per round; the table shows each one's best round, the
+comparisons the median of the per-round ratios (runs of one round ran seconds apart, so
+they saw the same machine; see ``rounds_of``).
 Targets: stage/1 at most 10 % slower than plain; stage/2 at least 1.6x stage/1 on 2 cores.
 """
 
@@ -25,6 +27,7 @@ import hashlib
 import io
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -102,26 +105,38 @@ def stage_run(rt: Runtime, workers: int, version: str) -> float:
     return io_done.get(WORKER_CPU_US, 0) / 1e6
 
 
-def best_of(repeat: int, runs: dict) -> dict[str, tuple[float, float, float]]:
-    """name -> (best wall seconds, best CPU seconds of every process involved, best CPU
-    seconds of this process alone: the stage's own share, beside the workers' reads). The
-    runs take turns, so load from elsewhere on the machine hits them alike."""
-    best = dict.fromkeys(runs, (float("inf"),) * 3)
-    for _ in range(repeat):
-        for name, run in runs.items():
+def rounds_of(rounds: int, runs: dict) -> dict[str, list[tuple[float, float, float]]]:
+    """name -> one (wall seconds, CPU seconds of every process involved, CPU seconds of
+    this process alone: the stage's own share beside the workers' reads) per round.
+
+    Every round runs each contender once, back to back, in an order that rotates from
+    round to round: this machine's speed drifts by 10-30 % within a minute (shared host),
+    so only runs close together in time compare, and no contender always goes first."""
+    names = list(runs)
+    results = {name: [] for name in names}
+    for n in range(rounds):
+        for name in names[n % len(names):] + names[:n % len(names)]:
             started, cpu = time.perf_counter(), time.process_time()
-            children_cpu = run() or 0.0
+            children_cpu = runs[name]() or 0.0
             wall = time.perf_counter() - started
             own_cpu = time.process_time() - cpu
-            best[name] = tuple(map(min, best[name], (wall, own_cpu + children_cpu, own_cpu)))
-    return best
+            results[name].append((wall, own_cpu + children_cpu, own_cpu))
+    return results
+
+
+def ratio_summary(over: list[tuple], base: list[tuple], field: int) -> str:
+    """Per-round ratios of ``over`` to ``base`` (same round, so same machine speed):
+    median and range, as a percentage over ``base``."""
+    ratios = sorted((o[field] / b[field] - 1) * 100 for o, b in zip(over, base, strict=True))
+    return (f"median {statistics.median(ratios):+.1f} % (rounds: {ratios[0]:+.1f} % "
+            f"to {ratios[-1]:+.1f} %)")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pdfs", type=int, default=200)
     parser.add_argument("--pages", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         rt = make_runtime(Path(folder), workers=1)
@@ -138,19 +153,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"first stage run incl. fork server start: {time.perf_counter() - started:.2f} s")
 
         versions = iter(range(10_000))
-        best = best_of(args.repeat, {
+        results = rounds_of(args.rounds, {
             "plain": lambda: plain_loop(paths),
             "stage/1": lambda: stage_run(rt, 1, f"bench-{next(versions)}"),
             "stage/2": lambda: stage_run(rt, 2, f"bench-{next(versions)}"),
         })
+        print(f"best of {args.rounds} rounds:")
         print("run      wall s   pages/s   CPU s  pages/CPU-s  parent CPU s")
-        for name, (wall, cpu, own_cpu) in best.items():
+        for name, runs in results.items():
+            wall, cpu, own_cpu = (min(run[i] for run in runs) for i in range(3))
             print(f"{name:<8} {wall:6.2f} {total / wall:9.1f} {cpu:7.2f} {total / cpu:9.1f}"
                   f"    {own_cpu:10.2f}")
-        (plain, plain_cpu, _), (single, single_cpu, _), (pool, _, _) = best.values()
-        print(f"stage/1 overhead over plain: wall {(single / plain - 1) * 100:+.1f} %, "
-              f"CPU {(single_cpu / plain_cpu - 1) * 100:+.1f} % (target <= +10 %)")
-        print(f"stage/2 speed-up over stage/1: {single / pool:.2f}x (target >= 1.6x on 2 cores); "
+        plain, single, pool = results["plain"], results["stage/1"], results["stage/2"]
+        print("stage/1 over plain, wall: " + ratio_summary(single, plain, 0))
+        print("stage/1 over plain, CPU:  " + ratio_summary(single, plain, 1)
+              + "  (target <= +10 %)")
+        speedups = sorted(s[0] / p[0] for s, p in zip(single, pool, strict=True))
+        print(f"stage/2 speed-up over stage/1: median {statistics.median(speedups):.2f}x "
+              f"(rounds: {speedups[0]:.2f}x to {speedups[-1]:.2f}x; target >= 1.6x on 2 cores); "
               f"load average now {os.getloadavg()[0]:.1f}")
         rt.close()
     return 0

@@ -123,10 +123,10 @@ def setup_docket(rt, comments: dict | None = None) -> None:
         put_item(rt, key, body, files)
 
 
-def run_extract(rt, run_id: str = "run-1", **kwargs):
+def run_extract(rt, run_id: str = "run-1", force: bool = False, **kwargs):
     docket = dockets.require_docket(DOCKET)
     with counters.measure() as io_done:
-        result = extract_docket(StageContext(runtime=rt, run_id=run_id), docket, **kwargs)
+        result = extract_docket(StageContext(runtime=rt, run_id=run_id, force=force), docket, **kwargs)
     return result, io_done
 
 
@@ -307,6 +307,50 @@ def test_time_limit_fails_a_runaway_file_and_the_run_goes_on(tmp_path):
     assert files == {f"{DOCKET}-0001/runaway.pdf": ("failed", "time limit exceeded (1 s)"),
                      f"{DOCKET}-0002/attachment_1.pdf": ("ok", None)}
     assert io_done[PDF_OPENS] == 1  # the one worker was replaced and read the next file
+
+
+def test_a_runaway_file_between_two_good_ones_fails_alone(tmp_path):
+    """The limit is per file: the worker is replaced mid-item, the item's next file is
+    read by the replacement, and combined.md holds both good texts."""
+    rt = make_runtime(tmp_path, extract_workers=1, file_seconds=1)
+    rt.state  # noqa: B018
+    previous = set_runtime(rt)
+    try:
+        setup_docket(rt, {f"{DOCKET}-0001": ("Three files.", {
+            "attachment_1.pdf": pdf_of("First letter. " + PROSE),
+            "attachment_2_runaway.pdf": pdf_of(PROSE),
+            "attachment_3.pdf": pdf_of("Third letter. " + PROSE),
+        })})
+        result, io_done = run_extract(rt, reader=runaway_reader)
+        files = {key: (row.state, row.reason) for key, row in rows(FILE_STAGE).items()}
+        frontmatter, body = combined(rt, f"{DOCKET}-0001")
+    finally:
+        set_runtime(previous)
+        rt.close()
+
+    assert result.counts == {"failed": 1}
+    assert files == {f"{DOCKET}-0001/attachment_1.pdf": ("ok", None),
+                     f"{DOCKET}-0001/attachment_2_runaway.pdf": ("failed", "time limit exceeded (1 s)"),
+                     f"{DOCKET}-0001/attachment_3.pdf": ("ok", None)}
+    assert [a["status"] for a in frontmatter["attachments"]] == ["ok", "failed", "ok"]
+    assert "First letter." in body and "Third letter." in body
+    assert io_done[PDF_OPENS] == 2
+
+
+def test_workers_and_this_process_render_the_same_combined_md(rt, monkeypatch):
+    """combined.md is rendered by the workers when they take every core, else by the
+    stage's own process; either way the bytes are the same."""
+    rt.settings.values["extract_workers"] = 2
+    setup_docket(rt)
+    monkeypatch.setattr("pipeline.stages.extract.os.cpu_count", lambda: 2)  # workers render
+    run_extract(rt)
+    by_workers = dump_blobs(rt)
+    monkeypatch.setattr("pipeline.stages.extract.os.cpu_count", lambda: 8)  # this process does
+    result, io_done = run_extract(rt, run_id="run-2", force=True)
+
+    assert io_done[PDF_OPENS] == 5 and sum(result.counts.values()) == len(EXPECTED_ITEMS)
+    assert dump_blobs(rt) == by_workers
+    check_combined(rt)
 
 
 def _extract_in_fork(data_dir: str) -> None:

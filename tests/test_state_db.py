@@ -43,6 +43,57 @@ def test_item_state_is_one_row_transitioned_in_place(state):  # noqa: F811
     assert rows[0].reason == "corrupt"
 
 
+def test_many_rows_are_written_in_place_in_one_counted_statement(state):  # noqa: F811
+    from pipeline.counters import ROWS_WRITTEN, counters
+
+    dockets.ensure_dockets(["AB-2026-0001"], "list")
+    item_states.transition("extract", "AB-2026-0001-0001", "AB-2026-0001", "failed", run_id="r1",
+                           reason="corrupt", fingerprint="old")
+
+    def row(item, state, **extra):
+        return {"stage": "extract", "item": item, "docket": "AB-2026-0001", "state": state,
+                "run_id": "r2", **extra}
+
+    with counters.measure() as written:
+        assert item_states.transition_many([
+            row("AB-2026-0001-0001", "pending"),
+            row("AB-2026-0001-0002", "ok", fingerprint="f2", content_hash="h2", detail="pages=3"),
+            row("AB-2026-0001-0001", "ok", fingerprint="f1", content_hash="h1"),  # the later wins
+        ]) == 2
+    assert written.get(ROWS_WRITTEN) == 1
+    got = {r.item: (r.state, r.fingerprint, r.content_hash, r.reason, r.detail, r.run_id)
+           for r in ItemState.select()}
+    assert got == {
+        "AB-2026-0001-0001": ("ok", "f1", "h1", None, None, "r2"),  # replaced whole, reason gone
+        "AB-2026-0001-0002": ("ok", "f2", "h2", None, "pages=3", "r2"),
+    }
+    assert item_states.transition_many([]) == 0
+
+
+def test_lookups_by_many_keys_read_the_docket_instead(state, monkeypatch):  # noqa: F811
+    """Past KEYS_IN_QUERY keys, bodies and attachments come from one docket-wide query (an
+    IN list that long is slow to build, and SQLite refuses one of over 250,000 keys)."""
+    from pipeline.store import items
+    from pipeline.store.models import Attachment, Item
+
+    dockets.ensure_dockets(["AB-2026-0001", "AB-2026-0002"], "list")
+    for docket in ("AB-2026-0001", "AB-2026-0002"):
+        for n in range(1, 5):
+            key = f"{docket}-{n:04d}"
+            Item.insert(key=key, docket=docket, kind="comment", body=f"body {key}",
+                        created_at="t", updated_at="t").execute()
+            Attachment.insert(item=key, filename=f"attachment_{n}.pdf", ordinal=1).execute()
+    wanted = ["AB-2026-0001-0001", "AB-2026-0001-0003", "AB-2026-0001-0004"]
+    few = (items.bodies_of("AB-2026-0001", wanted), items.attachments_of(wanted, "AB-2026-0001"))
+    monkeypatch.setattr(items, "KEYS_IN_QUERY", 2)
+    many = (items.bodies_of("AB-2026-0001", wanted), items.attachments_of(wanted, "AB-2026-0001"))
+
+    assert few[0] == many[0] == {key: f"body {key}" for key in wanted}
+    assert {k: [a.filename for a in v] for k, v in few[1].items()} == \
+        {k: [a.filename for a in v] for k, v in many[1].items()} == \
+        {key: [f"attachment_{int(key[-4:])}.pdf"] for key in wanted}
+
+
 def test_ensure_dockets_leaves_known_rows_alone(state):  # noqa: F811
     assert dockets.ensure_dockets(["AB-2026-0001", "AB-2026-0002"], "list") == 2
     dockets.seal("AB-2026-0001", "manual")

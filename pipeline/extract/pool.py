@@ -8,8 +8,9 @@ Why this shape:
   thread held. They come from multiprocessing's *forkserver*: a fresh, single-threaded
   process (exec'd, like spawn) that imports the readers and PyMuPDF once and then forks
   each worker from that clean state. Measured on 2 cores: a spawned worker takes 2-4 s to
-  import luigi, PyMuPDF and python-docx, every stage run; a forkserver worker takes under
-  0.1 s after the server's own first start, which is paid once per process. One catch:
+  import luigi, PyMuPDF and python-docx, every stage run; a forkserver worker takes 7-10 ms
+  after the server's own first start, which is paid once per process (the server also
+  imports the parent's main script and warms MuPDF up for them: ``server_preload``). One catch:
   in a plain fork of a process that started the server (Luigi runs each task in a forked
   process when ``--workers`` > 1) multiprocessing cannot check on the parent's server and
   fails, so there the pool spawns its workers instead.
@@ -23,10 +24,11 @@ Why this shape:
   start-up (seconds when the fork server itself starts) is never charged to a file's time
   limit. The start method and this handshake are why the pool has its own ``Worker``.
 * One request per item, not per file: the worker reads every file of the item and renders
-  its combined.md, so the YAML and markdown work is spread over the workers, and an item
-  costs one round trip however many files it has. The worker reports each file as it
-  finishes it, and that report restarts the parent's clock for the next file, so the limit
-  stays per file.
+  its combined.md when asked (the stage asks when the workers take every core, see
+  ``pipeline.stages.extract``), and an item costs one round trip however many files it
+  has. The worker reports each file as it finishes it, and that report restarts the
+  parent's clock for the next file, so the limit stays per file; the last file's report
+  travels with the item's, so a one-file item is one message.
 * Each worker process is driven by one thread of the parent, which keeps ``QUEUED_ITEMS``
   items sent ahead: a worker goes from one item to the next without waiting for that
   thread to be scheduled (it competes for the GIL with the main thread writing results).
@@ -49,12 +51,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
 from pipeline.counters import counters
+from pipeline.extract import server_preload
 from pipeline.extract.combined import render_combined
 from pipeline.extract.readers import (
     STATUS_FAILED,
@@ -117,8 +120,28 @@ def _context():
         return multiprocessing.get_context("spawn")
     _server_owner = os.getpid()
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(PRELOAD))  # only read when the server starts
+    context.set_forkserver_preload([server_preload.__name__, *PRELOAD])
+    _start_server()
     return context
+
+
+_server_lock = threading.Lock()
+
+
+def _start_server() -> None:
+    """Start the fork server (if it is not running) with the main script's path in its
+    environment, so it imports that script once instead of every worker doing it (see
+    server_preload; measured: 90 ms per worker start without, 7 ms with)."""
+    from multiprocessing import forkserver
+
+    with _server_lock:
+        path = server_preload.main_path()
+        if path:
+            os.environ[server_preload.MAIN_PATH_VARIABLE] = path
+        try:
+            forkserver.ensure_running()
+        finally:
+            os.environ.pop(server_preload.MAIN_PATH_VARIABLE, None)
 
 
 class WorkerStartError(RuntimeError):
@@ -135,8 +158,11 @@ def _worker_main(conn) -> None:
     A request is ``(reader, limits, texts, files, render)``: ``texts`` are the item's files
     already read (by a worker that was killed on the next one), ``files`` the
     ``(path, filename)`` pairs still to read, ``render`` render_combined's other arguments
-    or None. Each file read is sent back as ``(_FILE, text, counters)``, then the item as
-    ``(_DONE, combined bytes or None, counters)``."""
+    or None. Each file read but the last is sent back as ``(_FILE, text, counters)``; the
+    last one comes with the item, as ``(_DONE, (text or None, combined bytes or None),
+    counters)``: one message per single-file item, because every message wakes a thread of
+    the parent, which the scheduler may run on this worker's core (measured: 200 forced
+    switches in 200 items with two messages and a wake-up of the main thread per item)."""
     for module in PRELOAD:
         importlib.import_module(module)
     conn.send("ready")
@@ -148,26 +174,44 @@ def _worker_main(conn) -> None:
         if request is None:
             return
         reader, limits, texts, files, render = request
-        for path, filename in files:
-            with counters.measure() as delta:
-                started = time.process_time()
-                try:
-                    text = reader(Path(path), filename, limits)
-                except Exception as exc:  # the readers never raise; anything else must not kill us
-                    text = AttachmentText(filename, STATUS_FAILED, _failure(exc))
-                counters.incr(WORKER_CPU_US, int((time.process_time() - started) * 1e6))
+        last, last_delta = None, {}
+        for n, (path, filename) in enumerate(files, 1):
+            text, delta = _read_one(reader, Path(path), filename, limits)
             texts.append(text)
-            conn.send((_FILE, text, delta))
-        combined = None
-        with counters.measure() as delta:
-            if render is not None:
-                started = time.process_time()
-                try:
-                    combined = render_combined(attachments=texts, **render)
-                except Exception:  # the parent renders it again and sees the error itself
-                    combined = None
-                counters.incr(WORKER_CPU_US, int((time.process_time() - started) * 1e6))
-        conn.send((_DONE, combined, delta))
+            if n < len(files):
+                conn.send((_FILE, text, delta))
+            else:
+                last, last_delta = text, delta
+        combined, delta = _render_one(texts, render)
+        conn.send((_DONE, (last, combined), _sum(last_delta, delta)))
+
+
+def _read_one(reader: Reader, path: Path, filename: str, limits: ExtractLimits):
+    with counters.measure() as delta:
+        started = time.process_time()
+        try:
+            text = reader(path, filename, limits)
+        except Exception as exc:  # the readers never raise; anything else must not kill us
+            text = AttachmentText(filename, STATUS_FAILED, _failure(exc))
+        counters.incr(WORKER_CPU_US, int((time.process_time() - started) * 1e6))
+    return text, delta
+
+
+def _render_one(texts: list[AttachmentText], render: dict | None):
+    combined = None
+    with counters.measure() as delta:
+        if render is not None:
+            started = time.process_time()
+            try:
+                combined = render_combined(attachments=texts, **render)
+            except Exception:  # the parent renders it again and sees the error itself
+                combined = None
+            counters.incr(WORKER_CPU_US, int((time.process_time() - started) * 1e6))
+    return combined, delta
+
+
+def _sum(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {name: a.get(name, 0) + b.get(name, 0) for name in a.keys() | b.keys()}
 
 
 class WorkerLost(Exception):
@@ -318,7 +362,9 @@ class ExtractPool:
         )
         try:
             while ahead:
-                batch = [ahead.popleft().result() for _ in range(min(size, len(ahead)))]
+                done = [ahead.popleft() for _ in range(min(size, len(ahead)))]
+                wait(done)  # one wake-up of this thread per batch, not one per item
+                batch = [future.result() for future in done]
                 for job in islice(jobs, len(batch)):
                     ahead.append(self._submit(job))
                 yield batch
@@ -372,9 +418,12 @@ class ExtractPool:
         counters.merge(delta)
         if kind == _FILE:
             task.texts.append(value)
-        else:
-            sent.popleft()
-            task.future.set_result(ItemResult(task.job.key, task.texts, value))
+            return
+        last, combined = value
+        if last is not None:
+            task.texts.append(last)
+        sent.popleft()
+        task.future.set_result(ItemResult(task.job.key, task.texts, combined))
 
     def _replace(self, worker: Worker, sent: deque[_Task], reason: str) -> None:
         """The worker is gone: the file it was on fails, and its replacement gets the rest
@@ -383,7 +432,8 @@ class ExtractPool:
         if len(task.texts) < len(task.job.files):
             task.texts.append(AttachmentText(task.job.files[len(task.texts)].filename, STATUS_FAILED, reason))
         if len(task.texts) == len(task.job.files):
-            # Nothing left to read (or rendering overran): the caller renders combined.md.
+            # Nothing left to read: the caller renders combined.md. (A render that overran
+            # lost the last file's text with it, so that file carries the reason.)
             sent.popleft()
             task.future.set_result(ItemResult(task.job.key, task.texts, None))
         for waiting in sent:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -26,7 +27,7 @@ from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractL
 from pipeline.stages.base import StageContext, StageResult
 from pipeline.store import item_states, items
 from pipeline.store.blobs import attachment_key, combined_key
-from pipeline.store.models import Attachment, Docket, Item, ItemState, database
+from pipeline.store.models import Attachment, Docket, ItemState, database
 
 log = logging.getLogger("docketeer")
 STAGE = "extract"
@@ -101,27 +102,33 @@ def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTO
 
 def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: str,
              reader: Reader | None, result: StageResult) -> None:
-    rows = {item.key: item for item in Item.select().where(Item.key.in_(list(todo)))}
-    files = items.attachments_of(list(todo))
+    bodies = items.bodies_of(docket.id, todo)
+    files = items.attachments_of(todo, docket.id)
     writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id))
     workers = min(worker_count(ctx.settings.extract_workers), len(todo))
+    # combined.md is rendered where a core is free: by this process beside fewer workers
+    # than cores, else by the workers, so that this process never holds up their reads.
+    workers_render = workers >= (os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(dir=scratch_root(ctx)) as scratch, \
             ExtractPool(limits_from(ctx.settings), workers, reader=reader) as pool, writer:
         jobs = (
             item_job(ctx, key, files.get(key, []), Path(scratch),
-                     render=_render_args(rows[key], todo[key], version))
+                     render=render_args(docket.id, key, bodies.get(key), todo[key], version)
+                     if workers_render else None)
             for key in sorted(todo)
         )
         for batch in pool.batches(jobs, BATCH):
-            for key, state in writer.write(batch, rows, todo):
+            for key, state in writer.write(batch, bodies, todo):
                 shutil.rmtree(Path(scratch, key), ignore_errors=True)  # S3 copies of its files
                 result.add(state)
                 ctx.progress.advance(state)
             ctx.check_time()
 
 
-def _render_args(item: Item, fingerprint: str, version: str) -> dict:
-    return {"comment_id": item.key, "docket_id": item.docket, "inline_text": item.body or "",
+def render_args(docket_id: str, item_key: str, body: str | None, fingerprint: str,
+                version: str) -> dict:
+    """render_combined's arguments but the attachments."""
+    return {"comment_id": item_key, "docket_id": docket_id, "inline_text": body or "",
             "sources_fingerprint": fingerprint, "extractor_version": version}
 
 
@@ -191,11 +198,11 @@ class _Writer:
     def __exit__(self, *exc_info) -> None:
         self.blob_threads.shutdown(wait=True)
 
-    def write(self, batch: list[ItemResult], rows: dict[str, Item], todo: dict[str, str]):
+    def write(self, batch: list[ItemResult], bodies: dict[str, str | None], todo: dict[str, str]):
         """Returns (item key, item state) for each result, once the whole batch is committed."""
         item_states.transition_many([self._row(STAGE, done.key, "pending", reason="writing combined.md")
                                      for done in batch])
-        blobs = [done.combined or self._render(rows[done.key], done.texts, todo[done.key])
+        blobs = [done.combined or self._render(done.key, bodies.get(done.key), done.texts, todo[done.key])
                  for done in batch]
         keys = [combined_key(self.docket_id, done.key) for done in batch]
         list(self.blob_threads.map(self.ctx.blobs.put_bytes, keys, blobs))  # raises if one failed
@@ -211,9 +218,11 @@ class _Writer:
             _drop_file_rows(gone)
         return states
 
-    def _render(self, item: Item, texts: list[AttachmentText], fingerprint: str) -> bytes:
-        # The worker could not render it (it died or overran): do it here.
-        return render_combined(attachments=texts, **_render_args(item, fingerprint, self.version))
+    def _render(self, item_key: str, body: str | None, texts: list[AttachmentText],
+                fingerprint: str) -> bytes:
+        # Not asked of the workers (see _extract), or the worker died or overran.
+        return render_combined(attachments=texts, **render_args(
+            self.docket_id, item_key, body, fingerprint, self.version))
 
     def _row(self, stage: str, item: str, state: str, *, fingerprint: str | None = None,
              content_hash: str | None = None, reason: str | None = None, detail: str | None = None) -> dict:

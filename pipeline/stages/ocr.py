@@ -34,7 +34,7 @@ from pipeline.stages.base import StageContext, StageResult
 from pipeline.stages.extract import REDO_STATES
 from pipeline.store import item_states, items, markers
 from pipeline.store.blobs import combined_key
-from pipeline.store.models import Docket, Item, ItemState
+from pipeline.store.models import Docket, ItemState
 
 log = logging.getLogger("docketeer")
 STAGE = "ocr"
@@ -127,8 +127,8 @@ def _drop_orphans(ocr_rows: dict, file_rows: dict) -> None:
 
 
 def _run(ctx: StageContext, docket: Docket, work: dict[str, ItemWork], result: StageResult) -> None:
-    bodies = dict(Item.select(Item.key, Item.body).where(Item.key.in_(list(work))).tuples())
-    attachments = items.attachments_of(list(work))
+    bodies = items.bodies_of(docket.id, work)
+    attachments = items.attachments_of(work, docket.id)
     workers = min(worker_count(ctx.settings.extract_workers), len(work))
     limits = extract.limits_from(ctx.settings)
     with tempfile.TemporaryDirectory(dir=extract.scratch_root(ctx)) as scratch, \

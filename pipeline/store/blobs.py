@@ -245,13 +245,32 @@ class LocalBlobStore(BlobStore):
             return None
 
     def put_bytes(self, key: str, data: bytes) -> None:
-        target = self._path(key)
-        with self._part_file() as part:
-            with open(part, "wb") as out:
-                out.write(data)
-                _flush_to_disk(out)
-            self._replace(part, target)
+        # The extract stage writes one combined.md per comment through here, so this path
+        # skips pathlib and the folder checks it can (they cost as much as the write).
+        target = str(self._path(key))
+        part = os.path.join(self.tmp_dir, uuid.uuid4().hex + ".part")
+        try:
+            self._write_part(part, data)
+            try:
+                os.replace(part, target)  # atomic on one filesystem: tmp/ lives under the root
+            except FileNotFoundError:  # the target's folder is new
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.replace(part, target)
+        except BaseException:
+            with suppress(FileNotFoundError):
+                os.unlink(part)
+            raise
         counters.incr(BLOB_WRITES)
+
+    def _write_part(self, part: str, data: bytes) -> None:
+        try:
+            out = open(part, "wb")  # noqa: SIM115 - closed below
+        except FileNotFoundError:  # tmp/ itself is new (or was cleaned away)
+            os.makedirs(self.tmp_dir, exist_ok=True)
+            out = open(part, "wb")  # noqa: SIM115
+        with out:
+            out.write(data)
+            _flush_to_disk(out)
 
     def put_file(self, key: str, path: Path) -> None:
         target = self._path(key)

