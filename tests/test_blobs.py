@@ -90,6 +90,47 @@ def test_put_get_exists_size_delete(store):
     store.delete(key)  # deleting what is gone is fine
 
 
+@pytest.mark.parametrize("one_flush", [True, False], ids=["syncfs", "fsync-each"])
+def test_put_many_writes_a_batch_and_counts_each(store, one_flush, monkeypatch):
+    from pipeline.counters import BLOB_WRITES, counters
+    from pipeline.store import blobs as blob_module
+
+    if not one_flush:  # as on a system without syncfs: every part fsynced on its own
+        monkeypatch.setattr(blob_module, "_syncfs_available", lambda: False)
+    flushes = {"syncfs": 0, "fsync": 0}
+    real_syncfs, real_fsync = blob_module._syncfs, os.fsync
+
+    def count(name, real):
+        def counted(*args):
+            flushes[name] += 1
+            return real(*args)
+        return counted
+
+    monkeypatch.setattr(blob_module, "_syncfs", count("syncfs", real_syncfs))
+    monkeypatch.setattr(blob_module.os, "fsync", count("fsync", real_fsync))
+    batch = [(combined_key("ACF-2025-0038", f"ACF-2025-0038-{n:04d}"), f"# text {n}\n".encode())
+             for n in range(1, 6)]
+    store.put_bytes(batch[0][0], b"old bytes")
+    flushes.update(syncfs=0, fsync=0)
+    with counters.measure() as done:
+        store.put_many(batch)
+    assert done[BLOB_WRITES] == 5
+    if isinstance(store, LocalBlobStore):  # the disk is flushed once for the batch, or per file
+        linux = sys.platform.startswith("linux")
+        assert flushes == ({"syncfs": 1, "fsync": 0} if one_flush and linux else {"syncfs": 0, "fsync": 5})
+    assert {key: store.get(key) for key, _ in batch} == dict(batch)
+    assert parts_left(store) == []
+
+
+def test_put_many_stopped_by_a_bad_key_leaves_no_part(store):
+    good = combined_key("ACF-2025-0038", "ACF-2025-0038-0001")
+    with pytest.raises(InvalidIdentifier):
+        store.put_many([(good, b"first"), ("../outside", b"second")])
+    assert parts_left(store) == []
+    if isinstance(store, LocalBlobStore):
+        assert not store.exists(good)  # nothing is renamed before every part is written
+
+
 def test_missing_key_raises_file_not_found(store):
     with pytest.raises(FileNotFoundError):
         store.get("combined/D-1/nothing.md")

@@ -16,7 +16,6 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pipeline.counters import COMBINED_READS, counters
@@ -36,7 +35,6 @@ UPSTREAM = "backfill"
 EXTRACTABLE = ("ok", "too_large", "gone")  # an item with its detail, whatever its files did
 ITEM_STATE_ORDER = ("failed", "ocr_needed", "unsupported", "too_large", "gone", "ok")
 BATCH = 32  # results whose rows are committed together
-BLOB_WRITERS = 4  # combined.md writes in flight at once
 
 
 def item_fingerprint(upstream_hash: str | None, version: str = EXTRACTOR_VERSION) -> str:
@@ -110,7 +108,7 @@ def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: s
     # than cores, else by the workers, so that this process never holds up their reads.
     workers_render = workers >= (os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(dir=scratch_root(ctx)) as scratch, \
-            ExtractPool(limits_from(ctx.settings), workers, reader=reader) as pool, writer:
+            ExtractPool(limits_from(ctx.settings), workers, reader=reader) as pool:
         jobs = (
             item_job(ctx, key, files.get(key, []), Path(scratch),
                      render=render_args(docket.id, key, bodies.get(key), todo[key], version)
@@ -178,9 +176,9 @@ def _file_rows_by_item(docket_id: str) -> dict[str, list[str]]:
 class _Writer:
     """Writes a batch of results: pending rows, then the blobs, then the terminal rows.
 
-    Each step's rows go in one statement and one transaction (a commit, or even the SQL
-    built, per row would cost more than reading a short PDF), and the blob writes of a
-    batch run side by side: each waits on an fsync or an S3 PUT, not on the CPU. A crash
+    Each step's rows go in one statement and one transaction, and the batch's blobs in one
+    ``put_many`` (one flush of the disk, or S3 PUTs side by side): per comment, a commit,
+    the SQL built, or an fsync would each cost more than reading a short PDF. A crash
     between the steps leaves ``pending`` rows, which the next run redoes.
     """
 
@@ -190,13 +188,6 @@ class _Writer:
         self.docket_id = docket_id
         self.version = version
         self.known_files = known_files
-        self.blob_threads = ThreadPoolExecutor(max_workers=BLOB_WRITERS, thread_name_prefix="blobs")
-
-    def __enter__(self) -> _Writer:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.blob_threads.shutdown(wait=True)
 
     def write(self, batch: list[ItemResult], bodies: dict[str, str | None], todo: dict[str, str]):
         """Returns (item key, item state) for each result, once the whole batch is committed."""
@@ -205,7 +196,7 @@ class _Writer:
         blobs = [done.combined or self._render(done.key, bodies.get(done.key), done.texts, todo[done.key])
                  for done in batch]
         keys = [combined_key(self.docket_id, done.key) for done in batch]
-        list(self.blob_threads.map(self.ctx.blobs.put_bytes, keys, blobs))  # raises if one failed
+        self.ctx.blobs.put_many(list(zip(keys, blobs, strict=True)))
         states, final, gone = [], [], set()
         for done, data in zip(batch, blobs, strict=True):
             state = item_state(done.texts)

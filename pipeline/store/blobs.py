@@ -13,14 +13,18 @@ Key layout (relative to the store root / bucket prefix)::
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +41,7 @@ S3_PUT = "s3_put"
 S3_DELETE = "s3_delete"
 
 TMP_PREFIX = "tmp/"
+PUTS_IN_FLIGHT = 4  # S3 PUTs of one put_many at once
 CHUNK_SIZE = 1024 * 1024
 
 
@@ -117,6 +122,11 @@ class BlobStore(ABC):
     @abstractmethod
     def put_bytes(self, key: str, data: bytes) -> None: ...
 
+    def put_many(self, blobs: Sequence[tuple[str, bytes]]) -> None:
+        """``put_bytes`` for each (key, data); a store may do the batch more cheaply."""
+        for key, data in blobs:
+            self.put_bytes(key, data)
+
     @abstractmethod
     def put_file(self, key: str, path: Path) -> None:
         """Store a copy of the file at ``path``; the object appears whole or not at all."""
@@ -193,6 +203,26 @@ def _copy_hashing(src: BinaryIO, part: Path, max_bytes: int) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+@functools.cache
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _syncfs_available() -> bool:
+    return sys.platform.startswith("linux") and hasattr(_libc(), "syncfs")
+
+
+def _syncfs(folder: str | Path) -> None:
+    """Flush every written page of the filesystem holding ``folder`` to disk, and wait."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if _libc().syncfs(fd) != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"syncfs: {os.strerror(errno)}")
+    finally:
+        os.close(fd)
+
+
 def _flush_to_disk(f) -> None:
     # A rename after a crash must not expose a file whose data never reached the disk.
     f.flush()
@@ -251,18 +281,39 @@ class LocalBlobStore(BlobStore):
         part = os.path.join(self.tmp_dir, uuid.uuid4().hex + ".part")
         try:
             self._write_part(part, data)
-            try:
-                os.replace(part, target)  # atomic on one filesystem: tmp/ lives under the root
-            except FileNotFoundError:  # the target's folder is new
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                os.replace(part, target)
+            self._rename(part, target)
         except BaseException:
             with suppress(FileNotFoundError):
                 os.unlink(part)
             raise
         counters.incr(BLOB_WRITES)
 
-    def _write_part(self, part: str, data: bytes) -> None:
+    def put_many(self, blobs: Sequence[tuple[str, bytes]]) -> None:
+        """Every part written, then one flush of the filesystem for them all (Linux
+        ``syncfs``), then every rename: the extract stage writes a combined.md per comment,
+        and on a virtual disk one fsync costs 0.2-1.5 ms of CPU, more than reading a short
+        PDF. Without ``syncfs``, each part is fsynced as ``put_bytes`` does."""
+        batch_sync = _syncfs_available()
+        parts: list[tuple[str, str]] = []
+        renamed = 0
+        try:
+            for key, data in blobs:
+                target = str(self._path(key))
+                part = os.path.join(self.tmp_dir, uuid.uuid4().hex + ".part")
+                parts.append((part, target))
+                self._write_part(part, data, sync=not batch_sync)
+            if batch_sync and parts:
+                _syncfs(self.tmp_dir)
+            for part, target in parts:
+                self._rename(part, target)
+                renamed += 1
+                counters.incr(BLOB_WRITES)
+        finally:
+            for part, _ in parts[renamed:]:  # an error stopped the batch: no stray parts
+                with suppress(FileNotFoundError):
+                    os.unlink(part)
+
+    def _write_part(self, part: str, data: bytes, *, sync: bool = True) -> None:
         try:
             out = open(part, "wb")  # noqa: SIM115 - closed below
         except FileNotFoundError:  # tmp/ itself is new (or was cleaned away)
@@ -270,7 +321,16 @@ class LocalBlobStore(BlobStore):
             out = open(part, "wb")  # noqa: SIM115
         with out:
             out.write(data)
-            _flush_to_disk(out)
+            if sync:
+                _flush_to_disk(out)
+
+    @staticmethod
+    def _rename(part: str, target: str) -> None:
+        try:
+            os.replace(part, target)  # atomic on one filesystem: tmp/ lives under the root
+        except FileNotFoundError:  # the target's folder is new
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.replace(part, target)
 
     def put_file(self, key: str, path: Path) -> None:
         target = self._path(key)
@@ -396,6 +456,11 @@ class S3BlobStore(BlobStore):
         self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
         counters.incr(S3_PUT)
         counters.incr(BLOB_WRITES)
+
+    def put_many(self, blobs: Sequence[tuple[str, bytes]]) -> None:
+        # Each PUT waits on the network, not on the CPU: a few of them in flight at once.
+        with ThreadPoolExecutor(max_workers=PUTS_IN_FLIGHT, thread_name_prefix="s3-put") as pool:
+            list(pool.map(lambda blob: self.put_bytes(*blob), blobs))  # raises if one failed
 
     def put_file(self, key: str, path: Path) -> None:
         # upload_file switches to multipart for big files; either way the object
