@@ -1,6 +1,6 @@
 """Pages per second of the extract stage against a plain PyMuPDF loop over the same PDFs.
 
-    .venv/bin/python scripts/bench_extract.py [--pdfs 200] [--pages 10] [--rounds 7]
+    .venv/bin/python scripts/bench_extract.py [--pdfs 200] [--pages 10] [--rounds 21]
 
 Generates ``--pdfs`` text PDFs of ``--pages`` pages each (make_corpus prose, one PDF per
 comment), stores them the way backfill does (item, attachment and backfill rows in a
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pdfs", type=int, default=200)
     parser.add_argument("--pages", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=21)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         rt = make_runtime(Path(folder), workers=1)
