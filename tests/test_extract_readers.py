@@ -15,6 +15,7 @@ from pipeline.extract import (
     ExtractLimits,
     read_attachment,
 )
+from scripts.make_corpus import image_only_pdf
 
 PROSE = ("Prior authorization delays forced our patients to wait weeks for treatment "
          "that their physicians had already prescribed. ")
@@ -32,13 +33,7 @@ def write_text_pdf(path: Path, pages: list[str]) -> Path:
 
 
 def write_image_only_pdf(path: Path, sentence: str) -> Path:
-    source = pymupdf.open()
-    source.new_page().insert_text((72, 200), sentence, fontsize=24)
-    pixmap = source[0].get_pixmap(dpi=100)
-    scan = pymupdf.open()
-    page = scan.new_page()
-    page.insert_image(page.rect, stream=pixmap.tobytes("png"))
-    scan.save(path)
+    path.write_bytes(image_only_pdf(sentence))
     return path
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pymupdf
 import pytest
 
 from pipeline.counters import PDF_OPENS, counters
 from pipeline.extract import ExtractLimits, read_attachment
 from pipeline.extract.ocr import ocr_attachment, ocr_pdf, tesseract_available
+from scripts.make_corpus import image_only_pdf
 
 pytestmark = pytest.mark.skipif(
     not tesseract_available(),
@@ -20,13 +20,7 @@ SENTENCE = "Rural hospitals need stable funding to keep the emergency room open.
 
 
 def write_scan(path: Path, lines: list[str]) -> Path:
-    source = pymupdf.open()
-    source.new_page().insert_text((60, 150), "\n".join(lines), fontsize=22)
-    pixmap = source[0].get_pixmap(dpi=120)
-    scan = pymupdf.open()
-    page = scan.new_page()
-    page.insert_image(page.rect, stream=pixmap.tobytes("png"))
-    scan.save(path)
+    path.write_bytes(image_only_pdf(" ".join(lines)))
     return path
 
 

@@ -25,15 +25,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import unquote, urlparse
 
 from pipeline.counters import S3_GET, S3_LIST, counters
-from pipeline.errors import BadResponse, ConfigError, InvalidIdentifier
+from pipeline.errors import BadResponse, InvalidIdentifier
 from pipeline.ids import validate_filename, validate_id
 from pipeline.store.blobs import (
     S3_HEAD,
     is_s3_not_found,
     normalise_bucket_prefix,
+    parse_store_url,
     s3_client,
     validate_key,
     validate_prefix,
@@ -425,18 +425,10 @@ def open_mirror(
     ``unsigned`` defaults to True for the public ``mirrulations`` bucket and False for any
     other bucket, whose credentials come from boto3's usual chain (environment, profile).
     """
-    if not url:
-        raise ConfigError("mirror URL is empty")
-    parsed = urlparse(url)
-    if parsed.scheme == "s3":
-        if not parsed.netloc:
-            raise ConfigError(f"mirror URL has no bucket: {url}")
-        if unsigned is None:
-            unsigned = parsed.netloc == PUBLIC_BUCKET
-        client = s3_client(endpoint_url=s3_endpoint_url, unsigned=unsigned)
-        return S3Mirror(parsed.netloc, parsed.path, client=client)
-    if parsed.scheme == "file":
-        return LocalMirror(Path(unquote(parsed.path)))
-    if parsed.scheme == "" or len(parsed.scheme) == 1:
-        return LocalMirror(Path(url).expanduser())
-    raise ConfigError(f"unsupported mirror URL scheme {parsed.scheme!r}: {url}")
+    where = parse_store_url(url, "mirror URL")
+    if isinstance(where, Path):
+        return LocalMirror(where)
+    bucket, prefix = where
+    if unsigned is None:
+        unsigned = bucket == PUBLIC_BUCKET
+    return S3Mirror(bucket, prefix, client=s3_client(endpoint_url=s3_endpoint_url, unsigned=unsigned))

@@ -433,20 +433,9 @@ def _describe(url: str, params: Any) -> str:
 class RegulationsGovClient:
     """regulations.gov v4: dockets, documents, comments, and attachment downloads."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None,
-        *,
-        session: requests.Session | None = None,
-        timeout: tuple[float, float] = (10, 60),
-        pace_seconds: float = 0.0,
-        max_attempts: int = 6,
-        backoff_cap: float = 60.0,
-        budget: RequestBudget | None = None,
-        min_remaining: int = 5,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
+    def __init__(self, base_url: str, api_key: str | None, *, min_remaining: int = 5,
+                 **transport_options) -> None:
+        """``transport_options``: HttpTransport's (session, timeout, pace_seconds, budget, ...)."""
         if not api_key or not api_key.strip():
             raise ConfigError(
                 "REGULATIONS_GOV_API_KEY is not set (get a key at https://api.data.gov/signup/)"
@@ -454,16 +443,8 @@ class RegulationsGovClient:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key.strip()
         self.transport = HttpTransport(
-            session=session,
-            timeout=timeout,
-            pace_seconds=pace_seconds,
-            max_attempts=max_attempts,
-            backoff_cap=backoff_cap,
-            budget=budget,
-            min_remaining=min_remaining,
-            sleep=sleep,
-            secrets=(self._api_key,),
-            service="regulations.gov",
+            min_remaining=min_remaining, secrets=(self._api_key,), service="regulations.gov",
+            **transport_options,
         )
 
     def __repr__(self) -> str:

@@ -275,25 +275,15 @@ class LocalBlobStore(BlobStore):
             return None
 
     def put_bytes(self, key: str, data: bytes) -> None:
-        # The extract stage writes one combined.md per comment through here, so this path
-        # skips pathlib and the folder checks it can (they cost as much as the write).
-        target = str(self._path(key))
-        part = os.path.join(self.tmp_dir, uuid.uuid4().hex + ".part")
-        try:
-            self._write_part(part, data)
-            self._rename(part, target)
-        except BaseException:
-            with suppress(FileNotFoundError):
-                os.unlink(part)
-            raise
-        counters.incr(BLOB_WRITES)
+        self.put_many([(key, data)])
 
     def put_many(self, blobs: Sequence[tuple[str, bytes]]) -> None:
         """Every part written, then one flush of the filesystem for them all (Linux
         ``syncfs``), then every rename: the extract stage writes a combined.md per comment,
         and on a virtual disk one fsync costs 0.2-1.5 ms of CPU, more than reading a short
-        PDF. Without ``syncfs``, each part is fsynced as ``put_bytes`` does."""
-        batch_sync = _syncfs_available()
+        PDF. A single blob, or a system without ``syncfs``: each part fsynced on its own.
+        (This path skips pathlib and folder checks where it can: they cost as much as a write.)"""
+        batch_sync = len(blobs) > 1 and _syncfs_available()
         parts: list[tuple[str, str]] = []
         renamed = 0
         try:
@@ -533,17 +523,27 @@ def normalise_bucket_prefix(prefix: str) -> str:
     return prefix + "/"
 
 
-def open_blob_store(url: str, *, s3_endpoint_url: str | None = None) -> BlobStore:
-    """``file:///path``, a plain path, or ``s3://bucket/prefix``."""
+def parse_store_url(url: str, what: str) -> tuple[str, str] | Path:
+    """``s3://bucket[/prefix]`` -> (bucket, prefix); ``file:///path`` or a plain path -> the
+    Path. ``what`` names the setting in the errors ("blob store URL", "mirror URL")."""
     if not url:
-        raise ConfigError("blob store URL is empty")
+        raise ConfigError(f"{what} is empty")
     parsed = urlparse(url)
     if parsed.scheme == "s3":
         if not parsed.netloc:
-            raise ConfigError(f"blob store URL has no bucket: {url}")
-        return S3BlobStore(parsed.netloc, parsed.path, endpoint_url=s3_endpoint_url)
+            raise ConfigError(f"{what} has no bucket: {url}")
+        return parsed.netloc, parsed.path
     if parsed.scheme == "file":
-        return LocalBlobStore(Path(unquote(parsed.path)))
+        return Path(unquote(parsed.path))
     if parsed.scheme == "" or len(parsed.scheme) == 1:  # a plain path (or a Windows drive)
-        return LocalBlobStore(Path(url).expanduser())
-    raise ConfigError(f"unsupported blob store URL scheme {parsed.scheme!r}: {url}")
+        return Path(url).expanduser()
+    raise ConfigError(f"unsupported {what} scheme {parsed.scheme!r}: {url}")
+
+
+def open_blob_store(url: str, *, s3_endpoint_url: str | None = None) -> BlobStore:
+    """``file:///path``, a plain path, or ``s3://bucket/prefix``."""
+    where = parse_store_url(url, "blob store URL")
+    if isinstance(where, Path):
+        return LocalBlobStore(where)
+    bucket, prefix = where
+    return S3BlobStore(bucket, prefix, endpoint_url=s3_endpoint_url)
