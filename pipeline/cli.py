@@ -17,7 +17,6 @@ from pathlib import Path
 from pipeline.errors import DocketeerError
 
 COMMANDS: dict[str, Callable] = {}
-NOT_DONE = ("pending", "stale")  # rows whose stage has not (re)done the item yet
 
 
 def command(func: Callable) -> Callable:
@@ -78,54 +77,44 @@ def cmd_config(args) -> int:
 # --- dockets and seals --------------------------------------------------------------------------
 
 
-def comment_progress() -> dict[str, dict[str, int]]:
-    """docket -> comments / detailed / extracted, for comments only, in one grouped query.
-
-    comments: listed by fetch; detailed: backfill reached a state other than failed;
-    extracted: extract wrote a combined.md (any outcome, including failed attachments).
-    """
-    from peewee import fn
-
-    from pipeline.store.models import Item, ItemState
-
-    query = (
-        ItemState.select(ItemState.docket, ItemState.stage, ItemState.state, fn.COUNT(ItemState.item))
-        .join(Item, on=(Item.key == ItemState.item))
-        .where((Item.kind == "comment") & ItemState.stage.in_(["fetch", "backfill", "extract"]))
-        .group_by(ItemState.docket, ItemState.stage, ItemState.state)
-        .tuples()
-    )
-    progress: dict[str, dict[str, int]] = {}
-    column = {"fetch": "comments", "backfill": "detailed", "extract": "extracted"}
-    for docket, stage, state, n in query:
-        if state in NOT_DONE or (stage == "backfill" and state == "failed"):
-            continue
-        counts = progress.setdefault(docket, {})
-        counts[column[stage]] = counts.get(column[stage], 0) + n
-    return progress
-
-
 @command
 def cmd_dockets(args) -> int:
-    from pipeline.store.models import Docket
+    from pipeline.store import reports
 
     rt = _runtime()
-    progress = comment_progress()
+    progress, waiting = reports.comment_progress(), reports.retry_waiting()
     index_db = _index_db_if_any(rt)
-    rows = []
-    for d in Docket.select().order_by(Docket.id):
-        counts = progress.get(d.id, {})
-        # One query per docket: the comments collection's index rows.
-        indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"
-        rows.append([
-            d.id, d.agency or "", d.comment_end_date or "", counts.get("comments", 0),
-            counts.get("detailed", 0), counts.get("extracted", 0), indexed, d.pull_watermark or "",
-            (d.last_pull_at or "")[:19], f"{d.sealed_at[:19]} ({d.seal_reason})" if d.sealed_at else "open",
-        ])
-    header = ["docket", "agency", "closes", "comments", "detailed", "extracted", "indexed",
+    rows = [_docket_row(d, progress.get(d.id, {}), waiting.get(d.id, 0), index_db)
+            for d in reports.all_dockets()]
+    header = ["docket", "agency", "closes", "comments", "detailed", "extracted", "indexed", "retry",
               "watermark", "last pull", "sealed"]
     print(_table(rows, header) if rows else "no dockets known yet")
     return 0
+
+
+def _docket_row(d, counts: dict[str, int], waiting: int, index_db) -> list:
+    # One query per docket: the comments collection's index rows.
+    indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"
+    return [
+        d.id, d.agency or "", d.comment_end_date or "", counts.get("comments", 0),
+        counts.get("detailed", 0), counts.get("extracted", 0), indexed,
+        _retry_cell(waiting, d.retry_due_at), d.pull_watermark or "", (d.last_pull_at or "")[:19],
+        f"{d.sealed_at[:19]} ({d.seal_reason})" if d.sealed_at else "open",
+    ]
+
+
+def _retry_cell(waiting: int, due_at: str | None) -> str:
+    """'3 @2026-12-01 06:00Z': items waiting to retry and when the pipeline next tries."""
+    if not waiting and not due_at:
+        return "-"
+    # due_at is the docket row's copy, the one the targets act on: '?' means nothing will
+    # wake the docket for its waiting items (the copy was not refreshed).
+    return f"{waiting} @{_minute(due_at) if due_at else '?'}"
+
+
+def _minute(stamp: str) -> str:
+    """'2026-12-01T06:00:00.000000Z' -> '2026-12-01 06:00Z' (stored times are all UTC)."""
+    return f"{stamp[:10]} {stamp[11:16]}Z"
 
 
 @command
@@ -160,20 +149,15 @@ def cmd_unseal(args) -> int:
 
 @command
 def cmd_stats(args) -> int:
-    from peewee import fn
-
-    from pipeline.store import dockets
-    from pipeline.store.models import ItemState
+    from pipeline.store import dockets, reports
 
     _runtime()
-    query = ItemState.select(ItemState.docket, ItemState.stage, ItemState.state, fn.COUNT(ItemState.item))
     if args.docket:
         dockets.require_docket(args.docket)
-        query = query.where(ItemState.docket == args.docket)
-    query = query.group_by(ItemState.docket, ItemState.stage, ItemState.state).order_by(
-        ItemState.docket, ItemState.stage, ItemState.state)
-    rows = [list(row) for row in query.tuples()]
-    print(_table(rows, ["docket", "stage", "state", "count"]) if rows else "no items yet")
+    rows = [[c.docket, c.stage, c.state, c.count, _minute(c.next_attempt_at) if c.next_attempt_at else ""]
+            for c in reports.state_counts(args.docket)]
+    # "next attempt": for retry rows, the earliest of the (docket, stage)'s waiting items.
+    print(_table(rows, ["docket", "stage", "state", "count", "next attempt"]) if rows else "no items yet")
     return 0
 
 
@@ -182,39 +166,58 @@ def _index_row(rt, item) -> list[str]:
 
     index_db = _index_db_if_any(rt)
     if index_db is None:
-        return ["index", "-", "no index DB yet", ""]
+        return _no_failure_row("index", "-", "", "no index DB yet")
     state = index_db.state_for_docket(COLLECTIONS.get(item.kind, "comments"), item.docket).get(item.key)
     if state is None:
-        return ["index", "-", "not indexed", ""]
+        return _no_failure_row("index", "-", "", "not indexed")
     label = "indexed" if state.fingerprint else "stale"
-    return ["index", label, f"{state.chunk_count} chunk(s), {state.embedder_id}",
-            state.indexed_at.isoformat()[:19]]
+    return _no_failure_row("index", label, state.indexed_at.isoformat()[:19],
+                           f"{state.chunk_count} chunk(s), {state.embedder_id}")
+
+
+EXPLAIN_HEADER = ["stage", "state", "failure", "attempts", "first failed", "next attempt", "at", "reason"]
+
+
+def _no_failure_row(stage: str, state: str, at: str, reason: str) -> list[str]:
+    """An explain row whose failure kind and retry columns are empty."""
+    return [stage, state, "", "", "", "", at, reason]
+
+
+def _stage_row(row) -> list:
+    from pipeline.failures import PERMANENT, RETRY, TRANSIENT
+
+    # detail holds other facts on success rows (chars=... pages=...): show it only as a kind.
+    kind = row.detail if row.detail in (PERMANENT, TRANSIENT) else ""
+    retrying = row.state == RETRY  # the retry columns are cleared on leaving retry anyway
+    return [row.stage, row.state, kind, row.attempts if retrying and row.attempts else "",
+            (row.first_failed_at or "")[:19] if retrying else "",
+            (row.next_attempt_at or "")[:19] if retrying else "",
+            row.written_at[:19], row.reason or ""]
 
 
 @command
 def cmd_explain(args) -> int:
-    from pipeline.store.models import Attachment, Item, ItemState
+    from pipeline.store import reports
 
     rt = _runtime()
-    item = Item.get_or_none(Item.key == args.comment)
+    item = reports.find_item(args.comment)
     if item is None:
         raise UnknownItem(f"unknown comment {args.comment!r}")
     print(f"{item.kind} {item.key}  docket {item.docket}  posted {item.posted_date or '-'}  "
           f"modified {item.last_modified or '-'}" + ("  WITHDRAWN" if item.withdrawn else ""))
     if item.title:
         print(f"title: {item.title}")
-    order = {"fetch": 0, "backfill": 1, "extract": 2}
-    rows = sorted(ItemState.select().where(ItemState.item == item.key), key=lambda r: order.get(r.stage, 9))
-    stages = [[r.stage, r.state, r.reason or "", r.written_at[:19]] for r in rows]
-    print(_table([*stages, _index_row(rt, item)], ["stage", "state", "reason", "at"]))
-    _print_attachments(item.key, Attachment, ItemState)
+    stages = [_stage_row(r) for r in reports.stage_rows(item.key)]
+    print(_table([*stages, _index_row(rt, item)], EXPLAIN_HEADER))
+    _print_attachments(item.key)
     return 0
 
 
-def _print_attachments(key: str, Attachment, ItemState) -> None:  # noqa: N803 - model classes
-    files = list(Attachment.select().where(Attachment.item == key).order_by(Attachment.ordinal, Attachment.filename))
-    states = {(r.stage, r.item): r for r in ItemState.select().where(
-        ItemState.stage.in_(["backfill.file", "extract.file"]) & ItemState.item.startswith(f"{key}/"))}
+def _print_attachments(key: str) -> None:
+    from pipeline.store import reports
+
+    files = reports.attachments_of(key)
+    states = reports.file_rows_of(key)
     names = sorted({f.filename for f in files} | {item.split("/", 1)[1] for _, item in states})
     if not names:
         print("attachments: none")
@@ -306,15 +309,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="docketeer", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("config", help="effective settings and where each came from (secrets masked)")
-    sub.add_parser("dockets", help="known dockets: counts, watermark, last pull, seal")
+    sub.add_parser("dockets", help="known dockets: counts, items waiting to retry, watermark, last pull, seal")
     seal = sub.add_parser("seal", help="seal a docket by hand (every stage skips it)")
     seal.add_argument("docket")
     seal.add_argument("--reason", default="", help="why; kept with the seal")
     unseal = sub.add_parser("unseal", help="unseal a docket (its stages run again)")
     unseal.add_argument("docket")
-    stats = sub.add_parser("stats", help="items per docket, stage and state (from state rows alone)")
+    stats = sub.add_parser("stats", help="items per docket, stage and state (from state rows alone), with the next retry")
     stats.add_argument("--docket")
-    explain = sub.add_parser("explain", help="one comment's journey through every stage")
+    explain = sub.add_parser("explain", help="one comment's journey through every stage, with retries and failure kinds")
     explain.add_argument("comment", metavar="COMMENT_ID")
     pending = sub.add_parser("pending", help="rows left pending by a dead process, oldest first")
     pending.add_argument("--older-than", type=parse_duration, metavar="DURATION",

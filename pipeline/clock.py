@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+# Tests move the whole pipeline's clock forward (a retry comes due, a quiet period ends)
+# without sleeping; production never sets it.
+_shift = timedelta(0)
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    return datetime.now(UTC) + _shift
+
+
+@contextmanager
+def shifted(delta: timedelta) -> Iterator[None]:
+    """Every ``utcnow()`` in this process runs ``delta`` ahead while the block runs."""
+    global _shift
+    before, _shift = _shift, _shift + delta
+    try:
+        yield
+    finally:
+        _shift = before
 
 
 def iso(moment: datetime) -> str:

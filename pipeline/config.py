@@ -56,6 +56,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("request_budget", int, 900, "API requests allowed per run (0 = unlimited)", minimum=0),
     Setting("budget_seconds", int, 0, "wall-clock seconds per run (0 = unlimited)", minimum=0),
     Setting("pace_seconds", float, 0.5, "minimum seconds between API calls", minimum=0),
+    Setting("http_attempts", int, 6, "tries of one HTTP request (transient errors, backoff) before its item waits to retry", minimum=1),
     Setting("max_attachment_bytes", int, 200 * 1024 * 1024, "larger attachments are too_large", minimum=1),
     Setting("format_preference", str, "pdf,docx,doc,txt,htm,html,rtf", "attachment format preference order"),
     Setting("extract_workers", int, 0, "extraction processes (0 = number of cores)", minimum=0),
@@ -70,6 +71,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("openai_model", str, "text-embedding-3-small", "model name for embedder=openai"),
     Setting("openai_api_key", str, "", "key for embedder=openai", secret=True, env_aliases=("OPENAI_API_KEY",)),
     Setting("log_every_seconds", float, 10.0, "progress log interval", minimum=0.1),
+    Setting("retry_base_seconds", int, 3600, "first wait before an item that failed transiently is retried (then x4 each time)", minimum=1),
+    Setting("retry_max_attempts", int, 6, "attempts before a transient failure may become permanent", minimum=1),
+    Setting("retry_horizon_days", float, 14.0, "... and days since its first failure", minimum=0),
+    Setting("max_json_bytes", int, 64 * 1024 * 1024, "larger JSON records (API or mirror) are refused", minimum=1024),
+    Setting("max_json_depth", int, 100, "JSON records nested deeper are refused", minimum=8),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -41,3 +41,42 @@ class TransientHTTPError(DocketeerError):
 
 class BadResponse(DocketeerError):
     """The server answered, but not with what the API promises (HTML, bad JSON, bad fields)."""
+
+
+class BadRecord(DocketeerError):
+    """A record that parsed but cannot be used as it is (wrong types, out-of-range values,
+    nested too deeply): the same bytes will fail the same way, so it is permanent."""
+
+
+class Gone(DocketeerError):
+    """The source says the thing is gone for good (a mirror tombstone, HTTP 404/410)."""
+
+
+class NotMirroredYet(DocketeerError):
+    """The mirror has neither the thing nor a tombstone for it: it may arrive later."""
+
+
+class InputTooLarge(DocketeerError):
+    """A file or record is over a configured size cap."""
+
+
+class BlobTooLarge(InputTooLarge):
+    """A stream into the blob store passed its byte limit."""
+
+
+class BlobSizeMismatch(DocketeerError):
+    """A stream ended before (or after) the size its source declared: a truncated read."""
+
+
+class RunStopping(DocketeerError):
+    """Nothing more can be done in this run (the key was rejected, the quota is spent, the
+    disk is full, a database is unreachable): stop at an item boundary, mark no item, write
+    no marker, exit non-zero with one line."""
+
+
+class KeyRejected(RunStopping, PermanentHTTPError):
+    """The API answered 401/403 about the key: the key's fault, never the item's."""
+
+
+class QuotaSpent(RunStopping):
+    """The API kept answering 429 (its hourly quota is spent): no item can be fetched now."""

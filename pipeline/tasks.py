@@ -81,6 +81,8 @@ def share_luigi_log_handlers() -> None:
     command line), so without this our progress and summary lines would go nowhere.
     """
     luigi_logger = logging.getLogger("luigi-interface")
+    if not any(isinstance(f, OneLineFailures) for f in luigi_logger.filters):
+        luigi_logger.addFilter(OneLineFailures())
     if not luigi_logger.handlers:
         return
     for name in ("docketeer", "pipeline"):
@@ -89,6 +91,18 @@ def share_luigi_log_handlers() -> None:
             for handler in luigi_logger.handlers:
                 ours.addHandler(handler)
             ours.setLevel(min(luigi_logger.getEffectiveLevel(), logging.INFO))
+
+
+class OneLineFailures(logging.Filter):
+    """A task that failed with one of our errors (the key rejected, a disk full, a stage left
+    incomplete) is one line naming the cause, not a traceback: the message says it all."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, DocketeerError):
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
+            record.args, record.exc_info, record.exc_text = (), None, None
+        return True
 
 
 def runtime_or_exit():
@@ -163,7 +177,8 @@ class DocketStageTask(luigi.Task):
             row = docket_rows.get_docket(self.docket)
             sealed = row.sealed_at if row else None
         if sealed:
-            return SealedDocketTarget(self.docket, self.stage, self.asked_version, self.read_probe)
+            return SealedDocketTarget(self.docket, self.stage, self.asked_version, self.read_probe,
+                                      has_upstream=self.upstream is not None)
         start = window_start(utcnow(), rt.settings.freshness_seconds)
         return FingerprintTarget(
             self.docket, self.stage, self.asked_version, self.read_probe,
@@ -193,6 +208,11 @@ class DocketStageTask(luigi.Task):
 
     def stage_output_fingerprint(self) -> str:
         return item_states.docket_output_fingerprint(self.stage, self.docket)
+
+    def unfinished(self) -> int:
+        """Items the upstream vouches for that have no decided state in this stage for their
+        current input (items waiting to retry, not yet due, count as decided)."""
+        return 0
 
     def write_marker(self, run_id: str, input_fp: str | None) -> None:
         docket = docket_rows.require_docket(self.docket)  # re-read: fetch may have sealed it
@@ -240,10 +260,13 @@ class DocketStageTask(luigi.Task):
                                     message=rt.settings.mask(f"{type(exc).__name__}: {exc}"))
                     raise
             ctx.progress.finish()
+            # Items waiting to retry never block a marker; the docket row carries the earliest
+            # next attempt, and the targets after fetch turn incomplete when it comes.
+            item_states.refresh_retry_due(self.docket)
             # A marker vouches for the whole chain: if the upstream stopped short (budget), this
             # stage saw only part of its input and must run again once the upstream is done.
             if result.complete and self.upstream_vouched():
-                self.write_marker(run_id, input_fp)
+                self._write_marker_if_done(run_id, input_fp, result)
             summary = {**result.counts, **io}
             runs.finish_run(run_id, clean=result.clean, counters=summary,
                             message=rt.settings.mask(result.message),
@@ -252,6 +275,16 @@ class DocketStageTask(luigi.Task):
         if not result.clean and not result.budget_spent:
             # Cron must see it: the work done is kept, the marker is not written.
             raise StageIncomplete(f"{self.stage} {self.docket}: {rt.settings.mask(result.message)}")
+
+    def _write_marker_if_done(self, run_id: str, input_fp: str | None, result: StageResult) -> None:
+        """A marker means done: refused while any vouched item lacks a decided state."""
+        left = self.unfinished()
+        if left:
+            result.message = (f"no marker: {left} item(s) without a decided {self.stage} state; "
+                              "the next run continues")
+            log.warning("%s %s: %s", self.stage, self.docket, result.message)
+            return
+        self.write_marker(run_id, input_fp)
 
     def _log_summary(self, result: StageResult, summary: dict, seconds: float) -> None:
         shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
@@ -368,6 +401,11 @@ class BackfillComments(DocketStageTask):
     stage = "backfill"
     upstream = FetchComments
 
+    def unfinished(self) -> int:
+        from pipeline.stages.backfill import unfinished
+
+        return unfinished(self.docket, iso(utcnow()))
+
     def run_stage(self, ctx, docket):
         from pipeline.stages.backfill import backfill_docket
 
@@ -388,6 +426,11 @@ class ExtractText(DocketStageTask):
     stage = "extract"
     upstream = BackfillComments
 
+    def unfinished(self) -> int:
+        from pipeline.stages.extract import unfinished
+
+        return unfinished(self.docket)
+
     def run_stage(self, ctx, docket):
         from pipeline.stages.extract import extract_docket
 
@@ -407,6 +450,11 @@ class OcrText(DocketStageTask):
 
     stage = "ocr"
     upstream = ExtractText
+
+    def unfinished(self) -> int:
+        from pipeline.stages.ocr import unfinished
+
+        return unfinished(self.docket)
 
     def write_marker(self, run_id: str, input_fp: str | None) -> None:
         # OCR merges text into extract's output and refreshes extract's marker: the input it
@@ -481,6 +529,12 @@ class IndexDocket(DocketStageTask):
         if extract_output is None:
             return None
         return marker_input_fingerprint(extract_output, config_id_for(runtime_or_exit().settings))
+
+    def unfinished(self) -> int:
+        from pipeline.stages.index import config_id_for, unfinished
+
+        rt = runtime_or_exit()
+        return unfinished(self.docket, rt.index_db(), config_id_for(rt.settings))
 
     def write_marker(self, run_id: str, input_fp: str | None) -> None:
         from pipeline.stages.index import COLLECTIONS

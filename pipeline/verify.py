@@ -8,8 +8,12 @@ Checks, each PASS or FAIL (warnings are reported and do not fail):
   the recorded sha256 (a random sample by default, every blob with ``full``);
 * blobs no row refers to (a warning: a download promoted just before a crash leaves one);
 * completion markers agree with the data: each extract row past ``pending`` has its
-  ``combined.md``; a marker that vouches for its upstream's current output has a row for
-  every item upstream handed it; the index's recorded chunk counts equal its chunk rows;
+  ``combined.md``; the index's recorded chunk counts equal its chunk rows; and in every
+  stage after fetch, no marker says done (it vouches for its upstream's current output, or
+  was recorded under the docket's current seal) while the stage still owes the docket
+  items — the stage's own ``unfinished`` count, the rule it writes its marker by. Left out
+  for now: a docket whose retry has come due (its targets are incomplete until the stage
+  runs) and one a run holds a lease on (it is mid-work);
 * ``pending`` rows older than a threshold (a process died mid-item; the next run of the
   stage repairs them).
 
@@ -23,6 +27,7 @@ import csv
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -30,9 +35,9 @@ from pathlib import Path
 import peewee
 
 from pipeline.clock import iso, utcnow
-from pipeline.store import item_states
+from pipeline.store import item_states, reports
 from pipeline.store.blobs import attachment_key
-from pipeline.store.models import MODELS, Attachment, DocketStage, Item, ItemState
+from pipeline.store.models import MODELS, Attachment, Docket
 
 SHOWN_PROBLEMS = 20
 DEFAULT_SAMPLE = 100
@@ -164,65 +169,130 @@ def check_extract_output(blobs, extract_rows: list[tuple[str, str, str]]) -> Che
     return _check("extract output", problems, "every extracted item has its combined.md")
 
 
-def check_stage_markers(stage: str, upstream: str, eligible: tuple[str, ...]) -> Check:
-    """A marker that claims its upstream's current output must have a row per upstream item."""
+# (stage, upstream) of the stages whose markers live in the state DB; fetch owes nothing.
+STATE_DB_STAGES = (("backfill", "fetch"), ("extract", "backfill"), ("ocr", "extract"))
+
+
+@dataclass(frozen=True)
+class Claims:
+    """The dockets a stage's markers say are done, and those left out of the check for now."""
+
+    done: list[str]
+    retry_due: list[str] = field(default_factory=list)  # its targets are incomplete: it runs again
+    busy: list[str] = field(default_factory=list)  # a run holds a lease on it right now
+
+
+@dataclass(frozen=True)
+class DocketFacts:
+    """What decides whether a docket's markers can be held to their word right now."""
+
+    now: str
+    dockets: dict[str, Docket]  # id -> sealed_at, retry_due_at
+    busy: set[str]  # dockets a run holds a lease on
+
+    def sort_out(self, claimed: list[str]) -> Claims:
+        due, busy, done = [], [], []
+        for docket in claimed:
+            if self._retry_due(docket):
+                due.append(docket)
+            elif docket in self.busy:
+                busy.append(docket)
+            else:
+                done.append(docket)
+        return Claims(done, due, busy)
+
+    def _retry_due(self, docket: str) -> bool:
+        # Once a waiting item's time has come, every target after fetch turns incomplete and
+        # the stage owes that item until it runs: no marker of the docket says done meanwhile.
+        row = self.dockets.get(docket)
+        return row is not None and row.retry_due_at is not None and row.retry_due_at <= self.now
+
+
+def check_markers_done(stage: str, claims: Claims, owed: Callable[[str], int]) -> Check:
+    """A marker means done (DESIGN, Targets and versions): the stage owes its docket nothing."""
     problems = []
-    for marker in _vouching_markers(stage, upstream):
-        handed = _keys(upstream, marker.docket, eligible)
-        missing = sorted(handed - _keys(stage, marker.docket))
-        if missing:
-            problems.append(f"{marker.docket}: {stage} marker but {len(missing)} item(s) without "
-                            f"a {stage} row, e.g. {missing[0]}")
-    return _check(f"{stage} markers", problems, f"every {stage} marker is backed by its rows")
+    for docket in claims.done:
+        if left := owed(docket):
+            problems.append(f"{docket} {stage}: marker says done but {left} item(s) have no "
+                            f"decided {stage} state")
+    check = _check(f"{stage} markers", problems,
+                   f"{len(claims.done)} marker(s) saying done, none with items left")
+    left_out = [f"{len(claims.retry_due)} with a retry due"] if claims.retry_due else []
+    left_out += [f"{len(claims.busy)} being worked on now"] if claims.busy else []
+    if left_out:
+        check.summary += f"; not checked: docket(s) {', '.join(left_out)}"
+    return check
 
 
-def _vouching_markers(stage: str, upstream: str):
-    mine = {m.docket: m for m in DocketStage.select().where(DocketStage.stage == stage)}
-    ups = {m.docket: m for m in DocketStage.select().where(DocketStage.stage == upstream)}
-    for docket, marker in sorted(mine.items()):
+def state_db_claims(stage: str, upstream: str, facts: DocketFacts) -> Claims:
+    """Markers that vouch for the upstream's current output, or were recorded under the
+    docket's current seal: the two ways a FingerprintTarget or SealedDocketTarget says done."""
+    ups = reports.stage_markers(upstream)
+    claimed = []
+    for docket, marker in sorted(reports.stage_markers(stage).items()):
         up = ups.get(docket)
-        if marker.input_fingerprint and up and marker.input_fingerprint == up.output_fingerprint:
-            yield marker
+        if _vouches(marker.input_fingerprint, up.output_fingerprint if up else None) or \
+                _under_current_seal(marker.sealed_at, marker.version, facts.dockets.get(docket)):
+            claimed.append(docket)
+    return facts.sort_out(claimed)
 
 
-def _keys(stage: str, docket: str, states: tuple[str, ...] | None = None) -> set[str]:
-    query = ItemState.select(ItemState.item).where((ItemState.stage == stage) & (ItemState.docket == docket))
-    if states is not None:
-        query = query.where(ItemState.state.in_(list(states)))
-    return {row.item for row in query}
+def index_claims(index_db, config_id: str, facts: DocketFacts) -> Claims:
+    """Index markers (in the index DB, one per collection) that vouch for extract's current
+    output under this chunker and embedder. A seal alone does not make one say done:
+    IndexDocket ignores a marker for another input even under the docket's seal."""
+    from pipeline.stages.index import COLLECTIONS, UPSTREAM, marker_input_fingerprint
+
+    extract_output = {d: m.output_fingerprint for d, m in reports.stage_markers(UPSTREAM).items()}
+    claimed = set()
+    for collection in sorted(set(COLLECTIONS.values())):
+        for docket, marker in index_db.docket_markers(collection).items():
+            if docket in extract_output and _vouches(
+                    marker.input_fingerprint, marker_input_fingerprint(extract_output[docket], config_id)):
+                claimed.add(docket)
+    return facts.sort_out(sorted(claimed))
 
 
-def check_index(index_db) -> list[Check]:
-    """Recorded chunk counts against chunk rows, and index markers against index rows."""
-    from pipeline.runtime import get_runtime
-    from pipeline.stages.extract import STAGE as EXTRACT
-    from pipeline.stages.index import (
-        INDEXABLE,
-        MARKER_COLLECTION,
-        config_id_for,
-        marker_input_fingerprint,
-    )
+def _vouches(marker_input: str | None, upstream_output: str | None) -> bool:
+    return marker_input is not None and marker_input == upstream_output
 
+
+def _under_current_seal(marker_sealed_at: str | None, version: int, docket: Docket | None) -> bool:
+    # Version 0 is a marker a re-drive cleared (markers.clear_marker): it claims nothing.
+    return (docket is not None and docket.sealed_at is not None
+            and marker_sealed_at == docket.sealed_at and version > 0)
+
+
+def marker_checks(rt, index_db, now: datetime) -> list[Check]:
+    """One check per stage after fetch: no marker says done while its stage owes items."""
+    from pipeline.stages import backfill, extract, index, ocr
+
+    moment = iso(now)
+    # A run in progress owes items by nature (rows pending, OCR text merged before index sees
+    # it): such dockets are left to the next verify, as pending rows are left to an age.
+    facts = DocketFacts(moment, reports.docket_seals(), reports.leased_dockets(moment))
+    owed_by = {
+        backfill.STAGE: lambda docket: backfill.unfinished(docket, moment),
+        extract.STAGE: extract.unfinished,
+        ocr.STAGE: ocr.unfinished,
+    }
+    checks = [check_markers_done(stage, state_db_claims(stage, upstream, facts), owed_by[stage])
+              for stage, upstream in STATE_DB_STAGES]
     if index_db is None:
-        return [Check("index", True, "no index DB yet: nothing to check")]
+        return [*checks, Check(f"{index.STAGE} markers", True, "no index DB yet: nothing to check")]
+    config_id = index.config_id_for(rt.settings)
+    claims = index_claims(index_db, config_id, facts)
+    return [*checks, check_markers_done(index.STAGE, claims,
+                                        lambda docket: index.unfinished(docket, index_db, config_id))]
+
+
+def check_index_chunks(index_db) -> Check:
+    """Each item's recorded chunk count against its chunk rows."""
+    if index_db is None:
+        return Check("index chunk counts", True, "no index DB yet: nothing to check")
     mismatches = [f"{m.collection} {m.item_key}: recorded {m.recorded} chunk(s), found {m.actual}"
                   for m in index_db.count_mismatches()]
-    problems = []
-    config = config_id_for(get_runtime().settings)
-    extract_markers = {m.docket: m for m in DocketStage.select().where(DocketStage.stage == EXTRACT)}
-    for docket, extract_marker in sorted(extract_markers.items()):
-        marker = index_db.docket_marker(MARKER_COLLECTION, docket)
-        claims = marker_input_fingerprint(extract_marker.output_fingerprint, config)
-        if marker is None or marker.input_fingerprint != claims:
-            continue  # no marker, or one that does not claim extract's current output
-        indexed = set()
-        for collection in ("comments", "documents"):
-            indexed |= set(index_db.state_for_docket(collection, docket))
-        missing = sorted(_keys(EXTRACT, docket, INDEXABLE) - indexed)
-        if missing:
-            problems.append(f"{docket}: index marker but {len(missing)} item(s) not indexed, e.g. {missing[0]}")
-    return [_check("index chunk counts", mismatches, "every recorded chunk count matches its rows"),
-            _check("index markers", problems, "every index marker is backed by its rows")]
+    return _check("index chunk counts", mismatches, "every recorded chunk count matches its rows")
 
 
 def check_pending(older_than: datetime) -> Check:
@@ -243,11 +313,7 @@ INVENTORY_FIELDS = ["docket", "item", "filename", "format", "size", "sha256", "b
 
 
 def inventory(rows: list[Attachment], dockets: dict[str, str], findings: BlobFindings) -> list[dict]:
-    file_states = {
-        (stage, item): state
-        for stage, item, state in ItemState.select(ItemState.stage, ItemState.item, ItemState.state)
-        .where(ItemState.stage.in_(["backfill.file", "extract.file"])).tuples()
-    }
+    file_states = reports.file_states()
     lines = []
     for r in rows:
         key = f"{r.item}/{r.filename}"
@@ -266,12 +332,11 @@ def inventory(rows: list[Attachment], dockets: dict[str, str], findings: BlobFin
 def run_checks(rt, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
                pending_age: timedelta = timedelta(hours=1), index_db=None,
                now: datetime | None = None, rng: random.Random | None = None) -> Report:
-    from pipeline.stages import backfill, extract
+    from pipeline.stages import extract
 
     now = now or utcnow()
-    rows = list(Attachment.select().order_by(Attachment.item, Attachment.filename))
-    extract_rows = list(ItemState.select(ItemState.docket, ItemState.item, ItemState.state)
-                        .where(ItemState.stage == extract.STAGE).tuples())
+    rows = reports.all_attachments()
+    extract_rows = reports.stage_states(extract.STAGE)
     blob_check, findings = check_attachment_blobs(rt.blobs, rows, full=full, sample=sample,
                                                   rng=rng or random.Random())
     checks = [
@@ -279,12 +344,11 @@ def run_checks(rt, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
         blob_check,
         check_orphans(rt.blobs, rows, {(d, i) for d, i, _ in extract_rows}),
         check_extract_output(rt.blobs, extract_rows),
-        check_stage_markers(extract.STAGE, backfill.STAGE, extract.EXTRACTABLE),
-        *check_index(index_db),
+        check_index_chunks(index_db),
+        *marker_checks(rt, index_db, now),
         check_pending(now - pending_age),
     ]
-    dockets = dict(Item.select(Item.key, Item.docket).tuples())
-    return Report(iso(now), checks, inventory(rows, dockets, findings))
+    return Report(iso(now), checks, inventory(rows, reports.item_dockets(), findings))
 
 
 def write_report(report: Report, folder: Path) -> tuple[Path, Path]:

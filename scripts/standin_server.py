@@ -11,6 +11,9 @@ for the next N requests of any kind, in this order of precedence: ``reset_next``
 connection), ``fail_next_5xx`` (503), ``burst_429`` (429 with Retry-After: 1), ``html_error_next``
 (200 with an HTML page), plus ``fail_5xx_rate`` (seeded random 503s), ``slow_seconds`` (delay
 every answer) and ``truncate_next`` (send a Content-Length larger than the body, then close).
+Per path, for as long as the entry stays: ``path_faults[path]`` = ``"html"`` (200 with an HTML
+page), ``"truncate"`` (half the body, then close) or ``"malformed"`` (200 with broken JSON), and
+``path_bodies[path]`` = bytes served as the JSON answer (a hostile record, exactly as given).
 
     python scripts/standin_server.py --root DIR --port 8765
 """
@@ -364,6 +367,9 @@ class StandinServer:
         self.dst_fold = 0
         # Ids whose detail and files answer 404, as if they vanished upstream.
         self.gone: set[str] = set()
+        # Per-path faults and raw bodies (see module docstring), e.g. "/v4/comments/X-0001".
+        self.path_faults: dict[str, str] = {}
+        self.path_bodies: dict[str, bytes] = {}
         self.request_log: list[tuple[str, str, dict[str, list[str]]]] = []
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -443,14 +449,16 @@ class StandinServer:
         with self._lock:
             logged = {k: v for k, v in query.items() if k != "api_key"}  # never keep keys around
             self.request_log.append((handler.command, parts.path, logged))
-            fault = self._take_fault()
-            truncate = fault != "reset" and self._take("truncate_next")
+            fault = self._take_fault() or self.path_faults.get(parts.path)
+            truncate = fault == "truncate" or (fault != "reset" and self._take("truncate_next"))
+            raw = self.path_bodies.get(parts.path)
         if fault == "reset":
             _abort_connection(handler)
             return
         if self.slow_seconds:
             time.sleep(self.slow_seconds)
-        reply = self._fault_reply(fault) or self._route(handler, parts.path, query)
+        reply = self._fault_reply(fault) or (Reply(200, raw) if raw is not None else None) \
+            or self._route(handler, parts.path, query)
         _send(handler, reply, truncate)
 
     def _take(self, switch: str) -> bool:
@@ -482,6 +490,8 @@ class StandinServer:
             return reply
         if fault == "html":
             return Reply(200, HTML_ERROR_PAGE, "text/html; charset=utf-8")
+        if fault == "malformed":
+            return Reply(200, b'{"data": {"id": "x", "attributes": {"comment": "cut', JSONAPI_TYPE)
         return None
 
     def _route(self, handler: BaseHTTPRequestHandler, path: str, query: dict) -> Reply:

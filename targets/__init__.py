@@ -6,6 +6,9 @@
 * ``FingerprintTarget``: the docket is open, was pulled in the current freshness window, and
   the stage's recorded input fingerprint equals its upstream's current output fingerprint,
   at a version >= the one asked.
+* Either way, a stage after fetch is incomplete once the docket's earliest next attempt of
+  an item waiting to retry has come (``retry_due``): items that wait never block a marker,
+  and the marker never hides them past their time.
 
 Both read a ``Probe`` (see ``pipeline.store.markers``) from a zero-argument callable, so the
 rules below are plain functions tested without a database.
@@ -17,23 +20,33 @@ from collections.abc import Callable
 
 import luigi
 
+from pipeline.clock import iso, utcnow
 from pipeline.store.markers import Probe
 
 ProbeReader = Callable[[], Probe]
 
 
-def sealed_complete(probe: Probe, version: int) -> bool:
+def retry_due(probe: Probe, now: str) -> bool:
+    """An item of the docket waits to retry and its time has come."""
+    return probe.retry_due_at is not None and probe.retry_due_at <= now
+
+
+def sealed_complete(probe: Probe, version: int, now: str = "", has_upstream: bool = False) -> bool:
     return (
         probe.docket_exists
         and probe.docket_sealed_at is not None
         and probe.marker_version is not None
         and probe.marker_version >= version
         and probe.marker_sealed_at == probe.docket_sealed_at
+        and not (has_upstream and now and retry_due(probe, now))
     )
 
 
-def fingerprint_complete(probe: Probe, version: int, window_start: str, has_upstream: bool) -> bool:
+def fingerprint_complete(probe: Probe, version: int, window_start: str, has_upstream: bool,
+                         now: str = "") -> bool:
     if not probe.docket_exists or probe.docket_sealed_at is not None:
+        return False
+    if has_upstream and now and retry_due(probe, now):
         return False
     if probe.marker_version is None or probe.marker_version < version:
         return False
@@ -47,12 +60,14 @@ def fingerprint_complete(probe: Probe, version: int, window_start: str, has_upst
 
 
 class SealedDocketTarget(luigi.Target):
-    def __init__(self, docket: str, stage: str, version: int, read_probe: ProbeReader) -> None:
+    def __init__(self, docket: str, stage: str, version: int, read_probe: ProbeReader, *,
+                 has_upstream: bool = False) -> None:
         self.docket, self.stage, self.version = docket, stage, version
         self.read_probe = read_probe
+        self.has_upstream = has_upstream
 
     def exists(self) -> bool:
-        return sealed_complete(self.read_probe(), self.version)
+        return sealed_complete(self.read_probe(), self.version, iso(utcnow()), self.has_upstream)
 
     def __repr__(self) -> str:
         return f"SealedDocketTarget({self.docket}, {self.stage}, v{self.version})"
@@ -79,8 +94,9 @@ class FingerprintTarget(luigi.Target):
         if probe.docket_sealed_at is not None:
             # The docket sealed itself during this run (fetch seals at the end of a clean
             # walk): from then on only a marker recorded under that seal counts.
-            return sealed_complete(probe, self.version)
-        return fingerprint_complete(probe, self.version, self.window_start, self.has_upstream)
+            return sealed_complete(probe, self.version, iso(utcnow()), self.has_upstream)
+        return fingerprint_complete(probe, self.version, self.window_start, self.has_upstream,
+                                    iso(utcnow()))
 
     def __repr__(self) -> str:
         return f"FingerprintTarget({self.docket}, {self.stage}, v{self.version}, {self.window_start})"

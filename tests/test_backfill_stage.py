@@ -15,11 +15,13 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import luigi
 import pytest
 
+from pipeline import clock
 from pipeline import tasks as task_module
 from pipeline.counters import (
     API_CALLS,
@@ -384,7 +386,7 @@ def test_truncated_download_is_retried_and_never_stored_truncated(runtimes, stan
     assert_blobs_whole(runtime.blobs)
 
 
-def test_download_truncated_every_time_is_not_stored_and_retried_next_run(runtimes, standin, manifest):
+def test_download_truncated_every_time_waits_to_retry_and_is_fetched_when_due(runtimes, standin, manifest):
     runtime = runtimes.open("api", api_base=standin.api_base)
     ids = docket_ids(manifest)[:1]
     fetch(runtime, ids)
@@ -398,12 +400,20 @@ def test_download_truncated_every_time_is_not_stored_and_retried_next_run(runtim
 
     result = backfill(runtime, ids, api=_client(standin, before_download=always_truncate, max_attempts=3))
     item, filename = victim[0].split("/")[-2:]
-    assert not result.clean
+    # Transient: the item waits to retry; the run itself is clean (the rest flows on).
+    assert result.clean and result.counts["retry"] == 1
+    row = ItemState.get((ItemState.stage == STAGE) & (ItemState.item == item))
+    assert (row.state, row.attempts, row.detail) == ("retry", 1, "transient") and row.next_attempt_at
     assert Attachment.get_or_none((Attachment.item == item) & (Attachment.filename == filename)) is None
     assert ItemState.get((ItemState.stage == FILE_STAGE) & (ItemState.item == f"{item}/{filename}")).state == "failed"
     assert_blobs_whole(runtime.blobs)
-    again = backfill(runtime, ids, run_id="next")  # the fault is over
-    assert again.clean
+    standin.request_log.clear()
+    early = backfill(runtime, ids, run_id="early")  # not due yet: no request at all
+    assert early.counts == {} and standin.request_log == []
+    with clock.shifted(timedelta(hours=2)):  # the first wait is one hour
+        again = backfill(runtime, ids, run_id="next")  # the fault is over
+    assert again.clean and again.counts.get("ok") == 1
+    assert ItemState.get((ItemState.stage == STAGE) & (ItemState.item == item)).attempts is None
     assert attachment_map() == {k: v for k, v in stored_files(manifest).items() if k[0].startswith(ids[0])}
 
 

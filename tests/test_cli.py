@@ -6,11 +6,14 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from pipeline import cli
+from pipeline.failures import RetryPolicy
 from pipeline.store import item_states
 from pipeline.store.models import Docket, ItemState
 from tests.pipeline_fixtures import built_store
@@ -34,6 +37,56 @@ def comment_with_attachment(store) -> str:
     return next(c.id for c in store.manifest.comments if c.attachments)
 
 
+def table(text: str) -> list[dict[str, str]]:
+    """A printed table's rows as {header: cell}, cut at the header's column starts (cells
+    such as '2 @2026-12-01 06:00Z' and headers such as 'last pull' hold spaces)."""
+    header, *lines = text.splitlines()
+    names = [n.strip() for n in header.split("  ") if n.strip()]
+    starts, at = [], 0
+    for name in names:  # left to right: "at" is in "state" too
+        at = header.index(name, at)
+        starts.append(at)
+        at += len(name)
+    ends = [*starts[1:], None]
+    return [{n: line[a:b].strip() for n, a, b in zip(names, starts, ends, strict=True)} for line in lines]
+
+
+T0 = datetime(2026, 12, 1, 5, 0, tzinfo=UTC)
+
+
+def fail_for_now(stage: str, item: str, docket: str, at: datetime) -> None:
+    """A transient failure of ``item`` at ``at`` (default policy: next attempt 1 h later)."""
+    item_states.retry_later(stage, item, docket, "HTTP 503 from the stand-in", run_id="test",
+                            policy=RetryPolicy(), now=at)
+
+
+@contextmanager
+def rows_restored(docket: str, *items: str):
+    """Put the state rows of ``items`` back as they were (the store is shared by the module)."""
+    saved = [dict(r.__data__) for r in ItemState.select().where(ItemState.item.in_(items))]
+    try:
+        yield
+    finally:
+        ItemState.delete().where(ItemState.item.in_(items)).execute()
+        if saved:
+            ItemState.insert_many(saved).execute()
+        item_states.refresh_retry_due(docket)
+
+
+@pytest.fixture
+def waiting(store):
+    """Two made-up comments of the first docket wait to retry: one with its attachment
+    (a backfill and a backfill.file row), due at 06:00Z; the other due at 08:00Z."""
+    docket = store.dockets[0]
+    first, second = f"{docket}-9998", f"{docket}-9999"
+    with rows_restored(docket, first, f"{first}/attachment_1.pdf", second):
+        fail_for_now("backfill.file", f"{first}/attachment_1.pdf", docket, T0)
+        fail_for_now("backfill", first, docket, T0)
+        fail_for_now("backfill", second, docket, T0 + timedelta(hours=2))
+        item_states.refresh_retry_due(docket)
+        yield docket
+
+
 def test_config_shows_origins_and_masks_secrets(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
     env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
@@ -51,19 +104,33 @@ def test_config_shows_origins_and_masks_secrets(tmp_path):
 def test_dockets_table_has_every_column(store, capsys):
     code, out, _ = run(capsys, "dockets")
     assert code == 0
-    header, *rows = out.splitlines()
-    assert header.split() == ["docket", "agency", "closes", "comments", "detailed", "extracted",
-                              "indexed", "watermark", "last", "pull", "sealed"]
-    by_id = {row.split()[0]: row.split() for row in rows}
+    assert out.splitlines()[0].split() == ["docket", "agency", "closes", "comments", "detailed",
+                                           "extracted", "indexed", "retry", "watermark", "last",
+                                           "pull", "sealed"]
+    by_id = {row["docket"]: row for row in table(out)}
     assert set(by_id) == set(store.dockets)
     for docket in store.manifest.dockets:
         cells = by_id[docket.id]
-        listed = docket.comment_count
-        assert int(cells[3]) == listed  # comments
-        assert int(cells[4]) == listed  # detailed
-        assert int(cells[5]) == listed  # extracted (each wrote its combined.md)
-        assert int(cells[6]) == listed  # indexed (comments collection)
-        assert cells[-1] == "open"
+        listed = str(docket.comment_count)
+        assert cells["comments"] == listed
+        assert cells["detailed"] == listed
+        assert cells["extracted"] == listed  # each wrote its combined.md
+        assert cells["indexed"] == listed  # comments collection
+        assert cells["retry"] == "-"  # nothing waits
+        assert cells["sealed"] == "open"
+
+
+def test_dockets_shows_items_waiting_to_retry_and_the_next_attempt(store, waiting, capsys):
+    code, out, _ = run(capsys, "dockets")
+    assert code == 0
+    by_id = {row["docket"]: row for row in table(out)}
+    # Two comments (the attachment's row is the first comment's), the earliest due at 06:00.
+    assert by_id[waiting]["retry"] == "2 @2026-12-01 06:00Z"
+    assert Docket.get_by_id(waiting).retry_due_at == "2026-12-01T06:00:00.000000Z"
+    assert {row["retry"] for d, row in by_id.items() if d != waiting} == {"-"}
+    # A waiting comment has no detail yet: the progress columns are unchanged.
+    listed = str(store.manifest.dockets[0].comment_count)
+    assert by_id[waiting]["detailed"] == listed
 
 
 def test_seal_and_unseal(store, capsys):
@@ -119,6 +186,18 @@ def test_stats_counts_by_stage_and_state(store, capsys):
     assert {line.split()[0] for line in out.splitlines()[1:]} == set(store.dockets)
 
 
+def test_stats_shows_retry_rows_and_their_earliest_next_attempt(store, waiting, capsys):
+    code, out, _ = run(capsys, "stats", "--docket", waiting)
+    assert code == 0
+    assert out.splitlines()[0].split() == ["docket", "stage", "state", "count", "next", "attempt"]
+    rows = {(r["stage"], r["state"]): r for r in table(out)}
+    assert rows["backfill", "retry"]["count"] == "2"
+    assert rows["backfill", "retry"]["next attempt"] == "2026-12-01 06:00Z"  # the earlier of 06:00, 08:00
+    assert rows["backfill.file", "retry"]["count"] == "1"
+    assert rows["backfill.file", "retry"]["next attempt"] == "2026-12-01 06:00Z"
+    assert {r["next attempt"] for key, r in rows.items() if key[1] != "retry"} == {""}
+
+
 def test_explain_shows_every_stage_and_attachment(store, capsys):
     comment = comment_with_attachment(store)
     code, out, _ = run(capsys, "explain", comment)
@@ -133,6 +212,28 @@ def test_explain_shows_every_stage_and_attachment(store, capsys):
     assert "attachments:" in lines
     files = lines[lines.index("attachments:") + 2:]
     assert files and files[0].startswith("attachment_") and " ok " in f" {files[0]} "
+
+
+def test_explain_shows_retry_attempts_and_failure_kinds(store, capsys):
+    comment = store.manifest.comments[0].id
+    docket = store.manifest.comments[0].docket_id
+    with rows_restored(docket, comment):
+        fail_for_now("backfill", comment, docket, T0)
+        fail_for_now("backfill", comment, docket, T0 + timedelta(hours=2))  # the 2nd: waits 4 h
+        item_states.transition("extract", comment, docket, "failed", run_id="test",
+                               detail="permanent", reason="corrupt PDF")
+        code, out, _ = run(capsys, "explain", comment)
+    assert code == 0
+    stages = out.split("attachments:")[0].splitlines()[1:]
+    stages = stages[1:] if stages[0].startswith("title:") else stages
+    rows = {row["stage"]: row for row in table("\n".join(stages))}
+    assert rows["backfill"] | {"at": ""} == {
+        "stage": "backfill", "state": "retry", "failure": "transient", "attempts": "2",
+        "first failed": "2026-12-01T05:00:00", "next attempt": "2026-12-01T11:00:00", "at": "",
+        "reason": "HTTP 503 from the stand-in"}
+    assert (rows["extract"]["state"], rows["extract"]["failure"]) == ("failed", "permanent")
+    assert rows["extract"]["attempts"] == rows["extract"]["next attempt"] == ""
+    assert rows["fetch"]["failure"] == rows["fetch"]["attempts"] == ""
 
 
 def test_pending_lists_oldest_first_and_filters_by_age(store, capsys):

@@ -20,7 +20,7 @@ from pipeline.extract.combined import combined_sections, parse_combined
 from pipeline.extract.readers import AttachmentText, ExtractLimits, read_attachment
 from pipeline.runtime import set_runtime
 from pipeline.stages.base import StageContext
-from pipeline.stages.extract import FILE_STAGE, STAGE, extract_docket
+from pipeline.stages.extract import FILE_STAGE, STAGE, extract_docket, unfinished
 from pipeline.store import dockets, item_states, items
 from pipeline.store.blobs import attachment_key, combined_key
 from pipeline.store.models import Attachment, Item, ItemState
@@ -374,17 +374,22 @@ def test_a_forked_process_extracts_after_its_parent_started_workers(rt, tmp_path
     assert rows(STAGE)[f"{DOCKET}-0002"].state == "ok"
 
 
-def test_sealed_docket_only_repairs_re_driven_rows(rt):
+def test_sealed_docket_still_gets_the_work_backfill_recorded_under_the_seal(rt):
+    """A seal says no new comments will come; it never says extract is done. Backfill can
+    finish items after the seal (a budget stop, mirror lag): extract must read them."""
     setup_docket(rt)
     run_extract(rt)
     sealed_at = dockets.seal(DOCKET, "manual")
     set_attachment(rt, f"{DOCKET}-0001", "attachment_1.pdf", pdf_of("Changed after the seal. " + PROSE))
-    record_backfill(f"{DOCKET}-0001")  # a change the seal keeps out
+    record_backfill(f"{DOCKET}-0001")  # backfill finished this item under the seal
 
     result, io_done = run_extract(rt, run_id="run-2")
-    assert result.message == "sealed" and not io_done
+    assert result.counts == {"ok": 1, "unchanged": len(EXPECTED_ITEMS) - 1}
+    assert io_done[PDF_OPENS] == 1
+    assert unfinished(DOCKET) == 0
 
     redriven = item_states.mark_stale(STAGE, DOCKET, ["failed"], 1, run_id="redrive")
+    assert unfinished(DOCKET) == 1  # a re-driven row is owed work again
     result, io_done = run_extract(rt, run_id="run-3")
     assert result.counts == {"failed": 1, "unchanged": len(EXPECTED_ITEMS) - 1}
     assert rows(STAGE)[redriven[0]].state == "failed" and io_done[PDF_OPENS] == 1

@@ -16,7 +16,9 @@ from pipeline.errors import (
     BadResponse,
     BudgetSpent,
     ConfigError,
+    KeyRejected,
     PermanentHTTPError,
+    QuotaSpent,
     TransientHTTPError,
 )
 from pipeline.sources import federal_register
@@ -655,3 +657,19 @@ def test_federal_register_shares_the_retry_policy(fr_server):
 )
 def test_docket_ids_are_read_leniently(info, expected):
     assert docket_ids_from(info, info.get("document_id")) == expected
+
+
+def test_unauthorized_key_stops_the_run(server, sleeps):
+    client = RegulationsGovClient(server.api_base, "not-a-key", sleep=sleeps)
+    with pytest.raises(KeyRejected, match="API key was rejected") as err:
+        client.get_docket("EPA-2026-0001")
+    assert err.value.status == 403 and "not-a-key" not in str(err.value)
+
+
+def test_a_429_that_outlasts_every_retry_means_the_quota_is_spent(server, sleeps):
+    client = RegulationsGovClient(server.api_base, "test-key", sleep=sleeps, max_attempts=3)
+    server.burst_429 = 5
+    with pytest.raises(QuotaSpent, match="rate limit is spent"):
+        client.get_docket("EPA-2026-0001")
+    assert server.calls("/v4/dockets") == 3
+    server.burst_429 = 0

@@ -26,9 +26,21 @@ def test_upgrade_from_version_1_adds_the_budget_column(state):  # noqa: F811
     assert "budget_spent" not in {c.name for c in db.get_columns("run")}
     state_db.ensure_schema(db)
     assert "budget_spent" in {c.name for c in db.get_columns("run")}
-    assert state_db.schema_version(db) == 2
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
     Run.insert(run_id="r", task="t", started_at="x").execute()
     assert Run.get(Run.run_id == "r").budget_spent is False
+
+
+def test_upgrade_from_version_2_adds_the_retry_columns(state):  # noqa: F811
+    db = state.state
+    for table, column in (("item_state", "attempts"), ("item_state", "first_failed_at"),
+                          ("item_state", "next_attempt_at"), ("docket", "retry_due_at")):
+        db.execute_sql(f"ALTER TABLE {table} DROP COLUMN {column}")
+    Meta.update(value="2").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert {"attempts", "first_failed_at", "next_attempt_at"} <= {c.name for c in db.get_columns("item_state")}
+    assert "retry_due_at" in {c.name for c in db.get_columns("docket")}
+    assert state_db.schema_version(db) == 3
 
 
 def test_item_state_is_one_row_transitioned_in_place(state):  # noqa: F811

@@ -12,15 +12,19 @@ def request_budget(settings: Settings, deadline: float | None) -> RequestBudget:
 
 def regulations_gov(settings: Settings, budget: RequestBudget) -> RegulationsGovClient:
     return RegulationsGovClient(
-        settings.api_base, settings.api_key, pace_seconds=settings.pace_seconds, budget=budget
+        settings.api_base, settings.api_key, pace_seconds=settings.pace_seconds, budget=budget,
+        max_attempts=settings.http_attempts,
+        max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth,
     )
 
 
 def mirror(settings: Settings):
     from pipeline.sources.mirror import open_mirror
 
-    return open_mirror(
+    opened = open_mirror(
         settings.mirror_url,
         s3_endpoint_url=settings.s3_endpoint_url or None,
         unsigned=settings.mirror_unsigned,
     )
+    opened.max_json_bytes, opened.max_json_depth = settings.max_json_bytes, settings.max_json_depth
+    return opened

@@ -16,7 +16,6 @@ path or key.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -27,8 +26,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pipeline.counters import S3_GET, S3_LIST, counters
-from pipeline.errors import BadResponse, InvalidIdentifier
+from pipeline.errors import InvalidIdentifier
 from pipeline.ids import validate_filename, validate_id
+from pipeline.sources.payloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, parse_json_object
 from pipeline.store.blobs import (
     S3_HEAD,
     is_s3_not_found,
@@ -182,15 +182,14 @@ class Mirror(ABC):
     @abstractmethod
     def _read_bytes(self, key: str) -> bytes: ...
 
+    # Set from the settings by connect.mirror(); the defaults suit tests and tools.
+    max_json_bytes = DEFAULT_MAX_BYTES
+    max_json_depth = DEFAULT_MAX_DEPTH
+
     def read_json(self, key: str) -> dict:
-        data = self._read_bytes(validate_key(key))
-        try:
-            parsed = json.loads(data)
-        except ValueError as error:
-            raise BadResponse(f"mirror file is not JSON: {key}") from error
-        if not isinstance(parsed, dict):
-            raise BadResponse(f"mirror file is not a JSON object: {key}")
-        return parsed
+        """A mirror JSON file within the size and depth limits (``parse_json_object``)."""
+        return parse_json_object(self._read_bytes(validate_key(key)), f"mirror file {key}",
+                                 max_bytes=self.max_json_bytes, max_depth=self.max_json_depth)
 
     def list_dockets(self) -> list[DocketRef]:
         """Every docket folder in the mirror; unsafe folder names are logged and skipped."""

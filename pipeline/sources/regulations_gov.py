@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -35,11 +34,16 @@ from pipeline.errors import (
     BadResponse,
     BudgetSpent,
     ConfigError,
+    DocketeerError,
+    InputTooLarge,
     InvalidIdentifier,
+    KeyRejected,
     PermanentHTTPError,
+    QuotaSpent,
     TransientHTTPError,
 )
 from pipeline.ids import validate_id
+from pipeline.sources.payloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, parse_json_object
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +151,7 @@ class DownloadResult:
     content_type: str
 
 
-class TooLarge(PermanentHTTPError):
+class TooLarge(PermanentHTTPError, InputTooLarge):
     """A download is bigger than the caller allows; never retried (callers: state ``too_large``)."""
 
     def __init__(self, size: int, max_bytes: int, url: str = "") -> None:
@@ -203,6 +207,8 @@ class HttpTransport:
         sleep: Callable[[float], None] = time.sleep,
         secrets: tuple[str, ...] = (),
         service: str = "API",
+        max_json_bytes: int = DEFAULT_MAX_BYTES,
+        max_json_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
         if session is None:
             session = requests.Session()
@@ -216,6 +222,7 @@ class HttpTransport:
         self.min_remaining = min_remaining
         self.sleep = sleep
         self.service = service
+        self.max_json_bytes, self.max_json_depth = max_json_bytes, max_json_depth
         self.rate_remaining: int | None = None
         self._secrets = tuple(s for s in secrets if s)
         self._last_call: float | None = None
@@ -256,6 +263,9 @@ class HttpTransport:
         exc = retry_state.outcome.exception()
         if self._stop_at_deadline(retry_state):
             raise BudgetSpent("time budget spent") from exc
+        if isinstance(exc, TransientHTTPError) and exc.status == 429:
+            # Still over the rate limit after every retry: the quota, not the item.
+            raise QuotaSpent(f"the {self.service} rate limit is spent ({exc})") from exc
         raise exc
 
     def _log_retry(self, what: str, state: tenacity.RetryCallState) -> None:
@@ -335,8 +345,9 @@ class HttpTransport:
             return
         code, message = api_error(resp)
         detail, where = self.mask(message), self.mask(what)
-        if status == 403 and code and code.startswith("API_KEY_"):
-            raise PermanentHTTPError(403, f"the {self.service} API key was rejected (403 {code})")
+        if status == 401 or (status == 403 and code and code.startswith("API_KEY_")):
+            # The key's fault, not the item's: the run stops, no item is marked.
+            raise KeyRejected(status, f"the {self.service} API key was rejected ({status} {code or 'unauthorized'})")
         if status in TRANSIENT_STATUSES or status >= 500:
             retry_after = parse_retry_after(resp.headers.get("Retry-After"))
             if retry_after is not None and retry_after > self.backoff_cap:
@@ -350,7 +361,8 @@ class HttpTransport:
         raise PermanentHTTPError(status, detail, where)
 
     def read_json(self, resp: requests.Response, what: str) -> dict:
-        """The body as a JSON object, or BadResponse with a one-line reason (HTML page, bad JSON)."""
+        """The body as a JSON object within the size and depth limits (``parse_json_object``);
+        BadResponse with a one-line reason for an HTML page or a body that is not JSON."""
         ctype = resp.headers.get("Content-Type", "")
         text = resp.content.decode(resp.encoding or "utf-8", errors="replace")
         if "html" in ctype.lower() or text.lstrip()[:1] == "<":
@@ -360,14 +372,10 @@ class HttpTransport:
                 )
             )
         try:
-            body = json.loads(text)
-        except ValueError as exc:
-            raise BadResponse(self.mask(f"{what}: body is not JSON ({_one_line(exc)})")) from None
-        if not isinstance(body, dict):
-            raise BadResponse(
-                self.mask(f"{what}: JSON body is a {type(body).__name__}, not an object")
-            )
-        return body
+            return parse_json_object(text, self.mask(what), max_bytes=self.max_json_bytes,
+                                     max_depth=self.max_json_depth)
+        except DocketeerError as exc:
+            raise type(exc)(self.mask(exc)) from None
 
     def get_json(
         self, endpoint: str, url: str, *, params: Any = None, headers: dict | None = None

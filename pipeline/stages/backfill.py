@@ -21,36 +21,24 @@ import logging
 import tempfile
 from dataclasses import dataclass, replace
 
-from pipeline.errors import (
-    BadResponse,
-    BudgetSpent,
-    DocketeerError,
-    InvalidIdentifier,
-    PermanentHTTPError,
-    TransientHTTPError,
-)
+from pipeline.clock import iso
+from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
+from pipeline.failures import RETRY, Failure, RetryPolicy, classify
 from pipeline.ids import validate_filename
 from pipeline.sources import connect
-from pipeline.sources.regulations_gov import TooLarge
 from pipeline.stages.base import StageContext, StageResult
 from pipeline.store import item_states, items
-from pipeline.store.blobs import BlobSizeMismatch, BlobTooLarge, IngestResult, attachment_key
+from pipeline.store.blobs import IngestResult, attachment_key
 from pipeline.store.models import Attachment, Docket, Item, database
 
 log = logging.getLogger("docketeer")
 STAGE = "backfill"
 FILE_STAGE = "backfill.file"
-GONE_STATUSES = (404, 410)
-# Worst first: the item takes the worst state of its files.
-FILE_STATE_ORDER = ("failed-transient", "missing", "failed", "too_large", "gone")
-
-
-class FileGone(DocketeerError):
-    """The source says the file is gone for good (a mirror tombstone)."""
-
-
-class NotMirroredYet(DocketeerError):
-    """The mirror has neither the thing nor a tombstone for it: it may arrive later."""
+# Worst first: the item takes the worst state of its files ("retry": one waits to be tried again).
+FILE_STATE_ORDER = (RETRY, "failed", "too_large", "gone")
+# What a record may say of an attachment's order and size before it reaches the database.
+MAX_ORDINAL = 100_000
+MAX_SIZE = 2**62
 
 
 @dataclass(frozen=True)
@@ -68,7 +56,7 @@ class FileRef:
 
 
 def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None) -> StageResult:
-    todo = _todo(docket.id, ctx.force)
+    todo = _todo(docket.id, ctx.force, iso(ctx.clock()))
     result = StageResult()
     if not todo:
         return result
@@ -89,15 +77,25 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
     return result
 
 
-def _todo(docket_id: str, force: bool) -> list[Item]:
+def _todo(docket_id: str, force: bool, now: str) -> list[Item]:
+    """Items without a decided state for their current summary: never fetched, changed,
+    left pending, re-driven, or waiting to retry and due. Items whose retry is not due yet
+    wait (``--force`` does not wait)."""
     todo = {item.key: item for item in items.items_needing_detail(docket_id, force)}
-    redo = [
-        key for key, row in item_states.states_for_docket(STAGE, docket_id).items()
-        if row.state in ("pending", "stale") and key not in todo
-    ]
+    rows = item_states.states_for_docket(STAGE, docket_id)
+    if not force:
+        for key in [k for k in todo if k in rows and rows[k].waits(now)]:
+            del todo[key]
+    redo = [key for key, row in rows.items()
+            if row.state in ("pending", "stale") and key not in todo]
     if redo:
         todo.update({item.key: item for item in Item.select().where(Item.key.in_(redo))})
     return [todo[key] for key in sorted(todo)]
+
+
+def unfinished(docket_id: str, now: str) -> int:
+    """Items backfill still owes the docket now (0 before its marker may be written)."""
+    return len(_todo(docket_id, False, now))
 
 
 def _make_source(ctx: StageContext, docket: Docket, api, mirror):
@@ -108,33 +106,30 @@ def _make_source(ctx: StageContext, docket: Docket, api, mirror):
 
 
 def backfill_item(ctx: StageContext, source, item: Item, result: StageResult) -> str:
+    """One item to a decided state, whatever goes wrong with it: one bad record never
+    stops the docket. Run-stopping failures and a spent budget go up to the stage."""
     try:
-        body = source.detail(item)
-        files = source.files(item, body, ctx.settings.formats)
-    except FileGone as exc:
-        return _finish_gone(ctx, item, result, str(exc))
-    except NotMirroredYet as exc:
-        return _finish_skipped(ctx, item, result, str(exc))
-    except PermanentHTTPError as exc:
-        if exc.status in GONE_STATUSES:
-            return _finish_gone(ctx, item, result, str(exc))
-        return _finish_failed(ctx, item, result, str(exc), permanent=True)
-    except (BadResponse, InvalidIdentifier) as exc:
-        return _finish_failed(ctx, item, result, str(exc), permanent=True)
-    except TransientHTTPError as exc:
-        result.clean = False
-        result.message = f"{item.key}: {exc}"
-        return _finish_failed(ctx, item, result, str(exc), permanent=False)
+        return _backfill(ctx, source, item, result)
+    except BudgetSpent:
+        raise
+    except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
+        failure = classify(exc)
+        if failure.stops_run:
+            raise
+        log.warning("backfill %s: %s (%s)", item.key, failure.reason, failure.kind)
+        return _finish(ctx, item, result, failure)
+
+
+def _backfill(ctx: StageContext, source, item: Item, result: StageResult) -> str:
+    body = source.detail(item)
     fields = normalize_detail(body)
+    files = source.files(item, body, ctx.settings.formats)
     item_states.mark_pending(STAGE, item.key, item.docket, run_id=ctx.run_id, reason="downloading")
-    state = _item_state([_have_file(ctx, source, item, ref, result) for ref in files])
-    if state == "failed-transient":
-        result.clean = False
-        result.message = f"{item.key}: an attachment download failed"
-        return _finish_failed(ctx, item, result, "an attachment download failed; retried next run",
-                              permanent=False)
-    if state == "missing":
-        return _finish_skipped(ctx, item, result, "an attachment is not in the mirror yet")
+    outcomes = [_have_file(ctx, source, item, ref, result) for ref in files]
+    state = _item_state([file_state for file_state, _reason in outcomes])
+    if state == RETRY:
+        why = "; ".join(reason for file_state, reason in outcomes if file_state == RETRY)
+        return _finish(ctx, item, result, Failure("transient", RETRY, why[:500]))
     _record_detail(ctx, item, fields, state)
     result.add(state)
     return state
@@ -163,78 +158,92 @@ def _file_digest(item_key: str) -> list:
     return [list(row) for row in rows]
 
 
-def _finish_gone(ctx, item: Item, result: StageResult, reason: str) -> str:
-    with database.atomic():
-        items.update_detail(item.key, {}, "gone", item.summary_hash)
-        item_states.transition(STAGE, item.key, item.docket, "gone", run_id=ctx.run_id,
-                               reason=reason[:500], content_hash="gone")
-    result.add("gone")
-    return "gone"
+def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
+    """The item's state after a failure: waiting to retry, or final (gone, too_large, failed)."""
+    if failure.state == RETRY:
+        # The detail is not recorded, so the item is selected again once its time has come.
+        state = item_states.retry_later(STAGE, item.key, item.docket, failure.reason,
+                                        run_id=ctx.run_id, policy=RetryPolicy.from_settings(ctx.settings),
+                                        now=ctx.clock())
+        if state != RETRY:  # past the retry horizon: failed for good, like any permanent one
+            items.update_detail(item.key, {}, "failed", item.summary_hash)
+        result.add(state)
+        return state
+    marker = "gone" if failure.state == "gone" else "failed"
+    with database.atomic():  # never retried by default runs; Redrive can send it back
+        items.update_detail(item.key, {}, marker, item.summary_hash)
+        item_states.transition(STAGE, item.key, item.docket, failure.state, run_id=ctx.run_id,
+                               reason=failure.reason, content_hash=marker if marker == "gone" else None,
+                               detail=failure.kind)
+    result.add(failure.state)
+    return failure.state
 
 
-def _finish_skipped(ctx, item: Item, result: StageResult, reason: str) -> str:
-    # The detail is not recorded, so the next run looks again; nothing is marked gone.
-    item_states.transition(STAGE, item.key, item.docket, "skipped", run_id=ctx.run_id,
-                           reason=reason[:500])
-    result.add("skipped")
-    return "skipped"
+def attributes_of(record: object, what: str) -> dict:
+    """A record's ``attributes`` object ({} when absent); BadRecord when it is anything else."""
+    if not isinstance(record, dict):
+        raise BadRecord(f"{what} is a {type(record).__name__}, not an object")
+    attrs = record.get("attributes")
+    if attrs is None:
+        return {}
+    if not isinstance(attrs, dict):
+        raise BadRecord(f"{what}.attributes is a {type(attrs).__name__}, not an object")
+    return attrs
 
 
-def _finish_failed(ctx, item: Item, result: StageResult, reason: str, *, permanent: bool) -> str:
-    if permanent:  # never retried by default runs; Redrive can send it back
-        items.update_detail(item.key, {}, "failed", item.summary_hash)
-    item_states.transition(STAGE, item.key, item.docket, "failed", run_id=ctx.run_id,
-                           reason=reason[:500], detail="permanent" if permanent else "transient")
-    result.add("failed")
-    return "failed"
+def _optional_text(attrs: dict, name: str) -> str | None:
+    value = attrs.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise BadRecord(f"`{name}` is a {type(value).__name__}, not a string")
 
 
 def normalize_detail(body: dict) -> dict:
-    attrs = body["data"].get("attributes") or {}
+    attrs = attributes_of(body.get("data"), "data")
     names = [attrs.get("firstName"), attrs.get("lastName")]
     submitter = " ".join(n for n in names if isinstance(n, str) and n.strip()) or None
     return {
         "body": attrs.get("comment") if isinstance(attrs.get("comment"), str) else None,
         "submitter": submitter,
         "organization": attrs.get("organization") if isinstance(attrs.get("organization"), str) else None,
-        "received_date": attrs.get("receiveDate"),
+        "received_date": _optional_text(attrs, "receiveDate"),
         "withdrawn": bool(attrs.get("withdrawn")),
-        "comment_on_document_id": attrs.get("commentOnDocumentId"),
+        "comment_on_document_id": _optional_text(attrs, "commentOnDocumentId"),
     }
 
 
-def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> str:
-    """Make sure one file is stored and has its row; returns the file's state."""
+def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tuple[str, str | None]:
+    """Make sure one file is stored and has its row; returns the file's state (RETRY when
+    it failed transiently: the item then waits to be tried again) and why it is not ok."""
     key = f"{item.key}/{ref.filename}"
     existing = Attachment.get_or_none((Attachment.item == item.key) & (Attachment.filename == ref.filename))
     if existing and existing.sha256 and not ctx.force:
         result.add("files_unchanged")
-        return "ok"
+        return "ok", None
     max_bytes = ctx.settings.max_attachment_bytes
     declared = ref.size if ref.size is not None else ref.mirror_size
     if declared is not None and declared > max_bytes:
         # The declared size is enough to refuse: no request is spent on it.
-        return _file_state(ctx, item, key, "too_large",
-                           f"declared size {declared} exceeds the limit of {max_bytes} bytes", result)
+        reason = f"declared size {declared} exceeds the limit of {max_bytes} bytes"
+        return _file_state(ctx, item, key, "too_large", reason, result), reason
     try:
         stored = source.fetch_file(ref, ctx.blobs, max_bytes, ctx.runtime.data_dir)
-    except (TooLarge, BlobTooLarge) as exc:
-        return _file_state(ctx, item, key, "too_large", str(exc), result)
-    except FileGone as exc:
-        return _file_state(ctx, item, key, "gone", str(exc), result)
-    except NotMirroredYet as exc:
-        _file_state(ctx, item, key, "skipped", str(exc), result)
-        return "missing"
-    except PermanentHTTPError as exc:
-        state = "gone" if exc.status in GONE_STATUSES else "failed"
-        return _file_state(ctx, item, key, state, str(exc), result)
-    except (TransientHTTPError, BlobSizeMismatch) as exc:
-        _file_state(ctx, item, key, "failed", str(exc), result)
-        return "failed-transient"
+    except BudgetSpent:
+        raise
+    except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
+        failure = classify(exc)
+        if failure.stops_run:
+            raise
+        if failure.state == RETRY:
+            # Not a final state of the file: "missing" (the mirror lags) or a transient failure.
+            state = "missing" if isinstance(exc, NotMirroredYet) else "failed"
+            _file_state(ctx, item, key, state, failure.reason, result, detail="transient")
+            return RETRY, failure.reason
+        return _file_state(ctx, item, key, failure.state, failure.reason, result, detail=failure.kind), failure.reason
     _upsert_attachment(item.key, ref, stored)
     result.add("files_stored" if stored.created else "files_deduplicated")
     item_states.transition(FILE_STAGE, key, item.docket, "ok", run_id=ctx.run_id, content_hash=stored.sha256)
-    return "ok"
+    return "ok", None
 
 
 def _upsert_attachment(item_key: str, ref: FileRef, stored: IngestResult) -> None:
@@ -245,18 +254,15 @@ def _upsert_attachment(item_key: str, ref: FileRef, stored: IngestResult) -> Non
         .on_conflict(conflict_target=[Attachment.item, Attachment.filename], update=values).execute())
 
 
-def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: StageResult) -> str:
-    item_states.transition(FILE_STAGE, key, item.docket, state, run_id=ctx.run_id, reason=reason[:500])
+def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: StageResult,
+                detail: str | None = None) -> str:
+    item_states.transition(FILE_STAGE, key, item.docket, state, run_id=ctx.run_id, reason=reason[:500],
+                           detail=detail)
     result.add(f"files_{state}")
     return state
 
 
 # --------------------------------------------------------------------------- file names
-
-
-def choose_format(formats: list[dict], preference: list[str]) -> dict | None:
-    ranked = ranked_formats(formats, preference)
-    return ranked[0] if ranked else None
 
 
 def ranked_formats(formats, preference: list[str]) -> list[dict]:
@@ -275,24 +281,35 @@ def declared_files(body: dict, preference: list[str]) -> list[list[FileRef]]:
     included attachment is ``attachment_<n>.<ext>`` as its download URL names it.
     """
     files = []
-    own = (body["data"].get("attributes") or {}).get("fileFormats")
+    own = attributes_of(body.get("data"), "data").get("fileFormats")
     if isinstance(own, list) and own:
         files.append(_candidates(own, preference, 0, "content"))
     for n, attachment in enumerate(_included_attachments(body), start=1):
-        attrs = attachment.get("attributes") or {}
-        order = attrs.get("docOrder") if isinstance(attrs.get("docOrder"), int) else n
-        files.append(_candidates(attrs.get("fileFormats"), preference, order, None))
+        attrs = attributes_of(attachment, f"included attachment {n}")
+        order = _bounded_int(attrs.get("docOrder"), "docOrder", MAX_ORDINAL)
+        files.append(_candidates(attrs.get("fileFormats"), preference, n if order is None else order, None))
     return [candidates for candidates in files if candidates]
+
+
+def _bounded_int(value: object, name: str, maximum: int) -> int | None:
+    """A whole number from a record, checked before it reaches the database (None: absent)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int):
+        return None
+    if not 0 <= value <= maximum:
+        raise BadRecord(f"`{name}` {str(value)[:40]} is out of range (0..{maximum})")
+    return value
 
 
 def _candidates(formats, preference: list[str], ordinal: int, stem: str | None) -> list[FileRef]:
     refs = []
     for chosen in ranked_formats(formats, preference):
         url = chosen["fileUrl"]
+        if not url.lower().startswith(("https://", "http://")):
+            raise BadRecord(f"fileUrl is not an http(s) URL: {url[:200]!r}")
         name = url.rstrip("/").rsplit("/", 1)[-1]
         if stem:
             name = f"{stem}.{name.rsplit('.', 1)[-1]}" if "." in name else f"{stem}.bin"
-        size = chosen.get("size") if isinstance(chosen.get("size"), int) else None
+        size = _bounded_int(chosen.get("size"), "size", MAX_SIZE)
         refs.append(FileRef(validate_filename(name.lower()), ordinal,
                             str(chosen.get("format", "")).lower(), size, url=url))
     return refs
@@ -303,7 +320,9 @@ def _stem(filename: str) -> str:
 
 
 def _included_attachments(body: dict) -> list[dict]:
-    included = body.get("included") or []
+    included = body.get("included")
+    if not isinstance(included, list):
+        return []
     return [i for i in included if isinstance(i, dict) and i.get("type") == "attachments"]
 
 
@@ -365,12 +384,12 @@ class MirrorSource:
     def detail(self, item: Item) -> dict:
         table = self.listing.documents if item.kind == "document" else self.listing.comments
         if item.key in self._gone_items:
-            raise FileGone(f"{item.key}: marked unavailable in the mirror")
+            raise Gone(f"{item.key}: marked unavailable in the mirror")
         if item.key not in table:
             raise NotMirroredYet(f"{item.key}: not in the mirror yet")
         body = self.mirror.read_json(table[item.key])
         if not isinstance(body, dict) or not isinstance(body.get("data"), dict):
-            raise BadResponse(f"{item.key}: mirror JSON has no data object")
+            raise BadRecord(f"{item.key}: mirror JSON has no data object")
         return body
 
     def files(self, item: Item, body: dict, preference: list[str]) -> list[FileRef]:
@@ -408,7 +427,7 @@ class MirrorSource:
 
     def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir) -> IngestResult:
         if ref.tombstoned:
-            raise FileGone("marked unavailable in the mirror")
+            raise Gone("marked unavailable in the mirror")
         if ref.mirror_key is None:
             raise NotMirroredYet(f"{ref.filename}: not in the mirror yet")
         with self.mirror.open_binary(ref.mirror_key) as stream:

@@ -57,10 +57,11 @@ def limits_from(settings) -> ExtractLimits:
 REDO_STATES = ("pending", "stale")  # a process died mid-item, or Redrive asked again
 
 
-def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSION, *,
-         redo_only: bool = False) -> dict[str, str]:
+def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSION) -> dict[str, str]:
     """item key -> fingerprint for the items with work, from state rows alone (no file).
-    ``redo_only`` (a sealed docket): only rows left pending or re-driven (stale)."""
+
+    A seal changes nothing here: it says no new comments will come, not that this stage
+    has done its work (a docket can seal while backfill's items are still arriving)."""
     todo = {}
     for key, row in upstream.items():
         if row.state not in EXTRACTABLE:
@@ -68,23 +69,23 @@ def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSI
         fingerprint = item_fingerprint(row.content_hash, version)
         done = mine.get(key)
         redo = done is not None and done.state in REDO_STATES
-        if redo or (not redo_only and (force or done is None or done.fingerprint != fingerprint)):
+        if redo or force or done is None or done.fingerprint != fingerprint:
             todo[key] = fingerprint
     return todo
+
+
+def unfinished(docket_id: str) -> int:
+    """Items backfill vouches for that have no decided extract state for their input."""
+    return len(plan(item_states.states_for_docket(UPSTREAM, docket_id),
+                    item_states.states_for_docket(STAGE, docket_id), False))
 
 
 def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTOR_VERSION,
                    reader: Reader | None = None) -> StageResult:
     """Extract the docket's new and changed items. ``version`` and ``reader`` exist for
     tests and benchmarks; the pipeline always runs the current extractor."""
-    sealed = bool(docket.sealed_at) and not ctx.force
     mine = item_states.states_for_docket(STAGE, docket.id)
-    # A seal stops new work, not repairs: rows a crash left pending, or Redrive marked
-    # stale, are still redone (the docket stays sealed).
-    todo = plan(item_states.states_for_docket(UPSTREAM, docket.id), mine, ctx.force, version,
-                redo_only=sealed)
-    if sealed and not todo:
-        return StageResult(message="sealed")
+    todo = plan(item_states.states_for_docket(UPSTREAM, docket.id), mine, ctx.force, version)
     result = StageResult()
     unchanged = sum(1 for key in mine if key not in todo)
     if unchanged:

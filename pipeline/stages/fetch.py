@@ -25,6 +25,7 @@ from pipeline.errors import (
     BudgetSpent,
     InvalidIdentifier,
     PermanentHTTPError,
+    RunStopping,
     TransientHTTPError,
 )
 from pipeline.ids import validate_id
@@ -66,6 +67,8 @@ def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
         watermark = walk_docket(api, docket, ctx, result)
     except BudgetSpent as exc:
         result.budget_spent, result.message = True, str(exc)
+    except RunStopping:
+        raise  # the key, the quota, the disk: not this docket's fault, and the run must stop
     except (TransientHTTPError, PermanentHTTPError, BadResponse, InvalidIdentifier) as exc:
         # The walk broke: keep what was upserted, leave the watermark, never seal.
         result.clean, result.message = False, f"walk of {docket.id} broke off: {exc}"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import combined_sections
+from pipeline.failures import classify
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
 from pipeline.stages.base import StageContext, StageResult
@@ -139,11 +140,25 @@ def index_docket(ctx: StageContext, docket: Docket, *, index_db, embedder) -> St
 def plan(ctx: StageContext, docket_id: str, index_db, embedder_id: str,
          result: StageResult) -> list[Work]:
     """Items whose fingerprint differs from the index state, from bulk reads only."""
+    config = index_config_id(embedder_id, ctx.settings.chunk_chars)
+    todo, unchanged = plan_work(docket_id, index_db, config, ctx.force)
+    if unchanged:
+        result.add("unchanged", unchanged)
+    return todo
+
+
+def unfinished(docket_id: str, index_db, config_id: str) -> int:
+    """Items extract vouches for whose index state is not for their current input."""
+    return len(plan_work(docket_id, index_db, config_id, False)[0])
+
+
+def plan_work(docket_id: str, index_db, config: str, force: bool) -> tuple[list[Work], int]:
+    """(the items to load, how many are unchanged)."""
     upstream = {k: r for k, r in item_states.states_for_docket(UPSTREAM, docket_id).items()
                 if r.state in INDEXABLE}
     items = docket_metadata(docket_id)
-    config = index_config_id(embedder_id, ctx.settings.chunk_chars)
     todo: list[Work] = []
+    unchanged = 0
     for collection in sorted(set(COLLECTIONS.values())):
         known_states = index_db.state_for_docket(collection, docket_id)
         for key in sorted(upstream):
@@ -152,11 +167,11 @@ def plan(ctx: StageContext, docket_id: str, index_db, embedder_id: str,
                 continue
             fingerprint = item_fingerprint(upstream[key].content_hash, config, metadata)
             known = known_states.get(key)
-            if not ctx.force and known is not None and known.fingerprint == fingerprint:
-                result.add("unchanged")
+            if not force and known is not None and known.fingerprint == fingerprint:
+                unchanged += 1
                 continue
             todo.append(Work(collection, key, fingerprint, known, metadata))
-    return todo
+    return todo, unchanged
 
 
 def docket_metadata(docket_id: str) -> dict[str, dict]:
@@ -203,8 +218,11 @@ class Writer:
         try:
             _, body = read_combined(self.ctx.blobs, self.docket_id, work.key)
             sections = combined_sections(body, skip_placeholders=True)
-        except (OSError, KeyError, ValueError, UnicodeDecodeError) as exc:
-            self._failed(work.key, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - one broken item never stops the docket
+            failure = classify(exc)
+            if failure.stops_run:
+                raise
+            self._failed(work.key, failure.reason)
             return None
         chars = self.ctx.settings.chunk_chars
         chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars))

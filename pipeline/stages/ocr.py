@@ -53,11 +53,10 @@ class ItemWork:
     files: list[str] = field(default_factory=list)
 
 
-def plan(extract_rows: dict, file_rows: dict, ocr_rows: dict, force: bool, *,
-         redo_only: bool = False) -> dict[str, ItemWork]:
+def plan(extract_rows: dict, file_rows: dict, ocr_rows: dict, force: bool) -> dict[str, ItemWork]:
     """item key -> its work, from state rows alone. A comment with any scan to redo is
-    redone whole, so all of its ``ocr`` rows vouch for the same combined.md.
-    ``redo_only`` (a sealed docket): only comments with a row left pending or re-driven."""
+    redone whole, so all of its ``ocr`` rows vouch for the same combined.md. A seal changes
+    nothing here (as in extract): the scans of a sealed docket still get read."""
     work: dict[str, ItemWork] = {}
     for key in sorted(k for k, row in file_rows.items() if row.state == STATUS_OCR_NEEDED):
         item_key, filename = key.rsplit("/", 1)
@@ -65,14 +64,17 @@ def plan(extract_rows: dict, file_rows: dict, ocr_rows: dict, force: bool, *,
         if row is None or row.state in REDO_STATES or not row.fingerprint:
             continue  # extract has not finished this item: it comes back next run
         work.setdefault(item_key, ItemWork(item_key, row)).files.append(filename)
-    if redo_only:
-        return {key: w for key, w in work.items() if _redo(w, ocr_rows)}
     return {key: w for key, w in work.items() if force or _needs_ocr(w, ocr_rows)}
 
 
-def _redo(work: ItemWork, ocr_rows: dict) -> bool:
-    rows = (ocr_rows.get(extract.file_key(work.key, f)) for f in work.files)
-    return any(row is not None and row.state in REDO_STATES for row in rows)
+def unfinished(docket_id: str) -> int:
+    """Scans extract vouches for whose comment has no OCR state for its current text
+    (0 without Tesseract: the stage then changes nothing and says so)."""
+    if not ocr_lib.tesseract_available():
+        return 0
+    return len(plan(item_states.states_for_docket(extract.STAGE, docket_id),
+                    item_states.states_for_docket(extract.FILE_STAGE, docket_id),
+                    item_states.states_for_docket(STAGE, docket_id), False))
 
 
 def _needs_ocr(work: ItemWork, ocr_rows: dict) -> bool:
@@ -86,16 +88,14 @@ def _needs_ocr(work: ItemWork, ocr_rows: dict) -> bool:
 
 
 def ocr_docket(ctx: StageContext, docket: Docket) -> StageResult:
-    sealed = bool(docket.sealed_at) and not ctx.force  # then only repairs, as in extract
     file_rows = item_states.states_for_docket(extract.FILE_STAGE, docket.id)
     if not ocr_lib.tesseract_available():
         return _without_tesseract(docket, file_rows)
     ocr_rows = item_states.states_for_docket(STAGE, docket.id)
-    if not sealed:
-        _drop_orphans(ocr_rows, file_rows)
+    _drop_orphans(ocr_rows, file_rows)
     work = plan(item_states.states_for_docket(extract.STAGE, docket.id), file_rows, ocr_rows,
-                ctx.force, redo_only=sealed)
-    result = StageResult(message="sealed" if sealed else "")
+                ctx.force)
+    result = StageResult()
     if not work:
         return result
     ctx.progress.start(len(work))

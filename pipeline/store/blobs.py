@@ -32,7 +32,13 @@ from typing import BinaryIO
 from urllib.parse import unquote, urlparse
 
 from pipeline.counters import BLOB_READS, BLOB_WRITES, S3_GET, S3_LIST, counters
-from pipeline.errors import ConfigError, DocketeerError, InvalidIdentifier
+from pipeline.errors import (  # noqa: F401 - BlobTooLarge, BlobSizeMismatch are raised here
+    BlobSizeMismatch,
+    BlobTooLarge,
+    ConfigError,
+    DocketeerError,
+    InvalidIdentifier,
+)
 from pipeline.ids import validate_id, validate_sha256
 
 # Free-form counters for S3 requests that are neither a LIST nor a GET.
@@ -43,14 +49,6 @@ S3_DELETE = "s3_delete"
 TMP_PREFIX = "tmp/"
 PUTS_IN_FLIGHT = 4  # S3 PUTs of one put_many at once
 CHUNK_SIZE = 1024 * 1024
-
-
-class BlobTooLarge(DocketeerError):
-    """The stream is larger than the caller's max_bytes; nothing was stored."""
-
-
-class BlobSizeMismatch(DocketeerError):
-    """The stream ended at a size other than the one announced; nothing was stored."""
 
 
 @dataclass(frozen=True)

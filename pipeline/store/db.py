@@ -12,9 +12,9 @@ from psycopg2.extensions import parse_dsn
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.errors import ConfigError
 from pipeline.store import models
-from pipeline.store.models import MODELS, Meta, Run
+from pipeline.store.models import MODELS, Docket, ItemState, Meta, Run
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
@@ -112,4 +112,20 @@ def _upgrade_to_2(db: peewee.Database) -> None:
         migrate(_migrator(db).add_column(Run._meta.table_name, "budget_spent", Run.budget_spent))
 
 
-UPGRADES = {2: _upgrade_to_2}
+def _upgrade_to_3(db: peewee.Database) -> None:
+    """v3: items waiting to retry (attempts, first failure, next attempt) and the docket's
+    earliest next attempt."""
+    wanted = {
+        ItemState: (ItemState.attempts, ItemState.first_failed_at, ItemState.next_attempt_at),
+        Docket: (Docket.retry_due_at,),
+    }
+    operations = []
+    for model, fields in wanted.items():
+        columns = {c.name for c in db.get_columns(model._meta.table_name)}
+        operations += [_migrator(db).add_column(model._meta.table_name, f.column_name, f)
+                       for f in fields if f.column_name not in columns]
+    if operations:
+        migrate(*operations)
+
+
+UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3}

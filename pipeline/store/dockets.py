@@ -11,6 +11,7 @@ from pipeline.clock import iso, utcnow
 from pipeline.errors import DocketeerError
 from pipeline.ids import validate_id
 from pipeline.seals import SealFacts
+from pipeline.store import item_states
 from pipeline.store.models import Docket, ItemState, database
 
 
@@ -57,7 +58,8 @@ def seal_status(docket_ids: list[str] | None = None) -> dict[str, str | None]:
 
 
 def seal_facts(docket: Docket) -> SealFacts:
-    return SealFacts(docket.comment_end_date, docket.last_pull_at, docket.last_pull_new, docket.sealed_at)
+    return SealFacts(docket.comment_end_date, docket.last_pull_at, docket.last_pull_new,
+                     docket.sealed_at, item_states.waiting_count(docket.id))
 
 
 def state_counts(docket_id: str) -> dict[str, dict[str, int]]:

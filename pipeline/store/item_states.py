@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 import peewee
+from peewee import fn
 
-from pipeline.clock import iso, utcnow
+from pipeline.clock import iso, parse_iso, utcnow
 from pipeline.counters import ROWS_WRITTEN, counters
-from pipeline.store.models import ItemState, database
+from pipeline.failures import RETRY, RetryPolicy, gave_up_reason
+from pipeline.store.models import Docket, ItemState, database
 
 PENDING = "pending"
 TERMINAL = frozenset(
@@ -26,6 +29,11 @@ class StateRow:
     content_hash: str | None
     state: str
     reason: str | None
+    next_attempt_at: str | None = None
+
+    def waits(self, now: str) -> bool:
+        """A transient failure whose next attempt has not come yet: no work for now."""
+        return self.state == RETRY and self.next_attempt_at is not None and self.next_attempt_at > now
 
 
 def states_for_docket(stage: str, docket_id: str) -> dict[str, StateRow]:
@@ -33,7 +41,7 @@ def states_for_docket(stage: str, docket_id: str) -> dict[str, StateRow]:
     query = (
         ItemState.select(
             ItemState.item, ItemState.fingerprint, ItemState.content_hash, ItemState.state,
-            ItemState.reason,
+            ItemState.reason, ItemState.next_attempt_at,
         )
         .where((ItemState.stage == stage) & (ItemState.docket == docket_id))
         .tuples()
@@ -64,6 +72,11 @@ def transition(
         ItemState.run_id: run_id,
         ItemState.written_at: iso(utcnow()),
     }
+    if state != PENDING:
+        # A decided state ends any retry series (the next transient failure starts afresh);
+        # ``pending`` is a retry in progress and keeps the count.
+        values.update({ItemState.attempts: None, ItemState.first_failed_at: None,
+                       ItemState.next_attempt_at: None})
     (
         ItemState.insert({ItemState.stage: stage, ItemState.item: item, **values})
         .on_conflict(conflict_target=[ItemState.stage, ItemState.item], update=values)
@@ -71,11 +84,60 @@ def transition(
     )
 
 
+def retry_later(stage: str, item: str, docket_id: str, reason: str, *, run_id: str,
+                policy: RetryPolicy, now: datetime | None = None) -> str:
+    """A transient failure: the row goes to ``retry`` with its attempt count and next attempt
+    time, or — past the policy's horizon — to ``failed`` for good. Returns the state written."""
+    now = now or utcnow()
+    row = ItemState.get_or_none((ItemState.stage == stage) & (ItemState.item == item))
+    series = row is not None and row.state in (RETRY, PENDING) and row.first_failed_at
+    attempts = (row.attempts or 0) + 1 if series else 1
+    first = parse_iso(row.first_failed_at) if series else now
+    next_at = policy.next_attempt(attempts, first, now)
+    if next_at is None:
+        transition(stage, item, docket_id, "failed", run_id=run_id, detail="permanent",
+                   reason=gave_up_reason(attempts, first, now, reason))
+        return "failed"
+    values = {
+        ItemState.docket: docket_id, ItemState.fingerprint: None, ItemState.content_hash: None,
+        ItemState.state: RETRY, ItemState.reason: reason[:500], ItemState.detail: "transient",
+        ItemState.run_id: run_id, ItemState.written_at: iso(now), ItemState.attempts: attempts,
+        ItemState.first_failed_at: iso(first), ItemState.next_attempt_at: iso(next_at),
+    }
+    (
+        ItemState.insert({ItemState.stage: stage, ItemState.item: item, **values})
+        .on_conflict(conflict_target=[ItemState.stage, ItemState.item], update=values)
+        .execute()
+    )
+    return RETRY
+
+
+def earliest_retry(docket_id: str) -> str | None:
+    """The earliest next attempt of any of the docket's items waiting to retry, any stage."""
+    return (ItemState.select(fn.MIN(ItemState.next_attempt_at))
+            .where((ItemState.docket == docket_id) & (ItemState.state == RETRY)).scalar())
+
+
+def waiting_count(docket_id: str) -> int:
+    """How many of the docket's items wait to retry, in any stage (auto-seal waits for them)."""
+    return ItemState.select().where((ItemState.docket == docket_id) & (ItemState.state == RETRY)).count()
+
+
+def refresh_retry_due(docket_id: str) -> str | None:
+    """Copy the earliest next attempt onto the docket row, which every target reads anyway."""
+    due = earliest_retry(docket_id)
+    known = Docket.select(Docket.retry_due_at).where(Docket.id == docket_id).scalar()
+    if known != due:  # no write when nothing changed: reruns leave the tables as they were
+        Docket.update(retry_due_at=due).where(Docket.id == docket_id).execute()
+    return due
+
+
 # transition_many's columns, in the order of its rows' tuples.
 _MANY_FIELDS = (
     ItemState.stage, ItemState.item, ItemState.docket, ItemState.fingerprint,
     ItemState.content_hash, ItemState.state, ItemState.reason, ItemState.detail,
-    ItemState.run_id, ItemState.written_at,
+    ItemState.run_id, ItemState.written_at, ItemState.attempts, ItemState.first_failed_at,
+    ItemState.next_attempt_at,
 )
 _MANY_PRESERVE = _MANY_FIELDS[2:]
 
@@ -94,7 +156,7 @@ def transition_many(rows: Iterable[Mapping]) -> int:
         get = row.get
         values[row["stage"], row["item"]] = (
             row["stage"], row["item"], row["docket"], get("fingerprint"), get("content_hash"),
-            row["state"], get("reason"), get("detail"), get("run_id"), now,
+            row["state"], get("reason"), get("detail"), get("run_id"), now, None, None, None,
         )
     if values:
         _upsert(list(values.values()))
@@ -155,13 +217,13 @@ def mark_stale(stage: str, docket_id: str, states: Iterable[str], limit: int, ru
             .order_by(ItemState.written_at, ItemState.item)
             .limit(limit)
         )
-        if isinstance(database.obj, __import__("peewee").PostgresqlDatabase):
+        if isinstance(database.obj, peewee.PostgresqlDatabase):
             query = query.for_update("FOR UPDATE SKIP LOCKED")
         items = [row.item for row in query]
         if items:
             ItemState.update(
                 state="stale", fingerprint=None, reason="re-driven", run_id=run_id,
-                written_at=iso(utcnow()),
+                written_at=iso(utcnow()), attempts=None, first_failed_at=None, next_attempt_at=None,
             ).where((ItemState.stage == stage) & (ItemState.item.in_(items))).execute()
     return items
 

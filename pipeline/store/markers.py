@@ -21,6 +21,7 @@ class Probe:
     marker_sealed_at: str | None = None
     marker_input: str | None = None
     upstream_output: str | None = None
+    retry_due_at: str | None = None  # the docket's earliest next attempt of a waiting item
 
 
 def probe(docket_id: str, stage: str, upstream: str | None) -> Probe:
@@ -35,6 +36,7 @@ def probe(docket_id: str, stage: str, upstream: str | None) -> Probe:
             mine.sealed_at,
             mine.input_fingerprint,
             up.output_fingerprint,
+            Docket.retry_due_at,
         )
         .join(mine, JOIN.LEFT_OUTER, on=(mine.docket == Docket.id) & (mine.stage == stage))
         .switch(Docket)

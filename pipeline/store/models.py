@@ -48,6 +48,9 @@ class Docket(BaseModel):
     sealed_at = TextField(null=True)
     seal_reason = TextField(null=True)  # auto | manual
     counts_at_seal = TextField(null=True)  # JSON
+    # The earliest next attempt of any item of the docket waiting to retry (schema v3): the
+    # targets of the stages after fetch turn incomplete when it has come.
+    retry_due_at = TextField(null=True)
 
 
 class Item(BaseModel):
@@ -101,6 +104,10 @@ class ItemState(BaseModel):
     detail = TextField(null=True)
     run_id = TextField(null=True)
     written_at = TextField()
+    # Transient failures (state ``retry``, schema v3): how often, since when, and when next.
+    attempts = IntegerField(null=True)
+    first_failed_at = TextField(null=True)
+    next_attempt_at = TextField(null=True)
 
     class Meta:
         primary_key = CompositeKey("stage", "item")

@@ -1,0 +1,147 @@
+"""Read-only queries behind the admin command's reports (``docketeer dockets``, ``stats``,
+``explain``) and ``docketeer verify``: each is one query (or one per table), never one per item.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from peewee import fn
+
+from pipeline.failures import RETRY
+from pipeline.store.models import Attachment, Docket, DocketStage, Item, ItemState, Lease
+
+# Rows whose stage has not (re)done the item yet: no result to count as progress.
+NOT_DONE = ("pending", "stale", RETRY)
+FILE_STAGES = ("backfill.file", "extract.file")
+STAGE_ORDER = ("fetch", "backfill", "extract", "ocr", "index")
+
+
+# --- dockets ------------------------------------------------------------------------------------
+
+
+def all_dockets() -> list[Docket]:
+    return list(Docket.select().order_by(Docket.id))
+
+
+def docket_seals() -> dict[str, Docket]:
+    """docket id -> its row with ``sealed_at`` and ``retry_due_at`` only (what targets read)."""
+    return {d.id: d for d in Docket.select(Docket.id, Docket.sealed_at, Docket.retry_due_at)}
+
+
+def comment_progress() -> dict[str, dict[str, int]]:
+    """docket -> comments / detailed / extracted, for comments only, in one grouped query.
+
+    comments: listed by fetch; detailed: backfill reached a state other than failed;
+    extracted: extract wrote a combined.md (any outcome, including failed attachments).
+    An item waiting to retry has no result yet and counts in none of them.
+    """
+    query = (
+        ItemState.select(ItemState.docket, ItemState.stage, ItemState.state, fn.COUNT(ItemState.item))
+        .join(Item, on=(Item.key == ItemState.item))
+        .where((Item.kind == "comment") & ItemState.stage.in_(["fetch", "backfill", "extract"]))
+        .group_by(ItemState.docket, ItemState.stage, ItemState.state)
+        .tuples()
+    )
+    progress: dict[str, dict[str, int]] = {}
+    column = {"fetch": "comments", "backfill": "detailed", "extract": "extracted"}
+    for docket, stage, state, n in query:
+        if state in NOT_DONE or (stage == "backfill" and state == "failed"):
+            continue
+        counts = progress.setdefault(docket, {})
+        counts[column[stage]] = counts.get(column[stage], 0) + n
+    return progress
+
+
+def retry_waiting() -> dict[str, int]:
+    """docket -> how many of its items wait to retry, in any stage.
+
+    Counted by item, not by row: a comment whose attachment waits has a ``retry`` row in
+    ``backfill`` and one in ``backfill.file`` (``<comment>/<file>``), and is one item.
+    Retry rows are few, so they are read and folded here rather than in SQL.
+    """
+    query = ItemState.select(ItemState.docket, ItemState.item).where(ItemState.state == RETRY).tuples()
+    items: dict[str, set[str]] = {}
+    for docket, item in query:
+        items.setdefault(docket, set()).add(item.split("/", 1)[0])
+    return {docket: len(keys) for docket, keys in items.items()}
+
+
+# --- item states --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StateCount:
+    docket: str
+    stage: str
+    state: str
+    count: int
+    next_attempt_at: str | None  # the earliest among these rows (only retry rows have one)
+
+
+def state_counts(docket: str | None = None) -> list[StateCount]:
+    """Rows per docket, stage and state, ordered, from the state rows alone (one query)."""
+    query = ItemState.select(ItemState.docket, ItemState.stage, ItemState.state,
+                             fn.COUNT(ItemState.item), fn.MIN(ItemState.next_attempt_at))
+    if docket is not None:
+        query = query.where(ItemState.docket == docket)
+    query = query.group_by(ItemState.docket, ItemState.stage, ItemState.state).order_by(
+        ItemState.docket, ItemState.stage, ItemState.state)
+    return [StateCount(*row) for row in query.tuples()]
+
+
+def find_item(key: str) -> Item | None:
+    return Item.get_or_none(Item.key == key)
+
+
+def stage_rows(key: str) -> list[ItemState]:
+    """The item's own state rows (not its files'), in pipeline order."""
+    rows = ItemState.select().where(ItemState.item == key)
+    return sorted(rows, key=lambda r: (STAGE_ORDER.index(r.stage) if r.stage in STAGE_ORDER
+                                       else len(STAGE_ORDER), r.stage))
+
+
+def attachments_of(key: str) -> list[Attachment]:
+    return list(Attachment.select().where(Attachment.item == key)
+                .order_by(Attachment.ordinal, Attachment.filename))
+
+
+def file_rows_of(key: str) -> dict[tuple[str, str], ItemState]:
+    """(stage, '<item>/<file>') -> the download and extract rows of the item's files."""
+    query = ItemState.select().where(ItemState.stage.in_(FILE_STAGES) & ItemState.item.startswith(f"{key}/"))
+    return {(r.stage, r.item): r for r in query}
+
+
+# --- verify -------------------------------------------------------------------------------------
+
+
+def stage_markers(stage: str) -> dict[str, DocketStage]:
+    """docket -> the stage's completion marker in the state DB, for every docket."""
+    return {m.docket: m for m in DocketStage.select().where(DocketStage.stage == stage)}
+
+
+def all_attachments() -> list[Attachment]:
+    return list(Attachment.select().order_by(Attachment.item, Attachment.filename))
+
+
+def stage_states(stage: str) -> list[tuple[str, str, str]]:
+    """(docket, item, state) of every row of one stage."""
+    return list(ItemState.select(ItemState.docket, ItemState.item, ItemState.state)
+                .where(ItemState.stage == stage).tuples())
+
+
+def file_states() -> dict[tuple[str, str], str]:
+    """(stage, '<item>/<file>') -> state, for every download and extract row of a file."""
+    query = ItemState.select(ItemState.stage, ItemState.item, ItemState.state).where(
+        ItemState.stage.in_(FILE_STAGES))
+    return {(stage, item): state for stage, item, state in query.tuples()}
+
+
+def item_dockets() -> dict[str, str]:
+    """item key -> its docket, for every item."""
+    return dict(Item.select(Item.key, Item.docket).tuples())
+
+
+def leased_dockets(now: str) -> set[str]:
+    """Dockets some run holds an unexpired lease on (any stage): they are being worked on."""
+    return {row.docket for row in Lease.select(Lease.docket).where(Lease.expires_at > now)}
