@@ -24,7 +24,8 @@ import pytest
 from pipeline import tasks as task_module
 from pipeline.clock import iso
 from pipeline.runtime import set_runtime
-from pipeline.sources.regulations_gov import RegulationsGovClient, to_eastern_filter
+from pipeline.sources.regulations_gov import RegulationsGovClient
+from pipeline.sources.watermark import to_eastern_filter
 from pipeline.stages.base import StageContext
 from pipeline.stages.fetch import fetch_docket
 from pipeline.store import dockets

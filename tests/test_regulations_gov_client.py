@@ -23,16 +23,14 @@ from pipeline.errors import (
 )
 from pipeline.sources import federal_register
 from pipeline.sources.federal_register import FederalRegisterClient, docket_ids_from
+from pipeline.sources.http import RequestBudget
 from pipeline.sources.regulations_gov import (
     MalformedItem,
     RegulationsGovClient,
-    RequestBudget,
     TooLarge,
     check_comment_item,
-    next_filter_second,
-    parse_api_time,
-    to_eastern_filter,
 )
+from pipeline.sources.watermark import next_filter_second, parse_api_time, to_eastern_filter
 from scripts.standin_server import StandinServer
 from tests.mirror_builder import MirrorBuilder
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pipeline.config import Settings
-from pipeline.sources.regulations_gov import RegulationsGovClient, RequestBudget
+from pipeline.sources.http import RequestBudget
+from pipeline.sources.regulations_gov import RegulationsGovClient
 
 
 def request_budget(settings: Settings, deadline: float | None) -> RequestBudget:

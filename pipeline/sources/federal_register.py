@@ -1,7 +1,7 @@
 """Federal Register search for proposed rules, to discover the regulations.gov dockets behind them.
 
 Discovery must stay cheap: at most ``MAX_CALLS`` requests per search, whatever the result
-count. Retries, budget and error mapping come from the regulations.gov transport.
+count. Retries, budget and error mapping come from the shared transport (``http.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import requests
 
 from pipeline.errors import BadResponse, InvalidIdentifier
 from pipeline.ids import validate_id
-from pipeline.sources.regulations_gov import HttpTransport, RequestBudget
+from pipeline.sources.http import HttpTransport, RequestBudget
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,8 @@ from pipeline.errors import (
 from pipeline.ids import validate_id
 from pipeline.seals import should_seal
 from pipeline.sources import connect
-from pipeline.sources.regulations_gov import MalformedItem, parse_api_time
+from pipeline.sources.regulations_gov import MalformedItem
+from pipeline.sources.watermark import Watermark, parse_api_time
 from pipeline.stages.base import StageContext, StageResult
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states, items
@@ -253,11 +254,12 @@ class Walk:
         self.new_states.clear()
 
 
-def walk_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> str | None:
+def walk_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> Watermark | None:
     """Walk every comment-bearing document from the watermark; return the new watermark."""
-    since = None if ctx.force else docket.pull_watermark
+    stored = Watermark(docket.pull_watermark) if docket.pull_watermark else None
+    since = None if ctx.force else stored  # --force walks everything, yet never moves it back
     walk = Walk(ctx, docket, result)
-    newest = docket.pull_watermark
+    newest = stored
     ctx.progress.start(0)
     try:
         for window in json.loads(docket.documents or "[]"):
@@ -288,21 +290,17 @@ def _batches(iterable: Iterable[dict], size: int) -> Iterator[list[dict]]:
         yield batch
 
 
-def _later(newest: str | None, page: list[dict]) -> str | None:
-    """The latest lastModifiedDate, compared as instants (the strings may differ in form)."""
+def _later(newest: Watermark | None, page: list[dict]) -> Watermark | None:
+    """The latest of ``newest`` and the page's lastModifiedDates (compared as instants)."""
     for summary in page:
-        lmd = summary["attributes"]["lastModifiedDate"]
-        if newest is None or parse_api_time(lmd) > parse_api_time(newest):
-            newest = lmd
+        seen = Watermark(summary["attributes"]["lastModifiedDate"])
+        newest = seen if newest is None else newest.later(seen)
     return newest
 
 
-def _not_after(watermark: str | None, now) -> str | None:
-    """Cap the watermark at the walk's end: one record dated in the future (a clock error
-    upstream) must not push the next walk's start past changes that have not happened yet."""
-    if watermark is None or parse_api_time(watermark) <= now:
-        return watermark
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+def _not_after(watermark: Watermark | str | None, now) -> str | None:
+    """What ``pull_watermark`` stores: the watermark capped at the walk's end, as its string."""
+    return None if watermark is None else str(Watermark.of(watermark).capped(now))
 
 
 def _text(attrs: dict, name: str) -> str | None:
@@ -333,7 +331,7 @@ def normalize_summary(summary: dict, document_id: str) -> dict:
 # --------------------------------------------------------------------------- finish
 
 
-def _finish_clean_walk(ctx: StageContext, docket: Docket, watermark: str | None, result: StageResult) -> None:
+def _finish_clean_walk(ctx: StageContext, docket: Docket, watermark: Watermark | None, result: StageResult) -> None:
     if not result.clean:
         return
     now = ctx.clock()
