@@ -31,3 +31,28 @@ def validate_filename(value: object) -> str:
 
 def validate_sha256(value: object) -> str:
     return _check(value, _SHA256, "sha256")
+
+
+def validate_key(key: object, *, what: str = "key") -> str:
+    """Return ``key`` if it is a safe relative object key, else raise InvalidIdentifier.
+
+    The same string becomes a filesystem path in the local stores, so anything that could
+    climb out of the root or be read differently by another OS is refused.
+    """
+    if not isinstance(key, str) or not key:
+        raise InvalidIdentifier(f"unsafe {what}: {key!r}")
+    if ".." in key or "\\" in key or "\x00" in key or key.startswith("/"):
+        raise InvalidIdentifier(f"unsafe {what}: {key!r}")
+    if any(part in ("", ".") for part in key.split("/")):
+        raise InvalidIdentifier(f"unsafe {what}: {key!r}")
+    return key
+
+
+def validate_prefix(prefix: object) -> str:
+    """A listing prefix: empty, or a safe key that may end with '/'."""
+    if prefix == "":
+        return ""
+    if not isinstance(prefix, str):
+        raise InvalidIdentifier(f"unsafe prefix: {prefix!r}")
+    validate_key(prefix.removesuffix("/"), what="prefix")
+    return prefix

@@ -25,19 +25,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from pipeline.counters import S3_GET, S3_LIST, counters
+from pipeline.counters import counters
 from pipeline.errors import InvalidIdentifier
-from pipeline.ids import validate_filename, validate_id
-from pipeline.sources.payloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, parse_json_object
-from pipeline.store.blobs import (
-    S3_HEAD,
-    is_s3_not_found,
+from pipeline.ids import validate_filename, validate_id, validate_key, validate_prefix
+from pipeline.s3 import (
+    get_object,
+    head_object,
+    list_pages,
     normalise_bucket_prefix,
     parse_store_url,
     s3_client,
-    validate_key,
-    validate_prefix,
 )
+from pipeline.sources.payloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, parse_json_object
 
 log = logging.getLogger(__name__)
 
@@ -360,16 +359,14 @@ class S3Mirror(Mirror):
         return f"S3Mirror('s3://{self.bucket}/{self.prefix}')"
 
     def _pages(self, prefix: str, **extra) -> Iterator[dict]:
-        paginator = self.client.get_paginator("list_objects_v2")
-        pages = paginator.paginate(
+        return list_pages(
+            self.client,
+            "list_objects_v2",
             Bucket=self.bucket,
             Prefix=self.prefix + validate_prefix(prefix),
             PaginationConfig={"PageSize": self.page_size},
             **extra,
         )
-        for page in pages:
-            counters.incr(S3_LIST)
-            yield page
 
     def _list_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
         for page in self._pages(prefix):
@@ -385,16 +382,7 @@ class S3Mirror(Mirror):
         ]
 
     def _get(self, key: str) -> dict:
-        from botocore.exceptions import ClientError
-
-        full_key = self.prefix + validate_key(key)
-        counters.incr(S3_GET)
-        try:
-            return self.client.get_object(Bucket=self.bucket, Key=full_key)
-        except ClientError as error:
-            if is_s3_not_found(error):
-                raise FileNotFoundError(f"s3://{self.bucket}/{full_key}") from error
-            raise
+        return get_object(self.client, self.bucket, self.prefix + validate_key(key))
 
     def _read_bytes(self, key: str) -> bytes:
         with self._get(key)["Body"] as body:
@@ -404,16 +392,8 @@ class S3Mirror(Mirror):
         return self._get(key)["Body"]
 
     def binary_size(self, key: str) -> int | None:
-        from botocore.exceptions import ClientError
-
-        counters.incr(S3_HEAD)
-        try:
-            head = self.client.head_object(Bucket=self.bucket, Key=self.prefix + validate_key(key))
-        except ClientError as error:
-            if is_s3_not_found(error):
-                return None
-            raise
-        return int(head["ContentLength"])
+        head = head_object(self.client, self.bucket, self.prefix + validate_key(key))
+        return None if head is None else int(head["ContentLength"])
 
 
 def open_mirror(

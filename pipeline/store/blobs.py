@@ -29,22 +29,25 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import unquote, urlparse
 
-from pipeline.counters import BLOB_READS, BLOB_WRITES, S3_GET, S3_LIST, counters
+from pipeline.counters import BLOB_READS, BLOB_WRITES, counters
 from pipeline.errors import (  # noqa: F401 - BlobTooLarge, BlobSizeMismatch are raised here
     BlobSizeMismatch,
     BlobTooLarge,
-    ConfigError,
     DocketeerError,
     InvalidIdentifier,
 )
-from pipeline.ids import validate_id, validate_sha256
-
-# Free-form counters for S3 requests that are neither a LIST nor a GET.
-S3_HEAD = "s3_head"
-S3_PUT = "s3_put"
-S3_DELETE = "s3_delete"
+from pipeline.ids import validate_id, validate_key, validate_prefix, validate_sha256
+from pipeline.s3 import (
+    S3_DELETE,
+    S3_PUT,
+    get_object,
+    head_object,
+    list_pages,
+    normalise_bucket_prefix,
+    parse_store_url,
+    s3_client,
+)
 
 TMP_PREFIX = "tmp/"
 PUTS_IN_FLIGHT = 4  # S3 PUTs of one put_many at once
@@ -59,37 +62,12 @@ class IngestResult:
     created: bool  # False when the same bytes were already stored under this key
 
 
-def validate_key(key: object, *, what: str = "key") -> str:
-    """Return ``key`` if it is a safe relative object key, else raise InvalidIdentifier.
-
-    The same string becomes a filesystem path in the local store, so anything that could
-    climb out of the root or be read differently by another OS is refused.
-    """
-    if not isinstance(key, str) or not key:
-        raise InvalidIdentifier(f"unsafe {what}: {key!r}")
-    if ".." in key or "\\" in key or "\x00" in key or key.startswith("/"):
-        raise InvalidIdentifier(f"unsafe {what}: {key!r}")
-    if any(part in ("", ".") for part in key.split("/")):
-        raise InvalidIdentifier(f"unsafe {what}: {key!r}")
-    return key
-
-
 def validate_blob_key(key: object) -> str:
     """A safe key outside the reserved ``tmp/`` area, where in-flight parts live."""
     validate_key(key)
     if key.startswith(TMP_PREFIX):
         raise InvalidIdentifier(f"key in the reserved tmp/ area: {key!r}")
     return key
-
-
-def validate_prefix(prefix: object) -> str:
-    """A listing prefix: empty, or a safe key that may end with '/'."""
-    if prefix == "":
-        return ""
-    if not isinstance(prefix, str):
-        raise InvalidIdentifier(f"unsafe prefix: {prefix!r}")
-    validate_key(prefix.removesuffix("/"), what="prefix")
-    return prefix
 
 
 def attachment_key(sha256: str) -> str:
@@ -368,26 +346,6 @@ class LocalBlobStore(BlobStore):
         os.replace(part, target)  # atomic on one filesystem: tmp/ lives under the root
 
 
-def s3_client(
-    *, endpoint_url: str | None = None, unsigned: bool = False, region: str = "us-east-1"
-):
-    """A boto3 S3 client; unsigned for public buckets such as ``mirrulations``."""
-    import boto3
-    from botocore import UNSIGNED
-    from botocore.config import Config
-
-    config = Config(retries={"max_attempts": 8, "mode": "standard"}, region_name=region)
-    if unsigned:
-        config = config.merge(Config(signature_version=UNSIGNED))
-    return boto3.client("s3", endpoint_url=endpoint_url, config=config)
-
-
-def is_s3_not_found(error) -> bool:
-    """Whether a botocore ClientError means 'no such object' (GET and HEAD word it differently)."""
-    code = str(error.response.get("Error", {}).get("Code", ""))
-    return code in ("404", "NoSuchKey", "NotFound")
-
-
 class S3BlobStore(BlobStore):
     """Blobs as objects under ``s3://bucket/prefix``.
 
@@ -422,16 +380,7 @@ class S3BlobStore(BlobStore):
         return self.prefix + validate_blob_key(key)
 
     def _head(self, key: str) -> dict | None:
-        from botocore.exceptions import ClientError
-
-        full_key = self._key(key)
-        counters.incr(S3_HEAD)
-        try:
-            return self.client.head_object(Bucket=self.bucket, Key=full_key)
-        except ClientError as error:
-            if is_s3_not_found(error):
-                return None
-            raise
+        return head_object(self.client, self.bucket, self._key(key))
 
     def exists(self, key: str) -> bool:
         return self._head(key) is not None
@@ -458,24 +407,15 @@ class S3BlobStore(BlobStore):
         counters.incr(BLOB_WRITES)
 
     def open(self, key: str) -> BinaryIO:
-        from botocore.exceptions import ClientError
-
-        full_key = self._key(key)
-        counters.incr(S3_GET)
-        try:
-            response = self.client.get_object(Bucket=self.bucket, Key=full_key)
-        except ClientError as error:
-            if is_s3_not_found(error):
-                raise FileNotFoundError(f"s3://{self.bucket}/{full_key}") from error
-            raise
+        response = get_object(self.client, self.bucket, self._key(key))
         counters.incr(BLOB_READS)
         return response["Body"]
 
     def list(self, prefix: str = "") -> Iterator[str]:
         validate_prefix(prefix)
-        paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
-            counters.incr(S3_LIST)
+        pages = list_pages(self.client, "list_objects_v2", Bucket=self.bucket,
+                           Prefix=self.prefix + prefix)
+        for page in pages:
             for item in page.get("Contents", []):
                 key = item["Key"][len(self.prefix) :]
                 if not key.startswith(TMP_PREFIX):
@@ -492,10 +432,9 @@ class S3BlobStore(BlobStore):
     def _abort_stale_uploads(self, older_than_seconds: float) -> int:
         """Abort multipart uploads a killed process left behind (they cost storage)."""
         cutoff = time.time() - older_than_seconds
-        paginator = self.client.get_paginator("list_multipart_uploads")
         aborted = 0
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix):
-            counters.incr(S3_LIST)
+        for page in list_pages(self.client, "list_multipart_uploads", Bucket=self.bucket,
+                               Prefix=self.prefix):
             for upload in page.get("Uploads", []):
                 if upload["Initiated"].timestamp() < cutoff:
                     self.client.abort_multipart_upload(
@@ -510,32 +449,6 @@ class S3BlobStore(BlobStore):
     def _promote_part(self, part: Path, key: str) -> None:
         self.client.upload_file(str(part), self.bucket, self._key(key))
         counters.incr(S3_PUT)
-
-
-def normalise_bucket_prefix(prefix: str) -> str:
-    """'' or 'a/b/' from whatever slashes a URL path brings ('/a/b', 'a/b/')."""
-    prefix = prefix.strip("/")
-    if not prefix:
-        return ""
-    validate_key(prefix, what="bucket prefix")
-    return prefix + "/"
-
-
-def parse_store_url(url: str, what: str) -> tuple[str, str] | Path:
-    """``s3://bucket[/prefix]`` -> (bucket, prefix); ``file:///path`` or a plain path -> the
-    Path. ``what`` names the setting in the errors ("blob store URL", "mirror URL")."""
-    if not url:
-        raise ConfigError(f"{what} is empty")
-    parsed = urlparse(url)
-    if parsed.scheme == "s3":
-        if not parsed.netloc:
-            raise ConfigError(f"{what} has no bucket: {url}")
-        return parsed.netloc, parsed.path
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    if parsed.scheme == "" or len(parsed.scheme) == 1:  # a plain path (or a Windows drive)
-        return Path(url).expanduser()
-    raise ConfigError(f"unsupported {what} scheme {parsed.scheme!r}: {url}")
 
 
 def open_blob_store(url: str, *, s3_endpoint_url: str | None = None) -> BlobStore:
