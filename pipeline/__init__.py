@@ -1,10 +1,25 @@
 """docketeer: a Luigi pipeline keeping a local, searchable copy of regulations.gov comments.
 
-``luigi --module pipeline IndexAll`` imports this package; the task classes live in
-``pipeline.tasks`` and are re-exported here so Luigi finds them by name.
+Importing this package is cheap, because every import of a submodule runs it first: an
+extract worker that imports ``pipeline.extract.readers`` to read a PDF must not pay for
+luigi, peewee, requests and the tasks on the way.
+
+The task names are still exported here (``from pipeline import IndexAll``), but loaded on
+first use (the module ``__getattr__`` below). ``luigi --module pipeline IndexAll`` needs
+more: Luigi's command line does ``__import__("pipeline")`` and then looks ``IndexAll`` up
+in its task registry (``luigi/cmdline_parser.py``: ``_attempt_load_module``, then
+``Register.get_task_cls``), so the classes must be defined by the time the import returns;
+a lazy attribute is never asked for. Luigi itself is imported before it imports us, so
+when ``luigi`` is already loaded this package registers the tasks at import. A process
+without Luigi loaded (an extract worker, a script) gets the light package. The cost: in a
+process that imports this package first and Luigi later, only a task name's first use
+registers the tasks, so there ``luigi --module pipeline`` in-process would not find them
+(``--module pipeline.tasks`` does).
 """
 
+import importlib
 import os
+import sys
 
 # A PDF or embedding library may bring onnxruntime along (pymupdf 2 does), whose telemetry
 # on Linux and macOS writes a device id under ~/.cache and a file in $TMPDIR at import and
@@ -12,19 +27,37 @@ import os
 # ORT_DISABLE_TELEMETRY setting wins). docketeer writes only to its data folder.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-from pipeline.redrive import Redrive  # noqa: E402,F401
-from pipeline.tasks import (  # noqa: E402,F401
-    BackfillAll,
-    BackfillComments,
-    DiscoverDockets,
-    DocketStageTask,
-    DocketWrapper,
-    ExtractAll,
-    ExtractText,
-    FetchAll,
-    FetchComments,
-    IndexAll,
-    IndexDocket,
-    OcrAll,
-    OcrText,
-)
+# The task classes this package exports, by the module that defines them.
+_TASK_MODULES = {
+    "Redrive": "pipeline.redrive",
+    **dict.fromkeys(
+        ("BackfillAll", "BackfillComments", "DiscoverDockets", "DocketStageTask", "DocketWrapper",
+         "ExtractAll", "ExtractText", "FetchAll", "FetchComments", "IndexAll", "IndexDocket",
+         "OcrAll", "OcrText"),
+        "pipeline.tasks",
+    ),
+}
+__all__ = sorted(_TASK_MODULES)
+
+
+def __getattr__(name: str):
+    """A task class, imported (and so registered with Luigi) on first use."""
+    module = _TASK_MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_TASK_MODULES})
+
+
+def _register_tasks() -> None:
+    for name in _TASK_MODULES:
+        __getattr__(name)
+
+
+if "luigi" in sys.modules:  # Luigi is importing us (see the docstring): define the tasks now
+    _register_tasks()
