@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -18,7 +17,6 @@ from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 # Luigi reads its configuration once, on first use: point it at the project's file first.
 os.environ.setdefault("LUIGI_CONFIG_PATH", str(ROOT / "luigi.cfg"))
 
@@ -32,7 +30,7 @@ from pipeline.counters import counters  # noqa: E402
 from pipeline.runtime import Runtime, set_runtime  # noqa: E402
 from pipeline.store.models import Docket, Run  # noqa: E402
 
-OCR = {"on": False}  # set by scripts/bench.py --ocr
+OCR = {"on": False}  # set by `python -m benchmarks bench --ocr`
 
 KEYS = ("api_calls", "pdf_opens", "combined_reads", "embed_calls", "rows_written",
         "blob_reads", "blob_writes")
@@ -98,6 +96,14 @@ class BenchRuntime(Runtime):
 
 # --- a store: one data folder with its settings --------------------------------------------
 
+def open_runtime(env: dict[str, str], runtime_class: type[Runtime] = Runtime) -> Runtime:
+    """The process's runtime on these settings, its state DB open (schema created)."""
+    runtime = runtime_class(load_settings(env))
+    runtime.state  # noqa: B018 - open (and create) the state DB and bind the models
+    set_runtime(runtime)
+    return runtime
+
+
 class Store:
     """A docketeer data folder and its settings; ``runtime()`` opens it fresh, like cron would."""
 
@@ -123,9 +129,7 @@ class Store:
 
     def open(self) -> BenchRuntime:
         self.close()
-        self.rt = BenchRuntime(load_settings(self.env))
-        self.rt.state  # noqa: B018 - open (and create) the state DB and bind the models
-        set_runtime(self.rt)
+        self.rt = open_runtime(self.env, BenchRuntime)
         task_module._seal_hints.clear()
         return self.rt
 

@@ -21,10 +21,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The documented entry point is `python scripts/quickstart.py`, which puts scripts/ first on
+# sys.path, not the checkout: the one sys.path insertion of the project, so that the sample
+# data and the stand-in come from this checkout whatever an installed copy points at.
 sys.path.insert(0, str(ROOT))
 
-from scripts.make_corpus import Manifest, make_corpus  # noqa: E402
-from scripts.standin_server import StandinServer  # noqa: E402
+from devtools.make_corpus import Manifest, make_corpus  # noqa: E402
+from devtools.standin_server import StandinServer  # noqa: E402
 
 
 def corpus(root: Path, comments: int) -> Manifest:

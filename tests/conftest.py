@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 REALDATA = ROOT.parent / "shared" / "realdata"
 
 

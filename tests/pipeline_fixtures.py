@@ -13,10 +13,10 @@ from pathlib import Path
 
 import luigi
 
+from devtools.make_corpus import Manifest, make_corpus
+from devtools.standin_server import StandinServer
 from pipeline import tasks as task_module
 from pipeline.runtime import Runtime, set_runtime
-from scripts.make_corpus import Manifest, make_corpus
-from scripts.standin_server import StandinServer
 from tests.state_fixtures import make_runtime, new_pg_database
 
 

@@ -21,6 +21,9 @@ from pathlib import Path
 import luigi
 import pytest
 
+from devtools import standin_server
+from devtools.make_corpus import Manifest, make_corpus
+from devtools.standin_server import StandinServer
 from pipeline import clock
 from pipeline import tasks as task_module
 from pipeline.counters import (
@@ -39,9 +42,6 @@ from pipeline.stages.base import StageContext, StageResult
 from pipeline.stages.fetch import fetch_docket
 from pipeline.store import dockets
 from pipeline.store.models import Attachment, Item, ItemState
-from scripts import standin_server
-from scripts.make_corpus import Manifest, make_corpus
-from scripts.standin_server import StandinServer
 from tests import s3_fixtures
 from tests.state_fixtures import make_runtime
 

@@ -1,4 +1,4 @@
-"""scripts/bench_extract.py runs end to end on a tiny corpus (its figures are not checked:
+"""benchmarks/bench_extract.py runs end to end on a tiny corpus (its figures are not checked:
 speed is measured by running the script, never asserted in a test)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 def test_bench_extract_runs_and_reports_both_targets(tmp_path):
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     done = subprocess.run(
-        [sys.executable, "scripts/bench_extract.py", "--pdfs", "4", "--pages", "2", "--rounds", "2"],
+        [sys.executable, "-m", "benchmarks", "bench_extract", "--pdfs", "4", "--pages", "2", "--rounds", "2"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
 
     assert done.returncode == 0, done.stderr

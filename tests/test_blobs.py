@@ -245,7 +245,6 @@ KILLED_INGEST = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    sys.path.insert(0, {root!r})
     from pipeline.store.blobs import LocalBlobStore, S3BlobStore
     import boto3
     if {kind!r} == "local":
@@ -263,13 +262,14 @@ def test_killed_process_leaves_only_a_stale_part(store, tmp_path):
     """kill -9 mid-download: no blob appears, and clean_parts removes the orphan part."""
     is_local = isinstance(store, LocalBlobStore)
     script = KILLED_INGEST.format(
-        root=str(ROOT),
         kind="local" if is_local else "s3",
         location=str(store.root if is_local else store.spool_dir),
         endpoint="" if is_local else store.client.meta.endpoint_url,
         bucket="" if is_local else store.bucket,
     )
-    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE)
+    # This checkout's package, whatever an installed one points at.
+    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         child.stdin.write(b"y" * 3_000_000)
         child.stdin.flush()

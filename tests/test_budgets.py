@@ -5,12 +5,12 @@ from __future__ import annotations
 import luigi
 import pytest
 
+from devtools.make_corpus import make_corpus
+from devtools.standin_server import StandinServer
 from pipeline import IndexAll, IndexDocket
 from pipeline import tasks as task_module
 from pipeline.runtime import set_runtime
 from pipeline.store.models import Attachment, Item, ItemState, Run
-from scripts.make_corpus import make_corpus
-from scripts.standin_server import StandinServer
 from tests.state_fixtures import make_runtime, new_pg_database
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.counters import ROWS_WRITTEN, counters
-from scripts import dedupe_attachments
+from pipeline.store import dedupe
 
 ROOT = Path(__file__).resolve().parent.parent
 SHA_A, SHA_B, SHA_C = "a" * 64, "b" * 64, "c" * 64
@@ -64,7 +64,7 @@ def unique_index(path: Path) -> bool:
 
 
 def run(path: Path, *args: str, capsys) -> tuple[int, str]:
-    code = dedupe_attachments.main(["--state-url", f"sqlite:///{path}", *args])
+    code = dedupe.main(["--state-url", f"sqlite:///{path}", *args])
     return code, capsys.readouterr().out
 
 
@@ -107,15 +107,15 @@ def test_apply_is_one_transaction(old_store, capsys, monkeypatch):
         conn.execute("DELETE FROM attachment WHERE id = 7")
     before = rows(old_store)
     # A failure injected after the deletes, where the index is created.
-    monkeypatch.setattr(dedupe_attachments.Attachment._schema, "create_indexes", broken_index)
+    monkeypatch.setattr(dedupe.Attachment._schema, "create_indexes", broken_index)
     with pytest.raises(RuntimeError):
         run(old_store, "--apply", capsys=capsys)
     assert rows(old_store) == before  # the deletes were rolled back with the failed index
 
 
-def test_runs_as_a_script(old_store):
+def test_runs_as_a_module(old_store):
     done = subprocess.run(
-        [sys.executable, "scripts/dedupe_attachments.py", "--state-url", f"sqlite:///{old_store}"],
+        [sys.executable, "-m", "pipeline.store.dedupe", "--state-url", f"sqlite:///{old_store}"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "duplicate groups: 3" in done.stdout and "refused groups: 1" in done.stdout

@@ -7,14 +7,14 @@ from datetime import UTC, datetime
 
 import pytest
 
+from devtools.mirror_builder import MirrorBuilder
+from devtools.standin_server import StandinServer
 from pipeline import tasks as task_module
 from pipeline.runtime import set_runtime
 from pipeline.sources import federal_register
 from pipeline.stages import discover
 from pipeline.store import dockets
 from pipeline.store.models import Docket, Meta
-from scripts.standin_server import StandinServer
-from tests.mirror_builder import MirrorBuilder
 from tests.state_fixtures import make_runtime
 from tests.state_fixtures import run_invocation as build
 

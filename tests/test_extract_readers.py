@@ -9,13 +9,13 @@ import docx
 import pymupdf
 import pytest
 
+from devtools.make_corpus import image_only_pdf
 from pipeline.counters import PDF_OPENS, counters
 from pipeline.extract import (
     EXTRACTOR_VERSION,
     ExtractLimits,
     read_attachment,
 )
-from scripts.make_corpus import image_only_pdf
 
 PROSE = ("Prior authorization delays forced our patients to wait weeks for treatment "
          "that their physicians had already prescribed. ")

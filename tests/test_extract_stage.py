@@ -15,6 +15,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from devtools.make_corpus import docx_bytes, image_only_pdf, text_pdf
 from pipeline.counters import COMBINED_READS, PDF_OPENS, counters
 from pipeline.extract.combined import combined_sections, parse_combined
 from pipeline.extract.readers import AttachmentText, ExtractLimits, read_attachment
@@ -24,7 +25,6 @@ from pipeline.stages.extract import FILE_STAGE, STAGE, extract_docket, unfinishe
 from pipeline.store import dockets, item_states, items
 from pipeline.store.blobs import attachment_key, combined_key
 from pipeline.store.models import Attachment, Item, ItemState
-from scripts.make_corpus import docx_bytes, image_only_pdf, text_pdf
 from tests.state_fixtures import make_runtime, state  # noqa: F401
 
 DOCKET = "AB-2026-0001"

@@ -21,6 +21,10 @@ from pathlib import Path
 import luigi
 import pytest
 
+from devtools import corpus_changes, mirror_layout
+from devtools.corpus_changes import api_time
+from devtools.mirror_builder import MirrorBuilder
+from devtools.standin_server import Reply, StandinServer
 from pipeline import tasks as task_module
 from pipeline.clock import iso
 from pipeline.runtime import set_runtime
@@ -30,10 +34,6 @@ from pipeline.stages.base import StageContext
 from pipeline.stages.fetch import fetch_docket
 from pipeline.store import dockets
 from pipeline.store.models import Attachment, Docket, Item, ItemState, Run
-from scripts import corpus_changes
-from scripts.corpus_changes import api_time
-from scripts.standin_server import Reply, StandinServer
-from tests.mirror_builder import MirrorBuilder
 from tests.state_fixtures import make_runtime, state  # noqa: F401
 from tests.state_fixtures import run_invocation as build
 
@@ -142,7 +142,7 @@ class DataTableWrites(logging.Handler):
 
 
 def comment_ids(root: Path) -> set[str]:
-    return set(corpus_changes.comment_files(root))
+    return set(mirror_layout.comment_files(root))
 
 
 def stored_comments(docket_id: str) -> list[str]:

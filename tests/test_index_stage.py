@@ -16,6 +16,8 @@ import psycopg2
 import psycopg2.extensions
 import pytest
 
+from devtools.corpus_topics import TOPICS
+from devtools.make_corpus import topic_prose
 from pipeline import tasks as task_module
 from pipeline.clock import iso, utcnow
 from pipeline.config import Settings
@@ -32,8 +34,6 @@ from pipeline.store import dockets, item_states, markers
 from pipeline.store.blobs import combined_key
 from pipeline.store.models import Docket, Item
 from pipeline.tasks import IndexAll, IndexDocket
-from scripts.corpus_topics import TOPICS
-from scripts.make_corpus import topic_prose
 from tests.state_fixtures import make_runtime
 from tests.state_fixtures import run_invocation as build
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from devtools.corpus_topics import TOPIC_BY_SLUG, TOPICS
+from devtools.make_corpus import REUSE_VARIANTS, Manifest, main, make_corpus, spread
 from pipeline.extract import ExtractLimits, read_attachment
-from scripts.corpus_topics import TOPIC_BY_SLUG, TOPICS
-from scripts.make_corpus import REUSE_VARIANTS, Manifest, main, make_corpus, spread
 
 REAL_DOCKET = Path("mirror/raw-data/ACF/ACF-2025-0038")
 ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

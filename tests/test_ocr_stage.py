@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from devtools.make_corpus import image_only_pdf
 from pipeline.counters import COMBINED_READS, PDF_OPENS, counters
 from pipeline.extract import ocr as ocr_lib
 from pipeline.extract.combined import combined_sections
@@ -17,7 +18,6 @@ from pipeline.stages.ocr import STAGE as OCR
 from pipeline.stages.ocr import ocr_docket
 from pipeline.store import dockets, item_states, markers
 from pipeline.store.blobs import combined_key
-from scripts.make_corpus import image_only_pdf
 from tests import test_extract_stage as extract_tests
 from tests.test_extract_stage import (
     DOCKET,

@@ -11,6 +11,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
+from devtools.mirror_builder import MirrorBuilder
+from devtools.standin_server import StandinServer
 from pipeline.counters import API_CALLS, counters
 from pipeline.errors import (
     BadResponse,
@@ -31,8 +33,6 @@ from pipeline.sources.regulations_gov import (
     check_comment_item,
 )
 from pipeline.sources.watermark import next_filter_second, parse_api_time, to_eastern_filter
-from scripts.standin_server import StandinServer
-from tests.mirror_builder import MirrorBuilder
 
 SECRET_KEY = "sEcReT-kEy-0123456789"
 PDF_BYTES = b"%PDF-1.4\n" + bytes(range(256)) * 400 + b"\n%%EOF\n"
@@ -467,7 +467,7 @@ def test_bad_ids_from_the_server_are_rejected(small_root, sleeps):
         small_root.comment(
             f"EPA-2026-0001-{90 + n}", small_root.object_id, f"2026-02-0{n + 1}T00:00:00Z"
         )
-        path = small_root.text / "comments" / f"EPA-2026-0001-{90 + n}.json"
+        path = small_root.folders.comment_file(f"EPA-2026-0001-{90 + n}")
         path.write_text(
             path.read_text().replace(f"EPA-2026-0001-{90 + n}", bad_id.replace("\x00", "\\u0000"))
         )

@@ -14,9 +14,9 @@ import pytest
 import requests
 import yaml
 
-from scripts.corpus_changes import add_comments, modify_comments, withdraw_comments
-from scripts.standin_server import StandinServer
-from tests.mirror_builder import MirrorBuilder
+from devtools.corpus_changes import add_comments, modify_comments, withdraw_comments
+from devtools.mirror_builder import MirrorBuilder
+from devtools.standin_server import StandinServer
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = {"X-Api-Key": "test-key"}
@@ -393,7 +393,8 @@ def test_cli_serves_until_killed(tmp_path):
     proc = subprocess.Popen(
         [
             sys.executable,
-            str(ROOT / "scripts" / "standin_server.py"),
+            "-m",
+            "devtools.standin_server",
             "--root",
             str(tmp_path),
             "--port",

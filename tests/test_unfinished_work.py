@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from devtools.make_corpus import make_corpus
+from devtools.standin_server import StandinServer
 from pipeline import IndexAll, clock, verify
 from pipeline.counters import API_CALLS, STAGE_CALLS, counters
 from pipeline.runtime import set_runtime
 from pipeline.store import dockets as docket_rows
 from pipeline.store.models import DocketStage, Item, ItemState, Run
-from scripts.make_corpus import make_corpus
-from scripts.standin_server import StandinServer
 from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
 
 ROOT = Path(__file__).resolve().parent.parent

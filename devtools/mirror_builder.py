@@ -1,17 +1,18 @@
-"""Writes small mirror-layout dockets for the client and stand-in tests.
+"""Writes small hand-made mirror-layout dockets for the tests (client, stand-in, stages).
 
 Files are shaped like the real mirrulations ones in ../shared/realdata (comment files are full
 ``include=attachments`` responses), trimmed to the fields the tests and the stand-in read.
+Paths come from ``devtools.mirror_layout``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from scripts.corpus_changes import api_time, object_id_for
+from devtools import mirror_layout as layout
+from devtools.corpus_changes import api_time, object_id_for
 
 
 class MirrorBuilder:
@@ -19,9 +20,7 @@ class MirrorBuilder:
         self.root = Path(root)
         self.docket_id = docket_id
         self.agency = agency or docket_id.split("-")[0]
-        base = self.root / "raw-data" / self.agency / docket_id
-        self.text = base / f"text-{docket_id}"
-        self.binary = base / f"binary-{docket_id}"
+        self.folders = layout.DocketFolders.new(self.root, self.agency, docket_id)
 
     def docket(self, modified: str = "2025-09-23T12:31:54Z") -> MirrorBuilder:
         data = {
@@ -39,7 +38,7 @@ class MirrorBuilder:
             },
             "links": {"self": f"https://api.regulations.gov/v4/dockets/{self.docket_id}"},
         }
-        self._write(self.text / "docket" / f"{self.docket_id}.json", {"data": data})
+        layout.write_json(self.folders.docket_file(), {"data": data})
         return self
 
     def document(
@@ -54,9 +53,7 @@ class MirrorBuilder:
         doc_id = f"{self.docket_id}-{seq:04d}"
         file_formats = None
         if content is not None:
-            self._write_bytes(
-                self.binary / "documents_attachments" / f"{doc_id}_content.pdf", content
-            )
+            layout.write_file(self.folders.document_content(doc_id), content)
             file_formats = [
                 {
                     "fileUrl": f"https://downloads.regulations.gov/{doc_id}/content.pdf",
@@ -86,7 +83,7 @@ class MirrorBuilder:
             "attributes": attrs,
             "links": {"self": f"https://api.regulations.gov/v4/documents/{doc_id}"},
         }
-        self._write(self.text / "documents" / f"{doc_id}.json", {"data": data})
+        layout.write_json(self.folders.document_file(doc_id), {"data": data})
         return attrs["objectId"]
 
     def comments(
@@ -116,8 +113,7 @@ class MirrorBuilder:
     ) -> None:
         included = []
         for n, content in enumerate(attachments, start=1):
-            name = f"{comment_id}_attachment_{n}.pdf"
-            self._write_bytes(self.binary / "comments_attachments" / name, content)
+            layout.write_file(self.folders.comment_attachment(comment_id, n, "pdf"), content)
             included.append(
                 {
                     "id": f"{object_id_for(comment_id)[:-1]}{n}",
@@ -160,20 +156,10 @@ class MirrorBuilder:
                 "attachments": {"data": [{"id": i["id"], "type": "attachments"} for i in included]}
             },
         }
-        self._write(
-            self.text / "comments" / f"{comment_id}.json", {"data": data, "included": included}
+        layout.write_json(
+            self.folders.comment_file(comment_id), {"data": data, "included": included}
         )
 
     def mark_unavailable(self, comment_id: str) -> None:
-        (self.text / "comments" / f"{comment_id}.json").unlink(missing_ok=True)
-        self._write_bytes(self.text / "comments" / f"{comment_id}_UNAVAILABLE", b"")
-
-    @staticmethod
-    def _write(path: Path, body: dict) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(body), encoding="utf-8")
-
-    @staticmethod
-    def _write_bytes(path: Path, content: bytes) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content)
+        self.folders.comment_file(comment_id).unlink(missing_ok=True)
+        layout.write_tombstone(self.folders.comment_tombstone(comment_id))

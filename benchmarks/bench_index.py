@@ -1,6 +1,6 @@
 """Index stage benchmarks: a no-op IndexDocket over many unchanged items, and chunks/s.
 
-    .venv/bin/python scripts/bench_index.py [--items 20000] [--chunk-items 60]
+    .venv/bin/python -m benchmarks bench_index [--items 20000] [--chunk-items 60]
         [--embedders hashing,minilm] [--index-url postgresql://...] [--state-url ...]
 
 1. No-op: one open docket with ``--items`` items already indexed (a first run with the
@@ -22,41 +22,35 @@ import argparse
 import hashlib
 import random
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pipeline import tasks as task_module  # noqa: E402
-from pipeline.clock import iso, utcnow  # noqa: E402
-from pipeline.config import load_settings  # noqa: E402
-from pipeline.counters import COMBINED_READS, EMBED_CALLS, STAGE_CALLS, counters  # noqa: E402
-from pipeline.errors import ConfigError  # noqa: E402
-from pipeline.extract.combined import render_combined  # noqa: E402
-from pipeline.extract.readers import AttachmentText  # noqa: E402
-from pipeline.index.embedders import make_embedder  # noqa: E402
-from pipeline.runtime import Runtime, set_runtime  # noqa: E402
-from pipeline.stages.base import StageContext  # noqa: E402
-from pipeline.stages.index import index_docket  # noqa: E402
-from pipeline.store import dockets  # noqa: E402
-from pipeline.store.blobs import combined_key  # noqa: E402
-from pipeline.store.models import Docket, Item, ItemState, database  # noqa: E402
-from scripts.corpus_topics import TOPICS  # noqa: E402
-from scripts.make_corpus import topic_prose  # noqa: E402
+from benchmarks.common import now_iso, open_runtime
+from devtools.corpus_topics import TOPICS
+from devtools.make_corpus import topic_prose
+from pipeline import tasks as task_module
+from pipeline.counters import COMBINED_READS, EMBED_CALLS, STAGE_CALLS, counters
+from pipeline.errors import ConfigError
+from pipeline.extract.combined import render_combined
+from pipeline.extract.readers import AttachmentText
+from pipeline.index.embedders import make_embedder
+from pipeline.runtime import Runtime, set_runtime
+from pipeline.stages.base import StageContext
+from pipeline.stages.index import index_docket
+from pipeline.store import dockets
+from pipeline.store.blobs import combined_key
+from pipeline.store.models import Docket, Item, ItemState, database
 
 NOOP_DOCKET = "BENCH-2026-0001"
 ROWS_PER_INSERT = 500  # SQLite's bound-variable limit
 
 
-def open_runtime(folder: Path, args, embedder: str = "hashing") -> Runtime:
+def bench_runtime(folder: Path, args, embedder: str = "hashing") -> Runtime:
     env = {"DOCKETEER_DATA_DIR": str(folder), "DOCKETEER_STATE_URL": args.state_url,
            "DOCKETEER_INDEX_URL": args.index_url, "DOCKETEER_DISCOVER": "none",
            "DOCKETEER_EMBEDDER": embedder, "DOCKETEER_EMBED_BATCH": str(args.batch)}
-    runtime = Runtime(load_settings(env))
-    runtime.state  # noqa: B018 - open and create the schema
-    set_runtime(runtime)
+    runtime = open_runtime(env)
     runtime.index_db()  # start the embedded server now: its start-up is not index work
     return runtime
 
@@ -64,7 +58,7 @@ def open_runtime(folder: Path, args, embedder: str = "hashing") -> Runtime:
 def seed_items(rt: Runtime, docket: str, texts: list[str], attachment: bool = False) -> None:
     """Items as the extract stage leaves them: Item rows, combined.md blobs, extract rows."""
     dockets.ensure_dockets([docket], "bench")
-    now = iso(utcnow())
+    now = now_iso()
     items, states = [], []
     for n, text in enumerate(texts, start=1):
         key = f"{docket}-{n:05d}"
@@ -93,7 +87,7 @@ def run_stage(rt: Runtime, docket: str, embedder) -> tuple[dict, dict, float]:
 
 
 def bench_noop(folder: Path, args) -> None:
-    rt = open_runtime(folder / "noop", args)
+    rt = bench_runtime(folder / "noop", args)
     try:
         rng = random.Random(1)
         seed_items(rt, NOOP_DOCKET, [f"Comment number {n} on topic {rng.randrange(1000)}."
@@ -101,7 +95,7 @@ def bench_noop(folder: Path, args) -> None:
         counts, _, seconds = run_stage(rt, NOOP_DOCKET, make_embedder("hashing"))
         print(f"first run: {counts} in {seconds:.1f} s ({args.items / seconds:.0f} items/s)")
         # An open docket pulled in this window, so the task runs as cron would find it.
-        Docket.update(last_pull_at=iso(utcnow())).where(Docket.id == NOOP_DOCKET).execute()
+        Docket.update(last_pull_at=now_iso()).where(Docket.id == NOOP_DOCKET).execute()
         task_module.new_invocation()
         task = task_module.IndexDocket(docket=NOOP_DOCKET)
         started = time.perf_counter()
@@ -129,7 +123,7 @@ def bench_throughput(folder: Path, args, name: str) -> None:
     except (ConfigError, ImportError) as exc:
         print(f"{name:<8} skipped: {exc}")
         return
-    rt = open_runtime(folder / f"tp-{name}", args, name)
+    rt = bench_runtime(folder / f"tp-{name}", args, name)
     try:
         rng = random.Random(7)
         texts = ["\n\n".join(topic_prose(rng, TOPICS[n % len(TOPICS)], rng.randrange(4, 9)))

@@ -15,7 +15,7 @@ Per path, for as long as the entry stays: ``path_faults[path]`` = ``"html"`` (20
 page), ``"truncate"`` (half the body, then close) or ``"malformed"`` (200 with broken JSON), and
 ``path_bodies[path]`` = bytes served as the JSON answer (a hostile record, exactly as given).
 
-    python scripts/standin_server.py --root DIR --port 8765
+    python -m devtools.standin_server --root DIR --port 8765
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Benchmarks: named scenarios, the I/O each one did (the package's own counters), wall time.
 
-    .venv/bin/python scripts/bench.py [--scale small|full] [--only a,b] [--json OUT]
+    .venv/bin/python -m benchmarks bench [--scale small|full] [--only a,b] [--json OUT]
         [--work DIR] [--keep] [--strict] [--per-comment-sizes N,M] [--ocr]
 
-Run it from a clean checkout: it imports the package from its own checkout (first on
-sys.path, and the extract pool's workers inherit that), never from a tree being edited.
+Run it from the root of a clean checkout: ``-m`` puts that folder first on sys.path, so
+the package is imported from it (and the extract pool's workers inherit that), never from
+a tree being edited (``benchmarks/__main__.py`` says why ``-m benchmarks bench``).
 
 Scenarios (sizes for small / full):
 
@@ -16,7 +17,7 @@ Scenarios (sizes for small / full):
                         IndexAll inside the freshness window, then in the next window (the
                         corpus's modification times are first moved into the past: upstream
                         never stamps ahead, and changes are stamped "now")
-* ``incremental``       +40 new and 3 changed comments (scripts/corpus_changes.py) on that docket
+* ``incremental``       +40 new and 3 changed comments (devtools/corpus_changes.py) on that docket
 * ``extract-throughput`` the extract stage (forced) vs a plain PyMuPDF loop over the same files
 * ``index-noop``        IndexDocket.run() over the open docket's unchanged items (target bypassed)
 * ``langchain``         LangChain's index() + SQLRecordManager vs IndexDocket: full, no-op, one changed
@@ -43,10 +44,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.common import (  # noqa: E402
+from benchmarks.common import (
+    ROOT,
     Record,
     Store,
     age_last_pull,
@@ -125,7 +124,7 @@ def _join(a: str, b: str) -> str:
 # --- corpora and stores ---------------------------------------------------------------------
 
 def corpus(bench: Bench, name: str, **options):
-    from scripts.make_corpus import Manifest, make_corpus
+    from devtools.make_corpus import Manifest, make_corpus
 
     root = bench.work / "corpora" / name
     if (root / "manifest.json").exists():
@@ -151,7 +150,7 @@ def index_all(**kwargs):
 # --- scenarios ------------------------------------------------------------------------------
 
 def cold_small(bench: Bench) -> None:
-    from scripts.standin_server import StandinServer
+    from devtools.standin_server import StandinServer
 
     root, manifest = corpus(bench, "small", dockets=3, comments_per_docket=34)
     with StandinServer(root, hourly_limit=UNLIMITED) as server:
@@ -222,7 +221,7 @@ class OpenDocket:
     """One open docket served by the stand-in server, its store, and the facts scenarios share."""
 
     def __init__(self, bench: Bench) -> None:
-        from scripts.standin_server import StandinServer
+        from devtools.standin_server import StandinServer
 
         self.bench = bench
         count = bench.scale["open"]
@@ -264,7 +263,8 @@ def present_day(root: Path, ceiling: datetime) -> datetime:
     Returns the latest modification time afterwards. Idempotent: a corpus already in the
     past is left as it is.
     """
-    from scripts.corpus_changes import api_time, comment_files
+    from devtools.corpus_changes import api_time
+    from devtools.mirror_layout import comment_files, replace_json
 
     def when(text: str) -> datetime:
         return datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -287,7 +287,7 @@ def present_day(root: Path, ceiling: datetime) -> datetime:
         for name in ("postedDate", "receiveDate"):
             if attrs.get(name) and when(attrs[name]) > moved:
                 attrs[name] = api_time(moved)
-        path.write_text(json.dumps(body, indent=2), encoding="utf-8")
+        replace_json(path, body)
     return ceiling
 
 
@@ -316,7 +316,7 @@ def noop_open(bench: Bench, docket: OpenDocket) -> None:
 
 
 def incremental(bench: Bench, docket: OpenDocket) -> None:
-    from scripts.corpus_changes import add_comments, modify_comments
+    from devtools.corpus_changes import add_comments, modify_comments
 
     when = docket.change_time()
     added = add_comments(docket.root, docket.docket, 40, when)
@@ -430,7 +430,7 @@ def _langchain_run(bench: Bench, lc, store: Store, docket_id: str, keys: list[st
 
 
 def one_changed(bench: Bench, docket: OpenDocket, lc) -> None:
-    from scripts.corpus_changes import modify_comments
+    from devtools.corpus_changes import modify_comments
 
     modify_comments(docket.root, [docket.ids[7]], docket.change_time())
     docket.server.reload()
@@ -461,7 +461,7 @@ def per_comment(bench: Bench) -> None:
 
 def _per_comment_pair(bench: Bench, root: Path, docket_id: str, count: int) -> None:
     from benchmarks import percomment_luigi as pc
-    from scripts.standin_server import StandinServer
+    from devtools.standin_server import StandinServer
 
     with StandinServer(root, hourly_limit=UNLIMITED) as server:
         store = Store(fresh(bench.work / "stores" / f"pc-ours-{count}"), api_base=server.api_base,

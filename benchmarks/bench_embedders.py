@@ -1,6 +1,6 @@
 """Embedding throughput (chunks/s) of the hashing and MiniLM embedders on generated comments.
 
-    .venv/bin/python scripts/bench_embedders.py [--chunks 500] [--batch-size 64]
+    .venv/bin/python -m benchmarks bench_embedders [--chunks 500] [--batch-size 64]
 
 The chunks are real ``chunk_text`` output (default 1,200-char chunks) over generated
 comment prose, so their lengths match what the index stage embeds. MiniLM's one-off model
@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pipeline.errors import ConfigError  # noqa: E402
-from pipeline.index.chunking import chunk_text  # noqa: E402
-from pipeline.index.embedders import embed_in_batches, make_embedder  # noqa: E402
+from pipeline.errors import ConfigError
+from pipeline.index.chunking import chunk_text
+from pipeline.index.embedders import embed_in_batches, make_embedder
 
 VOCABULARY = (
     "medicare payment rural hospital patients physician fee schedule reimbursement "
@@ -62,12 +58,12 @@ def bench(name: str, texts: list[str], batch_size: int) -> None:
     )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=500)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--embedders", default="hashing,minilm")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     texts = generated_chunks(args.chunks)
     mean_chars = sum(map(len, texts)) / len(texts)
     print(f"{len(texts)} chunks, mean {mean_chars:.0f} chars")

@@ -15,7 +15,7 @@ Kept row: the oldest complete one (sha256 known), else the oldest. "Bytes freed"
 size the removed rows accounted for; their blobs are content-addressed and shared with
 the kept row, so no blob is deleted here.
 
-    python scripts/dedupe_attachments.py [--state-url URL] [--apply]
+    python -m pipeline.store.dedupe [--state-url URL] [--apply]
 """
 
 from __future__ import annotations
@@ -23,18 +23,13 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from peewee import fn
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as `python scripts/dedupe_attachments.py`
-    sys.path.insert(0, str(ROOT))
-
-from pipeline.config import load_settings  # noqa: E402
-from pipeline.store import models  # noqa: E402
-from pipeline.store.db import make_database  # noqa: E402
-from pipeline.store.models import Attachment  # noqa: E402
+from pipeline.config import load_settings
+from pipeline.store import models
+from pipeline.store.db import make_database
+from pipeline.store.models import Attachment
 
 INDEX_COLUMNS = ["item", "filename"]
 

@@ -1,18 +1,13 @@
 """Generate a deterministic mirror-layout corpus of dockets, documents, comments and files.
 
-The output has the mirrulations layout that ``../shared/realdata/mirror`` shows::
-
-    raw-data/<agency>/<docket>/text-<docket>/docket/<docket>.json
-    raw-data/<agency>/<docket>/text-<docket>/documents/<docket>-0001.json
-    raw-data/<agency>/<docket>/text-<docket>/comments/<commentId>.json
-    raw-data/<agency>/<docket>/binary-<docket>/documents_attachments/<docket>-0001_content.pdf
-    raw-data/<agency>/<docket>/binary-<docket>/comments_attachments/<commentId>_attachment_<n>.<ext>
-
-and ``manifest.json`` at the root says what each comment is about and what status the
+The output has the mirrulations layout that ``../shared/realdata/mirror`` shows (written
+through ``devtools.mirror_layout``): per docket one docket file, one proposed rule
+``<docket>-0001`` with its content PDF, comments with their attachments (a tombstone for a
+file that is gone), and ``manifest.json`` at the root says what each comment is about and what status the
 extractor should give each attachment. Same arguments → byte-identical output.
 
-    python scripts/make_corpus.py OUT --dockets 3 --comments 100
-    python scripts/make_corpus.py OUT --dockets 12 --comments 200000 --reuse-attachments
+    python -m devtools.make_corpus OUT --dockets 3 --comments 100
+    python -m devtools.make_corpus OUT --dockets 12 --comments 200000 --reuse-attachments
 """
 
 from __future__ import annotations
@@ -33,10 +28,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as `python scripts/make_corpus.py`: import from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from scripts.corpus_topics import (
+from devtools import mirror_layout as layout
+from devtools.corpus_topics import (
     AGENCY_DOCKETS,
     CLOSINGS,
     FIRST_NAMES,
@@ -479,7 +472,7 @@ class CorpusWriter:
                 return
             except OSError:
                 pass  # another file system or no link support: fall through to a copy
-        path.write_bytes(data)
+        layout.write_file(path, data)
         self._first_path.setdefault(sha, path)
 
     def make_attachment(self, kind: str, topic: Topic, comment_id: str, n: int,
@@ -507,16 +500,13 @@ def _docket_identity(index: int, start: datetime) -> tuple[str, str, str, str]:
 def write_docket(writer: CorpusWriter, manifest: Manifest, index: int, count: int, *,
                  start: datetime, attachment_share: float, shares: dict[str, float]) -> None:
     agency, agency_name, title, docket_id = _docket_identity(index, start)
-    base = writer.root / "raw-data" / agency / docket_id
-    text_dir, binary_dir = base / f"text-{docket_id}", base / f"binary-{docket_id}"
-    for folder in (text_dir / "docket", text_dir / "documents", text_dir / "comments",
-                   binary_dir / "documents_attachments", binary_dir / "comments_attachments"):
-        folder.mkdir(parents=True, exist_ok=True)
+    folders = layout.DocketFolders.new(writer.root, agency, docket_id)
+    folders.create_folders()
     opens = start + timedelta(days=9 * index)
-    document = write_document(writer, docket_id, agency, agency_name, title, opens, text_dir, binary_dir)
-    docket_path = text_dir / "docket" / f"{docket_id}.json"
-    docket_path.write_text(json.dumps(docket_json(docket_id, agency, title, writer.object_ids.take(),
-                                                  opens + timedelta(days=COMMENT_PERIOD_DAYS))))
+    document = write_document(writer, folders, agency, agency_name, title, opens)
+    docket_path = folders.docket_file()
+    layout.write_json(docket_path, docket_json(docket_id, agency, title, writer.object_ids.take(),
+                                               opens + timedelta(days=COMMENT_PERIOD_DAYS)))
     manifest.dockets.append(DocketEntry(docket_id, agency, title, writer.relative(docket_path),
                                         [document], count))
     rng = random.Random(f"{writer.seed}/{docket_id}")
@@ -528,13 +518,14 @@ def write_docket(writer: CorpusWriter, manifest: Manifest, index: int, count: in
     by_id: dict[str, CommentEntry] = {}
     for comment_id, plan, when in zip(comment_ids, planned, modified, strict=True):
         entry = write_comment(writer, comment_id, plan, when, agency=agency, document=document,
-                              text_dir=text_dir, binary_dir=binary_dir, by_id=by_id)
+                              folders=folders, by_id=by_id)
         by_id[comment_id] = entry
         manifest.comments.append(entry)
 
 
-def write_document(writer: CorpusWriter, docket_id: str, agency: str, agency_name: str,
-                   title: str, opens: datetime, text_dir: Path, binary_dir: Path) -> DocumentEntry:
+def write_document(writer: CorpusWriter, folders: layout.DocketFolders, agency: str,
+                   agency_name: str, title: str, opens: datetime) -> DocumentEntry:
+    docket_id = folders.docket_id
     rng = random.Random(f"{writer.seed}/{docket_id}-0001")
     document_id = f"{docket_id}-0001"
     closes = opens + timedelta(days=COMMENT_PERIOD_DAYS) - timedelta(hours=1, seconds=1)
@@ -544,12 +535,12 @@ def write_document(writer: CorpusWriter, docket_id: str, agency: str, agency_nam
     pages = [preamble + [" ".join(rng.sample(RULE_SENTENCES, 5)) for _ in range(3)],
              [" ".join(rng.sample(RULE_SENTENCES, 6)) for _ in range(4)]]
     content = text_pdf(pages)
-    content_path = binary_dir / "documents_attachments" / f"{document_id}_content.pdf"
-    content_path.write_bytes(content)
+    content_path = folders.document_content(document_id)
+    layout.write_file(content_path, content)
     document = DocumentEntry(document_id, docket_id, writer.object_ids.take(), title, utc(opens),
                              utc(closes), "", writer.relative(content_path))
-    document_path = text_dir / "documents" / f"{document_id}.json"
-    document_path.write_text(json.dumps(document_json(document, agency, len(content), opens)))
+    document_path = folders.document_file(document_id)
+    layout.write_json(document_path, document_json(document, agency, len(content), opens))
     document.path = writer.relative(document_path)
     return document
 
@@ -570,13 +561,13 @@ def _inline_text(rng: random.Random, plan: PlannedComment) -> str:
 
 
 def write_comment(writer: CorpusWriter, comment_id: str, plan: PlannedComment, when: datetime, *,
-                  agency: str, document: DocumentEntry, text_dir: Path, binary_dir: Path,
+                  agency: str, document: DocumentEntry, folders: layout.DocketFolders,
                   by_id: dict[str, CommentEntry]) -> CommentEntry:
     rng = random.Random(f"{writer.seed}/{comment_id}")
     submitter = _submitter(rng)
     inline = _inline_text(rng, plan)
     posted = posted_for(when)
-    comment_path = text_dir / "comments" / f"{comment_id}.json"
+    comment_path = folders.comment_file(comment_id)
     entry = CommentEntry(comment_id, document.docket_id, plan.topic.slug, writer.relative(comment_path),
                          utc(posted), utc(when), inline == ATTACHED_PLACEHOLDER)
     titles = []
@@ -584,19 +575,19 @@ def write_comment(writer: CorpusWriter, comment_id: str, plan: PlannedComment, w
         title = f"{document.docket_id} {submitter.title} Comment" + (f" ({n})" if n > 1 else "")
         titles.append(title)
         entry.attachments.append(
-            write_attachment(writer, entry, plan, kind, n, title, binary_dir, by_id))
+            write_attachment(writer, entry, plan, kind, n, title, folders, by_id))
     body = comment_json(entry, agency=agency, document=document, object_id=writer.object_ids.take(),
                         submitter=submitter, inline_text=inline,
                         received=posted - timedelta(days=rng.randrange(0, 6)),
                         tracking=tracking_number(rng),
                         attachment_ids=[writer.object_ids.take() for _ in plan.kinds],
                         attachment_titles=titles)
-    comment_path.write_text(json.dumps(body))
+    layout.write_json(comment_path, body)
     return entry
 
 
 def write_attachment(writer: CorpusWriter, entry: CommentEntry, plan: PlannedComment, kind: str,
-                     n: int, title: str, binary_dir: Path,
+                     n: int, title: str, folders: layout.DocketFolders,
                      by_id: dict[str, CommentEntry]) -> AttachmentEntry:
     extension = "docx" if kind == "docx" else "pdf"
     file = f"attachment_{n}.{extension}"
@@ -609,11 +600,11 @@ def write_attachment(writer: CorpusWriter, entry: CommentEntry, plan: PlannedCom
         data, sha = writer.make_attachment(kind, plan.topic, entry.id, n, title)
     ocr_text = plan.topic.ocr_sentence if kind == "image_pdf" else None
     if n == 1 and plan.tombstone:
-        tombstone = binary_dir / "comments_attachments" / f"{entry.id}_attachment_{n}_UNAVAILABLE"
-        tombstone.write_bytes(b"")
+        tombstone = folders.attachment_tombstone(entry.id, n)
+        layout.write_tombstone(tombstone)
         return AttachmentEntry(entry.id, file, writer.relative(tombstone), extension, kind,
                                len(data), "", "gone")
-    path = binary_dir / "comments_attachments" / f"{entry.id}_{file}"
+    path = folders.comment_attachment(entry.id, n, extension)
     writer.write_file(path, data, sha)
     return AttachmentEntry(entry.id, file, writer.relative(path), extension, kind, len(data), sha,
                            EXPECTED_STATUS[kind], duplicate_of, ocr_text)
@@ -657,10 +648,10 @@ def _per_docket_counts(dockets: int, comments_per_docket: int | list[int]) -> li
 
 
 def _prepare_root(root: Path, overwrite: bool) -> None:
-    if (root / "raw-data").exists() or (root / "manifest.json").exists():
+    if layout.raw_data(root).exists() or (root / "manifest.json").exists():
         if not overwrite:
             raise FileExistsError(f"{root} already holds a corpus (pass overwrite=True)")
-        shutil.rmtree(root / "raw-data", ignore_errors=True)
+        shutil.rmtree(layout.raw_data(root), ignore_errors=True)
         (root / "manifest.json").unlink(missing_ok=True)
     root.mkdir(parents=True, exist_ok=True)
 

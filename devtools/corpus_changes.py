@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from devtools.mirror_layout import DocketFolders, comment_files, replace_json
 from pipeline.ids import validate_id
 
 
@@ -31,22 +32,10 @@ def object_id_for(item_id: str) -> str:
     return "0900006" + hashlib.sha256(item_id.encode()).hexdigest()[:9]
 
 
-def text_dir(root: Path, docket_id: str) -> Path:
-    """The ``text-<docket>`` folder of a docket anywhere under ``root``."""
-    validate_id(docket_id, "docket id")
-    for candidate in Path(root).rglob(f"text-{docket_id}"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"no text-{docket_id} folder under {root}")
-
-
-def comment_files(root: Path) -> dict[str, Path]:
-    return {p.stem: p for p in Path(root).rglob("text-*/comments/*.json")}
-
-
 def add_comments(root: Path, docket: str, n: int, when: datetime | str) -> list[str]:
     """Add ``n`` comments (no attachments) on the docket's most-commented document; returns their ids."""
-    folder = text_dir(root, docket) / "comments"
+    folders = DocketFolders.find(root, docket)
+    folder = folders.comments
     folder.mkdir(parents=True, exist_ok=True)
     existing = sorted(folder.glob("*.json"))
     template = json.loads(existing[-1].read_text(encoding="utf-8")) if existing else None
@@ -58,7 +47,7 @@ def add_comments(root: Path, docket: str, n: int, when: datetime | str) -> list[
     for offset in range(n):
         comment_id = f"{docket}-{next_number + offset:04d}"
         body = _new_comment(template, comment_id, stamp)
-        _write(folder / f"{comment_id}.json", body)
+        replace_json(folders.comment_file(comment_id), body)
         ids.append(comment_id)
     return ids
 
@@ -92,7 +81,7 @@ def _edit_comments(root: Path, ids: Iterable[str], when: datetime | str, change)
         attrs = body["data"]["attributes"]
         change(attrs, stamp)
         _touch(attrs, stamp)
-        _write(path, body)
+        replace_json(path, body)
 
 
 def _new_comment(template: dict, comment_id: str, stamp: str) -> dict:
@@ -130,8 +119,3 @@ def _sequence_number(item_id: str) -> int:
     tail = item_id.rsplit("-", 1)[-1]
     return int(tail) if tail.isdigit() else 0
 
-
-def _write(path: Path, body: dict) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(body, indent=2), encoding="utf-8")
-    tmp.replace(path)  # the server may be reading the folder: never expose half a file

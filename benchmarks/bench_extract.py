@@ -1,6 +1,6 @@
 """Pages per second of the extract stage against a plain PyMuPDF loop over the same PDFs.
 
-    .venv/bin/python scripts/bench_extract.py [--pdfs 200] [--pages 10] [--rounds 21]
+    .venv/bin/python -m benchmarks bench_extract [--pdfs 200] [--pages 10] [--rounds 21]
 
 Generates ``--pdfs`` text PDFs of ``--pages`` pages each (make_corpus prose, one PDF per
 comment), stores them the way backfill does (item, attachment and backfill rows in a
@@ -28,35 +28,32 @@ import io
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pipeline.config import load_settings  # noqa: E402
-from pipeline.counters import PDF_OPENS, counters  # noqa: E402
-from pipeline.extract.pool import WORKER_CPU_US  # noqa: E402
-from pipeline.runtime import Runtime, set_runtime  # noqa: E402
-from pipeline.stages.base import StageContext  # noqa: E402
-from pipeline.stages.extract import extract_docket  # noqa: E402
-from pipeline.store import dockets, item_states, items  # noqa: E402
-from pipeline.store.blobs import attachment_key  # noqa: E402
-from pipeline.store.models import Attachment, Item, database  # noqa: E402
-from scripts.corpus_topics import TOPICS  # noqa: E402
-from scripts.make_corpus import text_pdf, topic_prose  # noqa: E402
+from benchmarks.common import open_runtime
+from devtools.corpus_topics import TOPICS
+from devtools.make_corpus import text_pdf, topic_prose
+from pipeline.counters import PDF_OPENS, counters
+from pipeline.extract.pool import WORKER_CPU_US
+from pipeline.runtime import Runtime
+from pipeline.stages.base import StageContext
+from pipeline.stages.extract import extract_docket
+from pipeline.store import dockets, item_states, items
+from pipeline.store.blobs import attachment_key
+from pipeline.store.models import Attachment, Item, database
 
 DOCKET = "BENCH-2026-0001"
 STAMP = "2026-01-01T00:00:00Z"
 
 
 def make_runtime(folder: Path, workers: int) -> Runtime:
-    return Runtime(load_settings({
+    return open_runtime({
         "DOCKETEER_DATA_DIR": str(folder / "data"),
         "DOCKETEER_DISCOVER": "none",
         "DOCKETEER_EXTRACT_WORKERS": str(workers),
-    }))
+    })
 
 
 def generate(rt: Runtime, pdfs: int, pages: int, seed: int = 2026) -> list[Path]:
@@ -140,8 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder:
         rt = make_runtime(Path(folder), workers=1)
-        set_runtime(rt)
-        rt.state  # noqa: B018 - create the schema
         started = time.perf_counter()
         paths = generate(rt, args.pdfs, args.pages)
         total = args.pdfs * args.pages
