@@ -42,6 +42,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("api_base", str, "https://api.regulations.gov/v4", "regulations.gov v4 base URL"),
     Setting("api_key", str, "", "regulations.gov API key", secret=True,
             env_aliases=("REGULATIONS_GOV_API_KEY",)),
+    Setting("download_hosts", str, "downloads.regulations.gov",
+            "comma-separated hosts attachment files may come from besides the API host (https; "
+            "write http://host:port to allow plain HTTP)"),
     Setting("fr_base", str, "https://www.federalregister.gov/api/v1", "Federal Register API base URL"),
     Setting("mirror_url", str, "", "mirrulations-layout mirror: a folder or s3://bucket[/prefix]"),
     Setting("mirror_unsigned", bool, True, "read the S3 mirror without credentials (public bucket)"),
@@ -56,6 +59,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("request_budget", int, 900, "API requests allowed per run (0 = unlimited)", minimum=0),
     Setting("budget_seconds", int, 0, "wall-clock seconds per run (0 = unlimited)", minimum=0),
     Setting("pace_seconds", float, 0.5, "minimum seconds between API calls", minimum=0),
+    Setting("request_seconds", float, 600.0, "a total deadline per HTTP request: connect, headers and the whole body", minimum=1),
     Setting("http_attempts", int, 6, "tries of one HTTP request (transient errors, backoff) before its item waits to retry", minimum=1),
     Setting("max_attachment_bytes", int, 200 * 1024 * 1024, "larger attachments are too_large", minimum=1),
     Setting("format_preference", str, "pdf,docx,doc,txt,htm,html,rtf", "attachment format preference order"),
@@ -173,8 +177,17 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
                 origin = f"env {name}"
                 value = _convert(s, env[name], origin)
                 break
+        if s.secret and value:
+            check_secret(value, _env_names(s)[-1])
         values[s.name], origins[s.name] = value, origin
     return Settings(values, origins)
+
+
+def check_secret(value: str, name: str) -> None:
+    """A key with whitespace or control characters would break the request header, and the
+    error would print it: refused at start, in one line that does not show it."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ConfigError(f"{name} contains whitespace or a control character; check how it was set")
 
 
 def ensure_data_dir(settings: Settings) -> Path:

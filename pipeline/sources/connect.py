@@ -14,7 +14,8 @@ def request_budget(settings: Settings, deadline: float | None) -> RequestBudget:
 def regulations_gov(settings: Settings, budget: RequestBudget) -> RegulationsGovClient:
     return RegulationsGovClient(
         settings.api_base, settings.api_key, pace_seconds=settings.pace_seconds, budget=budget,
-        max_attempts=settings.http_attempts,
+        max_attempts=settings.http_attempts, request_seconds=settings.request_seconds,
+        download_hosts=tuple(settings.download_hosts.split(",")),
         max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth,
     )
 

@@ -15,19 +15,21 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import requests
 import tenacity
+import urllib3
 
 from pipeline.counters import API_CALLS, counters
 from pipeline.errors import (
     BadResponse,
     BudgetSpent,
     DocketeerError,
+    InputTooLarge,
     KeyRejected,
     PermanentHTTPError,
     QuotaSpent,
@@ -102,6 +104,25 @@ class WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
         return backoff
 
 
+KEY_HEADER = "X-Api-Key"
+
+
+class KeySafeSession(requests.Session):
+    """A session that never carries the API key to another host.
+
+    requests drops ``Authorization`` on a redirect to another host or port
+    (``Session.rebuild_auth``), but knows nothing of api.data.gov's ``X-Api-Key`` header.
+    """
+
+    def rebuild_auth(self, prepared_request, response) -> None:
+        super().rebuild_auth(prepared_request, response)
+        if self.should_strip_auth(response.request.url, prepared_request.url):
+            prepared_request.headers.pop(KEY_HEADER, None)
+
+
+BODY_CHUNK = 64 * 1024
+
+
 class HttpTransport:
     """One requests.Session plus budget, pacing, counting, retries and error mapping.
 
@@ -123,12 +144,12 @@ class HttpTransport:
         service: str = "API",
         max_json_bytes: int = DEFAULT_MAX_BYTES,
         max_json_depth: int = DEFAULT_MAX_DEPTH,
+        request_seconds: float = 600.0,
     ) -> None:
         if session is None:
-            session = requests.Session()
+            session = KeySafeSession()
             session.headers["User-Agent"] = "docketeer/0.1"
         self.session = session
-        self.timeout = timeout
         self.pace_seconds = pace_seconds
         self.max_attempts = max_attempts
         self.backoff_cap = backoff_cap
@@ -137,6 +158,9 @@ class HttpTransport:
         self.sleep = sleep
         self.service = service
         self.max_json_bytes, self.max_json_depth = max_json_bytes, max_json_depth
+        self.request_seconds = request_seconds
+        # No single wait (connect, or one read) may outlast the request's whole deadline.
+        self.timeout = tuple(min(part, request_seconds) for part in timeout)
         self.rate_remaining: int | None = None
         self._secrets = tuple(s for s in secrets if s)
         self._last_call: float | None = None
@@ -204,6 +228,7 @@ class HttpTransport:
         params: Any = None,
         headers: dict[str, str] | None = None,
         stream: bool = False,
+        allow_redirects: bool = True,
     ) -> requests.Response:
         """One HTTP GET after budget, rate-limit and pacing checks; network errors are transient."""
         self._check_before_call()
@@ -213,7 +238,8 @@ class HttpTransport:
         self._stats[endpoint] += 1
         try:
             resp = self.session.get(
-                url, params=params, headers=headers, timeout=self.timeout, stream=stream
+                url, params=params, headers=headers, timeout=self.timeout, stream=stream,
+                allow_redirects=allow_redirects,
             )
         except (
             requests.ConnectionError,
@@ -297,11 +323,37 @@ class HttpTransport:
         """GET + status mapping + JSON, with retries."""
 
         def attempt() -> dict:
-            resp = self.send(endpoint, url, params=params, headers=headers)
+            deadline = time.monotonic() + self.request_seconds
+            with self.send(endpoint, url, params=params, headers=headers, stream=True) as resp:
+                # The whole body within the deadline and the size cap, then read as usual.
+                resp._content = b"".join(self.iter_body(resp, _describe(url, params), deadline,
+                                                        self.max_json_bytes))
             self.raise_for_status(resp, _describe(url, params))
             return self.read_json(resp, _describe(url, params))
 
         return self.call_with_retries(_describe(url, params), attempt)
+
+    def iter_body(self, resp: requests.Response, what: str, deadline: float,
+                  max_bytes: int) -> Iterator[bytes]:
+        """The body as it arrives, bounded: a total deadline per request (a server that drips
+        a byte at a time never trips a per-read timeout) and a size cap.
+
+        ``read1`` returns whatever one socket read brings, so the deadline is checked between
+        reads; each read itself is bounded by the read timeout.
+        """
+        size = 0
+        try:
+            while chunk := resp.raw.read1(BODY_CHUNK, decode_content=True):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise InputTooLarge(self.mask(f"{what}: body over the limit of {max_bytes} bytes"))
+                if time.monotonic() > deadline:
+                    raise TransientHTTPError(self.mask(
+                        f"{what}: no whole answer within {self.request_seconds:.0f}s ({size} bytes so far)"))
+                yield chunk
+        except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as exc:
+            raise TransientHTTPError(self.mask(
+                f"{what}: the answer broke off after {size} bytes: {one_line(exc)}")) from None
 
 
 def api_error(resp: requests.Response) -> tuple[str | None, str]:

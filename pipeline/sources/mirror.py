@@ -16,9 +16,11 @@ path or key.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -315,13 +317,35 @@ class LocalMirror(Mirror):
     def _list_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
         validate_prefix(prefix)
         found = []
+        # os.walk never descends into a symlinked folder; lstat never follows a link or
+        # blocks on a FIFO. Whatever is not a regular file is listed as found and refused
+        # when read (_open_regular), so its item fails with a reason instead of vanishing.
         for dirpath, _dirnames, filenames in os.walk(self.root / prefix):
             rel = Path(dirpath).relative_to(self.root).as_posix()
             base = "" if rel == "." else rel + "/"
             for name in filenames:
-                found.append((base + name, os.stat(os.path.join(dirpath, name)).st_size))
+                found.append((base + name, os.lstat(os.path.join(dirpath, name)).st_size))
         counters.incr(MIRROR_WALKS)
         yield from sorted(found)
+
+    def _open_regular(self, key: str) -> BinaryIO:
+        """The mirror is data, not a file system to walk: a regular file inside the root only
+        — no symlink (anywhere on the path), FIFO, device or path resolving outside."""
+        path = self._path(key)
+        if path.parent.resolve() != path.parent or not path.parent.is_relative_to(self.root):
+            raise InvalidIdentifier(f"mirror object {key} is reached through a symlinked folder")
+        try:
+            # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: no symlink.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise InvalidIdentifier(f"mirror object {key} is a symlink, not a file") from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise InvalidIdentifier(f"mirror object {key} is not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
 
     def _list_folders(self, prefix: str) -> list[str]:
         folder = self.root / validate_prefix(prefix)
@@ -331,15 +355,16 @@ class LocalMirror(Mirror):
 
     def _read_bytes(self, key: str) -> bytes:
         counters.incr(MIRROR_READS)
-        return self._path(key).read_bytes()
+        with self._open_regular(key) as handle:
+            return handle.read()
 
     def open_binary(self, key: str) -> BinaryIO:
         counters.incr(MIRROR_READS)
-        return open(self._path(key), "rb")
+        return self._open_regular(key)
 
     def binary_size(self, key: str) -> int | None:
         try:
-            return self._path(key).stat().st_size
+            return self._path(key).lstat().st_size
         except FileNotFoundError:
             return None
 

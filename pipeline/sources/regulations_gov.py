@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import IO
+from urllib.parse import urljoin, urlsplit
 
 import requests
 
+from pipeline.config import check_secret
 from pipeline.errors import (
     BadResponse,
     ConfigError,
@@ -29,7 +32,7 @@ from pipeline.errors import (
     TransientHTTPError,
 )
 from pipeline.ids import validate_id
-from pipeline.sources.http import MASK, DownloadResult, HttpTransport, one_line
+from pipeline.sources.http import KEY_HEADER, MASK, DownloadResult, HttpTransport
 from pipeline.sources.watermark import Watermark, next_filter_second, parse_api_time
 
 log = logging.getLogger(__name__)
@@ -38,7 +41,6 @@ log = logging.getLogger(__name__)
 MAX_PAGE_SIZE = 250
 MAX_PAGE_NUMBER = 20
 COMMENT_SORT = "lastModifiedDate,documentId"
-DOWNLOAD_CHUNK = 64 * 1024
 
 
 # --------------------------------------------------------------------------- errors
@@ -64,18 +66,48 @@ class MalformedItem(BadResponse):
 # --------------------------------------------------------------------------- client
 
 
+DOWNLOAD_HOST = "downloads.regulations.gov"
+UNBOUNDED = 2**62  # downloads check their own size limit (TooLarge names the file)
+MAX_REDIRECTS = 3
+
+
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) with the scheme's default port made explicit."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"https": 443, "http": 80}.get(scheme)
+    except ValueError:  # a port that is not a number
+        port = -1
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def allowed_origins(api_base: str, hosts: tuple[str, ...]) -> frozenset:
+    """The API's own origin plus each configured host (https unless a scheme is given)."""
+    origins = {origin_of(api_base)}
+    for host in hosts:
+        host = host.strip()
+        if host:
+            origins.add(origin_of(host if "://" in host else f"https://{host}"))
+    return frozenset(origins)
+
+
 class RegulationsGovClient:
     """regulations.gov v4: dockets, documents, comments, and attachment downloads."""
 
     def __init__(self, base_url: str, api_key: str | None, *, min_remaining: int = 5,
-                 **transport_options) -> None:
-        """``transport_options``: HttpTransport's (session, timeout, pace_seconds, budget, ...)."""
+                 download_hosts: tuple[str, ...] = (DOWNLOAD_HOST,), **transport_options) -> None:
+        """``transport_options``: HttpTransport's (session, timeout, pace_seconds, budget, ...).
+        ``download_hosts``: where attachment files may come from besides the API's own host
+        (``host`` means https://host; ``http://host:port`` allows plain HTTP there)."""
         if not api_key or not api_key.strip():
             raise ConfigError(
                 "REGULATIONS_GOV_API_KEY is not set (get a key at https://api.data.gov/signup/)"
             )
+        check_secret(api_key, "REGULATIONS_GOV_API_KEY")
         self.base_url = base_url.rstrip("/")
-        self._api_key = api_key.strip()
+        self._api_key = api_key
+        self.download_origins = allowed_origins(self.base_url, download_hosts)
         self.transport = HttpTransport(
             min_remaining=min_remaining, secrets=(self._api_key,), service="regulations.gov",
             **transport_options,
@@ -221,8 +253,7 @@ class RegulationsGovClient:
         A truncated body is retried from scratch; a too-large file raises TooLarge at once.
         On any error ``fileobj`` is left empty, so a partial file is never mistaken for a whole one.
         """
-        if not url.startswith(("http://", "https://")):
-            raise InvalidIdentifier(f"not an http(s) URL: {url[:200]!r}")
+        self.check_download_url(url)
 
         def attempt() -> DownloadResult:
             return self._download_once(url, fileobj, max_bytes)
@@ -233,27 +264,28 @@ class RegulationsGovClient:
             _empty(fileobj)
             raise
 
+    def check_download_url(self, url: str) -> None:
+        """Files come only from allowed origins: anything else is the item's permanent failure."""
+        if origin_of(url) not in self.download_origins:
+            raise InvalidIdentifier(f"attachment URL not on an allowed download host: {url[:200]!r}")
+
     def _download_once(self, url: str, fileobj: IO[bytes], max_bytes: int) -> DownloadResult:
         _empty(fileobj)
-        # No key header: downloads.regulations.gov does not need it, and it must not leak to other hosts.
-        resp = self.transport.send("downloads", url, stream=True)
+        deadline = time.monotonic() + self.transport.request_seconds
+        resp = self._follow_allowed_redirects(url)
         with resp:
             self.transport.raise_for_status(resp, url)
             declared = _content_length(resp)
             if declared is not None and declared > max_bytes:
                 raise TooLarge(declared, max_bytes, url)
             digest, size = hashlib.sha256(), 0
-            try:
-                for chunk in resp.iter_content(DOWNLOAD_CHUNK):
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise TooLarge(size, max_bytes, url)
-                    digest.update(chunk)
-                    fileobj.write(chunk)
-            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError) as exc:
-                raise TransientHTTPError(
-                    f"download of {url} broke off after {size} bytes: {one_line(exc)}"
-                ) from None
+            # Broken-off, slow-drip and overlong transfers end as TransientHTTPError in iter_body.
+            for chunk in self.transport.iter_body(resp, f"download of {url}", deadline, UNBOUNDED):
+                size += len(chunk)
+                if size > max_bytes:
+                    raise TooLarge(size, max_bytes, url)
+                digest.update(chunk)
+                fileobj.write(chunk)
             # Only comparable when the bytes were not content-decoded on the way.
             if (
                 declared is not None
@@ -265,11 +297,23 @@ class RegulationsGovClient:
         content_type = resp.headers.get("Content-Type", "").split(";")[0].strip().lower()
         return DownloadResult(sha256=digest.hexdigest(), size=size, content_type=content_type)
 
+    def _follow_allowed_redirects(self, url: str):
+        """GET ``url`` (no key: the download host does not need it), following a redirect
+        only to an allowed origin: a file is never fetched from anywhere else."""
+        for _hop in range(MAX_REDIRECTS + 1):
+            resp = self.transport.send("downloads", url, stream=True, allow_redirects=False)
+            if not resp.is_redirect:
+                return resp
+            resp.close()
+            url = urljoin(url, resp.headers["Location"])
+            self.check_download_url(url)
+        raise InvalidIdentifier(f"more than {MAX_REDIRECTS} redirects for an attachment: {url[:200]!r}")
+
     # -- plumbing
 
     def _get(self, endpoint: str, path: str, params: dict | None = None) -> dict:
         return self.transport.get_json(
-            endpoint, self.base_url + path, params=params, headers={"X-Api-Key": self._api_key}
+            endpoint, self.base_url + path, params=params, headers={KEY_HEADER: self._api_key}
         )
 
     def _get_page(self, endpoint: str, path: str, params: dict) -> tuple[list, bool]:
