@@ -230,3 +230,40 @@ def test_an_oversized_json_answer_is_refused_as_too_large(elsewhere):
             client.get_docket("X-1")
     finally:
         big.shutdown()
+
+
+# --------------------------------------------------------------------------- leftovers
+
+
+@pytest.mark.timeout(180)
+def test_the_embedded_index_server_stops_when_its_last_live_holder_exits_even_after_a_kill(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from pipeline.index.database import IndexDB
+
+    data = tmp_path / "data"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pipeline.index.database import IndexDB; "
+         f"IndexDB.open(None, __import__('pathlib').Path({str(data)!r})); print('up', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "up"
+    holder.send_signal(signal.SIGKILL)  # dies holding the server: its pid stays in the handle file
+    holder.wait()
+    pgdata = data / "index-pg"
+    assert holder.pid in json.loads((pgdata / ".handle_pids.json").read_text())
+    db = IndexDB.open(None, data)  # a later run joins the still-running server
+    pid = int((pgdata / "postmaster.pid").read_text().split()[0])
+    db.close()  # ... and, its last live holder, stops it
+    assert not (pgdata / "postmaster.pid").exists()
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    return psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE

