@@ -27,8 +27,6 @@ from luigi.parameter import ParameterVisibility
 
 from pipeline.clock import iso, utcnow
 
-BUDGETS = ("budget_seconds", "request_budget")  # settings a wrapper may override for its run
-
 
 # Compared and hashed by identity (Luigi's instance cache keys on it); a short repr, because
 # Luigi formats a task's arguments each time it makes one.
@@ -69,15 +67,18 @@ class Invocation:
         return self.started + budget_seconds if budget_seconds else None
 
     # --- what a wrapper reads once for all its dockets -------------------------------------
-    def note_seals(self, seals: dict[str, str | None]) -> None:
+    def note_scheduled(self, seals: dict[str, str | None]) -> None:
+        """A wrapper schedules these dockets (id -> sealed_at, read in one query): each task
+        takes its seal from here, and reads every docket shares are made once from now on."""
         self.seal_hints.update(seals)
         if self.shared_reads is None:
             self.shared_reads = {}
 
     def read_shared(self, key: object, load: Callable[[], object]):
-        """``load()`` once per invocation once a wrapper scheduled dockets, else every time."""
+        """``load()``, read once for the rest of the run; None until a wrapper scheduled
+        dockets (a task asked alone reads just what it needs, afresh)."""
         if self.shared_reads is None:
-            return load()
+            return None
         if key not in self.shared_reads:
             self.shared_reads[key] = load()
         return self.shared_reads[key]

@@ -183,21 +183,14 @@ class DocketStageTask(luigi.Task):
 
     def run(self) -> None:
         rt = runtime_or_exit()
-        invocation = self.current_invocation
+        settings = self.current_invocation.settings(rt.settings)  # with this run's budgets
         docket = docket_rows.require_docket(self.docket)
         # Fingerprint the input before the work reads it: a change during the run is seen
         # as a change by the next run.
         input_fp = self.input_fingerprint()
         started = time.monotonic()
-        settings = invocation.settings(rt.settings)
         with leases.held(self.stage.name, self.docket, settings.lease_seconds) as token:
-            run_id = runs.start_run(self.task_id, self.stage.name, self.docket)
-            progress = self.make_progress(rt)
-            # A long run keeps its lease: each progress report pushes the expiry forward.
-            progress.on_tick = lambda: leases.renew(self.stage.name, self.docket, token,
-                                                    settings.lease_seconds)
-            ctx = StageContext(runtime=rt, run_id=run_id, force=self.force, progress=progress,
-                               deadline=invocation.deadline(settings.budget_seconds), settings=settings)
+            ctx = self._context(rt, settings, token)
             result, io = self._call_stage(ctx, docket)
             ctx.progress.finish()
             # Items waiting to retry never block a marker; the docket row carries the earliest
@@ -206,9 +199,9 @@ class DocketStageTask(luigi.Task):
             # A marker vouches for the whole chain: if the upstream stopped short (budget), this
             # stage saw only part of its input and must run again once the upstream is done.
             if result.complete and self.upstream_vouched():
-                self._write_marker_if_done(run_id, input_fp, result)
+                self._write_marker_if_done(ctx.run_id, input_fp, result)
             summary = {**result.counts, **io}
-            runs.finish_run(run_id, clean=result.clean, counters=summary,
+            runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
                             message=rt.settings.mask(result.message),
                             budget_spent=result.budget_spent)
         self._log_summary(result, summary, time.monotonic() - started)
@@ -216,6 +209,17 @@ class DocketStageTask(luigi.Task):
             # Cron must see it: the work done is kept, the marker is not written.
             raise StageIncomplete(
                 f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
+
+    def _context(self, rt, settings, lease_token: str) -> StageContext:
+        """A new run row, and progress whose every report renews the lease: a long run
+        keeps it."""
+        run_id = runs.start_run(self.task_id, self.stage.name, self.docket)
+        progress = self.make_progress(rt)
+        progress.on_tick = lambda: leases.renew(self.stage.name, self.docket, lease_token,
+                                                settings.lease_seconds)
+        deadline = self.current_invocation.deadline(settings.budget_seconds)
+        return StageContext(runtime=rt, run_id=run_id, force=self.force, progress=progress,
+                            deadline=deadline, settings=settings)
 
     def _call_stage(self, ctx: StageContext, docket) -> tuple[StageResult, dict]:
         with counters.measure() as io:
@@ -317,7 +321,7 @@ class DocketWrapper(luigi.Task):
         invocation.override_budgets(budget_seconds=self.budget_seconds,
                                     request_budget=self.request_budget)
         ids = self.docket_ids()
-        invocation.note_seals(docket_rows.seal_status(ids))
+        invocation.note_scheduled(docket_rows.seal_status(ids))
         stage_task = self.stage_task
         version = invocation.forced_version(
             stage_task.stage.name, lambda: stage_task.next_forced_version(invocation)

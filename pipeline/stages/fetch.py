@@ -84,6 +84,14 @@ def _with_calls(result: StageResult, api, before: dict[str, int]) -> StageResult
     return result
 
 
+# --------------------------------------------------------------------------- the declaration
+
+DECLARATION = Stage(
+    name=STAGE, upstream=None, run=fetch_docket, task="FetchComments", wrapper="FetchAll",
+    doc="Walk the docket's comment lists from its watermark (resolve it first if unknown).",
+)
+
+
 # --------------------------------------------------------------------------- resolve
 
 
@@ -346,10 +354,3 @@ def _finish_clean_walk(ctx: StageContext, docket: Docket, watermark: str | None,
                  docket.id, sealed_at, fresh.comment_end_date, ctx.settings.seal_quiet_days)
         result.add("sealed")
 
-
-# --------------------------------------------------------------------------- the declaration
-
-DECLARATION = Stage(
-    name=STAGE, upstream=None, run=fetch_docket, task="FetchComments", wrapper="FetchAll",
-    doc="Walk the docket's comment lists from its watermark (resolve it first if unknown).",
-)

@@ -205,10 +205,6 @@ def refresh_extract_marker(docket_id: str) -> None:
     StateMarkers(extract.STAGE, extract.UPSTREAM).refresh_output(docket_id)
 
 
-def _owed(runtime, docket_id: str, now: str) -> int:
-    return unfinished(docket_id)
-
-
 # --- the declaration -------------------------------------------------------------------------
 
 DECLARATION = Stage(
@@ -217,7 +213,7 @@ DECLARATION = Stage(
 
     Without Tesseract it says so in one line and changes nothing (and counts as done: after
     installing Tesseract, run `OcrAll --force` once).""",
-    unfinished=_owed,
+    unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
     enabled=lambda settings: settings.ocr,  # off: the index requires extract directly
     merges_into_upstream=True,
 )
