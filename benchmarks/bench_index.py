@@ -35,6 +35,7 @@ from pipeline.errors import ConfigError
 from pipeline.extract.combined import render_combined
 from pipeline.extract.readers import AttachmentText
 from pipeline.index.embedders import make_embedder
+from pipeline.invocation import Invocation
 from pipeline.runtime import Runtime, set_runtime
 from pipeline.stages.base import StageContext
 from pipeline.stages.index import index_docket
@@ -96,7 +97,7 @@ def bench_noop(folder: Path, args) -> None:
         print(f"first run: {counts} in {seconds:.1f} s ({args.items / seconds:.0f} items/s)")
         # An open docket pulled in this window, so the task runs as cron would find it.
         Docket.update(last_pull_at=now_iso()).where(Docket.id == NOOP_DOCKET).execute()
-        task_module.new_invocation()
+        Invocation.start_in_process()
         task = task_module.IndexDocket(docket=NOOP_DOCKET)
         started = time.perf_counter()
         with counters.measure() as io:

@@ -23,10 +23,10 @@ os.environ.setdefault("LUIGI_CONFIG_PATH", str(ROOT / "luigi.cfg"))
 import luigi  # noqa: E402
 import psycopg2.extensions  # noqa: E402
 
-from pipeline import tasks as task_module  # noqa: E402
 from pipeline.clock import iso, parse_iso, utcnow  # noqa: E402
 from pipeline.config import load_settings  # noqa: E402
 from pipeline.counters import counters  # noqa: E402
+from pipeline.invocation import Invocation  # noqa: E402
 from pipeline.runtime import Runtime, set_runtime  # noqa: E402
 from pipeline.store.models import Docket, Run  # noqa: E402
 
@@ -130,7 +130,6 @@ class Store:
     def open(self) -> BenchRuntime:
         self.close()
         self.rt = open_runtime(self.env, BenchRuntime)
-        task_module._seal_hints.clear()
         return self.rt
 
     def close(self) -> None:
@@ -167,7 +166,7 @@ def build(*tasks, workers: int = 1) -> bool:
     """
     # One `luigi` command is one process; several builds in this process must each be a new
     # invocation, or stages that ran in an earlier build count as done "in this run".
-    task_module.new_invocation()
+    Invocation.start_in_process()
     result = luigi.build(list(tasks), local_scheduler=True, workers=workers,
                          log_level="WARNING", detailed_summary=True)
     return result.status.name in ("SUCCESS", "SUCCESS_WITH_RETRY")

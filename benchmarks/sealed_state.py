@@ -95,7 +95,7 @@ def _markers(index_db: IndexDB, docket: str, keys: list[str], sealed_at: str) ->
         upstream = output
     # The index marker as IndexDocket itself writes it (whatever its input fingerprint is made of).
     task = IndexDocket(docket=docket)
-    task.write_marker("bench-build", task.upstream_output_fingerprint())
+    task.write_marker("bench-build", task.input_fingerprint())
     _index_states(index_db, docket, keys)
 
 

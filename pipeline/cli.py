@@ -39,13 +39,6 @@ def _runtime():
     return runtime
 
 
-def _index_db_if_any(rt):
-    """The index DB when one exists; None rather than creating an embedded one to answer."""
-    if rt.settings.index_url or (rt.data_dir / "index-pg").is_dir():
-        return rt.index_db()
-    return None
-
-
 def _table(rows: list[list], header: list[str]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths, strict=True)).rstrip()]
@@ -83,7 +76,7 @@ def cmd_dockets(args) -> int:
 
     rt = _runtime()
     progress, waiting = reports.comment_progress(), reports.retry_waiting()
-    index_db = _index_db_if_any(rt)
+    index_db = rt.existing_index_db()
     rows = [_docket_row(d, progress.get(d.id, {}), waiting.get(d.id, 0), index_db)
             for d in reports.all_dockets()]
     header = ["docket", "agency", "closes", "comments", "detailed", "extracted", "indexed", "retry",
@@ -120,16 +113,14 @@ def _minute(stamp: str) -> str:
 @command
 def cmd_seal(args) -> int:
     from pipeline.store import dockets
-    from pipeline.store.models import Docket
 
     _runtime()
     before = dockets.require_docket(args.docket)
     if before.sealed_at:
         print(f"{args.docket}: already sealed at {before.sealed_at} ({before.seal_reason})")
         return 0
-    sealed_at = dockets.seal(args.docket, "manual")
-    if args.reason:  # the operator's why, kept with the seal ("manual: <text>")
-        Docket.update(seal_reason=f"manual: {args.reason}").where(Docket.id == args.docket).execute()
+    # The operator's why is kept with the seal ("manual: <text>").
+    sealed_at = dockets.seal(args.docket, "manual", why=args.reason)
     print(f"{args.docket}: sealed at {sealed_at}" + (f" ({args.reason})" if args.reason else ""))
     return 0
 
@@ -164,7 +155,7 @@ def cmd_stats(args) -> int:
 def _index_row(rt, item) -> list[str]:
     from pipeline.stages.index import COLLECTIONS
 
-    index_db = _index_db_if_any(rt)
+    index_db = rt.existing_index_db()
     if index_db is None:
         return _no_failure_row("index", "-", "", "no index DB yet")
     state = index_db.state_for_docket(COLLECTIONS.get(item.kind, "comments"), item.docket).get(item.key)
@@ -197,6 +188,7 @@ def _stage_row(row) -> list:
 
 @command
 def cmd_explain(args) -> int:
+    from pipeline.stages import registry
     from pipeline.store import reports
 
     rt = _runtime()
@@ -207,7 +199,7 @@ def cmd_explain(args) -> int:
           f"modified {item.last_modified or '-'}" + ("  WITHDRAWN" if item.withdrawn else ""))
     if item.title:
         print(f"title: {item.title}")
-    stages = [_stage_row(r) for r in reports.stage_rows(item.key)]
+    stages = [_stage_row(r) for r in reports.stage_rows(item.key, registry.names())]
     print(_table([*stages, _index_row(rt, item)], EXPLAIN_HEADER))
     _print_attachments(item.key)
     return 0
@@ -287,7 +279,7 @@ def cmd_verify(args) -> int:
 
     rt = _runtime()
     report = verify.run_checks(rt, full=args.full, sample=args.sample, pending_age=args.pending_older_than,
-                               index_db=_index_db_if_any(rt))
+                               index_db=rt.existing_index_db())
     status, inventory = verify.write_report(report, Path(args.out) if args.out else rt.data_dir)
     print("\n".join(report.lines()))
     print(f"wrote {status} and {inventory}")

@@ -17,6 +17,10 @@ they pick the stale items up through their own code:
   cleared). Re-driving clears the row's fingerprint *and* content hash, so the index stage
   reloads ``combined.md`` and re-embeds it instead of trusting the unchanged-text shortcut.
 
+Which states a stage's items may be re-driven from, and what marks them stale, is part of
+the stage's declaration (``Stage.redrive``); the markers are cleared through each stage's
+marker store, wherever it keeps them.
+
 Downstream markers are cleared too because Luigi asks the downstream task first: a complete
 ``IndexDocket`` would otherwise prune the ``ExtractText`` that has to redo the items.
 
@@ -39,17 +43,14 @@ import luigi
 
 from pipeline.errors import DocketeerError
 from pipeline.runtime import get_runtime
+from pipeline.stages import registry
 from pipeline.store import dockets as docket_rows
-from pipeline.store import item_states, leases, markers, runs
-from pipeline.tasks import DocketStageTask, runtime_or_exit
+from pipeline.store import leases, runs
+from pipeline.tasks import runtime_or_exit
 
 log = logging.getLogger("docketeer")
 
 MAX_LIMIT = 500
-INDEX_STAGE = "index"
-INDEX_STATES = ("indexed", "mismatch", "stale")
-DEFAULT_STATES = {INDEX_STAGE: "mismatch"}  # every other stage: "failed"
-ITEM_STATES = tuple(sorted(item_states.TERMINAL))
 
 
 class RedriveError(DocketeerError):
@@ -80,38 +81,12 @@ class RedriveResult:
         return text
 
 
-# --- which stages exist and what lies downstream --------------------------------------------
-
-
-def stage_tasks() -> dict[str, type[DocketStageTask]]:
-    """stage name -> its DocketStageTask class, for every stage task class imported."""
-    found: dict[str, type[DocketStageTask]] = {}
-    pending = list(DocketStageTask.__subclasses__())
-    while pending:
-        cls = pending.pop()
-        pending.extend(cls.__subclasses__())
-        if cls.stage:
-            found.setdefault(cls.stage, cls)
-    return found
-
-
-def _chain(cls: type[DocketStageTask]) -> list[str]:
-    names = []
-    while cls.upstream is not None:
-        cls = cls.upstream
-        names.append(cls.stage)
-    return names
-
-
-def downstream_stages(stage: str) -> list[str]:
-    """Stages whose upstream chain includes ``stage``, nearest first."""
-    below = [(len(_chain(cls)), name) for name, cls in stage_tasks().items() if stage in _chain(cls)]
-    return [name for _, name in sorted(below)]
+# --- which stages can be re-driven -----------------------------------------------------------
 
 
 def redrivable_stages() -> list[str]:
     # A stage without an upstream walks lists (fetch): it has no per-item decision to redo.
-    return sorted(name for name, cls in stage_tasks().items() if cls.upstream is not None)
+    return sorted(s.name for s in registry.stages() if s.upstream is not None and s.redrive)
 
 
 # --- validation -----------------------------------------------------------------------------
@@ -121,13 +96,13 @@ def parse_request(stage: str, states: str | Iterable[str], limit: int) -> tuple[
     """(states, bounded limit, the limit asked when capped) or RedriveError with one clear line."""
     if stage not in redrivable_stages():
         raise RedriveError(f"cannot re-drive stage {stage!r}; one of: {', '.join(redrivable_stages())}")
+    spec = registry.get(stage).redrive
     if isinstance(states, str):
-        states = states or DEFAULT_STATES.get(stage, "failed")
+        states = states or spec.default
         states = [s.strip() for s in states.split(",") if s.strip()]
-    allowed = INDEX_STATES if stage == INDEX_STAGE else ITEM_STATES
-    unknown = sorted(set(states) - set(allowed))
+    unknown = sorted(set(states) - set(spec.states))
     if unknown or not states:
-        raise RedriveError(f"--states for {stage} must be among: {', '.join(allowed)} (got {', '.join(unknown) or 'none'})")
+        raise RedriveError(f"--states for {stage} must be among: {', '.join(spec.states)} (got {', '.join(unknown) or 'none'})")
     if limit < 1:
         raise RedriveError(f"--limit must be at least 1 (got {limit})")
     if limit > MAX_LIMIT:
@@ -145,38 +120,16 @@ def redrive(stage: str, docket: str, states: str | Iterable[str], limit: int, ru
     result = RedriveResult(stage, docket, chosen, bounded, capped_from=capped_from,
                            sealed_at=row.sealed_at)
     rt = get_runtime()
-    touched = [stage, *downstream_stages(stage)]
+    touched = [registry.get(stage), *registry.downstream(stage)]
     with ExitStack() as held:
-        for name in touched:  # always in pipeline order: two re-drives cannot deadlock
+        for name in (s.name for s in touched):  # in pipeline order: two re-drives cannot deadlock
             held.enter_context(leases.held(name, docket, rt.settings.lease_seconds))
-        result.items = _mark(rt, stage, docket, chosen, bounded, run_id)
+        result.items = touched[0].redrive.mark_stale(rt, stage, docket, chosen, bounded, run_id)
         if result.items:
-            for name in touched:
-                _clear_marker(rt, name, docket)
-            result.markers_cleared = touched
+            for declared in touched:
+                registry.marker_store(declared, rt).clear(docket)
+            result.markers_cleared = [s.name for s in touched]
     return result
-
-
-def _mark(rt, stage: str, docket: str, states: list[str], limit: int, run_id: str) -> list[str]:
-    if stage == INDEX_STAGE:
-        return mark_index_stale(rt.index_db(), docket, states, limit)
-    return item_states.mark_stale(stage, docket, states, limit, run_id)
-
-
-def _clear_marker(rt, stage: str, docket: str) -> None:
-    if stage == INDEX_STAGE:  # index completion lives in the index DB, beside the chunks
-        from pipeline.stages.index import COLLECTIONS
-
-        index_db = rt.index_db()
-        for collection in sorted(set(COLLECTIONS.values())):
-            index_db.clear_docket_marker(collection, docket)
-    else:
-        markers.clear_marker(docket, stage)
-
-
-def mark_index_stale(index_db, docket: str, states: list[str], limit: int) -> list[str]:
-    """Forget the fingerprint and content hash of the oldest eligible index rows."""
-    return index_db.mark_stale(docket, states, limit)
 
 
 # --- the Luigi task -------------------------------------------------------------------------

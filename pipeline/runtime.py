@@ -42,6 +42,12 @@ class Runtime:
             self._index = IndexDB.open(self.settings.index_url or None, self.data_dir)
         return self._index
 
+    def existing_index_db(self):
+        """The index DB when one exists; None rather than creating an embedded one to answer."""
+        if self.settings.index_url or (self.data_dir / "index-pg").is_dir():
+            return self.index_db()
+        return None
+
     def after_fork(self) -> None:
         """A forked Luigi worker must not share its parent's DB connections: open its own."""
         if os.getpid() == self._pid:

@@ -24,11 +24,11 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import peewee
 import psycopg2
 
 from pipeline.clock import iso, utcnow
 from pipeline.errors import DocketeerError
+from pipeline.store.db import is_postgres
 
 
 class SnapshotError(DocketeerError):
@@ -127,7 +127,7 @@ def take_snapshot(rt, dest: Path) -> Snapshot:
     dest.mkdir(parents=True, exist_ok=True)
     snap = Snapshot(str(dest), iso(utcnow()))
     state = rt.state
-    if isinstance(state, peewee.PostgresqlDatabase):
+    if is_postgres(state):
         snap.parts["state"] = dump_postgres(rt.settings.state_url, dest / "state.dump")
     else:
         snap.parts["state"] = backup_sqlite(Path(state.database), dest / "state.sqlite")

@@ -32,12 +32,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import peewee
-
 from pipeline.clock import iso, utcnow
+from pipeline.store import db as state_db
 from pipeline.store import item_states, reports
 from pipeline.store.blobs import attachment_key
-from pipeline.store.models import MODELS, Attachment, Docket
+from pipeline.store.models import Attachment, Docket
 
 SHOWN_PROBLEMS = 20
 DEFAULT_SAMPLE = 100
@@ -87,13 +86,9 @@ def _check(name: str, problems: list[str], ok_summary: str, *, warning_only: boo
 # --- state DB ----------------------------------------------------------------------------------
 
 
-def check_state_db(db: peewee.Database) -> Check:
-    if isinstance(db, peewee.PostgresqlDatabase):
-        for model in MODELS:  # a full read of each table meets any unreadable page
-            db.execute_sql(f'SELECT count(*) FROM "{model._meta.table_name}"').fetchone()
-        return Check("state DB", True, f"postgresql: {len(MODELS)} tables read through")
-    rows = [r[0] for r in db.execute_sql("PRAGMA integrity_check").fetchall()]
-    return _check("state DB", [] if rows == ["ok"] else rows, "sqlite integrity_check: ok")
+def check_state_db(db) -> Check:
+    summary, problems = state_db.integrity_check(db)
+    return _check("state DB", problems, summary)
 
 
 # --- blobs -------------------------------------------------------------------------------------
@@ -169,10 +164,6 @@ def check_extract_output(blobs, extract_rows: list[tuple[str, str, str]]) -> Che
     return _check("extract output", problems, "every extracted item has its combined.md")
 
 
-# (stage, upstream) of the stages whose markers live in the state DB; fetch owes nothing.
-STATE_DB_STAGES = (("backfill", "fetch"), ("extract", "backfill"), ("ocr", "extract"))
-
-
 @dataclass(frozen=True)
 class Claims:
     """The dockets a stage's markers say are done, and those left out of the check for now."""
@@ -224,66 +215,27 @@ def check_markers_done(stage: str, claims: Claims, owed: Callable[[str], int]) -
     return check
 
 
-def state_db_claims(stage: str, upstream: str, facts: DocketFacts) -> Claims:
-    """Markers that vouch for the upstream's current output, or were recorded under the
-    docket's current seal: the two ways a FingerprintTarget or SealedDocketTarget says done."""
-    ups = reports.stage_markers(upstream)
-    claimed = []
-    for docket, marker in sorted(reports.stage_markers(stage).items()):
-        up = ups.get(docket)
-        if _vouches(marker.input_fingerprint, up.output_fingerprint if up else None) or \
-                _under_current_seal(marker.sealed_at, marker.version, facts.dockets.get(docket)):
-            claimed.append(docket)
-    return facts.sort_out(claimed)
-
-
-def index_claims(index_db, config_id: str, facts: DocketFacts) -> Claims:
-    """Index markers (in the index DB, one per collection) that vouch for extract's current
-    output under this chunker and embedder. A seal alone does not make one say done:
-    IndexDocket ignores a marker for another input even under the docket's seal."""
-    from pipeline.stages.index import COLLECTIONS, UPSTREAM, marker_input_fingerprint
-
-    extract_output = {d: m.output_fingerprint for d, m in reports.stage_markers(UPSTREAM).items()}
-    claimed = set()
-    for collection in sorted(set(COLLECTIONS.values())):
-        for docket, marker in index_db.docket_markers(collection).items():
-            if docket in extract_output and _vouches(
-                    marker.input_fingerprint, marker_input_fingerprint(extract_output[docket], config_id)):
-                claimed.add(docket)
-    return facts.sort_out(sorted(claimed))
-
-
-def _vouches(marker_input: str | None, upstream_output: str | None) -> bool:
-    return marker_input is not None and marker_input == upstream_output
-
-
-def _under_current_seal(marker_sealed_at: str | None, version: int, docket: Docket | None) -> bool:
-    # Version 0 is a marker a re-drive cleared (markers.clear_marker): it claims nothing.
-    return (docket is not None and docket.sealed_at is not None
-            and marker_sealed_at == docket.sealed_at and version > 0)
-
-
-def marker_checks(rt, index_db, now: datetime) -> list[Check]:
-    """One check per stage after fetch: no marker says done while its stage owes items."""
-    from pipeline.stages import backfill, extract, index, ocr
+def marker_checks(rt, now: datetime) -> list[Check]:
+    """One check per stage after fetch (fetch owes nothing): no marker says done while its
+    stage owes items. Each stage's marker store says which dockets its markers claim."""
+    from pipeline.stages import registry
 
     moment = iso(now)
     # A run in progress owes items by nature (rows pending, OCR text merged before index sees
     # it): such dockets are left to the next verify, as pending rows are left to an age.
     facts = DocketFacts(moment, reports.docket_seals(), reports.leased_dockets(moment))
-    owed_by = {
-        backfill.STAGE: lambda docket: backfill.unfinished(docket, moment),
-        extract.STAGE: extract.unfinished,
-        ocr.STAGE: ocr.unfinished,
-    }
-    checks = [check_markers_done(stage, state_db_claims(stage, upstream, facts), owed_by[stage])
-              for stage, upstream in STATE_DB_STAGES]
-    if index_db is None:
-        return [*checks, Check(f"{index.STAGE} markers", True, "no index DB yet: nothing to check")]
-    config_id = index.config_id_for(rt.settings)
-    claims = index_claims(index_db, config_id, facts)
-    return [*checks, check_markers_done(index.STAGE, claims,
-                                        lambda docket: index.unfinished(docket, index_db, config_id))]
+    checks = []
+    for stage in registry.stages():
+        if stage.upstream is None:
+            continue
+        store = registry.marker_store(stage, rt)
+        claimed = store.claims(facts.dockets)
+        if claimed is None:
+            checks.append(Check(f"{stage.name} markers", True, f"no {store.where} yet: nothing to check"))
+            continue
+        checks.append(check_markers_done(stage.name, facts.sort_out(claimed),
+                                         lambda docket, stage=stage: stage.unfinished(rt, docket, moment)))
+    return checks
 
 
 def check_index_chunks(index_db) -> Check:
@@ -345,7 +297,7 @@ def run_checks(rt, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
         check_orphans(rt.blobs, rows, {(d, i) for d, i, _ in extract_rows}),
         check_extract_output(rt.blobs, extract_rows),
         check_index_chunks(index_db),
-        *marker_checks(rt, index_db, now),
+        *marker_checks(rt, now),
         check_pending(now - pending_age),
     ]
     return Report(iso(now), checks, inventory(rows, reports.item_dockets(), findings))

@@ -10,20 +10,19 @@
   an item waiting to retry has come (``retry_due``): items that wait never block a marker,
   and the marker never hides them past their time.
 
-Both read a ``Probe`` (see ``pipeline.store.markers``) from a zero-argument callable, so the
-rules below are plain functions tested without a database.
+Both check and write through the stage's marker store (``pipeline.store.markers``), as
+Luigi's own ``PostgresTarget`` does with its marker table: ``exists()`` reads one ``Probe``
+and applies the rules below (plain functions, tested without a database), ``touch()``
+records the marker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import luigi
 
 from pipeline.clock import iso, utcnow
-from pipeline.store.markers import Probe
-
-ProbeReader = Callable[[], Probe]
+from pipeline.store import dockets as docket_rows
+from pipeline.store.markers import MarkerStore, Probe
 
 
 def retry_due(probe: Probe, now: str) -> bool:
@@ -59,38 +58,37 @@ def fingerprint_complete(probe: Probe, version: int, window_start: str, has_upst
     return True
 
 
-class SealedDocketTarget(luigi.Target):
-    def __init__(self, docket: str, stage: str, version: int, read_probe: ProbeReader, *,
-                 has_upstream: bool = False) -> None:
-        self.docket, self.stage, self.version = docket, stage, version
-        self.read_probe = read_probe
+class DocketTarget(luigi.Target):
+    """One stage's completion for one docket, read and written through its marker store."""
+
+    def __init__(self, docket: str, version: int, store: MarkerStore, *, has_upstream: bool) -> None:
+        self.docket, self.version, self.store = docket, version, store
         self.has_upstream = has_upstream
 
+    def touch(self, *, input_fingerprint: str | None, run_id: str) -> None:
+        """Record the stage done for the docket at this version, vouching for that input."""
+        sealed_at = docket_rows.require_docket(self.docket).sealed_at  # fetch may have sealed it
+        self.store.write(self.docket, version=self.version, sealed_at=sealed_at,
+                         input_fingerprint=input_fingerprint, run_id=run_id)
+
+
+class SealedDocketTarget(DocketTarget):
     def exists(self) -> bool:
-        return sealed_complete(self.read_probe(), self.version, iso(utcnow()), self.has_upstream)
+        return sealed_complete(self.store.probe(self.docket), self.version, iso(utcnow()),
+                               self.has_upstream)
 
     def __repr__(self) -> str:
-        return f"SealedDocketTarget({self.docket}, {self.stage}, v{self.version})"
+        return f"SealedDocketTarget({self.docket}, {self.store.stage}, v{self.version})"
 
 
-class FingerprintTarget(luigi.Target):
-    def __init__(
-        self,
-        docket: str,
-        stage: str,
-        version: int,
-        read_probe: ProbeReader,
-        *,
-        window_start: str,
-        has_upstream: bool,
-    ) -> None:
-        self.docket, self.stage, self.version = docket, stage, version
-        self.read_probe = read_probe
+class FingerprintTarget(DocketTarget):
+    def __init__(self, docket: str, version: int, store: MarkerStore, *, window_start: str,
+                 has_upstream: bool) -> None:
+        super().__init__(docket, version, store, has_upstream=has_upstream)
         self.window_start = window_start
-        self.has_upstream = has_upstream
 
     def exists(self) -> bool:
-        probe = self.read_probe()
+        probe = self.store.probe(self.docket)
         if probe.docket_sealed_at is not None:
             # The docket sealed itself during this run (fetch seals at the end of a clean
             # walk): from then on only a marker recorded under that seal counts.
@@ -99,4 +97,5 @@ class FingerprintTarget(luigi.Target):
                                     iso(utcnow()))
 
     def __repr__(self) -> str:
-        return f"FingerprintTarget({self.docket}, {self.stage}, v{self.version}, {self.window_start})"
+        return (f"FingerprintTarget({self.docket}, {self.store.stage}, v{self.version}, "
+                f"{self.window_start})")

@@ -2,7 +2,9 @@
 
 ``ToyFetch`` plays the fetch stage (it pulls, so it stamps the docket's last pull and may
 seal); ``ToyProcess`` plays a downstream stage with per-item fingerprints. Both are plain
-functions wrapped by thin task classes, like the real stages.
+functions declared as stages, with tasks made from the declarations like the real ones.
+They form a chain of their own beside the real one, registered on import for as long as
+the process lives (``luigi --module tests.core_stages ToyAll`` needs them that way).
 
 Environment switches (for subprocess tests): TOY_ITEMS (items per docket, default 3),
 TOY_FAIL (a docket id whose ToyProcess raises), TOY_KILL (a docket id whose ToyProcess
@@ -16,10 +18,11 @@ import os
 import signal
 
 from pipeline.clock import iso
-from pipeline.stages.base import StageContext, StageResult
+from pipeline.stages import registry
+from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states
 from pipeline.store.models import Docket
-from pipeline.tasks import DocketStageTask, DocketWrapper
+from pipeline.tasks import stage_tasks
 
 CALLS: list[tuple[str, str]] = []
 
@@ -63,20 +66,10 @@ def toy_process(ctx: StageContext, docket: Docket) -> StageResult:
     return result
 
 
-class ToyFetch(DocketStageTask):
-    stage = "toyfetch"
+TOYFETCH = registry.register(Stage(
+    name="toyfetch", upstream=None, run=toy_fetch, task="ToyFetch", wrapper="ToyFetchAll"))
+TOYPROCESS = registry.register(Stage(
+    name="toyprocess", upstream="toyfetch", run=toy_process, task="ToyProcess", wrapper="ToyAll"))
 
-    def run_stage(self, ctx, docket):
-        return toy_fetch(ctx, docket)
-
-
-class ToyProcess(DocketStageTask):
-    stage = "toyprocess"
-    upstream = ToyFetch
-
-    def run_stage(self, ctx, docket):
-        return toy_process(ctx, docket)
-
-
-class ToyAll(DocketWrapper):
-    stage_task = ToyProcess
+ToyFetch, ToyFetchAll = stage_tasks(TOYFETCH, module=__name__)
+ToyProcess, ToyAll = stage_tasks(TOYPROCESS, module=__name__)

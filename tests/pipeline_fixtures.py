@@ -11,13 +11,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import luigi
-
 from devtools.make_corpus import Manifest, make_corpus
 from devtools.standin_server import StandinServer
-from pipeline import tasks as task_module
 from pipeline.runtime import Runtime, set_runtime
-from tests.state_fixtures import make_runtime, new_pg_database
+from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
 
 
 @dataclass
@@ -43,12 +40,11 @@ class BuiltStore:
         }
 
     def run(self, *tasks) -> bool:
-        """luigi.build in this process, with a clean task cache."""
+        """One invocation of luigi.build in this process (IndexAll over the store's dockets)."""
         import pipeline
 
-        task_module.new_invocation()  # a fresh invocation: its own start, caches
         tasks = tasks or (pipeline.IndexAll(docket=",".join(self.dockets)),)
-        return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
+        return run_invocation(*tasks)
 
 
 @contextmanager

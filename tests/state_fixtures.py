@@ -7,17 +7,24 @@ import uuid
 import pytest
 
 from pipeline.config import load_settings
+from pipeline.invocation import Invocation
 from pipeline.runtime import Runtime, set_runtime
 
 
 def run_invocation(*tasks) -> bool:
-    """One `luigi` invocation, in process: a fresh start, caches and budgets, as cron runs it."""
+    """One `luigi` invocation, in process, as cron runs it: the tasks join a new Invocation
+    (its own start, budgets, seal hints, forced versions, shared reads)."""
     import luigi
 
-    from pipeline.tasks import new_invocation
+    invocation = Invocation()
+    return luigi.build([joined(task, invocation) for task in tasks], local_scheduler=True,
+                       log_level="WARNING")
 
-    new_invocation()
-    return luigi.build(list(tasks), local_scheduler=True, log_level="WARNING")
+
+def joined(task, invocation: Invocation):
+    """``task`` as a member of ``invocation`` (a task that takes none, e.g. DiscoverDockets,
+    as it is)."""
+    return task.clone(invocation=invocation) if "invocation" in task.param_kwargs else task
 
 
 def make_runtime(tmp_path, state_url: str = "", **overrides) -> Runtime:

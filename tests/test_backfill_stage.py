@@ -18,7 +18,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import luigi
 import pytest
 
 from devtools import standin_server
@@ -43,7 +42,7 @@ from pipeline.stages.fetch import fetch_docket
 from pipeline.store import dockets
 from pipeline.store.models import Attachment, Item, ItemState
 from tests import s3_fixtures
-from tests.state_fixtures import make_runtime
+from tests.state_fixtures import make_runtime, run_invocation
 
 ROOT = Path(__file__).resolve().parent.parent
 s3_endpoint = s3_fixtures.s3_endpoint
@@ -294,20 +293,14 @@ def test_rerun_downloads_nothing_writes_nothing(pg_or_sqlite_runtimes, standin, 
 def test_backfill_all_through_luigi_is_pruned_on_rerun(runtimes, standin, manifest):
     ids = docket_ids(manifest)
     runtimes.open("luigi", api_base=standin.api_base)
-    task_module._seal_hints.clear()
-    luigi.task_register.Register.clear_instance_cache()
-    assert luigi.build([task_module.BackfillAll(docket=",".join(ids))], local_scheduler=True,
-                       log_level="WARNING")
+    assert run_invocation(task_module.BackfillAll(docket=",".join(ids)))
     assert Attachment.select().count() == len(stored_files(manifest))
     before = dump()
     standin.reset_log()
-    luigi.task_register.Register.clear_instance_cache()
     with counters.measure() as io:
-        assert luigi.build([task_module.BackfillAll(docket=",".join(ids))], local_scheduler=True,
-                           log_level="WARNING")
+        assert run_invocation(task_module.BackfillAll(docket=",".join(ids)))
     assert io.get(STAGE_CALLS, 0) == 0 and io.get(ROWS_WRITTEN, 0) == 0
     assert standin.request_log == [] and dump() == before
-    task_module._seal_hints.clear()
 
 
 # --------------------------------------------------------------------------- dedupe, documents

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import luigi
 import pytest
 
 from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
 from pipeline import IndexAll, IndexDocket
-from pipeline import tasks as task_module
 from pipeline.runtime import set_runtime
 from pipeline.store.models import Attachment, Item, ItemState, Run
-from tests.state_fixtures import make_runtime, new_pg_database
+from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +21,7 @@ def corpus(tmp_path_factory):
 
 
 def _build(budget: int) -> bool:
-    task_module.new_invocation()
-    return luigi.build([IndexAll(request_budget=budget)], local_scheduler=True, log_level="WARNING")
+    return run_invocation(IndexAll(request_budget=budget))
 
 
 def _dump() -> dict:

@@ -6,12 +6,11 @@ import builtins
 import socket
 import time
 
-import luigi
 import pytest
 
-from pipeline import tasks as task_module
 from pipeline.clock import iso, utcnow
 from pipeline.counters import STAGE_CALLS, counters
+from pipeline.invocation import Invocation
 from pipeline.store import dockets, item_states, markers
 from pipeline.store.models import Docket, DocketStage, ItemState, Run, database
 from tests import core_stages
@@ -25,12 +24,6 @@ A, B = "AB-2026-0001", "AB-2026-0002"
 @pytest.fixture(autouse=True)
 def _fresh_calls():
     core_stages.CALLS.clear()
-    task_module._seal_hints.clear()
-    luigi.task_register.Register.clear_instance_cache()
-    yield
-    task_module._seal_hints.clear()
-
-
 
 
 def test_first_run_works_second_run_is_pruned(state):  # noqa: F811
@@ -122,13 +115,11 @@ def test_fingerprint_mismatch_then_match(state):  # noqa: F811
 def test_unseal_then_reseal_invalidates_the_sealed_marker(state):  # noqa: F811
     dockets.ensure_dockets([A], "list")
     dockets.seal(A, "manual")
-    task_module._seal_hints.clear()
     assert build(ToyAll())
     assert ToyProcess(docket=A).output().exists()
     assert markers.read_marker(A, "toyprocess").sealed_at == dockets.get_docket(A).sealed_at
     dockets.unseal(A)
     dockets.seal(A, "manual")
-    task_module._seal_hints.clear()
     assert not ToyProcess(docket=A).output().exists()
     assert build(ToyAll())
     assert ToyProcess(docket=A).output().exists()
@@ -139,7 +130,7 @@ def test_force_bumps_the_version_for_one_run_and_never_unseals(state):  # noqa: 
     dockets.seal(B, "manual")
     assert build(ToyAll())
     core_stages.CALLS.clear()
-    forced = ToyAll(force=True)
+    forced = ToyAll(force=True, invocation=Invocation())
     tasks = forced.docket_tasks()
     assert {t.version for t in tasks} == {2}
     assert all("version=2" in t.task_id or "2" in t.task_id for t in tasks)
@@ -151,17 +142,15 @@ def test_force_bumps_the_version_for_one_run_and_never_unseals(state):  # noqa: 
     assert markers.read_marker(A, "toyprocess").version == 2
     assert dockets.get_docket(B).sealed_at is not None
     core_stages.CALLS.clear()
-    task_module._seal_hints.clear()
     assert build(ToyAll())  # the next default run is a no-op again
     assert core_stages.CALLS == []
-    luigi.task_register.Register.clear_instance_cache()  # a new invocation
-    assert ToyAll(force=True).docket_tasks()[0].version == 3
+    assert ToyAll(force=True, invocation=Invocation()).docket_tasks()[0].version == 3  # a new run
 
 
 def test_forced_stage_task_gets_its_own_id(state):  # noqa: F811
     dockets.ensure_dockets([A], "list")
     assert build(ToyAll())
-    forced = ToyProcess(docket=A, force=True)
+    forced = ToyProcess(docket=A, force=True, invocation=Invocation())
     assert forced.version == 2 and forced.task_id != ToyProcess(docket=A).task_id
     assert not forced.output().exists()
 

@@ -18,7 +18,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import luigi
 import pytest
 
 from devtools import corpus_changes, mirror_layout
@@ -178,16 +177,6 @@ def small_docket(root: Path, docket_id: str, times: list[datetime]) -> MirrorBui
 
 def tree(path: Path, skip: Path) -> set[str]:
     return {str(p.relative_to(path)) for p in path.rglob("*") if skip not in (p, *p.parents)}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_luigi():
-    task_module._seal_hints.clear()
-    luigi.task_register.Register.clear_instance_cache()
-    yield
-    task_module._seal_hints.clear()
-
-
 
 
 # --------------------------------------------------------------------------- the big docket

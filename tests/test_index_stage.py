@@ -18,7 +18,6 @@ import pytest
 
 from devtools.corpus_topics import TOPICS
 from devtools.make_corpus import topic_prose
-from pipeline import tasks as task_module
 from pipeline.clock import iso, utcnow
 from pipeline.config import Settings
 from pipeline.counters import COMBINED_READS, EMBED_CALLS, STAGE_CALLS, counters
@@ -27,6 +26,7 @@ from pipeline.extract.readers import AttachmentText
 from pipeline.index.database import IndexDB
 from pipeline.index.embedders import HashingEmbedder
 from pipeline.index.search import format_hits, search
+from pipeline.invocation import Invocation
 from pipeline.runtime import set_runtime
 from pipeline.stages.base import StageContext
 from pipeline.stages.index import index_docket
@@ -44,16 +44,9 @@ WORDS = ("rural hospital payment telehealth clinic nurse staffing wetlands permi
 
 # --- fixtures and helpers ------------------------------------------------------------------
 
-@pytest.fixture(autouse=True)
-def _fresh_luigi():
-    new_invocation()
-    yield
-    new_invocation()
-
-
-def new_invocation() -> None:
-    """As if a new `luigi` command started: seal hints, instance cache, 'ran in this run'."""
-    task_module.new_invocation()
+def index_task() -> IndexDocket:
+    """IndexDocket of D as a new `luigi` command asks it: nothing ran in this invocation yet."""
+    return IndexDocket(docket=D, invocation=Invocation())
 
 
 def open_runtime(tmp_path, pg_url, **overrides):
@@ -341,8 +334,7 @@ def test_index_all_reindexes_a_dropped_index_db_then_is_a_noop(tmp_path, pg_url,
         rt.close()  # as cron would: the next run is a new process
         drop_and_recreate(pg_url)
         rt = open_runtime(tmp_path, pg_url)
-        new_invocation()
-        assert not IndexDocket(docket=D).complete()
+        assert not index_task().complete()
         with counters.measure() as io:
             assert build(IndexAll())
         assert io[STAGE_CALLS] == 1 and io[COMBINED_READS] == 5 and io[EMBED_CALLS] >= 1
@@ -359,17 +351,14 @@ def test_a_sealed_indexed_docket_is_pruned_until_unsealed_resealed_or_wiped(rt, 
     seed(rt, 3)
     prepare_docket(rt, sealed=True)
     assert build(IndexAll())
-    new_invocation()
-    assert IndexDocket(docket=D).complete()
+    assert index_task().complete()
     with counters.measure() as io:
         assert build(IndexAll())
     assert io.get(STAGE_CALLS, 0) == 0
     dockets.unseal(D)
-    new_invocation()
-    assert not IndexDocket(docket=D).complete()  # open now, and not pulled in this window
+    assert not index_task().complete()  # open now, and not pulled in this window
     dockets.seal(D, "manual")
-    new_invocation()
-    assert not IndexDocket(docket=D).complete()  # another seal: the old marker does not count
+    assert not index_task().complete()  # another seal: the old marker does not count
     for stage in ("fetch", "backfill", "extract", "ocr"):  # upstream redone under the new seal
         marker = markers.read_marker(D, stage)
         markers.write_marker(D, stage, version=1, sealed_at=dockets.get_docket(D).sealed_at,
@@ -378,12 +367,10 @@ def test_a_sealed_indexed_docket_is_pruned_until_unsealed_resealed_or_wiped(rt, 
     with counters.measure() as io:
         assert build(IndexAll())
     assert io[STAGE_CALLS] == 1 and io.get(EMBED_CALLS, 0) == 0  # nothing to re-embed
-    new_invocation()
-    assert IndexDocket(docket=D).complete()
+    assert index_task().complete()
     with psycopg2.connect(pg_url) as conn, conn.cursor() as cur:  # wipe the index data
         cur.execute("TRUNCATE chunks, index_state, index_docket_state")
-    new_invocation()  # the next run notices (markers are read once per invocation)
-    assert not IndexDocket(docket=D).complete()
+    assert not index_task().complete()  # the next run notices
 
 
 def test_index_all_reindexes_a_sealed_docket_when_the_index_config_changes(tmp_path, pg_url):

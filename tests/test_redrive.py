@@ -122,7 +122,7 @@ def test_extract_redrive_is_redone_by_extract_text(store):
     assert eligible, "the corpus has failed and image-only PDFs"
     result = redrive("extract", docket, "failed,ocr_needed", 1, run_id="r1")
     assert result.items == [eligible[0][1]]
-    assert result.markers_cleared == ["extract", "index", "ocr"]
+    assert result.markers_cleared == ["extract", "ocr", "index"]
     assert store.run()  # the ordinary IndexAll
     after = extract_rows(docket)
     redone = result.items[0]
@@ -157,7 +157,7 @@ def test_backfill_redrive_refetches_a_gone_comment(tmp_path, pg_server):
         store.server.gone = set()
         result = redrive("backfill", docket, "gone", 5, run_id="r1")
         assert result.items == [vanished]
-        assert result.markers_cleared == ["backfill", "extract", "index", "ocr"]
+        assert result.markers_cleared == ["backfill", "extract", "ocr", "index"]
         assert store.run()
         assert item_states.states_for_docket("backfill", docket)[vanished].state == "ok"
         assert vanished in store.runtime.index_db().state_for_docket("comments", docket)

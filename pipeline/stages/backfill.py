@@ -26,10 +26,10 @@ from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
 from pipeline.failures import RETRY, Failure, RetryPolicy, classify
 from pipeline.ids import validate_filename
 from pipeline.sources import connect
-from pipeline.stages.base import StageContext, StageResult
+from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items
 from pipeline.store.blobs import IngestResult, attachment_key
-from pipeline.store.models import Attachment, Docket, Item, database
+from pipeline.store.models import Docket, Item, database
 
 log = logging.getLogger("docketeer")
 STAGE = "backfill"
@@ -89,7 +89,7 @@ def _todo(docket_id: str, force: bool, now: str) -> list[Item]:
     redo = [key for key, row in rows.items()
             if row.state in ("pending", "stale") and key not in todo]
     if redo:
-        todo.update({item.key: item for item in Item.select().where(Item.key.in_(redo))})
+        todo.update({item.key: item for item in items.items_by_key(redo)})
     return [todo[key] for key in sorted(todo)]
 
 
@@ -138,7 +138,7 @@ def _backfill(ctx: StageContext, source, item: Item, result: StageResult) -> str
 def _record_detail(ctx: StageContext, item: Item, fields: dict, state: str) -> None:
     """Detail fields and the item's terminal state together: a kill cannot split them."""
     detail_hash = items.content_digest(fields)
-    content = items.content_digest({"detail": detail_hash, "files": _file_digest(item.key)})
+    content = items.content_digest({"detail": detail_hash, "files": items.stored_files(item.key)})
     with database.atomic():
         items.update_detail(item.key, fields, detail_hash, item.summary_hash)
         item_states.transition(STAGE, item.key, item.docket, state, run_id=ctx.run_id,
@@ -150,12 +150,6 @@ def _item_state(file_states: list[str]) -> str:
         if worst in file_states:
             return worst
     return "ok"
-
-
-def _file_digest(item_key: str) -> list:
-    rows = Attachment.select(Attachment.filename, Attachment.sha256).where(
-        Attachment.item == item_key).order_by(Attachment.filename).tuples()
-    return [list(row) for row in rows]
 
 
 def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
@@ -216,7 +210,7 @@ def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tu
     """Make sure one file is stored and has its row; returns the file's state (RETRY when
     it failed transiently: the item then waits to be tried again) and why it is not ok."""
     key = f"{item.key}/{ref.filename}"
-    existing = Attachment.get_or_none((Attachment.item == item.key) & (Attachment.filename == ref.filename))
+    existing = items.attachment(item.key, ref.filename)
     if existing and existing.sha256 and not ctx.force:
         result.add("files_unchanged")
         return "ok", None
@@ -248,10 +242,9 @@ def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tu
 
 def _upsert_attachment(item_key: str, ref: FileRef, stored: IngestResult) -> None:
     """One row per (item, filename), written only after its blob is whole and in place."""
-    values = {"ordinal": ref.ordinal, "format": ref.format, "source_url": ref.url or ref.mirror_key,
-              "declared_size": ref.size, "sha256": stored.sha256, "size": stored.size}
-    (Attachment.insert(item=item_key, filename=ref.filename, **values)
-        .on_conflict(conflict_target=[Attachment.item, Attachment.filename], update=values).execute())
+    items.upsert_attachment(item_key, ref.filename, {
+        "ordinal": ref.ordinal, "format": ref.format, "source_url": ref.url or ref.mirror_key,
+        "declared_size": ref.size, "sha256": stored.sha256, "size": stored.size})
 
 
 def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: StageResult,
@@ -436,3 +429,12 @@ class MirrorSource:
 
     def add_calls(self, result: StageResult) -> None:
         pass
+
+
+# --- the declaration -------------------------------------------------------------------------
+
+DECLARATION = Stage(
+    name=STAGE, upstream="fetch", run=backfill_docket, task="BackfillComments", wrapper="BackfillAll",
+    doc="Details and attachments for new or changed items, from the API or the mirror.",
+    unfinished=lambda runtime, docket_id, now: unfinished(docket_id, now),
+)

@@ -1,4 +1,10 @@
-"""What every stage function receives and returns; stages are plain functions, not tasks."""
+"""What every stage declares, receives and returns; stages are plain functions, not tasks.
+
+A stage is declared once, in its own module, as a ``Stage``: its name, the stage it reads
+from, the function that does its work for one docket, how many items it still owes a
+docket, and where it keeps its markers. ``pipeline.stages.registry`` holds the stages in
+pipeline order and ``pipeline.tasks`` makes the Luigi tasks from the declarations.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,8 @@ from datetime import datetime
 from pipeline.clock import utcnow
 from pipeline.errors import BudgetSpent
 from pipeline.progress import Progress
+from pipeline.store import item_states
+from pipeline.store.markers import MarkerStore, state_markers
 
 
 @dataclass
@@ -38,12 +46,12 @@ class StageContext:
     progress: Progress = field(default_factory=lambda: Progress("stage"))
     clock: Callable[[], datetime] = utcnow
     deadline: float | None = None  # time.monotonic() after which the run stops
-    extras: dict = field(default_factory=dict)
+    # The run's settings: the runtime's, with the invocation's budgets (--budget-seconds).
+    settings: object = None
 
-    @property
-    def settings(self):
-        # A run may carry its own budgets (--budget-seconds) on top of the configured ones.
-        return self.extras.get("settings") or self.runtime.settings
+    def __post_init__(self) -> None:
+        if self.settings is None:
+            self.settings = self.runtime.settings
 
     @property
     def blobs(self):
@@ -53,3 +61,62 @@ class StageContext:
         """Call at item boundaries: stop cleanly once the time budget is spent."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise BudgetSpent("time budget spent")
+
+
+# --- declarations --------------------------------------------------------------------------
+
+# (stage name, its input stage, runtime, invocation) -> the stage's marker store
+MarkerFactory = Callable[[str, "str | None", object, object], MarkerStore]
+# (runtime, stage name, docket id, states, limit, run id) -> the items marked stale
+MarkStale = Callable[[object, str, str, list, int, str], list]
+
+
+@dataclass(frozen=True)
+class Redrivable:
+    """How ``Redrive`` sends a stage's items back: the states it may pick, the default, and
+    what marks a batch of them stale (the stage then redoes them through its own code)."""
+
+    states: tuple[str, ...]
+    default: str
+    mark_stale: MarkStale
+
+
+def _mark_state_rows(runtime, stage: str, docket_id: str, states: list[str], limit: int,
+                     run_id: str) -> list[str]:
+    return item_states.mark_stale(stage, docket_id, states, limit, run_id)
+
+
+# Per-item state rows in the state DB: every stage but the index.
+STATE_ROWS = Redrivable(tuple(sorted(item_states.TERMINAL)), "failed", _mark_state_rows)
+
+
+def owes_nothing(runtime, docket_id: str, now: str) -> int:
+    return 0
+
+
+def always(settings) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pipeline, declared once in its own module."""
+
+    name: str
+    upstream: str | None  # the stage it reads from; None: it walks lists (fetch)
+    run: Callable[[StageContext, object], StageResult]  # (context, docket row)
+    task: str  # the Luigi task over one docket, e.g. "ExtractText"
+    wrapper: str  # the Luigi task over the known dockets, e.g. "ExtractAll"
+    doc: str = ""
+    # Items its upstream vouches for without a decided state here, for their current input
+    # (the stage's own planning without --force): a marker is refused while this is > 0.
+    unfinished: Callable[[object, str, str], int] = owes_nothing  # (runtime, docket, now)
+    markers: MarkerFactory = state_markers
+    # An optional stage (OCR: settings.ocr): when off, the stage after it requires its
+    # upstream instead.
+    enabled: Callable[[object], bool] = always  # (settings)
+    # Its work lands in its upstream's output (OCR re-renders extract's combined.md and
+    # refreshes extract's output fingerprint): the stages after it read that output as
+    # their input, and its own marker vouches for that output as the run left it.
+    merges_into_upstream: bool = False
+    redrive: Redrivable | None = STATE_ROWS  # None: nothing Redrive may send back

@@ -7,7 +7,7 @@ from datetime import date, datetime
 
 from pipeline.clock import iso, window_start
 from pipeline.store import dockets as docket_rows
-from pipeline.store.models import Docket, Meta
+from pipeline.store import meta
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,9 @@ def is_current(runtime, now: datetime) -> bool:
         wanted = settings.docket_list
         if not wanted:
             return True
-        return Docket.select().where(Docket.id.in_(wanted)).count() == len(set(wanted))
-    stamp = Meta.get_or_none(Meta.key == _stamp_key(mode))
-    return stamp is not None and stamp.value >= window_start(now, settings.discover_seconds)
+        return docket_rows.all_known(wanted)
+    stamp = meta.read_value(_stamp_key(mode))
+    return stamp is not None and stamp >= window_start(now, settings.discover_seconds)
 
 
 def discover(runtime, now: datetime) -> Discovered:
@@ -51,10 +51,7 @@ def discover(runtime, now: datetime) -> Discovered:
     new = docket_rows.ensure_dockets(ids, discovered_by=mode)
     _note_close_dates(closes)
     if mode in ("fr", "mirror"):
-        value = iso(now)
-        Meta.insert(key=_stamp_key(mode), value=value).on_conflict(
-            conflict_target=[Meta.key], update={Meta.value: value}
-        ).execute()
+        meta.write_value(_stamp_key(mode), iso(now))
     return Discovered(known=len(docket_rows.all_docket_ids()), new=new)
 
 
@@ -82,10 +79,7 @@ def _note_close_dates(closes: dict[str, str]) -> None:
     """
     for docket_id, close in closes.items():
         if close:
-            Docket.update(comment_end_date=close).where(
-                (Docket.id == docket_id) & Docket.resolved_at.is_null()
-                & (Docket.comment_end_date.is_null() | (Docket.comment_end_date != close))
-            ).execute()
+            docket_rows.note_close_date(docket_id, close)
 
 
 def _from_mirror(runtime) -> list[str]:

@@ -10,23 +10,26 @@ every attachment gets a status (ok, ocr_needed, failed, unsupported) in its own
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import parse_combined, render_combined
-from pipeline.extract.pool import ExtractPool, FileJob, ItemJob, ItemResult, worker_count
 from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractLimits, Reader
-from pipeline.stages.base import StageContext, StageResult
+from pipeline.fingerprints import bytes_digest, digest
+from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items
 from pipeline.store.blobs import attachment_key, combined_key
-from pipeline.store.models import Attachment, Docket, ItemState, database
+from pipeline.store.models import Attachment, Docket, database
+
+if TYPE_CHECKING:  # the pool imports PyMuPDF: loaded when a run has files to read
+    from pipeline.extract.pool import ItemJob, ItemResult
 
 log = logging.getLogger("docketeer")
 STAGE = "extract"
@@ -38,7 +41,7 @@ BATCH = 32  # results whose rows are committed together
 
 
 def item_fingerprint(upstream_hash: str | None, version: str = EXTRACTOR_VERSION) -> str:
-    return hashlib.sha256(f"{version}\x1f{upstream_hash or ''}".encode()).hexdigest()
+    return digest(version, upstream_hash or "")
 
 
 def file_key(item_key: str, filename: str) -> str:
@@ -101,6 +104,8 @@ def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTO
 
 def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: str,
              reader: Reader | None, result: StageResult) -> None:
+    from pipeline.extract.pool import ExtractPool, worker_count
+
     bodies = items.bodies_of(docket.id, todo)
     files = items.attachments_of(todo, docket.id)
     writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id))
@@ -137,6 +142,8 @@ def render_args(docket_id: str, item_key: str, body: str | None, fingerprint: st
 def item_job(ctx: StageContext, item_key: str, attachments: Iterable[Attachment], scratch: Path,
              render: dict | None = None) -> ItemJob:
     """The item's readable files as paths; attachments without bytes are not read."""
+    from pipeline.extract.pool import FileJob, ItemJob
+
     return ItemJob(item_key, tuple(
         FileJob(str(attachment_path(ctx, a.sha256, a.filename, scratch / item_key)), a.filename)
         for a in attachments if a.sha256
@@ -207,7 +214,8 @@ class _Writer:
             gone |= set(self.known_files.get(done.key, ())) - {file_key(done.key, t.file) for t in done.texts}
         with database.atomic():
             item_states.transition_many(final)
-            _drop_file_rows(gone)
+            # An attachment the comment no longer has must not keep counting in `docketeer stats`.
+            item_states.drop(FILE_STAGE, gone)
         return states
 
     def _render(self, item_key: str, body: str | None, texts: list[AttachmentText],
@@ -230,13 +238,7 @@ class _Writer:
                   data: bytes) -> dict:
         reasons = "; ".join(f"{t.file}: {t.status}" for t in texts if t.status != "ok")
         return self._row(STAGE, item_key, state, fingerprint=fingerprint,
-                         content_hash=hashlib.sha256(data).hexdigest(), reason=reasons or None)
-
-
-def _drop_file_rows(keys: set[str]) -> None:
-    # An attachment the comment no longer has must not keep counting in `docketeer stats`.
-    if keys:
-        ItemState.delete().where((ItemState.stage == FILE_STAGE) & ItemState.item.in_(sorted(keys))).execute()
+                         content_hash=bytes_digest(data), reason=reasons or None)
 
 
 def item_state(texts: list[AttachmentText]) -> str:
@@ -252,3 +254,11 @@ def read_combined(blobs, docket_id: str, item_key: str) -> tuple[dict, str]:
     counters.incr(COMBINED_READS)
     return parse_combined(blobs.get(combined_key(docket_id, item_key)))
 
+
+# --- the declaration -------------------------------------------------------------------------
+
+DECLARATION = Stage(
+    name=STAGE, upstream=UPSTREAM, run=extract_docket, task="ExtractText", wrapper="ExtractAll",
+    doc="Text of every new or changed comment into combined.md, in a process pool.",
+    unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
+)

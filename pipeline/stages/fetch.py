@@ -33,10 +33,10 @@ from pipeline.seals import should_seal
 from pipeline.sources import connect
 from pipeline.sources.regulations_gov import MalformedItem
 from pipeline.sources.watermark import Watermark, parse_api_time
-from pipeline.stages.base import StageContext, StageResult
+from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states, items
-from pipeline.store.models import Docket, Item, ItemState, database
+from pipeline.store.models import Docket, database
 
 log = logging.getLogger("docketeer")
 STAGE = "fetch"
@@ -83,6 +83,14 @@ def _with_calls(result: StageResult, api, before: dict[str, int]) -> StageResult
         if n - before.get(endpoint, 0):
             result.add(f"api.{endpoint}", n - before.get(endpoint, 0))
     return result
+
+
+# --------------------------------------------------------------------------- the declaration
+
+DECLARATION = Stage(
+    name=STAGE, upstream=None, run=fetch_docket, task="FetchComments", wrapper="FetchAll",
+    doc="Walk the docket's comment lists from its watermark (resolve it first if unknown).",
+)
 
 
 # --------------------------------------------------------------------------- resolve
@@ -132,14 +140,15 @@ def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) 
     with database.atomic():
         for d in documents:
             result.add("documents." + _upsert_document(d, docket.id, known))
-        Docket.update(
+        docket_rows.record_resolve(
+            docket.id,
             agency=_text(attrs, "agencyId") or docket.agency,
             title=_text(attrs, "title"),
             documents=json.dumps(windows, sort_keys=True),
             comment_start_date=min(starts) if starts else None,
             comment_end_date=max(ends) if ends else None,
             resolved_at=iso(ctx.clock()),
-        ).where(Docket.id == docket.id).execute()
+        )
     return docket_rows.require_docket(docket.id)
 
 
@@ -239,16 +248,9 @@ class Walk:
             for key, (fields, digest, stored) in self.changed_rows.items():
                 items.upsert_summary(key, self.docket_id, "comment", fields, digest, stored)
             if self.new_rows:
-                rows = [{**row, "created_at": now, "updated_at": now} for row in self.new_rows.values()]
-                Item.insert_many(rows).on_conflict_ignore().execute()
+                items.insert_new(list(self.new_rows.values()), now)
             if self.new_states:
-                rows = [{**row, "written_at": now} for row in self.new_states.values()]
-                ItemState.insert_many(rows).on_conflict(
-                    conflict_target=[ItemState.stage, ItemState.item],
-                    preserve=[ItemState.docket, ItemState.fingerprint, ItemState.content_hash,
-                              ItemState.state, ItemState.reason, ItemState.detail,
-                              ItemState.run_id, ItemState.written_at],
-                ).execute()
+                item_states.upsert_walk_rows([{**row, "written_at": now} for row in self.new_states.values()])
         self.new_rows.clear()
         self.changed_rows.clear()
         self.new_states.clear()
@@ -338,14 +340,12 @@ def _finish_clean_walk(ctx: StageContext, docket: Docket, watermark: Watermark |
     # "New" for sealing is anything the walk changed: a docket whose comments are still
     # being edited or withdrawn is not quiet, even if nobody added one.
     changed = result.counts.get("created", 0) + result.counts.get("updated", 0)
-    Docket.update(
-        pull_watermark=_not_after(watermark, now),
-        last_pull_at=iso(now),
-        last_pull_new=changed,
-    ).where(Docket.id == docket.id).execute()
+    docket_rows.record_clean_pull(docket.id, watermark=_not_after(watermark, now), pulled_at=iso(now),
+                                  new=changed)
     fresh = docket_rows.require_docket(docket.id)
     if should_seal(docket_rows.seal_facts(fresh), now.date(), ctx.settings.seal_quiet_days):
         sealed_at = docket_rows.seal(docket.id, "auto", now)
         log.info("%s: sealed automatically at %s (closed %s, quiet %d days, nothing new)",
                  docket.id, sealed_at, fresh.comment_end_date, ctx.settings.seal_quiet_days)
         result.add("sealed")
+

@@ -13,24 +13,24 @@ the chunks, so a wiped index DB is re-indexed, never trusted silently.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from dataclasses import dataclass
 
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import combined_sections
 from pipeline.failures import classify
+from pipeline.fingerprints import RECORD, canonical_json, digest, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
-from pipeline.stages.base import StageContext, StageResult
+from pipeline.stages.base import Redrivable, Stage, StageContext, StageResult
 from pipeline.stages.extract import read_combined
-from pipeline.store import item_states
-from pipeline.store.models import Docket, Item
+from pipeline.store import item_states, items
+from pipeline.store.index_markers import IndexMarkers
+from pipeline.store.models import Docket
 
 log = logging.getLogger("docketeer")
 STAGE = "index"
-UPSTREAM = "extract"
+UPSTREAM = "extract"  # the stage whose output it indexes (OCR, when on, merges into it)
 COLLECTIONS = {"comment": "comments", "document": "documents"}
 INDEXABLE = ("ok", "ocr_needed", "failed", "unsupported", "too_large", "gone")
 MARKER_COLLECTION = "comments"  # the docket-level marker row IndexDocket's target reads
@@ -70,19 +70,16 @@ def config_id_for(settings) -> str:
 
 
 def marker_input_fingerprint(extract_output: str | None, config_id: str) -> str:
-    """What IndexDocket's docket marker should vouch for: extract's output under this config.
-
-    For pipeline/tasks.py (IndexDocket.upstream_output_fingerprint / read_probe), so that
-    switching the embedder or the chunker invalidates a docket's marker, not only its items.
-    """
-    return hashlib.sha256(f"{extract_output or ''}\x1e{config_id}".encode()).hexdigest()
+    """What IndexDocket's docket marker should vouch for: extract's output under this config,
+    so that switching the embedder or the chunker invalidates a docket's marker, not only
+    its items."""
+    return digest(extract_output or "", config_id, sep=RECORD)
 
 
 def item_fingerprint(extract_hash: str | None, config_id: str, metadata: dict) -> str:
     # The metadata is in: a changed submitter must reach the chunks even when the text
     # (and so extract's hash) did not change.
-    text = f"{extract_hash or ''}\x1f{config_id}\x1f{_canonical(metadata)}"
-    return hashlib.sha256(text.encode()).hexdigest()
+    return digest(extract_hash or "", config_id, canonical_json(metadata, ensure_ascii=False))
 
 
 def content_hash(sections: list[tuple[str, str]], config_id: str, metadata: dict) -> str:
@@ -92,12 +89,8 @@ def content_hash(sections: list[tuple[str, str]], config_id: str, metadata: dict
     the embedder id is compared on its own column (index_state.embedder_id).
     """
     chunker = config_id.split("\x1f", 1)[0]
-    payload = _canonical({"chunker": chunker, "sections": sections, "metadata": metadata})
-    return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def _canonical(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json_digest({"chunker": chunker, "sections": sections, "metadata": metadata},
+                       ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -156,13 +149,13 @@ def plan_work(docket_id: str, index_db, config: str, force: bool) -> tuple[list[
     """(the items to load, how many are unchanged)."""
     upstream = {k: r for k, r in item_states.states_for_docket(UPSTREAM, docket_id).items()
                 if r.state in INDEXABLE}
-    items = docket_metadata(docket_id)
+    metadata_of = items.search_metadata(docket_id, METADATA_FIELDS)
     todo: list[Work] = []
     unchanged = 0
     for collection in sorted(set(COLLECTIONS.values())):
         known_states = index_db.state_for_docket(collection, docket_id)
         for key in sorted(upstream):
-            metadata = items.get(key, {})
+            metadata = metadata_of.get(key, {})
             if COLLECTIONS.get(metadata.get("kind", "comment")) != collection:
                 continue
             fingerprint = item_fingerprint(upstream[key].content_hash, config, metadata)
@@ -172,14 +165,6 @@ def plan_work(docket_id: str, index_db, config: str, force: bool) -> tuple[list[
                 continue
             todo.append(Work(collection, key, fingerprint, known, metadata))
     return todo, unchanged
-
-
-def docket_metadata(docket_id: str) -> dict[str, dict]:
-    """Search metadata (title, submitter, organization…) of every item, in one query."""
-    columns = [getattr(Item, name) for name in METADATA_FIELDS]
-    query = Item.select(Item.key, *columns).where(Item.docket == docket_id).tuples()
-    return {row[0]: {k: v for k, v in zip(METADATA_FIELDS, row[1:], strict=True) if v}
-            for row in query}
 
 
 class Writer:
@@ -268,3 +253,44 @@ class Writer:
     def _advance(self, outcome: str, n: int = 1) -> None:
         self.result.add(outcome, n)
         self.ctx.progress.advance(outcome, n)
+
+
+# --- the declaration -------------------------------------------------------------------------
+
+
+def run_index(ctx: StageContext, docket: Docket) -> StageResult:
+    return index_docket(ctx, docket, index_db=ctx.runtime.index_db(),
+                        embedder=embedder_from(ctx.settings))
+
+
+def _owed(runtime, docket_id: str, now: str) -> int:
+    return unfinished(docket_id, runtime.index_db(), config_id_for(runtime.settings))
+
+
+def _markers(stage: str, input_stage: str | None, runtime, invocation) -> IndexMarkers:
+    """Completion kept in the index DB beside the chunks, one marker row per collection."""
+    def expected_input(extract_output: str | None) -> str | None:
+        if extract_output is None:
+            return None
+        return marker_input_fingerprint(extract_output, config_id_for(runtime.settings))
+
+    return IndexMarkers(stage, runtime, invocation, input_stage=input_stage,
+                        collections=tuple(sorted(set(COLLECTIONS.values()))),
+                        probe_collection=MARKER_COLLECTION, expected_input=expected_input)
+
+
+def _mark_stale(runtime, stage: str, docket_id: str, states: list[str], limit: int,
+                run_id: str) -> list[str]:
+    """Forget the fingerprint and content hash of the oldest eligible index rows."""
+    return runtime.index_db().mark_stale(docket_id, states, limit)
+
+
+# An index row has no state column: ``indexed`` (fingerprint set), ``mismatch`` (its chunk
+# count disagrees with its chunk rows, as `docketeer verify` reports) or ``stale``.
+INDEX_ROWS = Redrivable(("indexed", "mismatch", "stale"), "mismatch", _mark_stale)
+
+DECLARATION = Stage(
+    name=STAGE, upstream="ocr", run=run_index, task="IndexDocket", wrapper="IndexAll",
+    doc="Chunks and embeddings for new or changed comments; completion kept in the index DB.",
+    unfinished=_owed, markers=_markers, redrive=INDEX_ROWS,
+)

@@ -12,36 +12,41 @@ half matters: when extract re-renders an item (an extractor upgrade, ``--force``
 text is gone from combined.md and the attachment is OCRed again.
 
 The merge writes extract's item row in place with the new content hash, and refreshes the
-output fingerprint of extract's docket marker, so ``IndexDocket`` (whose upstream is
-extract) re-indexes exactly the comments whose text OCR changed.
+output fingerprint of extract's docket marker, so ``IndexDocket`` (whose input is extract's
+output, see ``merges_into_upstream`` in the declaration) re-indexes exactly the comments
+whose text OCR changed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.errors import BudgetSpent
 from pipeline.extract import ocr as ocr_lib
 from pipeline.extract.combined import INLINE_HEADING, combined_sections, render_combined
-from pipeline.extract.pool import ExtractPool, ItemJob, worker_count
 from pipeline.extract.readers import STATUS_OCR_NEEDED, STATUS_OK, AttachmentText
+from pipeline.fingerprints import bytes_digest, digest
 from pipeline.stages import extract
-from pipeline.stages.base import StageContext, StageResult
+from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.stages.extract import REDO_STATES
-from pipeline.store import item_states, items, markers
+from pipeline.store import item_states, items
 from pipeline.store.blobs import combined_key
-from pipeline.store.models import Docket, ItemState
+from pipeline.store.markers import StateMarkers
+from pipeline.store.models import Docket
+
+if TYPE_CHECKING:  # the pool imports PyMuPDF: loaded when a run has scans to read
+    from pipeline.extract.pool import ItemJob
 
 log = logging.getLogger("docketeer")
 STAGE = "ocr"
 
 
 def ocr_fingerprint(extract_fingerprint: str, filename: str, version: str = ocr_lib.OCR_VERSION) -> str:
-    return hashlib.sha256(f"{version}\x1f{extract_fingerprint}\x1f{filename}".encode()).hexdigest()
+    return digest(version, extract_fingerprint, filename)
 
 
 @dataclass
@@ -120,13 +125,14 @@ def _drop_orphans(ocr_rows: dict, file_rows: dict) -> None:
     # A scan replaced by a text PDF (or removed) must not keep counting in `docketeer stats`.
     orphans = [key for key in ocr_rows
                if key not in file_rows or file_rows[key].state != STATUS_OCR_NEEDED]
-    if orphans:
-        ItemState.delete().where((ItemState.stage == STAGE) & ItemState.item.in_(orphans)).execute()
-        for key in orphans:
-            del ocr_rows[key]
+    item_states.drop(STAGE, orphans)
+    for key in orphans:
+        del ocr_rows[key]
 
 
 def _run(ctx: StageContext, docket: Docket, work: dict[str, ItemWork], result: StageResult) -> None:
+    from pipeline.extract.pool import ExtractPool, worker_count
+
     bodies = items.bodies_of(docket.id, work)
     attachments = items.attachments_of(work, docket.id)
     workers = min(worker_count(ctx.settings.extract_workers), len(work))
@@ -166,7 +172,7 @@ def merge_item(ctx: StageContext, docket_id: str, work: ItemWork, body: str,
         ocr={t.file: t for t in texts},
     )
     ctx.blobs.put_bytes(combined_key(docket_id, work.key), data)
-    content_hash = hashlib.sha256(data).hexdigest()
+    content_hash = bytes_digest(data)
     row = work.extract_row
     item_states.transition(extract.STAGE, work.key, docket_id, row.state, run_id=ctx.run_id,
                            fingerprint=row.fingerprint, content_hash=content_hash, reason=row.reason)
@@ -196,12 +202,18 @@ def recorded_attachments(frontmatter: dict, markdown: str) -> list[AttachmentTex
 def refresh_extract_marker(docket_id: str) -> None:
     """Extract's output changed under its marker: record the new output fingerprint, so
     IndexDocket sees the change. The marker's input and version stay as extract left them."""
-    marker = markers.read_marker(docket_id, extract.STAGE)
-    if marker is None:
-        return  # extract has not completed this docket: its own marker will carry the rows
-    markers.write_marker(
-        docket_id, extract.STAGE, version=marker.version, sealed_at=marker.sealed_at,
-        input_fingerprint=marker.input_fingerprint,
-        output_fingerprint=item_states.docket_output_fingerprint(extract.STAGE, docket_id),
-        run_id=marker.run_id,
-    )
+    StateMarkers(extract.STAGE, extract.UPSTREAM).refresh_output(docket_id)
+
+
+# --- the declaration -------------------------------------------------------------------------
+
+DECLARATION = Stage(
+    name=STAGE, upstream=extract.STAGE, run=ocr_docket, task="OcrText", wrapper="OcrAll",
+    doc="""Image-only PDFs (extract.file ocr_needed) through Tesseract, merged into combined.md.
+
+    Without Tesseract it says so in one line and changes nothing (and counts as done: after
+    installing Tesseract, run `OcrAll --force` once).""",
+    unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
+    enabled=lambda settings: settings.ocr,  # off: the index requires extract directly
+    merges_into_upstream=True,
+)

@@ -101,8 +101,23 @@ def ensure_schema(db: peewee.Database) -> None:
         )
 
 
+def is_postgres(db: peewee.Database) -> bool:
+    return isinstance(db, peewee.PostgresqlDatabase)
+
+
+def integrity_check(db: peewee.Database) -> tuple[str, list[str]]:
+    """(what was checked, the problems found): SQLite's integrity_check, or on PostgreSQL a
+    full read of every table, which meets any unreadable page."""
+    if is_postgres(db):
+        for model in MODELS:
+            db.execute_sql(f'SELECT count(*) FROM "{model._meta.table_name}"').fetchone()
+        return f"postgresql: {len(MODELS)} tables read through", []
+    rows = [r[0] for r in db.execute_sql("PRAGMA integrity_check").fetchall()]
+    return "sqlite integrity_check: ok", [] if rows == ["ok"] else rows
+
+
 def _migrator(db: peewee.Database):
-    return PostgresqlMigrator(db) if isinstance(db, peewee.PostgresqlDatabase) else SqliteMigrator(db)
+    return PostgresqlMigrator(db) if is_postgres(db) else SqliteMigrator(db)
 
 
 def _upgrade_to_2(db: peewee.Database) -> None:

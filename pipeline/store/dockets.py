@@ -45,6 +45,31 @@ def ensure_dockets(docket_ids: list[str], discovered_by: str) -> int:
     return len(new)
 
 
+def record_resolve(docket_id: str, **fields) -> None:
+    """What fetch learned resolving the docket: agency, title, documents, comment dates."""
+    Docket.update(**fields).where(Docket.id == docket_id).execute()
+
+
+def record_clean_pull(docket_id: str, *, watermark: str | None, pulled_at: str, new: int) -> None:
+    """The end of a clean walk: where the next one starts, when, and how much it changed."""
+    Docket.update(pull_watermark=watermark, last_pull_at=pulled_at, last_pull_new=new).where(
+        Docket.id == docket_id).execute()
+
+
+def all_known(docket_ids: list[str]) -> bool:
+    """Every one of these dockets has a row (one count query)."""
+    return Docket.select().where(Docket.id.in_(docket_ids)).count() == len(set(docket_ids))
+
+
+def note_close_date(docket_id: str, close: str) -> None:
+    """A close date announced elsewhere (the Federal Register), for a docket fetch has not
+    resolved yet; a resolved docket, or one that has this date already, is not touched."""
+    Docket.update(comment_end_date=close).where(
+        (Docket.id == docket_id) & Docket.resolved_at.is_null()
+        & (Docket.comment_end_date.is_null() | (Docket.comment_end_date != close))
+    ).execute()
+
+
 def all_docket_ids() -> list[str]:
     return [d.id for d in Docket.select(Docket.id).order_by(Docket.id)]
 
@@ -76,8 +101,9 @@ def state_counts(docket_id: str) -> dict[str, dict[str, int]]:
     return counts
 
 
-def seal(docket_id: str, reason: str, now: datetime | None = None) -> str:
-    """Seal a docket, recording why and its counts at that moment; returns sealed_at."""
+def seal(docket_id: str, reason: str, now: datetime | None = None, why: str = "") -> str:
+    """Seal a docket, recording the reason (``auto``/``manual``, with an operator's ``why``)
+    and its counts at that moment; returns sealed_at."""
     if reason not in ("auto", "manual"):
         raise ValueError(f"seal reason must be auto or manual, not {reason!r}")
     docket = require_docket(docket_id)
@@ -85,7 +111,8 @@ def seal(docket_id: str, reason: str, now: datetime | None = None) -> str:
         return docket.sealed_at
     sealed_at = iso(now or utcnow())
     counts = json.dumps(state_counts(docket_id), sort_keys=True)
-    Docket.update(sealed_at=sealed_at, seal_reason=reason, counts_at_seal=counts).where(
+    recorded = f"{reason}: {why}" if why else reason
+    Docket.update(sealed_at=sealed_at, seal_reason=recorded, counts_at_seal=counts).where(
         Docket.id == docket_id
     ).execute()
     return sealed_at

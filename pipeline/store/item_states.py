@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,6 +12,7 @@ from peewee import fn
 from pipeline.clock import iso, parse_iso, utcnow
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.failures import RETRY, RetryPolicy, gave_up_reason
+from pipeline.fingerprints import RecordsDigest
 from pipeline.store.models import Docket, ItemState, database
 
 PENDING = "pending"
@@ -190,6 +190,25 @@ def mark_pending(stage: str, item: str, docket_id: str, *, run_id: str, reason: 
     transition(stage, item, docket_id, PENDING, run_id=run_id, reason=reason)
 
 
+def drop(stage: str, item_keys: Iterable[str]) -> None:
+    """Delete the stage's rows of items that no longer exist (an attachment the comment lost),
+    so they stop counting in `docketeer stats`."""
+    keys = sorted(item_keys)
+    if keys:
+        ItemState.delete().where((ItemState.stage == stage) & ItemState.item.in_(keys)).execute()
+
+
+def upsert_walk_rows(rows: list[dict]) -> None:
+    """Fetch's rows of one list page in one statement (the columns ``transition`` writes,
+    and ``written_at``); a row already there takes the new values."""
+    ItemState.insert_many(rows).on_conflict(
+        conflict_target=[ItemState.stage, ItemState.item],
+        preserve=[ItemState.docket, ItemState.fingerprint, ItemState.content_hash,
+                  ItemState.state, ItemState.reason, ItemState.detail,
+                  ItemState.run_id, ItemState.written_at],
+    ).execute()
+
+
 def pending_items(stage: str, docket_id: str) -> list[str]:
     query = ItemState.select(ItemState.item).where(
         (ItemState.stage == stage) & (ItemState.docket == docket_id) & (ItemState.state == PENDING)
@@ -233,7 +252,7 @@ def docket_output_fingerprint(stage: str, docket_id: str) -> str:
 
     Computed from the state rows alone (item, state, content hash), in one ordered query.
     """
-    digest = hashlib.sha256()
+    digest = RecordsDigest()
     query = (
         ItemState.select(ItemState.item, ItemState.state, ItemState.content_hash)
         .where((ItemState.stage == stage) & (ItemState.docket == docket_id))
@@ -241,5 +260,5 @@ def docket_output_fingerprint(stage: str, docket_id: str) -> str:
         .tuples()
     )
     for item, state, content_hash in query:
-        digest.update(f"{item}\x1f{state}\x1f{content_hash or ''}\x1e".encode())
+        digest.add(item, state, content_hash or "")
     return digest.hexdigest()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable
 from typing import Literal
 
 from pipeline.clock import iso, utcnow
+from pipeline.fingerprints import json_digest
 from pipeline.store.models import Attachment, Item
 
 Upsert = Literal["created", "updated", "unchanged"]
@@ -15,7 +14,7 @@ Upsert = Literal["created", "updated", "unchanged"]
 
 def content_digest(fields: dict) -> str:
     """A stable hash of normalized fields (sorted keys, no whitespace)."""
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return json_digest(fields, ensure_ascii=True)
 
 
 def summary_hashes(docket_id: str) -> dict[str, str | None]:
@@ -37,6 +36,23 @@ def upsert_summary(
         return "created"
     Item.update(summary_hash=summary_hash, updated_at=now, **fields).where(Item.key == key).execute()
     return "updated"
+
+
+def insert_new(rows: list[dict], now: str) -> None:
+    """Rows of items seen for the first time (a list page), in one statement."""
+    Item.insert_many([{**row, "created_at": now, "updated_at": now} for row in rows]
+                     ).on_conflict_ignore().execute()
+
+
+def items_by_key(keys: Iterable[str]) -> list[Item]:
+    return list(Item.select().where(Item.key.in_(list(keys))))
+
+
+def search_metadata(docket_id: str, fields: tuple[str, ...]) -> dict[str, dict]:
+    """item key -> its non-empty ``fields`` (title, submitter...), for a docket, in one query."""
+    columns = [getattr(Item, name) for name in fields]
+    query = Item.select(Item.key, *columns).where(Item.docket == docket_id).tuples()
+    return {row[0]: {k: v for k, v in zip(fields, row[1:], strict=True) if v} for row in query}
 
 
 def items_needing_detail(docket_id: str, force: bool) -> list[Item]:
@@ -106,3 +122,20 @@ def docket_attachments(docket_id: str) -> dict[str, list[Attachment]]:
     for row in query:
         rows.setdefault(row.item, []).append(row)
     return rows
+
+
+def attachment(item_key: str, filename: str) -> Attachment | None:
+    return Attachment.get_or_none((Attachment.item == item_key) & (Attachment.filename == filename))
+
+
+def upsert_attachment(item_key: str, filename: str, values: dict) -> None:
+    """One row per (item, filename): inserted, or updated in place."""
+    (Attachment.insert(item=item_key, filename=filename, **values)
+        .on_conflict(conflict_target=[Attachment.item, Attachment.filename], update=values).execute())
+
+
+def stored_files(item_key: str) -> list[list]:
+    """[filename, sha256] of the item's attachment rows, by filename."""
+    rows = Attachment.select(Attachment.filename, Attachment.sha256).where(
+        Attachment.item == item_key).order_by(Attachment.filename).tuples()
+    return [list(row) for row in rows]

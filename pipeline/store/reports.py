@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from peewee import fn
 
 from pipeline.failures import RETRY
-from pipeline.store.models import Attachment, Docket, DocketStage, Item, ItemState, Lease
+from pipeline.store.models import Attachment, Docket, Item, ItemState, Lease
 
 # Rows whose stage has not (re)done the item yet: no result to count as progress.
 NOT_DONE = ("pending", "stale", RETRY)
 FILE_STAGES = ("backfill.file", "extract.file")
-STAGE_ORDER = ("fetch", "backfill", "extract", "ocr", "index")
 
 
 # --- dockets ------------------------------------------------------------------------------------
@@ -94,11 +93,11 @@ def find_item(key: str) -> Item | None:
     return Item.get_or_none(Item.key == key)
 
 
-def stage_rows(key: str) -> list[ItemState]:
-    """The item's own state rows (not its files'), in pipeline order."""
+def stage_rows(key: str, stage_order: list[str]) -> list[ItemState]:
+    """The item's own state rows (not its files'), in pipeline order (other rows last)."""
     rows = ItemState.select().where(ItemState.item == key)
-    return sorted(rows, key=lambda r: (STAGE_ORDER.index(r.stage) if r.stage in STAGE_ORDER
-                                       else len(STAGE_ORDER), r.stage))
+    return sorted(rows, key=lambda r: (stage_order.index(r.stage) if r.stage in stage_order
+                                       else len(stage_order), r.stage))
 
 
 def attachments_of(key: str) -> list[Attachment]:
@@ -113,11 +112,6 @@ def file_rows_of(key: str) -> dict[tuple[str, str], ItemState]:
 
 
 # --- verify -------------------------------------------------------------------------------------
-
-
-def stage_markers(stage: str) -> dict[str, DocketStage]:
-    """docket -> the stage's completion marker in the state DB, for every docket."""
-    return {m.docket: m for m in DocketStage.select().where(DocketStage.stage == stage)}
 
 
 def all_attachments() -> list[Attachment]:

@@ -1,0 +1,100 @@
+"""The stages in pipeline order: the one place the order lives.
+
+fetch -> backfill -> extract -> ocr (optional) -> index. Each stage module declares its
+``Stage``; this module lists them once, in order, and answers the questions the tasks,
+``Redrive`` and ``docketeer verify`` ask about the chain. ``register`` adds a stage whose
+upstream is known (a plug-in, a test's stage) after the others; ``unregister`` removes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pipeline.stages import backfill, extract, fetch, index, ocr
+from pipeline.stages.base import Stage
+from pipeline.store.markers import MarkerStore
+
+_stages: dict[str, Stage] = {}  # name -> declaration, in pipeline order
+
+
+def register(stage: Stage) -> Stage:
+    if stage.name in _stages:
+        raise ValueError(f"stage {stage.name!r} is declared already")
+    if stage.upstream is not None and stage.upstream not in _stages:
+        raise ValueError(f"stage {stage.name!r} reads from unknown stage {stage.upstream!r}")
+    _stages[stage.name] = stage
+    return stage
+
+
+def unregister(name: str) -> None:
+    readers = [s.name for s in _stages.values() if s.upstream == name]
+    if readers:
+        raise ValueError(f"stage {name!r} is read by {', '.join(readers)}")
+    del _stages[name]
+
+
+@contextmanager
+def added(*stages: Stage) -> Iterator[None]:
+    """The stages registered for the block (a test's stage), then removed again."""
+    for stage in stages:
+        register(stage)
+    try:
+        yield
+    finally:
+        for stage in reversed(stages):
+            unregister(stage.name)
+
+
+def stages() -> list[Stage]:
+    return list(_stages.values())
+
+
+def names() -> list[str]:
+    return list(_stages)
+
+
+def get(name: str) -> Stage:
+    return _stages[name]
+
+
+def upstream_chain(stage: Stage) -> list[str]:
+    """The stages ``stage`` reads from, directly or not, nearest first."""
+    chain = []
+    while stage.upstream is not None:
+        stage = _stages[stage.upstream]
+        chain.append(stage.name)
+    return chain
+
+
+def downstream(name: str) -> list[Stage]:
+    """The stages that read from ``name``, directly or not, in pipeline order."""
+    return [s for s in _stages.values() if name in upstream_chain(s)]
+
+
+def required_upstream(stage: Stage, settings) -> Stage | None:
+    """The upstream task this stage's task requires: its upstream, or past an optional
+    stage that is off (the index requires extract when OCR is off)."""
+    upstream = _stages[stage.upstream] if stage.upstream else None
+    while upstream is not None and not upstream.enabled(settings):
+        upstream = _stages[upstream.upstream] if upstream.upstream else None
+    return upstream
+
+
+def input_stage(stage: Stage) -> str | None:
+    """The stage whose output fingerprint is this stage's input: its upstream, or what that
+    upstream merges into (the index reads extract's output, which OCR writes into)."""
+    if stage.upstream is None:
+        return None
+    upstream = _stages[stage.upstream]
+    while upstream.merges_into_upstream:
+        upstream = _stages[upstream.upstream]
+    return upstream.name
+
+
+def marker_store(stage: Stage, runtime, invocation=None) -> MarkerStore:
+    return stage.markers(stage.name, input_stage(stage), runtime, invocation)
+
+
+for _declared in (fetch, backfill, extract, ocr, index):
+    register(_declared.DECLARATION)

@@ -1,0 +1,98 @@
+"""The index stage's markers, kept in the index DB (``index_docket_state``, one row per
+collection) beside the chunks they vouch for: a wiped index DB is re-indexed on the next
+run, never trusted silently. The same ``MarkerStore`` protocol as the state DB's.
+
+A marker vouches for its input stage's output (extract's) *under one chunker and embedder*:
+``expected_input`` folds that configuration in, so a new one invalidates the marker of a
+sealed docket too (the sealed rule alone ignores inputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from pipeline.store import markers
+from pipeline.store.markers import Probe, vouches
+from pipeline.store.models import Docket
+
+
+class IndexMarkers:
+    where = "index DB"
+
+    def __init__(self, stage: str, runtime, invocation, *, input_stage: str,
+                 collections: tuple[str, ...], probe_collection: str,
+                 expected_input: Callable[[str | None], str | None]) -> None:
+        self.stage, self.runtime, self.invocation = stage, runtime, invocation
+        self.input_stage = input_stage
+        self.collections = collections  # a marker row in each, written and cleared together
+        self.probe_collection = probe_collection  # the one the targets read
+        self.expected_input = expected_input
+
+    @property
+    def _shared_key(self) -> tuple[str, str]:
+        return ("index markers", self.probe_collection)
+
+    def probe(self, docket_id: str) -> Probe:
+        """The docket and the input's output from the state DB, the marker from the index DB."""
+        state_side = markers.probe(docket_id, "", self.input_stage)
+        if not state_side.docket_exists:
+            return state_side
+        expected = self.expected_input(state_side.upstream_output)
+        state_side = replace(state_side, upstream_output=expected)
+        marker = self._marker(docket_id)
+        if marker is None or marker.input_fingerprint != expected:
+            return state_side
+        return replace(state_side, marker_version=marker.version, marker_sealed_at=marker.sealed_at,
+                       marker_input=marker.input_fingerprint)
+
+    def _marker(self, docket_id: str):
+        # A scheduler pass over a thousand sealed dockets costs one index-DB read, not a
+        # thousand: every docket's marker, once per invocation (re-read after this process
+        # writes one). A wiped index DB is still noticed by the next invocation.
+        index_db = self.runtime.index_db()
+        shared = self.invocation.read_shared(
+            self._shared_key, lambda: index_db.docket_markers(self.probe_collection)
+        ) if self.invocation is not None else None
+        if shared is not None:
+            return shared.get(docket_id)
+        return index_db.docket_marker(self.probe_collection, docket_id)
+
+    def input_fingerprint(self, docket_id: str) -> str | None:
+        return self.expected_input(markers.output_fingerprint(docket_id, self.input_stage))
+
+    def write(self, docket_id: str, *, version: int, sealed_at: str | None,
+              input_fingerprint: str | None, run_id: str) -> None:
+        index_db = self.runtime.index_db()
+        for collection in self.collections:
+            index_db.write_docket_marker(collection, docket_id, sealed_at, version, input_fingerprint)
+        self._forget()
+
+    def clear(self, docket_id: str) -> None:
+        index_db = self.runtime.index_db()
+        for collection in self.collections:
+            index_db.clear_docket_marker(collection, docket_id)
+        self._forget()
+
+    def _forget(self) -> None:
+        if self.invocation is not None:
+            self.invocation.forget(self._shared_key)  # this process re-reads what it just wrote
+
+    def max_version(self) -> int:
+        return self.runtime.index_db().max_marker_version(self.probe_collection)
+
+    def claims(self, dockets: dict[str, Docket]) -> list[str] | None:
+        """Markers that vouch for the input's current output under this chunker and embedder.
+        A seal alone does not make one say done: IndexDocket ignores a marker for another
+        input even under the docket's seal."""
+        index_db = self.runtime.existing_index_db()
+        if index_db is None:
+            return None
+        outputs = {d: m.output_fingerprint for d, m in markers.stage_markers(self.input_stage).items()}
+        claimed = set()
+        for collection in self.collections:
+            for docket, marker in index_db.docket_markers(collection).items():
+                if docket in outputs and vouches(marker.input_fingerprint,
+                                                 self.expected_input(outputs[docket])):
+                    claimed.add(docket)
+        return sorted(claimed)
