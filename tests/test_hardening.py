@@ -194,10 +194,13 @@ class _DripHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/vnd.api+json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        for byte in body:
-            self.wfile.write(bytes([byte]))
-            self.wfile.flush()
-            threading.Event().wait(0.2)
+        try:
+            for byte in body:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                threading.Event().wait(0.2)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up at its deadline, as it should
 
     def log_message(self, *args) -> None:
         pass
