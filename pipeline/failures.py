@@ -23,6 +23,7 @@ from pipeline.errors import (
     BadRecord,
     BadResponse,
     BlobSizeMismatch,
+    BudgetSpent,
     ConfigError,
     Gone,
     InputTooLarge,
@@ -71,6 +72,17 @@ def classify(exc: BaseException) -> Failure:
     # PermanentHTTPError (400, 413...), InvalidIdentifier, BadRecord and anything unexpected
     # (RecursionError, OverflowError, AttributeError...): the same input fails the same way.
     return Failure(PERMANENT, "failed", reason)
+
+
+def item_failure(exc: Exception) -> Failure:
+    """What ``exc`` means for the item in hand, or ``exc`` raised again when it is not the
+    item's: a spent budget (the run stops cleanly) or a run-stopping cause."""
+    if isinstance(exc, BudgetSpent):
+        raise exc
+    failure = classify(exc)
+    if failure.stops_run:
+        raise exc
+    return failure
 
 
 def _stops_run(exc: BaseException) -> bool:

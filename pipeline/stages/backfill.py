@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from pipeline.clock import iso
 from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
-from pipeline.failures import RETRY, Failure, RetryPolicy, classify
+from pipeline.failures import RETRY, Failure, RetryPolicy, item_failure
 from pipeline.ids import validate_filename
 from pipeline.sources import connect
 from pipeline.stages.base import Stage, StageContext, StageResult
@@ -110,12 +110,8 @@ def backfill_item(ctx: StageContext, source, item: Item, result: StageResult) ->
     stops the docket. Run-stopping failures and a spent budget go up to the stage."""
     try:
         return _backfill(ctx, source, item, result)
-    except BudgetSpent:
-        raise
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
-        failure = classify(exc)
-        if failure.stops_run:
-            raise
+        failure = item_failure(exc)
         log.warning("backfill %s: %s (%s)", item.key, failure.reason, failure.kind)
         return _finish(ctx, item, result, failure)
 
@@ -222,12 +218,8 @@ def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tu
         return _file_state(ctx, item, key, "too_large", reason, result), reason
     try:
         stored = source.fetch_file(ref, ctx.blobs, max_bytes, ctx.runtime.data_dir)
-    except BudgetSpent:
-        raise
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
-        failure = classify(exc)
-        if failure.stops_run:
-            raise
+        failure = item_failure(exc)
         if failure.state == RETRY:
             # Not a final state of the file: "missing" (the mirror lags) or a transient failure.
             state = "missing" if isinstance(exc, NotMirroredYet) else "failed"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import combined_sections
-from pipeline.failures import classify
+from pipeline.failures import item_failure
 from pipeline.fingerprints import RECORD, canonical_json, digest, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
@@ -204,10 +204,7 @@ class Writer:
             _, body = read_combined(self.ctx.blobs, self.docket_id, work.key)
             sections = combined_sections(body, skip_placeholders=True)
         except Exception as exc:  # noqa: BLE001 - one broken item never stops the docket
-            failure = classify(exc)
-            if failure.stops_run:
-                raise
-            self._failed(work.key, failure.reason)
+            self._failed(work.key, item_failure(exc).reason)
             return None
         chars = self.ctx.settings.chunk_chars
         chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars))
