@@ -48,6 +48,7 @@ def chain(tmp_path: Path, pg_server, *, comments: int = 24, mirror: Path | None 
                                api_key=KEY, discover="list", dockets=docket, extract_workers=1,
                                ocr="false", http_attempts=1, **settings)
         previous = set_runtime(runtime)
+        runtime.state  # noqa: B018 - bind the models to this store before any test reads it
         try:
             yield runtime, server, docket, root
         finally:
@@ -340,6 +341,7 @@ def test_real_dockets_flow_through_and_the_file_the_mirror_lacks_waits(tmp_path,
                                api_key=KEY, discover="list", dockets=",".join(ids), source="mirror",
                                mirror_url=str(mirror), extract_workers=1, ocr="false", http_attempts=1)
         previous = set_runtime(runtime)
+        runtime.state  # noqa: B018 - bind the models to this store before any test reads it
         try:
             assert run_at(1) and run_at(2)  # two pulls: the quiet, closed dockets may seal
             lacking = set()
