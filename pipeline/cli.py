@@ -1,7 +1,8 @@
 """``docketeer``: the admin command. Questions about the store, seals, search and settings.
 
 Every subcommand prints plain text; unknown ids and bad arguments give one clear line on
-stderr and a non-zero exit (2; ``verify`` exits 1 when a check fails).
+stderr and a non-zero exit (2; ``verify`` exits 1 when a check fails); an unexpected error is
+one line and exit 1 (``--debug`` shows its traceback).
 """
 
 from __future__ import annotations
@@ -46,13 +47,31 @@ def _table(rows: list[list], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+MAX_DURATION = timedelta(days=36500)  # a hundred years: anything longer is a typo
+MAX_K = 1000
+
+
 def parse_duration(text: str) -> timedelta:
     """'90s', '30m', '1h', '2d' -> timedelta (argparse type: a bad value exits 2 with one line)."""
     match = re.fullmatch(r"(\d+)([smhd])", text.strip())
     if not match:
         raise argparse.ArgumentTypeError(f"not a duration like 30m, 1h or 2d: {text!r}")
     unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[match.group(2)]
-    return timedelta(**{unit: int(match.group(1))})
+    seconds = int(match.group(1)) * int(timedelta(**{unit: 1}).total_seconds())
+    if seconds > MAX_DURATION.total_seconds():
+        raise argparse.ArgumentTypeError(f"{text!r} is longer than {MAX_DURATION.days} days")
+    return timedelta(seconds=seconds)
+
+
+def parse_k(text: str) -> int:
+    """-k: how many hits, 1 to MAX_K (argparse type)."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= k <= MAX_K:
+        raise argparse.ArgumentTypeError(f"give a number from 1 to {MAX_K}, not {k}")
+    return k
 
 
 # --- settings -----------------------------------------------------------------------------------
@@ -297,8 +316,16 @@ def cmd_snapshot(args) -> int:
     return 0
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument is one line on stderr (argparse's usage block is what --help is for)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="docketeer", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="docketeer", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("config", help="effective settings and where each came from (secrets masked)")
     sub.add_parser("dockets", help="known dockets: counts, items waiting to retry, watermark, last pull, seal")
@@ -318,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--docket")
     search.add_argument("--collection", choices=["comments", "documents"])
-    search.add_argument("-k", type=int, default=10)
+    search.add_argument("-k", type=parse_k, default=10, help=f"hits to show, 1 to {MAX_K}")
     verify = sub.add_parser("verify", help="check the store against itself; PASS or FAIL")
     verify.add_argument("--full", action="store_true", help="hash every blob, not a sample")
     verify.add_argument("--sample", type=int, default=100, help="blobs hashed without --full")
@@ -343,6 +370,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `docketeer stats | head`: the reader left, nothing is wrong
         sys.stderr.close()
         return 0
+    except Exception as exc:  # unexpected (a disk full, a dead DB): one line unless --debug
+        if args.debug:
+            raise
+        print(f"docketeer: {type(exc).__name__}: {exc} (--debug shows the traceback)", file=sys.stderr)
+        return 1
     finally:
         _close_runtime()
 

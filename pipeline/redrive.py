@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import luigi
 
+from pipeline.command_line import BoundedIntParameter, CheckedParameters, DocketIdsParameter
 from pipeline.errors import DocketeerError
 from pipeline.runtime import get_runtime
 from pipeline.stages import registry
@@ -135,15 +136,15 @@ def redrive(stage: str, docket: str, states: str | Iterable[str], limit: int, ru
 # --- the Luigi task -------------------------------------------------------------------------
 
 
-class Redrive(luigi.Task):
+class Redrive(CheckedParameters, luigi.Task):
     """Mark a bounded batch of items stale so the normal stage task reprocesses them."""
 
-    docket = luigi.Parameter(description="docket id")
+    docket = DocketIdsParameter(many=False, description="docket id")
     stage = luigi.Parameter(description="backfill, extract or index")
     states = luigi.Parameter(
         default="", description="comma-separated states to re-drive (default: failed; index: mismatch)"
     )
-    limit = luigi.IntParameter(default=25, description=f"items per re-drive, at most {MAX_LIMIT}")
+    limit = BoundedIntParameter(default=25, minimum=1, description=f"items per re-drive, at most {MAX_LIMIT}")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
