@@ -111,8 +111,16 @@ def _docket_row(d, counts: dict[str, int], waiting: int, index_db) -> list:
         d.id, d.agency or "", d.comment_end_date or "", counts.get("comments", 0),
         counts.get("detailed", 0), counts.get("extracted", 0), indexed,
         _retry_cell(waiting, d.retry_due_at), d.pull_watermark or "", (d.last_pull_at or "")[:19],
-        f"{d.sealed_at[:19]} ({d.seal_reason})" if d.sealed_at else "open",
+        _seal_cell(d),
     ]
+
+
+def _seal_cell(d) -> str:
+    from pipeline.store.dockets import out_of_set
+
+    seal = f"{d.sealed_at[:19]} ({d.seal_reason})" if d.sealed_at else "open"
+    out = out_of_set(d)  # forgotten or not found: kept, but no run schedules it
+    return f"{seal}, {out}" if out else seal
 
 
 def _retry_cell(waiting: int, due_at: str | None) -> str:
@@ -151,6 +159,15 @@ def cmd_unseal(args) -> int:
     _runtime()
     was = dockets.unseal(args.docket)
     print(f"{args.docket}: " + ("unsealed; its stages run again on the next run" if was else "was not sealed"))
+    return 0
+
+
+@command
+def cmd_forget(args) -> int:
+    from pipeline.forget import forget
+
+    report = forget(_runtime(), args.docket, purge_data=args.purge, dry_run=args.dry_run)
+    print("\n".join(report.lines()))
     return 0
 
 
@@ -334,6 +351,11 @@ def build_parser() -> argparse.ArgumentParser:
     seal.add_argument("--reason", default="", help="why; kept with the seal")
     unseal = sub.add_parser("unseal", help="unseal a docket (its stages run again)")
     unseal.add_argument("docket")
+    forget = sub.add_parser("forget", help="take a docket out of the known set (--purge: delete its data too)")
+    forget.add_argument("docket")
+    forget.add_argument("--purge", action="store_true",
+                        help="delete its rows, index chunks and blobs (attachments shared with other dockets stay)")
+    forget.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
     stats = sub.add_parser("stats", help="items per docket, stage and state (from state rows alone), with the next retry")
     stats.add_argument("--docket")
     explain = sub.add_parser("explain", help="one comment's journey through every stage, with retries and failure kinds")

@@ -357,6 +357,10 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         named = self.named()
         if named:
             docket_rows.ensure_dockets(named, discovered_by="cli")
+            # Luigi calls run() again once the yielded tasks are done: a docket a task of this
+            # run just found missing upstream stays out of the known set.
+            ran = runs.dockets_run_since(named, self.current_invocation.started_at)
+            docket_rows.readmit([d for d in named if d not in ran])
         yield self.docket_tasks()
 
 

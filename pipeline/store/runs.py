@@ -40,3 +40,9 @@ def finished_since(stage: str, docket_id: str, since: str) -> bool:
         )
         .exists()
     )
+
+
+def dockets_run_since(docket_ids: list[str], since: str) -> set[str]:
+    """Which of these dockets had a task run start at or after ``since``."""
+    query = Run.select(Run.docket).where(Run.docket.in_(docket_ids) & (Run.started_at >= since))
+    return {r.docket for r in query.distinct()}
