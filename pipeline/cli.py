@@ -229,39 +229,79 @@ def cmd_explain(args) -> int:
 
     rt = _runtime()
     item = reports.find_item(args.comment)
-    if item is None:
+    rows = reports.stage_rows(args.comment, registry.names())
+    if item is None and not rows:
         raise UnknownItem(f"unknown comment {args.comment!r}")
+    files = reports.file_rows_of(args.comment)
+    stages = [_stage_row(r) for r in rows] + _ocr_rows(files)
+    if item is None:  # listed, but its record never arrived: only its state rows know it
+        print(f"{args.comment}  docket {rows[0].docket}  not stored: its fetch did not succeed")
+        print(_table(stages, EXPLAIN_HEADER))
+        return 0
     print(f"{item.kind} {item.key}  docket {item.docket}  posted {item.posted_date or '-'}  "
           f"modified {item.last_modified or '-'}" + ("  WITHDRAWN" if item.withdrawn else ""))
     if item.title:
         print(f"title: {item.title}")
-    stages = [_stage_row(r) for r in reports.stage_rows(item.key, registry.names())]
-    print(_table([*stages, _index_row(rt, item)], EXPLAIN_HEADER))
-    _print_attachments(item.key)
+    print(_table([*_in_pipeline_order(stages), _index_row(rt, item)], EXPLAIN_HEADER))
+    _print_attachments(item.key, files)
     return 0
 
 
-def _print_attachments(key: str) -> None:
+def _in_pipeline_order(stages: list[list]) -> list[list]:
+    from pipeline.stages import registry
+
+    order = registry.names()
+    return sorted(stages, key=lambda r: order.index(r[0]) if r[0] in order else len(order))
+
+
+def _ocr_rows(files: dict) -> list[list]:
+    """One 'ocr' line for the item from its files' OCR rows (OCR keeps no item row), or
+    why there is none while scans wait."""
+    ocr = [r for (stage, _), r in files.items() if stage == "ocr"]
+    waiting = [r for (stage, _), r in files.items() if stage == "extract.file" and r.state == "ocr_needed"]
+    if not ocr:
+        return [_no_failure_row("ocr", "-", "", f"{len(waiting)} scan(s) not OCRed yet")] if waiting else []
+    states = sorted({r.state for r in ocr}, key=lambda st: _SEVERITY.get(st, 0), reverse=True)
+    counts = ", ".join(f"{sum(r.state == st for r in ocr)} {st}" for st in states)
+    worst = max(ocr, key=lambda r: (_SEVERITY.get(r.state, 0), r.written_at))
+    row = _stage_row(worst)
+    row[0], row[6] = "ocr", max(r.written_at for r in ocr)[:19]
+    row[7] = f"{len(ocr)} scan(s): {counts}" + (f"; {worst.reason}" if worst.reason else "")
+    return [row]
+
+
+_SEVERITY = {"failed": 3, "retry": 2, "pending": 1}
+
+
+def _print_attachments(key: str, states: dict) -> None:
     from pipeline.store import reports
 
     files = reports.attachments_of(key)
-    states = reports.file_rows_of(key)
     names = sorted({f.filename for f in files} | {item.split("/", 1)[1] for _, item in states})
     if not names:
         print("attachments: none")
         return
     by_name = {f.filename: f for f in files}
-    rows = []
-    for name in names:
-        row, fetched, extracted = by_name.get(name), states.get(("backfill.file", f"{key}/{name}")), \
-            states.get(("extract.file", f"{key}/{name}"))
-        rows.append([name, row.format if row else "", row.size if row else "",
-                     (row.sha256 or "")[:12] if row else "", fetched.state if fetched else "-",
-                     extracted.state if extracted else "-",
-                     (extracted.reason if extracted and extracted.reason else
-                      fetched.reason if fetched and fetched.reason else "")])
+    rows = [_attachment_row(name, by_name.get(name), {stage: states.get((stage, f"{key}/{name}"))
+                                                      for stage in ("backfill.file", "extract.file", "ocr")})
+            for name in names]
     print("attachments:")
-    print(_table(rows, ["file", "format", "bytes", "sha256", "download", "extract", "reason"]))
+    print(_table(rows, ["file", "format", "bytes", "sha256", "download", "extract", "ocr", "attempts",
+                        "next attempt", "reason"]))
+
+
+def _attachment_row(name: str, row, by_stage: dict) -> list:
+    """A file's row: what is stored of it, its state in each stage, its retry, the reason
+    of the last stage that gave one."""
+    def state(stage: str) -> str:
+        return by_stage[stage].state if by_stage[stage] else "-"
+
+    retrying = next((r for r in by_stage.values() if r and r.state == "retry"), None)
+    reasons = [r.reason for r in by_stage.values() if r and r.reason]
+    return [name, row.format or "" if row else "", row.size if row and row.size is not None else "",
+            (row.sha256 or "")[:12] if row else "", state("backfill.file"), state("extract.file"),
+            state("ocr"), retrying.attempts or "" if retrying else "",
+            (retrying.next_attempt_at or "")[:19] if retrying else "", reasons[-1] if reasons else ""]
 
 
 @command
