@@ -307,19 +307,36 @@ def _attachment_row(name: str, row, by_stage: dict) -> list:
 @command
 def cmd_pending(args) -> int:
     from pipeline.clock import iso, parse_iso, utcnow
-    from pipeline.store import item_states
+    from pipeline.store import item_states, reports, runs
 
     _runtime()
     now = utcnow()
     cutoff = iso(now - args.older_than) if args.older_than else None
-    rows = [[r.stage, r.item, r.docket, r.reason or "", r.written_at[:19],
-             _age(now - parse_iso(r.written_at))] for r in item_states.all_pending(cutoff)]
-    if not rows:
+    pending = item_states.all_pending(cutoff)
+    if not pending:
         print("no pending rows" + (f" older than {_age(args.older_than)}" if args.older_than else ""))
         return 0
-    print(_table(rows, ["stage", "item", "docket", "reason", "since", "age"]))
-    print(f"{len(rows)} pending row(s): a process died mid-item; the next run of the stage repairs them")
+    run_rows, leased = runs.by_run_id([r.run_id for r in pending if r.run_id]), reports.leased_dockets(iso(now))
+    causes = [_pending_cause(run_rows.get(r.run_id), r.docket in leased) for r in pending]
+    rows = [[r.stage, r.item, r.docket, r.reason or "", r.written_at[:19],
+             _age(now - parse_iso(r.written_at)), cause] for r, cause in zip(pending, causes, strict=True)]
+    print(_table(rows, ["stage", "item", "docket", "reason", "since", "age", "run"]))
+    counts = ", ".join(f"{causes.count(c)} {c}" for c in dict.fromkeys(causes))
+    print(f"{len(rows)} pending row(s) ({counts}): {_PENDING_ADVICE}")
     return 0
+
+
+_PENDING_ADVICE = "the next run of the stage repairs those not running"
+
+
+def _pending_cause(run, leased: bool) -> str:
+    """Why a row is still pending, from the run that wrote it (the run table knows how it
+    ended) and whether a run holds the docket now."""
+    if run is None or run.finished_at is None:
+        return "running" if leased else "process died"
+    if run.budget_spent:
+        return "budget stop"
+    return "run ended unclean" if not run.clean else "run ended"
 
 
 def _age(delta: timedelta) -> str:
