@@ -144,6 +144,14 @@ class MiniLMEmbedder:
         )
         return vectors.tolist()
 
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        """Load the model now (seconds): the index stage says so while it waits."""
+        self._loaded_model()
+
     def _loaded_model(self):
         if self._model is None:
             self._model = _load_bundled_minilm(self.device)
