@@ -360,10 +360,25 @@ def cmd_search(args) -> int:
         from pipeline.store import dockets
 
         dockets.require_docket(args.docket)
+    warm = _warm_search(runtime, args) if runtime.settings.embedder == "minilm" and not args.cold else None
+    if warm is not None:
+        print(warm)
+        return 0
     hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
                   collection=args.collection, docket=args.docket, k=args.k)
     print(format_hits(hits).rstrip() if hits else "no results")
     return 0
+
+
+def _warm_search(runtime, args) -> str | None:
+    """The answer of the warm search service (started on first use), or None: search here."""
+    from pipeline.index import search_service
+    from pipeline.index.embedders import MiniLMEmbedder
+
+    request = {"query": args.query, "collection": args.collection, "docket": args.docket, "k": args.k,
+               "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key_of(runtime)}
+    answer = search_service.ask(runtime.data_dir, request)
+    return answer["text"] if answer else None
 
 
 @command
@@ -425,6 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--docket")
     search.add_argument("--collection", choices=["comments", "documents"])
     search.add_argument("-k", type=parse_k, default=10, help=f"hits to show, 1 to {MAX_K}")
+    search.add_argument("--cold", action="store_true",
+                        help="load the model in this process instead of asking the warm search service")
     verify = sub.add_parser("verify", help="check the store against itself; PASS or FAIL")
     verify.add_argument("--full", action="store_true", help="hash every blob, not a sample")
     verify.add_argument("--sample", type=int, default=100, help="blobs hashed without --full")
