@@ -352,32 +352,40 @@ def _age(delta: timedelta) -> str:
 
 @command
 def cmd_search(args) -> int:
+    from pipeline.config import ensure_data_dir
+    from pipeline.runtime import current_settings
+
+    # Settings only: the warm path opens no database here (the service has the index DB).
+    settings = current_settings()
+    if args.docket:
+        from pipeline.store import dockets
+
+        _runtime()
+        dockets.require_docket(args.docket)
+    if settings.embedder == "minilm" and not args.cold:
+        warm = _warm_search(settings, ensure_data_dir(settings), args)
+        if warm is not None:
+            print(warm)
+            return 0
+    # Imported only here: the warm path must not pay for psycopg2, pgvector and the stages.
     from pipeline.index.search import format_hits, search
     from pipeline.stages.index import embedder_from
 
     runtime = _runtime()
-    if args.docket:
-        from pipeline.store import dockets
-
-        dockets.require_docket(args.docket)
-    warm = _warm_search(runtime, args) if runtime.settings.embedder == "minilm" and not args.cold else None
-    if warm is not None:
-        print(warm)
-        return 0
     hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
                   collection=args.collection, docket=args.docket, k=args.k)
     print(format_hits(hits).rstrip() if hits else "no results")
     return 0
 
 
-def _warm_search(runtime, args) -> str | None:
+def _warm_search(settings, data_dir, args) -> str | None:
     """The answer of the warm search service (started on first use), or None: search here."""
     from pipeline.index import search_service
     from pipeline.index.embedders import MiniLMEmbedder
 
     request = {"query": args.query, "collection": args.collection, "docket": args.docket, "k": args.k,
-               "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key_of(runtime)}
-    answer = search_service.ask(runtime.data_dir, request)
+               "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key(settings, data_dir)}
+    answer = search_service.ask(data_dir, request)
     return answer["text"] if answer else None
 
 

@@ -28,7 +28,7 @@ def store(tmp_path_factory, pg_server, monkeypatch):
 def test_warm_service_answers_like_the_in_process_search_and_stops(store):
     rt = store.runtime
     request = {"query": "hospital funding", "collection": None, "docket": None, "k": 3,
-               "embedder": embedder_from(rt.settings).id, "index": search_service.index_key_of(rt)}
+               "embedder": embedder_from(rt.settings).id, "index": search_service.index_key(rt.settings, rt.data_dir)}
     expected = format_hits(search(rt.index_db(), embedder_from(rt.settings), "hospital funding", k=3)).rstrip()
     try:
         assert search_service.ask(rt.data_dir, request)["text"] == expected  # started, then asked

@@ -109,7 +109,7 @@ class SearchServer(socketserver.UnixStreamServer):
         if request.get("stop"):
             self.stopping = True
             return {"stopped": True}
-        if request.get("embedder") != self.embedder.id or request.get("index") != index_key_of(self.runtime):
+        if request.get("embedder") != self.embedder.id or request.get("index") != index_key(self.runtime.settings, self.runtime.data_dir):
             return {"refused": "other settings"}
         try:
             hits = search(self.index_db, self.embedder, request["query"], collection=request.get("collection"),
@@ -132,8 +132,9 @@ class SearchServer(socketserver.UnixStreamServer):
             self.runtime.close()
 
 
-def index_key_of(runtime) -> str:
-    return runtime.settings.index_url or str(runtime.data_dir)
+def index_key(settings, data_dir) -> str:
+    """Which index a request means: its URL, or the data folder of the embedded one."""
+    return settings.index_url or str(Path(data_dir).resolve())
 
 
 def main() -> None:
