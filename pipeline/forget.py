@@ -31,8 +31,9 @@ class ForgetReport:
         if not self.purge:
             if self.already_out:
                 return [f"{self.docket}: already out of the known set ({self.already_out}); data kept"]
-            return [f"{self.docket}: {'would be' if self.dry_run else ''} forgotten".replace("  ", " ")
-                    + "; its data is kept (--purge deletes it); `--docket` brings it back"]
+            forgotten = "would be forgotten" if self.dry_run else "forgotten"
+            return [f"{self.docket}: {forgotten}; its data is kept (--purge deletes it); "
+                    "`--docket` brings it back"]
         counts = ", ".join(f"{n} {table}" for table, n in self.rows.items() if n) or "no rows"
         return [f"{self.docket}: {verb} delete {counts} and {len(self.blobs)} blob(s)"]
 
