@@ -1,7 +1,8 @@
 """``docketeer``: the admin command. Questions about the store, seals, search and settings.
 
 Every subcommand prints plain text; unknown ids and bad arguments give one clear line on
-stderr and a non-zero exit (2; ``verify`` exits 1 when a check fails).
+stderr and a non-zero exit (2; ``verify`` exits 1 when a check fails); an unexpected error is
+one line and exit 1 (``--debug`` shows its traceback).
 """
 
 from __future__ import annotations
@@ -46,13 +47,31 @@ def _table(rows: list[list], header: list[str]) -> str:
     return "\n".join(lines)
 
 
+MAX_DURATION = timedelta(days=36500)  # a hundred years: anything longer is a typo
+MAX_K = 1000
+
+
 def parse_duration(text: str) -> timedelta:
     """'90s', '30m', '1h', '2d' -> timedelta (argparse type: a bad value exits 2 with one line)."""
     match = re.fullmatch(r"(\d+)([smhd])", text.strip())
     if not match:
         raise argparse.ArgumentTypeError(f"not a duration like 30m, 1h or 2d: {text!r}")
     unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[match.group(2)]
-    return timedelta(**{unit: int(match.group(1))})
+    seconds = int(match.group(1)) * int(timedelta(**{unit: 1}).total_seconds())
+    if seconds > MAX_DURATION.total_seconds():
+        raise argparse.ArgumentTypeError(f"{text!r} is longer than {MAX_DURATION.days} days")
+    return timedelta(seconds=seconds)
+
+
+def parse_k(text: str) -> int:
+    """-k: how many hits, 1 to MAX_K (argparse type)."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= k <= MAX_K:
+        raise argparse.ArgumentTypeError(f"give a number from 1 to {MAX_K}, not {k}")
+    return k
 
 
 # --- settings -----------------------------------------------------------------------------------
@@ -92,8 +111,16 @@ def _docket_row(d, counts: dict[str, int], waiting: int, index_db) -> list:
         d.id, d.agency or "", d.comment_end_date or "", counts.get("comments", 0),
         counts.get("detailed", 0), counts.get("extracted", 0), indexed,
         _retry_cell(waiting, d.retry_due_at), d.pull_watermark or "", (d.last_pull_at or "")[:19],
-        f"{d.sealed_at[:19]} ({d.seal_reason})" if d.sealed_at else "open",
+        _seal_cell(d),
     ]
+
+
+def _seal_cell(d) -> str:
+    from pipeline.store.dockets import out_of_set
+
+    seal = f"{d.sealed_at[:19]} ({d.seal_reason})" if d.sealed_at else "open"
+    out = out_of_set(d)  # forgotten or not found: kept, but no run schedules it
+    return f"{seal}, {out}" if out else seal
 
 
 def _retry_cell(waiting: int, due_at: str | None) -> str:
@@ -132,6 +159,15 @@ def cmd_unseal(args) -> int:
     _runtime()
     was = dockets.unseal(args.docket)
     print(f"{args.docket}: " + ("unsealed; its stages run again on the next run" if was else "was not sealed"))
+    return 0
+
+
+@command
+def cmd_forget(args) -> int:
+    from pipeline.forget import forget
+
+    report = forget(_runtime(), args.docket, purge_data=args.purge, dry_run=args.dry_run)
+    print("\n".join(report.lines()))
     return 0
 
 
@@ -193,57 +229,114 @@ def cmd_explain(args) -> int:
 
     rt = _runtime()
     item = reports.find_item(args.comment)
-    if item is None:
+    rows = reports.stage_rows(args.comment, registry.names())
+    if item is None and not rows:
         raise UnknownItem(f"unknown comment {args.comment!r}")
+    files = reports.file_rows_of(args.comment)
+    stages = [_stage_row(r) for r in rows] + _ocr_rows(files)
+    if item is None:  # listed, but its record never arrived: only its state rows know it
+        print(f"{args.comment}  docket {rows[0].docket}  not stored: its fetch did not succeed")
+        print(_table(stages, EXPLAIN_HEADER))
+        return 0
     print(f"{item.kind} {item.key}  docket {item.docket}  posted {item.posted_date or '-'}  "
           f"modified {item.last_modified or '-'}" + ("  WITHDRAWN" if item.withdrawn else ""))
     if item.title:
         print(f"title: {item.title}")
-    stages = [_stage_row(r) for r in reports.stage_rows(item.key, registry.names())]
-    print(_table([*stages, _index_row(rt, item)], EXPLAIN_HEADER))
-    _print_attachments(item.key)
+    print(_table([*_in_pipeline_order(stages), _index_row(rt, item)], EXPLAIN_HEADER))
+    _print_attachments(item.key, files)
     return 0
 
 
-def _print_attachments(key: str) -> None:
+def _in_pipeline_order(stages: list[list]) -> list[list]:
+    from pipeline.stages import registry
+
+    order = registry.names()
+    return sorted(stages, key=lambda r: order.index(r[0]) if r[0] in order else len(order))
+
+
+def _ocr_rows(files: dict) -> list[list]:
+    """One 'ocr' line for the item from its files' OCR rows (OCR keeps no item row), or
+    why there is none while scans wait."""
+    ocr = [r for (stage, _), r in files.items() if stage == "ocr"]
+    waiting = [r for (stage, _), r in files.items() if stage == "extract.file" and r.state == "ocr_needed"]
+    if not ocr:
+        return [_no_failure_row("ocr", "-", "", f"{len(waiting)} scan(s) not OCRed yet")] if waiting else []
+    states = sorted({r.state for r in ocr}, key=lambda st: _SEVERITY.get(st, 0), reverse=True)
+    counts = ", ".join(f"{sum(r.state == st for r in ocr)} {st}" for st in states)
+    worst = max(ocr, key=lambda r: (_SEVERITY.get(r.state, 0), r.written_at))
+    row = _stage_row(worst)
+    row[0], row[6] = "ocr", max(r.written_at for r in ocr)[:19]
+    row[7] = f"{len(ocr)} scan(s): {counts}" + (f"; {worst.reason}" if worst.reason else "")
+    return [row]
+
+
+_SEVERITY = {"failed": 3, "retry": 2, "pending": 1}
+
+
+def _print_attachments(key: str, states: dict) -> None:
     from pipeline.store import reports
 
     files = reports.attachments_of(key)
-    states = reports.file_rows_of(key)
     names = sorted({f.filename for f in files} | {item.split("/", 1)[1] for _, item in states})
     if not names:
         print("attachments: none")
         return
     by_name = {f.filename: f for f in files}
-    rows = []
-    for name in names:
-        row, fetched, extracted = by_name.get(name), states.get(("backfill.file", f"{key}/{name}")), \
-            states.get(("extract.file", f"{key}/{name}"))
-        rows.append([name, row.format if row else "", row.size if row else "",
-                     (row.sha256 or "")[:12] if row else "", fetched.state if fetched else "-",
-                     extracted.state if extracted else "-",
-                     (extracted.reason if extracted and extracted.reason else
-                      fetched.reason if fetched and fetched.reason else "")])
+    rows = [_attachment_row(name, by_name.get(name), {stage: states.get((stage, f"{key}/{name}"))
+                                                      for stage in ("backfill.file", "extract.file", "ocr")})
+            for name in names]
     print("attachments:")
-    print(_table(rows, ["file", "format", "bytes", "sha256", "download", "extract", "reason"]))
+    print(_table(rows, ["file", "format", "bytes", "sha256", "download", "extract", "ocr", "attempts",
+                        "next attempt", "reason"]))
+
+
+def _attachment_row(name: str, row, by_stage: dict) -> list:
+    """A file's row: what is stored of it, its state in each stage, its retry, the reason
+    of the last stage that gave one."""
+    def state(stage: str) -> str:
+        return by_stage[stage].state if by_stage[stage] else "-"
+
+    retrying = next((r for r in by_stage.values() if r and r.state == "retry"), None)
+    reasons = [r.reason for r in by_stage.values() if r and r.reason]
+    return [name, row.format or "" if row else "", row.size if row and row.size is not None else "",
+            (row.sha256 or "")[:12] if row else "", state("backfill.file"), state("extract.file"),
+            state("ocr"), retrying.attempts or "" if retrying else "",
+            (retrying.next_attempt_at or "")[:19] if retrying else "", reasons[-1] if reasons else ""]
 
 
 @command
 def cmd_pending(args) -> int:
     from pipeline.clock import iso, parse_iso, utcnow
-    from pipeline.store import item_states
+    from pipeline.store import item_states, reports, runs
 
     _runtime()
     now = utcnow()
     cutoff = iso(now - args.older_than) if args.older_than else None
-    rows = [[r.stage, r.item, r.docket, r.reason or "", r.written_at[:19],
-             _age(now - parse_iso(r.written_at))] for r in item_states.all_pending(cutoff)]
-    if not rows:
+    pending = item_states.all_pending(cutoff)
+    if not pending:
         print("no pending rows" + (f" older than {_age(args.older_than)}" if args.older_than else ""))
         return 0
-    print(_table(rows, ["stage", "item", "docket", "reason", "since", "age"]))
-    print(f"{len(rows)} pending row(s): a process died mid-item; the next run of the stage repairs them")
+    run_rows, leased = runs.by_run_id([r.run_id for r in pending if r.run_id]), reports.leased_dockets(iso(now))
+    causes = [_pending_cause(run_rows.get(r.run_id), r.docket in leased) for r in pending]
+    rows = [[r.stage, r.item, r.docket, r.reason or "", r.written_at[:19],
+             _age(now - parse_iso(r.written_at)), cause] for r, cause in zip(pending, causes, strict=True)]
+    print(_table(rows, ["stage", "item", "docket", "reason", "since", "age", "run"]))
+    counts = ", ".join(f"{causes.count(c)} {c}" for c in dict.fromkeys(causes))
+    print(f"{len(rows)} pending row(s) ({counts}): {_PENDING_ADVICE}")
     return 0
+
+
+_PENDING_ADVICE = "the next run of the stage repairs those not running"
+
+
+def _pending_cause(run, leased: bool) -> str:
+    """Why a row is still pending, from the run that wrote it (the run table knows how it
+    ended) and whether a run holds the docket now."""
+    if run is None or run.finished_at is None:
+        return "running" if leased else "process died"
+    if run.budget_spent:
+        return "budget stop"
+    return "run ended unclean" if not run.clean else "run ended"
 
 
 def _age(delta: timedelta) -> str:
@@ -259,18 +352,41 @@ def _age(delta: timedelta) -> str:
 
 @command
 def cmd_search(args) -> int:
+    from pipeline.config import ensure_data_dir
+    from pipeline.runtime import current_settings
+
+    # Settings only: the warm path opens no database here (the service has the index DB).
+    settings = current_settings()
+    if args.docket:
+        from pipeline.store import dockets
+
+        _runtime()
+        dockets.require_docket(args.docket)
+    if settings.embedder == "minilm" and not args.cold:
+        warm = _warm_search(settings, ensure_data_dir(settings), args)
+        if warm is not None:
+            print(warm)
+            return 0
+    # Imported only here: the warm path must not pay for psycopg2, pgvector and the stages.
     from pipeline.index.search import format_hits, search
     from pipeline.stages.index import embedder_from
 
     runtime = _runtime()
-    if args.docket:
-        from pipeline.store import dockets
-
-        dockets.require_docket(args.docket)
     hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
                   collection=args.collection, docket=args.docket, k=args.k)
     print(format_hits(hits).rstrip() if hits else "no results")
     return 0
+
+
+def _warm_search(settings, data_dir, args) -> str | None:
+    """The answer of the warm search service (started on first use), or None: search here."""
+    from pipeline.index import search_service
+    from pipeline.index.embedders import MiniLMEmbedder
+
+    request = {"query": args.query, "collection": args.collection, "docket": args.docket, "k": args.k,
+               "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key(settings, data_dir)}
+    answer = search_service.ask(data_dir, request)
+    return answer["text"] if answer else None
 
 
 @command
@@ -297,8 +413,16 @@ def cmd_snapshot(args) -> int:
     return 0
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument is one line on stderr (argparse's usage block is what --help is for)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="docketeer", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="docketeer", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("config", help="effective settings and where each came from (secrets masked)")
     sub.add_parser("dockets", help="known dockets: counts, items waiting to retry, watermark, last pull, seal")
@@ -307,6 +431,11 @@ def build_parser() -> argparse.ArgumentParser:
     seal.add_argument("--reason", default="", help="why; kept with the seal")
     unseal = sub.add_parser("unseal", help="unseal a docket (its stages run again)")
     unseal.add_argument("docket")
+    forget = sub.add_parser("forget", help="take a docket out of the known set (--purge: delete its data too)")
+    forget.add_argument("docket")
+    forget.add_argument("--purge", action="store_true",
+                        help="delete its rows, index chunks and blobs (attachments shared with other dockets stay)")
+    forget.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
     stats = sub.add_parser("stats", help="items per docket, stage and state (from state rows alone), with the next retry")
     stats.add_argument("--docket")
     explain = sub.add_parser("explain", help="one comment's journey through every stage, with retries and failure kinds")
@@ -318,7 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("query")
     search.add_argument("--docket")
     search.add_argument("--collection", choices=["comments", "documents"])
-    search.add_argument("-k", type=int, default=10)
+    search.add_argument("-k", type=parse_k, default=10, help=f"hits to show, 1 to {MAX_K}")
+    search.add_argument("--cold", action="store_true",
+                        help="load the model in this process instead of asking the warm search service")
     verify = sub.add_parser("verify", help="check the store against itself; PASS or FAIL")
     verify.add_argument("--full", action="store_true", help="hash every blob, not a sample")
     verify.add_argument("--sample", type=int, default=100, help="blobs hashed without --full")
@@ -343,6 +474,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `docketeer stats | head`: the reader left, nothing is wrong
         sys.stderr.close()
         return 0
+    except Exception as exc:  # unexpected (a disk full, a dead DB): one line unless --debug
+        if args.debug:
+            raise
+        print(f"docketeer: {type(exc).__name__}: {exc} (--debug shows the traceback)", file=sys.stderr)
+        return 1
     finally:
         _close_runtime()
 

@@ -51,9 +51,9 @@ class Invocation:
         return f"Invocation({self.id[:8]}, started {self.started_at})"
 
     # --- budgets -----------------------------------------------------------------------------
-    def override_budgets(self, **budgets: int) -> None:
-        """Budgets a wrapper was given (a negative value: none given, the setting stands)."""
-        self.budgets.update({name: value for name, value in budgets.items() if value >= 0})
+    def override_budgets(self, **budgets: int | None) -> None:
+        """Budgets a wrapper was given (None: none given, the setting stands)."""
+        self.budgets.update({name: value for name, value in budgets.items() if value is not None})
 
     def settings(self, settings):
         """``settings`` with this run's budget overrides applied."""

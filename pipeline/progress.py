@@ -37,6 +37,10 @@ class Progress:
         self.total = 0
         self.done = 0
         self.counts: dict[str, int] = {}
+        self.phase_name: str | None = None  # "loading model": said instead of a rate
+        # The rate counts from here: time spent before the work proper (loading a model)
+        # would otherwise make the first ETA hours long.
+        self.rate_since, self.rate_base = self.started, 0
 
     def start(self, total: int) -> None:
         self.total = total
@@ -50,15 +54,25 @@ class Progress:
     def add_total(self, n: int) -> None:
         self.total += n
 
+    def phase(self, name: str | None) -> None:
+        """Say what runs before the items move ("loading model"); None: the work proper
+        starts, and the rate is measured from now."""
+        self.phase_name = name
+        if name is None:
+            self.rate_since, self.rate_base = self.clock(), self.done
+        self._report(force=True)
+
     def line(self) -> str:
-        elapsed = max(self.clock() - self.started, 1e-9)
-        rate = self.done / elapsed
         parts = [f"{self.label}: {self.done}/{self.total}"]
         if self.total:
             parts.append(f"{100 * self.done // self.total}%")
-        parts.append(f"{rate:.1f}/s")
-        if rate > 0 and self.total > self.done:
-            parts.append(f"ETA {(self.total - self.done) / rate:.0f}s")
+        if self.phase_name:
+            parts.append(self.phase_name)
+        elif self.done > self.rate_base:  # a rate, and so an ETA, once items have moved
+            rate = (self.done - self.rate_base) / max(self.clock() - self.rate_since, 1e-9)
+            parts.append(f"{rate:.1f}/s")
+            if self.total > self.done:
+                parts.append(f"ETA {(self.total - self.done) / rate:.0f}s")
         if self.counts:
             parts.append(" ".join(f"{k}={v}" for k, v in sorted(self.counts.items())))
         return " ".join(parts)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import luigi
 
+from pipeline.command_line import BoundedIntParameter, CheckedParameters, DocketIdsParameter
 from pipeline.errors import DocketeerError
 from pipeline.runtime import get_runtime
 from pipeline.stages import registry
@@ -67,10 +68,13 @@ class RedriveResult:
     capped_from: int | None = None  # the --limit asked, when it was above MAX_LIMIT
     markers_cleared: list[str] = field(default_factory=list)
     sealed_at: str | None = None
+    by_state: dict[str, int] = field(default_factory=dict)  # state -> items marked (state rows)
 
     def line(self) -> str:
+        marked = ", ".join(f"{n} {state}" for state, n in sorted(self.by_state.items()))
         text = (f"redrive {self.stage} {self.docket}: {len(self.items)} item(s) in "
-                f"{','.join(self.states)} marked stale (limit {self.limit})")
+                f"{','.join(self.states)} marked stale" + (f" ({marked})" if marked else "")
+                + f" (limit {self.limit})")
         if self.capped_from is not None:
             text += f"; --limit {self.capped_from} capped at {MAX_LIMIT}"
         if self.markers_cleared:
@@ -124,7 +128,10 @@ def redrive(stage: str, docket: str, states: str | Iterable[str], limit: int, ru
     with ExitStack() as held:
         for name in (s.name for s in touched):  # in pipeline order: two re-drives cannot deadlock
             held.enter_context(leases.held(name, docket, rt.settings.lease_seconds))
+        before = docket_rows.state_counts(docket).get(stage, {})
         result.items = touched[0].redrive.mark_stale(rt, stage, docket, chosen, bounded, run_id)
+        result.by_state = _marked_by_state(before, docket_rows.state_counts(docket).get(stage, {}),
+                                           chosen, len(result.items))
         if result.items:
             for declared in touched:
                 registry.marker_store(declared, rt).clear(docket)
@@ -132,18 +139,31 @@ def redrive(stage: str, docket: str, states: str | Iterable[str], limit: int, ru
     return result
 
 
+def _marked_by_state(before: dict[str, int], after: dict[str, int], chosen: list[str],
+                     marked: int) -> dict[str, int]:
+    """state -> items it lost to the re-drive (the leases held keep anyone else out). Empty for
+    a stage whose rows are not state rows (the index's): the line then gives the total only."""
+    if not before:
+        return {}
+    lost = {s: before.get(s, 0) - after.get(s, 0) for s in chosen if s != "stale"}
+    lost = {s: n for s, n in lost.items() if n > 0}
+    if "stale" in chosen and marked > sum(lost.values()):
+        lost["stale"] = marked - sum(lost.values())
+    return lost
+
+
 # --- the Luigi task -------------------------------------------------------------------------
 
 
-class Redrive(luigi.Task):
+class Redrive(CheckedParameters, luigi.Task):
     """Mark a bounded batch of items stale so the normal stage task reprocesses them."""
 
-    docket = luigi.Parameter(description="docket id")
+    docket = DocketIdsParameter(many=False, description="docket id")
     stage = luigi.Parameter(description="backfill, extract or index")
     states = luigi.Parameter(
         default="", description="comma-separated states to re-drive (default: failed; index: mismatch)"
     )
-    limit = luigi.IntParameter(default=25, description=f"items per re-drive, at most {MAX_LIMIT}")
+    limit = BoundedIntParameter(default=25, minimum=1, description=f"items per re-drive, at most {MAX_LIMIT}")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -161,6 +181,7 @@ class Redrive(luigi.Task):
         return self._done
 
     def run(self) -> None:
+        runtime_or_exit()  # Luigi's log handlers exist by now: our line is shown with its own
         run_id = runs.start_run(self.task_id, self.stage, self.docket)
         result = redrive(self.stage, self.docket, self.states, self.limit, run_id)
         line = result.line()

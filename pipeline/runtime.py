@@ -84,6 +84,11 @@ def get_runtime() -> Runtime:
     return _current
 
 
+def current_settings() -> Settings:
+    """The settings of the installed runtime, or loaded afresh: without opening any store."""
+    return _current.settings if _current is not None else load_settings()
+
+
 def set_runtime(runtime: Runtime | None) -> Runtime | None:
     """Install a runtime (tests, the CLI); returns the previous one."""
     global _current

@@ -122,6 +122,8 @@ def index_dsn(rt) -> tuple[str, object]:
 
 def take_snapshot(rt, dest: Path) -> Snapshot:
     dest = Path(dest).expanduser().resolve()
+    if dest.exists() and not dest.is_dir():
+        raise SnapshotError(f"{dest} is a file: snapshot into a new folder")
     if dest.exists() and any(dest.iterdir()):
         raise SnapshotError(f"{dest} is not empty: snapshot into a new folder")
     dest.mkdir(parents=True, exist_ok=True)

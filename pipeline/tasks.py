@@ -19,6 +19,13 @@ from typing import ClassVar
 import luigi
 
 from pipeline.clock import iso, utcnow, window_start
+from pipeline.command_line import (
+    BoundedIntParameter,
+    CheckedParameters,
+    DocketIdsParameter,
+    OneLineUncaught,
+    check_scheduler,
+)
 from pipeline.counters import STAGE_CALLS, counters
 from pipeline.errors import BudgetSpent, ConfigError, DocketeerError
 from pipeline.invocation import Invocation, InvocationParameter
@@ -47,8 +54,9 @@ def share_luigi_log_handlers() -> None:
     command line), so without this our progress and summary lines would go nowhere.
     """
     luigi_logger = logging.getLogger("luigi-interface")
-    if not any(isinstance(f, OneLineFailures) for f in luigi_logger.filters):
-        luigi_logger.addFilter(OneLineFailures())
+    for kind in (OneLineFailures, OneLineUncaught):
+        if not any(isinstance(f, kind) for f in luigi_logger.filters):
+            luigi_logger.addFilter(kind())
     if not luigi_logger.handlers:
         return
     for name in ("docketeer", "pipeline"):
@@ -74,6 +82,7 @@ class OneLineFailures(logging.Filter):
 def runtime_or_exit():
     """The runtime, or one clear line on stderr and exit status 2 (no traceback wall)."""
     share_luigi_log_handlers()
+    check_scheduler()
     try:
         return get_runtime()
     except ConfigError as exc:
@@ -81,10 +90,10 @@ def runtime_or_exit():
         raise SystemExit(2) from None
 
 
-class DocketStageTask(luigi.Task):
+class DocketStageTask(CheckedParameters, luigi.Task):
     """One stage over one docket; ``stage`` is the declaration it was made from."""
 
-    docket = luigi.Parameter(description="docket id, e.g. CMS-2026-2377")
+    docket = DocketIdsParameter(many=False, description="docket id, e.g. CMS-2026-2377")
     version = luigi.OptionalIntParameter(
         default=None, description="target version; --force picks the next one"
     )
@@ -259,7 +268,7 @@ class DocketStageTask(luigi.Task):
             self.set_status_message(line)
 
 
-class DiscoverDockets(luigi.Task):
+class DiscoverDockets(CheckedParameters, luigi.Task):
     """Docket rows from the configured list, a Federal Register search, or a mirror listing."""
 
     def complete(self) -> bool:
@@ -276,20 +285,20 @@ class DiscoverDockets(luigi.Task):
         log.info("discover (%s): %d dockets known, %d new", rt.settings.discover, found.known, found.new)
 
 
-class DocketWrapper(luigi.Task):
+class DocketWrapper(CheckedParameters, luigi.Task):
     """Runs one stage task per known docket (after discovery), or only the named dockets."""
 
-    docket = luigi.Parameter(
+    docket = DocketIdsParameter(
         default="", description="comma-separated docket ids: only these, and no discovery call"
     )
     force = luigi.BoolParameter(default=False, description="redo this stage for these dockets")
-    budget_seconds = luigi.IntParameter(
-        default=-1, significant=False,
+    budget_seconds = BoundedIntParameter(
+        default=None, significant=False, maximum=366 * 86400,
         description="stop at the next item boundary after this many seconds (0: no limit; "
                     "default: the budget_seconds setting); the next run continues",
     )
-    request_budget = luigi.IntParameter(
-        default=-1, significant=False,
+    request_budget = BoundedIntParameter(
+        default=None, significant=False,
         description="API requests per task run (0: no limit; default: the request_budget setting)",
     )
     invocation = InvocationParameter()
@@ -348,6 +357,10 @@ class DocketWrapper(luigi.Task):
         named = self.named()
         if named:
             docket_rows.ensure_dockets(named, discovered_by="cli")
+            # Luigi calls run() again once the yielded tasks are done: a docket a task of this
+            # run just found missing upstream stays out of the known set.
+            ran = runs.dockets_run_since(named, self.current_invocation.started_at)
+            docket_rows.readmit([d for d in named if d not in ran])
         yield self.docket_tasks()
 
 

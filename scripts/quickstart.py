@@ -4,7 +4,8 @@
    mirrulations layout under data/quickstart/mirror (once).
 2. Serves it on 127.0.0.1 as regulations.gov v4 + downloads + Federal Register (stand-in).
 3. Runs the real command, ``luigi --module pipeline IndexAll --local-scheduler``, against it.
-4. Runs it again: nothing is redone, and says how long that took.
+4. Runs it again and checks, from Luigi's execution summary, that no task ran (it exits
+   non-zero if one did), and says how long that took.
 5. Prints a search result.
 
 Everything is written under data/quickstart/; nothing leaves this machine.
@@ -68,7 +69,22 @@ def job_env(server: StandinServer, store: Path, dockets: list[str]) -> dict[str,
     return env
 
 
-def run_index_all(env: dict[str, str], label: str) -> float:
+def tasks_that_ran(luigi_stderr: str) -> list[str]:
+    """The '- N Task(...)' lines under '* N ran successfully:' (or any other '* N ...' group
+    except the complete ones) in Luigi's execution summary: what a run actually did."""
+    ran, group = [], None
+    for line in luigi_stderr.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("* "):
+            group = stripped
+        elif stripped.startswith("- ") and group and "complete ones were encountered" not in group:
+            ran.append(f"{group.rstrip(':')}: {stripped[2:]}")
+        elif not stripped.startswith("- "):
+            group = None if not stripped else group
+    return ran
+
+
+def run_index_all(env: dict[str, str], label: str) -> tuple[float, list[str]]:
     command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
                "--local-scheduler", "--workers", "2"]
     print(f"\n$ luigi --module pipeline IndexAll --local-scheduler --workers 2   # {label}")
@@ -80,7 +96,7 @@ def run_index_all(env: dict[str, str], label: str) -> float:
     if done.returncode != 0:
         print(done.stderr[-4000:], file=sys.stderr)
         raise SystemExit(f"IndexAll failed with exit status {done.returncode}")
-    return seconds
+    return seconds, tasks_that_ran(done.stderr)
 
 
 def _is_summary(line: str) -> bool:
@@ -109,9 +125,11 @@ def main(argv: list[str] | None = None) -> None:
     with StandinServer(base / "mirror") as server:
         print(f"stand-in regulations.gov serving {base / 'mirror'} at {server.url}")
         env = job_env(server, store, [d.id for d in manifest.dockets])
-        first = run_index_all(env, "again, on the store of an earlier quickstart" if earlier
-                              else "first run: everything is new")
-        second = run_index_all(env, "second run: nothing new")
+        first, _ = run_index_all(env, "again, on the store of an earlier quickstart" if earlier
+                                 else "first run: everything is new")
+        second, ran = run_index_all(env, "second run: nothing new")
+    if ran:  # the claim below is checked, not assumed
+        raise SystemExit("the second run was expected to do nothing, but Luigi ran:\n  " + "\n  ".join(ran))
     if earlier:
         print(f"\nthe store was already complete: {first:.1f}s and {second:.1f}s, nothing was redone"
               " (use --fresh to start over)")
@@ -119,6 +137,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\nfirst run {first:.1f}s; second run {second:.1f}s: nothing was redone")
     docketeer(env, "dockets")
     docketeer(env, "search", args.query, "-k", "3")
+    print(f"\nto ask this store yourself: . .venv/bin/activate && "
+          f"DOCKETEER_DATA_DIR={_shown(store)} DOCKETEER_EMBEDDER={env['DOCKETEER_EMBEDDER']} docketeer dockets")
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 if __name__ == "__main__":

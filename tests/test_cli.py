@@ -255,6 +255,26 @@ def test_pending_lists_oldest_first_and_filters_by_age(store, capsys):
     assert code == 0 and out.strip() == "no pending rows older than 30m"
 
 
+def test_pending_tells_a_budget_stop_from_a_dead_process(store, capsys):
+    from pipeline.store import runs
+    from pipeline.store.models import Run
+
+    docket = store.dockets[0]
+    stopped, died = f"{docket}-9996", f"{docket}-9997"
+    budget_run, dead_run = runs.start_run("T", "extract", docket), runs.start_run("T", "extract", docket)
+    runs.finish_run(budget_run, clean=False, counters={}, budget_spent=True)
+    item_states.mark_pending("extract", stopped, docket, run_id=budget_run, reason="writing combined.md")
+    item_states.mark_pending("extract", died, docket, run_id=dead_run, reason="writing combined.md")
+    try:
+        code, out, _ = run(capsys, "pending")
+    finally:
+        ItemState.delete().where(ItemState.item.in_([stopped, died])).execute()
+        Run.delete().where(Run.run_id.in_([budget_run, dead_run])).execute()
+    rows = {r["item"]: r["run"] for r in table(out.split("\n" + "2 pending")[0])}
+    assert rows == {stopped: "budget stop", died: "process died"}
+    assert "2 pending row(s) (1 budget stop, 1 process died)" in out
+
+
 def test_search_prints_ranked_hits(store, capsys):
     code, out, _ = run(capsys, "search", "hospital funding", "-k", "3")
     assert code == 0

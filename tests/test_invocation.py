@@ -24,7 +24,7 @@ def test_budgets_given_to_a_wrapper_are_this_runs_settings(sqlite_state):  # noq
     ToyAll(docket=A, request_budget=5, invocation=run).docket_tasks()
     settings = run.settings(sqlite_state.settings)
     assert settings.request_budget == 5
-    assert settings.budget_seconds == sqlite_state.settings.budget_seconds  # -1: not given
+    assert settings.budget_seconds == sqlite_state.settings.budget_seconds  # None: not given
     assert Invocation().settings(sqlite_state.settings) is sqlite_state.settings
 
 

@@ -154,3 +154,14 @@ def test_without_tesseract_one_line_and_nothing_changes(rt, monkeypatch, caplog)
     assert "2 attachments stay ocr_needed" in lines[0]
     assert result.clean and not io_done
     assert dump_tables() == tables and dump_blobs(rt) == blobs
+
+
+def test_without_tesseract_a_docket_without_scans_gets_no_warning(rt, monkeypatch, caplog):
+    setup_docket(rt, {TYPED: ("Typed.", {"attachment_1.pdf": pdf_of(PROSE)})})
+    extract_with_marker(rt)
+    monkeypatch.setattr(ocr_lib, "tesseract_available", lambda language="eng": False)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="docketeer"):
+        result, _ = run_ocr(rt)
+    assert result.clean and not result.message
+    assert "Tesseract" not in caplog.text

@@ -47,6 +47,7 @@ def test_only_eligible_items_bounded_oldest_first_and_idempotent(state):  # noqa
     items = toy_rows(["ok", "failed", "ocr_needed", "failed", "failed", "unsupported"])
     first = redrive("toyprocess", A, "failed", 2, run_id="r1")
     assert first.items == [items[1], items[3]]  # the two oldest failed rows
+    assert first.by_state == {"failed": 2} and "marked stale (2 failed)" in first.line()
     assert first.markers_cleared == ["toyprocess"]
     assert states_now() == dict(zip(items, ["ok", "stale", "ocr_needed", "stale", "failed",
                                             "unsupported"], strict=True))
@@ -178,6 +179,7 @@ def test_luigi_command_runs_redrive_and_refuses_bad_requests(store):
     assert done.returncode == 0, done.stderr[-2000:]
     [run] = Run.select().where(Run.task.startswith("Redrive"))
     assert run.clean and "marked stale" in run.message
+    assert run.message in done.stderr  # said on the command line, not only in the run table
     stale = [r for r in extract_rows(docket).values() if r.state == "stale"]
     assert stale and all(r.reason == "re-driven" for r in stale)
     bad = luigi_redrive("--stage", "fetch")

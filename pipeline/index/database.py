@@ -402,6 +402,28 @@ class IndexDB:
                 (collection, item_key),
             )
 
+    # --- a whole docket (docketeer forget --purge) --------------------------------------
+
+    _DOCKET_TABLES = ("chunks", "index_state", "index_docket_state")
+
+    def docket_row_counts(self, docket: str) -> dict[str, int]:
+        """table -> rows of this docket, every collection."""
+        with self._conn, self._conn.cursor() as cur:
+            counts = {}
+            for table in self._DOCKET_TABLES:
+                cur.execute(f"SELECT count(*) FROM {table} WHERE docket = %s", (docket,))  # noqa: S608
+                counts[table] = cur.fetchone()[0]
+        return counts
+
+    def purge_docket(self, docket: str) -> dict[str, int]:
+        """Delete the docket's chunks, item states and markers in one transaction."""
+        with self._conn, self._conn.cursor() as cur:
+            deleted = {}
+            for table in self._DOCKET_TABLES:
+                cur.execute(f"DELETE FROM {table} WHERE docket = %s", (docket,))  # noqa: S608
+                deleted[table] = cur.rowcount
+        return deleted
+
     # --- per-docket completion markers -----------------------------------------------
 
     def docket_marker(self, collection: str, docket: str) -> DocketMarker | None:

@@ -128,7 +128,7 @@ class MiniLMEmbedder:
         self.device = device
         self.batch_size = int(batch_size)
         self.dim = self.DIM
-        self.id = f"minilm:{self.MODEL}:{self.DIM}:{_bundled_model_version()}"
+        self.id = self.model_id()
         self._model = None  # loaded on first embed: a config check must not cost 10 s
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -143,6 +143,19 @@ class MiniLMEmbedder:
             convert_to_numpy=True,
         )
         return vectors.tolist()
+
+    @classmethod
+    def model_id(cls) -> str:
+        """The embedder's id, known without loading anything."""
+        return f"minilm:{cls.MODEL}:{cls.DIM}:{_bundled_model_version()}"
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def load(self) -> None:
+        """Load the model now (seconds): the index stage says so while it waits."""
+        self._loaded_model()
 
     def _loaded_model(self):
         if self._model is None:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import math
+
+from pipeline.errors import DocketeerError
 from pipeline.index.database import IndexDB, SearchHit
 from pipeline.index.embedders import Embedder
 
 SNIPPET_CHARS = 200
+
+
+class NothingToSearch(DocketeerError):
+    """The query embeds to no direction at all (only punctuation or stop words)."""
 
 
 def search(
@@ -21,9 +28,17 @@ def search(
     if not query.strip():
         return []
     [query_vector] = embedder.embed([query])
-    return index_db.search(
+    if not _has_direction(query_vector):
+        # A zero vector has no cosine similarity with anything: every score would be NaN.
+        raise NothingToSearch(f"nothing to search for in {query!r}: give some words")
+    hits = index_db.search(
         query_vector, collection=collection, docket=docket, k=k, embedder_id=embedder.id
     )
+    return [hit for hit in hits if not math.isnan(hit.score)]
+
+
+def _has_direction(vector: list[float]) -> bool:
+    return all(math.isfinite(x) for x in vector) and any(x != 0.0 for x in vector)
 
 
 def format_hits(hits: list[SearchHit]) -> str:

@@ -23,6 +23,8 @@ from pipeline.clock import iso, utcnow
 from pipeline.errors import (
     BadResponse,
     BudgetSpent,
+    DocketeerError,
+    Gone,
     InvalidIdentifier,
     PermanentHTTPError,
     RunStopping,
@@ -52,6 +54,10 @@ class BadItem(BadResponse):
     """A keyable list item whose fields are not what the API promises."""
 
 
+class DocketNotFound(DocketeerError):
+    """The source answered 404/410 for the docket itself: a mistyped or withdrawn id."""
+
+
 def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
     if docket.sealed_at and not ctx.force:
         # Debug only: the wrapper already printed the one-line notice for a named docket.
@@ -66,6 +72,9 @@ def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
         if not docket.resolved_at or ctx.force:
             docket = resolve_docket(api, docket, ctx, result)
         watermark = walk_docket(api, docket, ctx, result)
+    except DocketNotFound as exc:
+        _leave_not_found(docket.id, exc, result)
+        return _with_calls(result, api, calls_before)
     except BudgetSpent as exc:
         result.budget_spent, result.message = True, str(exc)
     except RunStopping:
@@ -128,9 +137,27 @@ def _date_part(value: object) -> str | None:
         raise BadResponse(f"unreadable comment date {value[:40]!r}") from None
 
 
+def _leave_not_found(docket_id: str, exc: DocketNotFound, result: StageResult) -> None:
+    # Recorded once, with one notice; from now on no wrapper schedules it (an hourly
+    # failure would teach cron to ignore failures). `--docket ID` asks again.
+    docket_rows.leave_known_set(docket_id, docket_rows.NOT_FOUND)
+    result.message = (f"{docket_id}: not found upstream ({exc}); recorded as not found and "
+                      f"skipped from now on (`docketeer forget {docket_id} --purge` removes it)")
+    log.warning(result.message)
+
+
+def _get_docket(api, docket_id: str) -> dict:
+    try:
+        return api.get_docket(docket_id)
+    except (PermanentHTTPError, Gone) as exc:
+        if getattr(exc, "status", 404) in (404, 410):
+            raise DocketNotFound(str(exc)) from exc
+        raise
+
+
 def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> Docket:
     """Learn the docket's documents, object ids and comment dates: once per docket."""
-    data = api.get_docket(docket.id)
+    data = _get_docket(api, docket.id)
     documents = api.list_documents(docket.id)
     windows = [comment_window(d) for d in comment_documents(documents)]
     starts = [w["start"] for w in windows if w["start"]]

@@ -117,6 +117,7 @@ def index_docket(ctx: StageContext, docket: Docket, *, index_db, embedder) -> St
     if not todo:
         return result
     ctx.progress.start(len(todo))
+    _load_model(ctx, embedder)
     writer = Writer(ctx, docket.id, index_db, embedder, result)
     try:
         for work in todo:
@@ -128,6 +129,16 @@ def index_docket(ctx: StageContext, docket: Docket, *, index_db, embedder) -> St
         # Loaded work is kept even when the budget ran out: at most one embed batch more.
         writer.flush()
     return result
+
+
+def _load_model(ctx: StageContext, embedder) -> None:
+    # A local model loads for seconds to minutes: the visualiser says so meanwhile, and the
+    # rate (and ETA) counts from when the items start moving.
+    if getattr(embedder, "loaded", True):
+        return
+    ctx.progress.phase("loading model")
+    embedder.load()
+    ctx.progress.phase(None)
 
 
 def plan(ctx: StageContext, docket_id: str, index_db, embedder_id: str,

@@ -115,6 +115,8 @@ def ocr_docket(ctx: StageContext, docket: Docket) -> StageResult:
 
 def _without_tesseract(docket: Docket, file_rows: dict) -> StageResult:
     waiting = sum(1 for row in file_rows.values() if row.state == STATUS_OCR_NEEDED)
+    if not waiting:  # no scans in this docket: nothing is missing, nothing to say
+        return StageResult()
     message = (f"Tesseract is not installed (no eng.traineddata; apt-get install tesseract-ocr): "
                f"{waiting} attachments stay ocr_needed")
     log.warning("ocr %s: %s", docket.id, message)

@@ -19,6 +19,18 @@ class UnknownDocket(DocketeerError):
     pass
 
 
+# Out of the known set, their rows and data kept (no schema change: ``discovered_by`` says
+# so). An operator's `docketeer forget`, or a docket the source answered 404 for. Naming the
+# docket again with --docket brings it back; discovery alone does not.
+FORGOTTEN = "forgotten"
+NOT_FOUND = "not found"
+OUT_OF_SET = (FORGOTTEN, NOT_FOUND)
+
+
+def _in_known_set():
+    return Docket.discovered_by.is_null() | Docket.discovered_by.not_in(OUT_OF_SET)
+
+
 def get_docket(docket_id: str) -> Docket | None:
     return Docket.get_or_none(Docket.id == docket_id)
 
@@ -43,6 +55,25 @@ def ensure_dockets(docket_ids: list[str], discovered_by: str) -> int:
         with database.atomic():
             Docket.insert_many(new).on_conflict_ignore().execute()
     return len(new)
+
+
+def readmit(docket_ids: list[str]) -> None:
+    """Named on the command line: forgotten or not-found dockets are known again."""
+    if docket_ids:
+        Docket.update(discovered_by="cli").where(
+            Docket.id.in_(docket_ids) & Docket.discovered_by.in_(OUT_OF_SET)).execute()
+
+
+def leave_known_set(docket_id: str, why: str) -> bool:
+    """Take the docket out of the known set (FORGOTTEN or NOT_FOUND), its rows kept; False
+    if it was out already."""
+    return bool(Docket.update(discovered_by=why).where(
+        (Docket.id == docket_id) & _in_known_set()).execute())
+
+
+def out_of_set(docket: Docket) -> str | None:
+    """FORGOTTEN, NOT_FOUND, or None for a docket in the known set."""
+    return docket.discovered_by if docket.discovered_by in OUT_OF_SET else None
 
 
 def record_resolve(docket_id: str, **fields) -> None:
@@ -71,7 +102,8 @@ def note_close_date(docket_id: str, close: str) -> None:
 
 
 def all_docket_ids() -> list[str]:
-    return [d.id for d in Docket.select(Docket.id).order_by(Docket.id)]
+    """The known set: every docket row but the forgotten and the not found."""
+    return [d.id for d in Docket.select(Docket.id).where(_in_known_set()).order_by(Docket.id)]
 
 
 def seal_status(docket_ids: list[str] | None = None) -> dict[str, str | None]:

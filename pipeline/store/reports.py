@@ -106,8 +106,9 @@ def attachments_of(key: str) -> list[Attachment]:
 
 
 def file_rows_of(key: str) -> dict[tuple[str, str], ItemState]:
-    """(stage, '<item>/<file>') -> the download and extract rows of the item's files."""
-    query = ItemState.select().where(ItemState.stage.in_(FILE_STAGES) & ItemState.item.startswith(f"{key}/"))
+    """(stage, '<item>/<file>') -> the download, extract and OCR rows of the item's files."""
+    query = ItemState.select().where(ItemState.stage.in_((*FILE_STAGES, "ocr"))
+                                     & ItemState.item.startswith(f"{key}/"))
     return {(r.stage, r.item): r for r in query}
 
 

@@ -40,3 +40,14 @@ def finished_since(stage: str, docket_id: str, since: str) -> bool:
         )
         .exists()
     )
+
+
+def dockets_run_since(docket_ids: list[str], since: str) -> set[str]:
+    """Which of these dockets had a task run start at or after ``since``."""
+    query = Run.select(Run.docket).where(Run.docket.in_(docket_ids) & (Run.started_at >= since))
+    return {r.docket for r in query.distinct()}
+
+
+def by_run_id(run_ids: list[str]) -> dict[str, Run]:
+    """run_id -> its row, for the runs that wrote some rows (one query)."""
+    return {r.run_id: r for r in Run.select().where(Run.run_id.in_(list(set(run_ids))))} if run_ids else {}

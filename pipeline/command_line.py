@@ -1,0 +1,136 @@
+"""A bad `luigi --module pipeline ...` command line: one line on stderr, exit 2, no traceback.
+
+Luigi turns every exception raised while it parses parameters or reaches its scheduler into
+"Uncaught exception in luigi" with a traceback and exit 40 (``luigi/retcodes.py``). The
+errors an operator can cause are caught before that, where they happen:
+
+* a value that does not parse or is out of range: the parameter's own ``parse``
+  (``BoundedIntParameter``, ``DocketIdsParameter``);
+* a required parameter left out: ``get_param_values``, which Luigi calls before it makes
+  any task (``CheckedParameters``);
+* no ``luigid`` to talk to: one TCP connect before the root task is made, instead of three
+  RPC attempts 30 s apart and a traceback (``check_scheduler``).
+
+``OneLineUncaught`` is the net for the rest: whatever still reaches Luigi's catch-all is
+logged as one line (the traceback stays at DEBUG level, shown with ``--log-level DEBUG``).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+from typing import NoReturn
+
+import luigi
+from luigi.parameter import ParameterException
+
+from pipeline.errors import DocketeerError, InvalidIdentifier
+from pipeline.ids import validate_id
+
+USAGE_EXIT = 2  # as argparse and a configuration error
+
+
+def refuse(message: str) -> NoReturn:
+    """One line naming what was wrong and what to do, then exit 2."""
+    print(f"docketeer: {message} (see --help)", file=sys.stderr)
+    raise SystemExit(USAGE_EXIT)
+
+
+class BoundedIntParameter(luigi.OptionalIntParameter):
+    """An optional whole number within [minimum, maximum]; unset is None (the visualiser
+    shows it as such, not as a -1 that means "unset")."""
+
+    def __init__(self, *args, minimum: int = 0, maximum: int = 10**9, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.minimum, self.maximum = minimum, maximum
+
+    @property
+    def flag(self) -> str:
+        # Luigi's __set_name__ records the attribute: the messages name what the user typed.
+        return "--" + (self._attribute_name or "value").replace("_", "-")
+
+    def parse(self, x):
+        try:
+            value = super().parse(x)
+        except ValueError:
+            refuse(f"{self.flag} {x!r} is not a whole number")
+        if value is not None and not self.minimum <= value <= self.maximum:
+            refuse(f"{self.flag} {value} is out of range: give a number from {self.minimum} "
+                   f"to {self.maximum}")
+        return value
+
+
+class DocketIdsParameter(luigi.Parameter):
+    """Docket ids (comma-separated when ``many``), each checked to be a well-formed id
+    before anything runs (a malformed one used to fail its task later, exit 30)."""
+
+    def __init__(self, *args, many: bool = True, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.many = many
+
+    def parse(self, x):
+        for docket in (d.strip() for d in x.split(",") if d.strip()) if self.many else [x]:
+            try:
+                validate_id(docket, "docket id")
+            except InvalidIdentifier as exc:
+                refuse(f"{exc}: a docket id looks like CMS-2026-2377")
+        return x
+
+
+class CheckedParameters:
+    """A task whose missing or malformed parameter is one line, not Luigi's traceback."""
+
+    @classmethod
+    def get_param_values(cls, params, args, kwargs):
+        try:
+            return super().get_param_values(params, args, kwargs)
+        except ParameterException as exc:
+            refuse(_plain(str(exc)))
+
+
+def _plain(message: str) -> str:
+    # "Redrive[args=(), kwargs={}]: requires the 'docket' parameter to be set" -> the words
+    # after the task's repr, with Luigi's parameter name written as the flag the user types.
+    head, _, rest = message.partition("]: ")
+    text = f"{head.split('[')[0]} {rest}" if rest else head
+    return text.replace("requires the '", "requires --").replace("' parameter", "").replace("_", "-")
+
+
+_checked_scheduler = False
+
+
+def check_scheduler() -> None:
+    """On the command line without --local-scheduler, a luigid must answer: else one line."""
+    global _checked_scheduler
+    from luigi.cmdline_parser import CmdlineParser
+
+    if _checked_scheduler or CmdlineParser.get_instance() is None:
+        return  # checked already, or an in-process luigi.build(), which names its scheduler
+    _checked_scheduler = True
+    core = luigi.interface.core()
+    if core.local_scheduler or core.scheduler_url:
+        return
+    try:
+        socket.create_connection((core.scheduler_host, core.scheduler_port), timeout=3).close()
+    except OSError:
+        refuse(f"no Luigi scheduler answers at {core.scheduler_host}:{core.scheduler_port}: "
+               "start one with `luigid`, or pass --local-scheduler")
+
+
+class OneLineUncaught(logging.Filter):
+    """Luigi's "Uncaught exception in luigi" for an error with a plain meaning: one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if record.msg == "Uncaught exception in luigi" and _plain_meaning(exc):
+            logging.getLogger("docketeer").debug("uncaught", exc_info=record.exc_info)
+            record.msg = f"docketeer: {type(exc).__name__}: {exc}"
+            record.args, record.exc_info, record.exc_text = (), None, None
+        return True
+
+
+def _plain_meaning(exc: BaseException | None) -> bool:
+    from luigi.rpc import RPCError
+
+    return isinstance(exc, DocketeerError | ParameterException | RPCError)

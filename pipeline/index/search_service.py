@@ -1,0 +1,151 @@
+"""A warm search service: the embedding model loaded once, asked over a unix socket.
+
+`docketeer search` with the MiniLM embedder spends nearly all its time importing
+sentence-transformers and loading the model (15-30 s), not searching. The first search
+starts this service in the background (``python -m pipeline.index.search_service``); it
+loads the model and the index DB once, listens on ``<data_dir>/search.sock`` and answers
+every later search in well under a second, until it has been idle ``IDLE_SECONDS``.
+
+One request per connection, one JSON line each way. The service answers only requests made
+under its own settings (embedder and index): a request with others is refused, and the
+command searches in-process instead. Whatever goes wrong with the service (it cannot start,
+the socket path is too long, it died), the command falls back to searching in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import socketserver
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pipeline.errors import DocketeerError
+
+SOCKET_NAME = "search.sock"
+IDLE_SECONDS = 900
+START_SECONDS = 180  # the model's first load on a slow disk
+MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux
+
+
+def socket_path(data_dir: Path) -> Path | None:
+    path = Path(data_dir).resolve() / SOCKET_NAME
+    return path if len(str(path)) <= MAX_SOCKET_PATH else None
+
+
+# --- the client ------------------------------------------------------------------------------
+
+
+def ask(data_dir: Path, request: dict, *, start: bool = True) -> dict | None:
+    """The service's answer, starting it when none listens; None: search in-process."""
+    path = socket_path(data_dir)
+    if path is None:
+        return None
+    answer = _send(path, request)
+    if answer is None and start:
+        child = _start(data_dir)
+        deadline = time.monotonic() + START_SECONDS
+        while answer is None and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            answer = _send(path, request)
+    if answer and "error" in answer:
+        raise DocketeerError(answer["error"])
+    return None if not answer or answer.get("refused") else answer
+
+
+def _send(path: Path, request: dict) -> dict | None:
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(60)
+            sock.connect(str(path))
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            with sock.makefile("rb") as reply:
+                line = reply.readline()
+    except (FileNotFoundError, ConnectionRefusedError, TimeoutError, OSError):
+        return None
+    return json.loads(line) if line else None
+
+
+def _start(data_dir: Path) -> subprocess.Popen:
+    log = open(Path(data_dir) / "search-service.log", "ab")  # noqa: SIM115 - the child keeps it
+    return subprocess.Popen([sys.executable, "-m", "pipeline.index.search_service"],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                            start_new_session=True)  # outlives the command that started it
+
+
+# --- the service -----------------------------------------------------------------------------
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        request = json.loads(self.rfile.readline() or b"{}")
+        self.wfile.write(json.dumps(self.server.answer(request)).encode() + b"\n")
+
+
+class SearchServer(socketserver.UnixStreamServer):
+    def __init__(self, path: Path, runtime) -> None:
+        from pipeline.stages.index import embedder_from
+
+        self.runtime = runtime
+        self.embedder = embedder_from(runtime.settings)
+        if hasattr(self.embedder, "load"):
+            self.embedder.load()
+        self.index_db = runtime.index_db()
+        self.stopping = False
+        self.timeout = IDLE_SECONDS
+        # Bound under a private name and renamed when ready: a client never meets a socket
+        # whose model is still loading, and a stale socket of a dead service is replaced.
+        temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        super().__init__(str(temporary), _Handler)
+        os.replace(temporary, path)
+        self.path, self.inode = path, path.stat().st_ino
+
+    def answer(self, request: dict) -> dict:
+        from pipeline.index.search import format_hits, search
+
+        if request.get("stop"):
+            self.stopping = True
+            return {"stopped": True}
+        if request.get("embedder") != self.embedder.id or request.get("index") != index_key(self.runtime.settings, self.runtime.data_dir):
+            return {"refused": "other settings"}
+        try:
+            hits = search(self.index_db, self.embedder, request["query"], collection=request.get("collection"),
+                          docket=request.get("docket"), k=int(request.get("k", 10)))
+        except DocketeerError as exc:
+            return {"error": str(exc)}
+        return {"text": format_hits(hits).rstrip() if hits else "no results"}
+
+    def handle_timeout(self) -> None:
+        self.stopping = True  # idle for IDLE_SECONDS: free the memory and the index DB
+
+    def serve_until_idle(self) -> None:
+        try:
+            while not self.stopping:
+                self.handle_request()
+        finally:
+            if self.path.exists() and self.path.stat().st_ino == self.inode:  # not a newer one's
+                self.path.unlink()
+            self.server_close()
+            self.runtime.close()
+
+
+def index_key(settings, data_dir) -> str:
+    """Which index a request means: its URL, or the data folder of the embedded one."""
+    return settings.index_url or str(Path(data_dir).resolve())
+
+
+def main() -> None:
+    from pipeline.runtime import get_runtime
+
+    runtime = get_runtime()
+    path = socket_path(runtime.data_dir)
+    if path is None:
+        raise SystemExit(f"docketeer: data_dir too long for a unix socket: {runtime.data_dir}")
+    SearchServer(path, runtime).serve_until_idle()
+
+
+if __name__ == "__main__":
+    main()

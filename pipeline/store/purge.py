@@ -1,0 +1,68 @@
+"""Every state-DB row of one docket, counted or deleted (``docketeer forget --purge``)."""
+
+from __future__ import annotations
+
+from pipeline.clock import iso, utcnow
+from pipeline.errors import DocketeerError
+from pipeline.store.models import (
+    Attachment,
+    Docket,
+    DocketStage,
+    Item,
+    ItemState,
+    Lease,
+    Run,
+    database,
+)
+
+
+class DocketBusy(DocketeerError):
+    """A run holds a lease on the docket: its rows are in use."""
+
+
+def _item_keys(docket_id: str):
+    return Item.select(Item.key).where(Item.docket == docket_id)
+
+
+def _queries(docket_id: str) -> dict[str, object]:
+    """table -> the rows of this docket in it, in the order they are deleted."""
+    return {
+        "attachments": Attachment.item.in_(_item_keys(docket_id)),
+        "item states": ItemState.docket == docket_id,
+        "markers": DocketStage.docket == docket_id,
+        "runs": Run.docket == docket_id,
+        "leases": Lease.docket == docket_id,
+        "items": Item.docket == docket_id,
+        "docket": Docket.id == docket_id,
+    }
+
+
+_MODELS = {"attachments": Attachment, "item states": ItemState, "markers": DocketStage, "runs": Run,
+           "leases": Lease, "items": Item, "docket": Docket}
+
+
+def count_rows(docket_id: str) -> dict[str, int]:
+    return {name: _MODELS[name].select().where(where).count()
+            for name, where in _queries(docket_id).items()}
+
+
+def only_its_attachments(docket_id: str) -> list[str]:
+    """sha256 of the files only this docket's attachment rows refer to (a file attached to
+    comments of several dockets is stored once, and stays for the others)."""
+    own = Attachment.item.in_(_item_keys(docket_id))
+    mine = {a.sha256 for a in Attachment.select(Attachment.sha256).where(own & Attachment.sha256.is_null(False))}
+    if not mine:
+        return []
+    shared = {a.sha256 for a in Attachment.select(Attachment.sha256).where(
+        ~own & Attachment.sha256.in_(list(mine)))}
+    return sorted(mine - shared)
+
+
+def delete_rows(docket_id: str) -> dict[str, int]:
+    """Delete every row of the docket in one transaction; refused while a run holds a lease."""
+    with database.atomic():
+        live = Lease.select().where((Lease.docket == docket_id) & (Lease.expires_at > iso(utcnow())))
+        if live.exists():
+            raise DocketBusy(f"{docket_id}: a run holds it ({live.get().stage}); try again once it ends")
+        return {name: _MODELS[name].delete().where(where).execute()
+                for name, where in _queries(docket_id).items()}

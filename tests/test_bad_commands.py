@@ -1,0 +1,117 @@
+"""Every bad command an operator can type: one line on stderr, no traceback, a known exit."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.index.embedders import HashingEmbedder
+from pipeline.index.search import NothingToSearch, search
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_DISCOVER="none",
+               DOCKETEER_EMBEDDER="hashing")
+    return env
+
+
+def _one_line(done: subprocess.CompletedProcess, exit_code: int, expected: str) -> None:
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == exit_code, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    assert len(lines) == 1 and expected in lines[0], done.stderr[-2000:]
+
+
+def luigi_cmd(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "luigi", "--module", "pipeline", *args],
+                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+
+
+def docketeer(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args],
+                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["IndexAll", "--budget-seconds", "abc"], "--budget-seconds 'abc' is not a whole number"),
+        (["IndexAll", "--request-budget", "-5"], "--request-budget -5 is out of range"),
+        (["Redrive"], "Redrive requires --docket to be set"),
+        (["Redrive", "--docket", "AB-2026-0001", "--stage", "extract", "--limit", "x"],
+         "--limit 'x' is not a whole number"),
+        (["IndexAll", "--docket", "NOT AN ID"], "unsafe docket id: 'NOT AN ID'"),
+        (["IndexDocket", "--docket", "../etc"], "unsafe docket id: '../etc'"),
+    ],
+)
+def test_bad_luigi_parameter_is_one_line_exit_2(tmp_path, args, expected):
+    _one_line(luigi_cmd(tmp_path, *args, "--local-scheduler"), 2, expected)
+
+
+def test_no_scheduler_running_is_one_line_exit_2(tmp_path):
+    done = luigi_cmd(tmp_path, "IndexAll", "--scheduler-port", str(_free_port()))
+    _one_line(done, 2, "start one with `luigid`, or pass --local-scheduler")
+
+
+def test_unset_budgets_are_none_not_minus_one():
+    from pipeline.tasks import DocketWrapper
+
+    assert DocketWrapper.budget_seconds._default is None
+    assert DocketWrapper.request_budget._default is None
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["pending", "--older-than", "99999999999999999999d"], "longer than 36500 days"),
+        (["search", "x", "-k", "-3"], "give a number from 1 to 1000, not -3"),
+        (["search", "x", "-k", "0"], "give a number from 1 to 1000, not 0"),
+        ([], "the following arguments are required"),
+    ],
+)
+def test_bad_docketeer_argument_is_one_line_exit_2(tmp_path, args, expected):
+    _one_line(docketeer(tmp_path, *args), 2, expected)
+
+
+def test_snapshot_onto_a_file_is_one_line(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    _one_line(docketeer(tmp_path, "snapshot", str(tmp_path / "afile")), 2, "is a file: snapshot into a new folder")
+
+
+def test_unexpected_error_is_one_line_unless_debug(tmp_path, monkeypatch, capsys):
+    from pipeline import cli
+
+    def broken(args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setitem(cli.COMMANDS, "config", broken)
+    assert cli.main(["config"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["docketeer: OSError: [Errno 28] No space left on device (--debug shows the traceback)"]
+    with pytest.raises(OSError):
+        cli.main(["--debug", "config"])
+
+
+class _NoIndex:
+    def search(self, *args, **kwargs):
+        raise AssertionError("a query with no direction must not reach the index")
+
+
+def test_search_for_punctuation_says_so_instead_of_nan_scores():
+    with pytest.raises(NothingToSearch, match="nothing to search for in '%'"):
+        search(_NoIndex(), HashingEmbedder(), "%")
