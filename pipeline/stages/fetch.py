@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 
 from pipeline.clock import iso, utcnow
 from pipeline.errors import (
+    BadRecord,
     BadResponse,
     BudgetSpent,
     InvalidIdentifier,
@@ -30,9 +31,9 @@ from pipeline.errors import (
 )
 from pipeline.ids import validate_id
 from pipeline.seals import should_seal
-from pipeline.sources import connect
+from pipeline.sources import connect, records
 from pipeline.sources.regulations_gov import MalformedItem
-from pipeline.sources.watermark import Watermark, parse_api_time
+from pipeline.sources.watermark import Watermark
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states, items
@@ -43,15 +44,6 @@ STAGE = "fetch"
 # Upserts are committed one list page at a time: one transaction per page instead of one
 # per row, and a crash loses at most a page that the unmoved watermark re-lists anyway.
 WRITE_BATCH = 250
-# String fields of a list summary (API name -> column); each may be null, never another type.
-TEXT_FIELDS = {"title": "title", "objectId": "object_id", "postedDate": "posted_date",
-               "lastModifiedDate": "last_modified"}
-
-
-class BadItem(BadResponse):
-    """A keyable list item whose fields are not what the API promises."""
-
-
 def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
     if docket.sealed_at and not ctx.force:
         # Debug only: the wrapper already printed the one-line notice for a named docket.
@@ -106,44 +98,22 @@ def comment_documents(documents: list[dict]) -> list[dict]:
             if d["attributes"].get("documentType") in ("Proposed Rule", "Rule", "Notice")]
 
 
-def comment_window(doc: dict) -> dict:
-    """What a walk needs of one comment-bearing document; unsafe ids stop the resolve."""
-    attrs = doc["attributes"]
-    return {
-        "id": validate_id(doc["id"], "document id"),
-        "object_id": validate_id(attrs.get("objectId"), f"objectId of document {doc['id']}"),
-        "start": _date_part(attrs.get("commentStartDate")),
-        "end": _date_part(attrs.get("commentEndDate")),
-    }
-
-
-def _date_part(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise BadResponse(f"comment date is a {type(value).__name__}, not a string")
-    try:
-        return parse_api_time(value).date().isoformat()
-    except ValueError:
-        raise BadResponse(f"unreadable comment date {value[:40]!r}") from None
-
-
 def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> Docket:
     """Learn the docket's documents, object ids and comment dates: once per docket."""
     data = api.get_docket(docket.id)
     documents = api.list_documents(docket.id)
-    windows = [comment_window(d) for d in comment_documents(documents)]
+    windows = _comment_windows(documents)
     starts = [w["start"] for w in windows if w["start"]]
     ends = [w["end"] for w in windows if w["end"]]
-    attrs = data.get("attributes") if isinstance(data.get("attributes"), dict) else {}
+    docket_fields = _docket_fields(data)
     known = items.summary_hashes(docket.id)
     with database.atomic():
         for d in documents:
             result.add("documents." + _upsert_document(d, docket.id, known))
         docket_rows.record_resolve(
             docket.id,
-            agency=_text(attrs, "agencyId") or docket.agency,
-            title=_text(attrs, "title"),
+            agency=docket_fields["agency"] or docket.agency,
+            title=docket_fields["title"],
             documents=json.dumps(windows, sort_keys=True),
             comment_start_date=min(starts) if starts else None,
             comment_end_date=max(ends) if ends else None,
@@ -152,12 +122,33 @@ def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) 
     return docket_rows.require_docket(docket.id)
 
 
+def _comment_windows(documents: list[dict]) -> list[dict]:
+    """The windows comments are listed by; a document's unreadable dates are that
+    document's problem, not the docket's."""
+    windows = []
+    for doc in comment_documents(documents):
+        try:
+            windows.append(records.comment_window(doc))
+        except BadRecord as exc:
+            log.warning("document %s: %s; its comments are not listed", doc.get("id"), exc)
+    return windows
+
+
+def _docket_fields(data: dict) -> dict:
+    try:
+        return records.docket_fields(data)
+    except BadRecord as exc:
+        raise BadResponse(f"docket record: {exc}") from None
+
+
 def _upsert_document(doc: dict, docket_id: str, known: dict) -> str:
     key = validate_id(doc["id"], "document id")
     try:
-        fields = {**_text_fields(doc["attributes"]), "withdrawn": _withdrawn(doc["attributes"])}
-    except BadItem as exc:
-        raise BadItem(f"document {key}: {exc}") from None
+        fields = records.summary_fields(doc["attributes"])
+    except BadRecord as exc:
+        # One unusable document is its own failure: the docket's comments are still walked.
+        log.warning("%s: document %s: %s", docket_id, key, exc)
+        return "failed"
     digest = items.content_digest({"kind": "document", **fields})
     return items.upsert_summary(key, docket_id, "document", fields, digest, known.get(key, False))
 
@@ -184,8 +175,8 @@ class Walk:
     def upsert(self, summary: dict, document_id: str) -> str:
         key = summary["id"]
         try:
-            fields = normalize_summary(summary, document_id)
-        except BadItem as exc:
+            fields = records.comment_summary(summary["attributes"], document_id)
+        except BadRecord as exc:
             return self.fail(key, f"comment {key}: {exc}")
         digest = items.content_digest({"kind": "comment", **fields})
         stored = self.known.get(key, False)
@@ -265,6 +256,8 @@ def walk_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> 
     ctx.progress.start(0)
     try:
         for window in json.loads(docket.documents or "[]"):
+            if window["object_id"] is None:  # an older document record: nothing to list by
+                continue
             listed = api.iter_comments(window["object_id"], since, on_bad_item=walk.bad_item)
             for page in _batches(listed, WRITE_BATCH):
                 for summary in page:
@@ -293,8 +286,11 @@ def _batches(iterable: Iterable[dict], size: int) -> Iterator[list[dict]]:
 
 
 def _later(newest: Watermark | None, page: list[dict]) -> Watermark | None:
-    """The latest of ``newest`` and the page's lastModifiedDates (compared as instants)."""
+    """The latest of ``newest`` and the page's lastModifiedDates (compared as instants);
+    items without one (older responses) are stored but never move the watermark."""
     for summary in page:
+        if not summary["attributes"].get("lastModifiedDate"):
+            continue
         seen = Watermark(summary["attributes"]["lastModifiedDate"])
         newest = seen if newest is None else newest.later(seen)
     return newest
@@ -303,31 +299,6 @@ def _later(newest: Watermark | None, page: list[dict]) -> Watermark | None:
 def _not_after(watermark: Watermark | str | None, now) -> str | None:
     """What ``pull_watermark`` stores: the watermark capped at the walk's end, as its string."""
     return None if watermark is None else str(Watermark.of(watermark).capped(now))
-
-
-def _text(attrs: dict, name: str) -> str | None:
-    value = attrs.get(name)
-    if value is not None and not isinstance(value, str):
-        raise BadItem(f"`{name}` is a {type(value).__name__}, not a string")
-    return value
-
-
-def _text_fields(attrs: dict) -> dict:
-    return {column: _text(attrs, name) for name, column in TEXT_FIELDS.items()}
-
-
-def _withdrawn(attrs: dict) -> bool:
-    value = attrs.get("withdrawn")
-    if value is not None and not isinstance(value, bool):
-        raise BadItem("`withdrawn` is not a boolean")
-    return bool(value)
-
-
-def normalize_summary(summary: dict, document_id: str) -> dict:
-    """The stored row of a list item; BadItem when a field has the wrong type."""
-    attrs = summary["attributes"]
-    return {**_text_fields(attrs), "comment_on_document_id": document_id,
-            "withdrawn": _withdrawn(attrs)}
 
 
 # --------------------------------------------------------------------------- finish

@@ -68,7 +68,8 @@ class Item(BaseModel):
     summary_hash = TextField(null=True)  # hash of the normalized list summary
     detail_hash = TextField(null=True)  # hash of the normalized detail record
     detail_summary_hash = TextField(null=True)  # summary_hash the detail was fetched for
-    body = TextField(null=True)  # inline comment text
+    body = TextField(null=True)  # inline comment text (plain text, from HTML when it was HTML)
+    body_html = TextField(null=True)  # the original body when it held markup (schema v4)
     submitter = TextField(null=True)
     organization = TextField(null=True)
     received_date = TextField(null=True)
@@ -86,6 +87,7 @@ class Attachment(BaseModel):
     declared_size = IntegerField(null=True)
     sha256 = TextField(null=True)
     size = IntegerField(null=True)
+    title = TextField(null=True)  # the included attachment's title (schema v4)
 
     class Meta:
         indexes = ((("item", "filename"), True),)
