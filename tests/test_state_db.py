@@ -197,3 +197,13 @@ def test_lease_renewal_only_by_its_holder(state):  # noqa: F811
     assert Lease.get().expires_at == before
     assert leases.renew("index", "D-2", token, 3600)
     assert Lease.get().expires_at > before
+
+
+def test_a_new_docket_row_names_its_agency_also_for_frdoc_dockets(state):  # noqa: F811
+    from pipeline.sources.mirror import default_agency
+    from pipeline.store.models import Docket
+
+    dockets.ensure_dockets(["ACF-2025-0038", "USTR_FRDOC_0001", "EPA-HQ-OAR-2021-0317"], "list")
+    agencies = {d.id: d.agency for d in Docket.select()}
+    assert agencies == {"ACF-2025-0038": "ACF", "USTR_FRDOC_0001": "USTR", "EPA-HQ-OAR-2021-0317": "EPA"}
+    assert default_agency("USTR_FRDOC_0001") == "USTR"  # where the mirror files it
