@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from pipeline.clock import iso
 from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
+from pipeline.extract.readers import can_read
 from pipeline.failures import RETRY, Failure, RetryPolicy, item_failure
 from pipeline.ids import validate_filename
 from pipeline.sources import connect, records
@@ -223,8 +224,10 @@ def ranked_formats(formats, preference: list[str]) -> list[dict]:
     return sorted(usable, key=lambda f: _rank(str(f.get("format", "")).lower(), preference))
 
 
-def _rank(fmt: str, preference: list[str]) -> int:
-    return preference.index(fmt) if fmt in preference else len(preference)
+def _rank(fmt: str, preference: list[str]) -> tuple[bool, int]:
+    """Formats this installation can read come first (a .doc without antiword would come out
+    ``unsupported`` while the PDF beside it reads); then the configured preference."""
+    return not can_read(fmt), preference.index(fmt) if fmt in preference else len(preference)
 
 
 def declared_files(body: dict, preference: list[str]) -> list[list[FileRef]]:
