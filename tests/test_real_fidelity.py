@@ -9,10 +9,13 @@ bodies as text without markup. Comment periods are Eastern calendar dates: a
 
 from __future__ import annotations
 
+import json
+import shutil
+
 from devtools.standin_server import StandinServer
 from pipeline.runtime import set_runtime
 from pipeline.stages.extract import read_combined
-from pipeline.store.models import Attachment, Docket, Item
+from pipeline.store.models import Attachment, Docket, Item, ItemState
 from tests.state_fixtures import make_runtime, new_pg_database
 from tests.test_unfinished_work import KEY, run_at
 
@@ -113,3 +116,47 @@ def assert_combined_is_text_and_labelled(runtime) -> None:
     assert frontmatter["document_id"] == "USTR-2015-0010-0016" and "comment_id" not in frontmatter
     assert body.startswith("## Document\n") and "Inline comment" not in body
     assert "Public Hearing before the Trade" in body  # from the PDF beside the .doc
+
+
+def test_variant_shapes_of_the_real_records_give_the_same_rows_or_that_items_failure(
+        tmp_path, pg_server, realdata):
+    """USTR with fields removed or mistyped, as older or broken responses have them."""
+    mirror = tmp_path / "mirror"
+    shutil.copytree(realdata / "mirror/raw-data/USTR", mirror / "raw-data/USTR")
+    text = mirror / "raw-data/USTR/USTR-2015-0010/text-USTR-2015-0010"
+    edit(text / "comments/USTR-2015-0010-0002.json", receiveDate="12345")  # not a date: its failure
+    edit(text / "comments/USTR-2015-0010-0005.json", withdrawn=None, organization=None)  # absent
+    edit(text / "documents/USTR-2015-0010-0015.json", objectId=None)  # an older document record
+    with StandinServer(mirror, api_keys=(KEY,)) as server:
+        runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base=server.api_base,
+                               api_key=KEY, discover="list", dockets="USTR-2015-0010", source="mirror",
+                               mirror_url=str(mirror), extract_workers=1, ocr="false", http_attempts=1)
+        previous = set_runtime(runtime)
+        try:
+            run_at(1)
+            backfill = {s.item: s for s in ItemState.select().where(ItemState.stage == "backfill")}
+            assert backfill["USTR-2015-0010-0002"].state == "failed"
+            assert "receiveDate" in backfill["USTR-2015-0010-0002"].reason
+            assert backfill["USTR-2015-0010-0002"].detail == "permanent"
+            assert Item.get_by_id("USTR-2015-0010-0002").received_date is None  # never stored as text
+            assert {k for k, s in backfill.items() if s.state != "ok"} == {"USTR-2015-0010-0002"}
+            stored = {i.key: stored_item(i) for i in Item.select()}
+            expected = {k: v for k, v in ITEMS.items() if k.startswith("USTR") and k != "USTR-2015-0010-0002"}
+            expected["USTR-2015-0010-0005"] = (*expected["USTR-2015-0010-0005"][:6], None,
+                                               *expected["USTR-2015-0010-0005"][7:])
+            assert {k: v for k, v in stored.items() if k != "USTR-2015-0010-0002"} == expected
+            assert Docket.get_by_id("USTR-2015-0010").comment_end_date == "2015-09-23"
+        finally:
+            set_runtime(previous)
+            runtime.close()
+
+
+def edit(path, **attributes) -> None:
+    """Set (or, with None, remove) attributes of a record file in place."""
+    body = json.loads(path.read_text())
+    for name, value in attributes.items():
+        if value is None:
+            body["data"]["attributes"].pop(name, None)
+        else:
+            body["data"]["attributes"][name] = value
+    path.write_text(json.dumps(body))
