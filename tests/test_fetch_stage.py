@@ -566,6 +566,8 @@ def test_a_document_with_an_unreadable_date_is_its_own_failure_not_the_dockets(s
     dockets.ensure_dockets([SMALL], "list")
     result = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
     assert result.counts["documents.failed"] == 1 and Item.get_or_none(Item.key == doc) is None
+    row = ItemState.get((ItemState.stage == "fetch") & (ItemState.item == doc))
+    assert row.state == "failed" and "postedDate" in row.reason and row.detail == "permanent"
     assert Docket.get_by_id(SMALL).resolved_at is not None
 
 

@@ -5,8 +5,10 @@ Fetch is the only stage that learns about new comments. An unknown docket is res
 document listing; a sealed one costs zero calls. The watermark, last-pull time and count
 advance only after a clean walk, and only then may the docket auto-seal.
 
-What the server sends is untrusted. A list item with a safe id but missing or mistyped
-fields becomes a per-item ``failed`` row with the reason; an item that cannot be keyed (an
+What the server sends is untrusted; ``pipeline.sources.records`` makes the stored fields of
+it. A field an older response lacks (``lastModifiedDate``, a document's ``objectId``) is
+absent, not an error. A list item with a safe id but mistyped or unreadable fields becomes a
+per-item ``failed`` row with the reason; an item that cannot be keyed (an
 id with ``/``, ``..``, NUL, ...) is counted ``malformed``; a response that is not the
 promised JSON stops the walk. Each of these leaves the walk unclean, with the reason in the
 run row: the watermark stays where it was, so the next run lists the same records again and
@@ -44,6 +46,8 @@ STAGE = "fetch"
 # Upserts are committed one list page at a time: one transaction per page instead of one
 # per row, and a crash loses at most a page that the unmoved watermark re-lists anyway.
 WRITE_BATCH = 250
+
+
 def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
     if docket.sealed_at and not ctx.force:
         # Debug only: the wrapper already printed the one-line notice for a named docket.
@@ -109,7 +113,7 @@ def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) 
     known = items.summary_hashes(docket.id)
     with database.atomic():
         for d in documents:
-            result.add("documents." + _upsert_document(d, docket.id, known))
+            result.add("documents." + _upsert_document(d, docket.id, known, ctx.run_id))
         docket_rows.record_resolve(
             docket.id,
             agency=docket_fields["agency"] or docket.agency,
@@ -141,13 +145,16 @@ def _docket_fields(data: dict) -> dict:
         raise BadResponse(f"docket record: {exc}") from None
 
 
-def _upsert_document(doc: dict, docket_id: str, known: dict) -> str:
+def _upsert_document(doc: dict, docket_id: str, known: dict, run_id: str) -> str:
     key = validate_id(doc["id"], "document id")
     try:
         fields = records.summary_fields(doc["attributes"])
     except BadRecord as exc:
-        # One unusable document is its own failure: the docket's comments are still walked.
+        # One unusable document is its own failure (a row with the reason; --force re-resolves
+        # it): the docket's comments are still walked.
         log.warning("%s: document %s: %s", docket_id, key, exc)
+        item_states.transition(STAGE, key, docket_id, "failed", run_id=run_id,
+                               reason=f"document {key}: {exc}"[:500], detail="permanent")
         return "failed"
     digest = items.content_digest({"kind": "document", **fields})
     return items.upsert_summary(key, docket_id, "document", fields, digest, known.get(key, False))
