@@ -177,6 +177,8 @@ def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tu
     key = f"{item.key}/{ref.filename}"
     existing = items.attachment(item.key, ref.filename)
     if existing and existing.sha256 and not ctx.force:
+        if existing.title != ref.title:  # a re-read record may name the file now: no download
+            items.set_attachment_title(item.key, ref.filename, ref.title)
         result.add("files_unchanged")
         return "ok", None
     max_bytes = ctx.settings.max_attachment_bytes

@@ -139,6 +139,11 @@ def attachment(item_key: str, filename: str) -> Attachment | None:
     return Attachment.get_or_none((Attachment.item == item_key) & (Attachment.filename == filename))
 
 
+def set_attachment_title(item_key: str, filename: str, title: str | None) -> None:
+    Attachment.update(title=title).where(
+        (Attachment.item == item_key) & (Attachment.filename == filename)).execute()
+
+
 def upsert_attachment(item_key: str, filename: str, values: dict) -> None:
     """One row per (item, filename): inserted, or updated in place."""
     (Attachment.insert(item=item_key, filename=filename, **values)
