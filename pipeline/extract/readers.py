@@ -1,4 +1,4 @@
-"""Read the text out of one attachment file: PDF, DOCX, DOC, TXT or HTML.
+"""Read the text out of one attachment file: PDF, DOCX, DOC, TXT, CSV or HTML.
 
 ``read_attachment`` never raises for a bad file: every problem becomes an
 ``AttachmentText`` with status ``failed`` (or ``unsupported``) and a one-line reason, so
@@ -26,7 +26,7 @@ from pipeline.counters import PDF_OPENS, counters
 
 # Bump when a change to any reader can change its output: the version is part of every
 # extract fingerprint, so a bump re-extracts exactly the affected items.
-EXTRACTOR_VERSION = "extract-3"  # 2: PDF page markers; 3: DOC read, documents labelled, bodies as text
+EXTRACTOR_VERSION = "extract-3"  # 2: PDF page markers; 3: DOC and CSV read, documents labelled, bodies as text
 
 STATUS_OK = "ok"
 STATUS_OCR_NEEDED = "ocr_needed"
@@ -253,6 +253,16 @@ def _decode(data: bytes) -> str:
     return data.decode("latin-1")
 
 
+def _read_csv(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
+    """Cells as text, one row a line (`` | `` between cells, as DOCX tables are written)."""
+    import csv
+    import io
+
+    text = _decode(_read_bytes_limited(path, limits)).replace("\x00", "")
+    rows = (" | ".join(cell.strip() for cell in row) for row in csv.reader(io.StringIO(text)))
+    return _text_result(filename, "\n".join(row for row in rows if row.strip(" |")), None, scannable=False)
+
+
 def _read_txt(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
     text = _decode(_read_bytes_limited(path, limits)).replace("\r\n", "\n").replace("\x00", "")
     return _text_result(filename, text, None, scannable=False)
@@ -303,6 +313,7 @@ _READERS: dict[str, Callable[[Path, str, ExtractLimits], AttachmentText]] = {
     "docx": _read_docx,
     "doc": _read_doc,
     "txt": _read_txt,
+    "csv": _read_csv,
     "htm": _read_html,
     "html": _read_html,
 }

@@ -1,4 +1,4 @@
-"""Word 97 ``.doc`` through antiword (the real USTR files), and the readable format first."""
+"""Word 97 ``.doc`` through antiword (the real USTR files), CSV, and the readable format first."""
 
 from __future__ import annotations
 
@@ -77,3 +77,14 @@ def test_the_preferred_readable_format_is_taken(tmp_path, monkeypatch):
 def test_a_doc_with_a_pdf_beside_it_takes_the_pdf_by_default():
     [candidates] = declared_files(_record("doc", "pdf"), load_settings({}).formats)
     assert candidates[0].filename == "content.pdf"
+
+
+def test_a_csv_reads_as_rows_of_cells(tmp_path):
+    import csv
+
+    path = tmp_path / "a.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([["Commenter", "Position"], ["Acme, Inc.", "supports the rule"], [], ["Zeta", "opposes"]])
+    result = read_attachment(path, "attachment_1.csv")
+    assert result.status == "ok"
+    assert result.text == "Commenter | Position\nAcme, Inc. | supports the rule\nZeta | opposes"
