@@ -92,3 +92,13 @@ def test_flags_as_the_mirror_writes_them():
     assert records.flag({"withdrawn": "True"}, "withdrawn") is True
     assert records.flag({"withdrawn": "False"}, "withdrawn") is False
     assert records.flag({}, "withdrawn") is False
+
+
+def test_orders_sizes_and_urls_are_checked_before_the_database():
+    assert records.bounded_int({"docOrder": 3}, "docOrder", records.MAX_ORDINAL) == 3
+    assert records.bounded_int({"docOrder": "3"}, "docOrder", records.MAX_ORDINAL) is None  # not a number
+    with pytest.raises(BadRecord, match="out of range"):
+        records.bounded_int({"size": 2**70}, "size", records.MAX_SIZE)
+    assert records.file_url({"fileUrl": "https://downloads.regulations.gov/X-1/attachment_1.pdf"})
+    with pytest.raises(BadRecord, match="http"):
+        records.file_url({"fileUrl": "file:///etc/passwd"})

@@ -28,6 +28,9 @@ log = logging.getLogger("docketeer")
 # String fields of a list summary (API name -> column); each may be absent, never another type.
 SUMMARY_TEXT = {"title": "title", "objectId": "object_id"}
 SUMMARY_INSTANTS = {"postedDate": "posted_date", "lastModifiedDate": "last_modified"}
+# What a record may say of an attachment's order and size before it reaches the database.
+MAX_ORDINAL = 100_000
+MAX_SIZE = 2**62
 
 
 # --------------------------------------------------------------------------- typed values
@@ -78,6 +81,24 @@ def flag(attrs: dict, name: str) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
     raise BadRecord(f"`{name}` is not a boolean: {str(value)[:40]!r}")
+
+
+def bounded_int(attrs: dict, name: str, maximum: int) -> int | None:
+    """A whole number in 0..maximum (None: absent or not a number, as older records have it)."""
+    value = attrs.get(name)
+    if value is None or isinstance(value, bool) or not isinstance(value, int):
+        return None
+    if not 0 <= value <= maximum:
+        raise BadRecord(f"`{name}` {str(value)[:40]} is out of range (0..{maximum})")
+    return value
+
+
+def file_url(file_format: dict) -> str:
+    """A file format's ``fileUrl``: only http(s) URLs are ever requested."""
+    url = file_format["fileUrl"]
+    if not url.lower().startswith(("https://", "http://")):
+        raise BadRecord(f"fileUrl is not an http(s) URL: {url[:200]!r}")
+    return url
 
 
 # --------------------------------------------------------------------------- list items

@@ -37,9 +37,6 @@ STAGE = "backfill"
 FILE_STAGE = "backfill.file"
 # Worst first: the item takes the worst state of its files ("retry": one waits to be tried again).
 FILE_STATE_ORDER = (RETRY, "failed", "too_large", "gone")
-# What a record may say of an attachment's order and size before it reaches the database.
-MAX_ORDINAL = 100_000
-MAX_SIZE = 2**62
 
 
 @dataclass(frozen=True)
@@ -244,32 +241,21 @@ def declared_files(body: dict, preference: list[str]) -> list[list[FileRef]]:
         files.append(_candidates(own, preference, 0, "content"))
     for n, attachment in enumerate(records.included_attachments(body), start=1):
         attrs = records.attributes_of(attachment, f"included attachment {n}")
-        order = _bounded_int(attrs.get("docOrder"), "docOrder", MAX_ORDINAL)
+        order = records.bounded_int(attrs, "docOrder", records.MAX_ORDINAL)
         refs = _candidates(attrs.get("fileFormats"), preference, n if order is None else order, None)
         title = records.text(attrs, "title")
         files.append([replace(ref, title=title) for ref in refs])
     return [candidates for candidates in files if candidates]
 
 
-def _bounded_int(value: object, name: str, maximum: int) -> int | None:
-    """A whole number from a record, checked before it reaches the database (None: absent)."""
-    if value is None or isinstance(value, bool) or not isinstance(value, int):
-        return None
-    if not 0 <= value <= maximum:
-        raise BadRecord(f"`{name}` {str(value)[:40]} is out of range (0..{maximum})")
-    return value
-
-
 def _candidates(formats, preference: list[str], ordinal: int, stem: str | None) -> list[FileRef]:
     refs = []
     for chosen in ranked_formats(formats, preference):
-        url = chosen["fileUrl"]
-        if not url.lower().startswith(("https://", "http://")):
-            raise BadRecord(f"fileUrl is not an http(s) URL: {url[:200]!r}")
+        url = records.file_url(chosen)
         name = url.rstrip("/").rsplit("/", 1)[-1]
         if stem:
             name = f"{stem}.{name.rsplit('.', 1)[-1]}" if "." in name else f"{stem}.bin"
-        size = _bounded_int(chosen.get("size"), "size", MAX_SIZE)
+        size = records.bounded_int(chosen, "size", records.MAX_SIZE)
         refs.append(FileRef(validate_filename(name.lower()), ordinal,
                             str(chosen.get("format", "")).lower(), size, url=url))
     return refs
