@@ -75,7 +75,8 @@ def test_a_document_without_objectId_is_a_window_nothing_is_listed_by(realdata):
     doc = load(realdata, f"{USTR}/documents/USTR-2015-0010-0001.json")["data"]
     window = records.comment_window(doc)
     assert window == {"id": "USTR-2015-0010-0001", "object_id": "0900006481bce624",
-                      "start": "2015-08-10", "end": "2015-09-23"}  # ends 2015-09-24T03:59:59Z
+                      "start": "2015-08-10", "end": "2015-09-23",  # the Eastern deadline day
+                      "opens_at": "2015-08-10T04:00:00Z", "closes_at": "2015-09-24T03:59:59Z"}
     del doc["attributes"]["objectId"]
     assert records.comment_window(doc)["object_id"] is None
 

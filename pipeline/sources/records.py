@@ -127,8 +127,11 @@ def comment_window(doc: dict) -> dict:
     return {
         "id": document_id,
         "object_id": None if object_id is None else validate_id(object_id, f"objectId of document {document_id}"),
+        # Eastern dates for people and the seal rule; the instants as the record gives them.
         "start": eastern_date(attrs, "commentStartDate"),
         "end": eastern_date(attrs, "commentEndDate"),
+        "opens_at": instant(attrs, "commentStartDate"),
+        "closes_at": instant(attrs, "commentEndDate"),
     }
 
 

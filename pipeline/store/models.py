@@ -36,10 +36,11 @@ class Docket(BaseModel):
     id = TextField(primary_key=True)
     agency = TextField(null=True)
     title = TextField(null=True)
-    # JSON list of comment-bearing documents: [{"id", "object_id", "start", "end"}]
+    # JSON list of comment-bearing documents: [{"id", "object_id", "start", "end", "opens_at",
+    # "closes_at"}]: start/end are Eastern dates (the deadline's day), *_at the UTC instants.
     documents = TextField(null=True)
-    comment_start_date = TextField(null=True)  # YYYY-MM-DD
-    comment_end_date = TextField(null=True)  # YYYY-MM-DD, the latest window's close
+    comment_start_date = TextField(null=True)  # YYYY-MM-DD, US Eastern
+    comment_end_date = TextField(null=True)  # YYYY-MM-DD, US Eastern: the latest window's deadline day
     discovered_by = TextField(null=True)  # list | fr | mirror | fetch
     resolved_at = TextField(null=True)  # documents and object ids known
     pull_watermark = TextField(null=True)  # max lastModifiedDate seen by a clean walk (UTC)
