@@ -56,3 +56,10 @@ def validate_prefix(prefix: object) -> str:
         raise InvalidIdentifier(f"unsafe prefix: {prefix!r}")
     validate_key(prefix.removesuffix("/"), what="prefix")
     return prefix
+
+
+def agency_of_docket(docket_id: str) -> str:
+    """The agency a docket id names: ``ACF-2025-0038`` → ACF, and for the Federal Register
+    dockets agencies keep (``USTR_FRDOC_0001``) the part before ``_`` → USTR. The mirror
+    files a docket under this agency too."""
+    return docket_id.split("-", 1)[0].split("_", 1)[0]

@@ -597,3 +597,20 @@ def test_real_docket_backfills_from_the_local_mirror(runtimes, realdata):
     assert comment.comment_on_document_id == "ACF-2025-0038-0001"
     assert Item.get(Item.key == "ACF-2025-0038-0001").kind == "document"
     assert_blobs_whole(runtime.blobs)
+
+
+def test_attachment_titles_are_stored_and_a_reread_record_fills_them_without_a_download(runtimes, realdata):
+    mirror_root = realdata / "mirror"
+    docket_id, comment = "ACF-2025-0038", "ACF-2025-0038-0004"
+    title = "2025-13790 WI Department of Children  Families Comment"
+    with StandinServer(mirror_root) as server:
+        runtime = runtimes.open("titles", api_base=server.api_base, source="mirror", mirror_url=str(mirror_root))
+        fetch(runtime, [docket_id])
+        backfill(runtime, [docket_id])
+        assert Attachment.get(Attachment.item == comment).title == title
+        # A store from before titles were kept, whose comment's summary then changed upstream.
+        Attachment.update(title=None).execute()
+        Item.update(detail_summary_hash="older").where(Item.key == comment).execute()
+        again = backfill(runtime, [docket_id], run_id="again")
+    assert again.counts.get("files_unchanged") == 1 and "files_stored" not in again.counts
+    assert Attachment.get(Attachment.item == comment).title == title

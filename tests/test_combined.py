@@ -84,3 +84,15 @@ def test_unicode_and_yaml_special_values_survive():
 def test_malformed_combined_rejected(data):
     with pytest.raises(ValueError):
         parse_combined(data)
+
+
+def test_a_documents_combined_md_is_labelled_as_a_document():
+    from pipeline.extract.combined import kind_of
+
+    frontmatter, body = parse_combined(render(comment_id="CMS-2026-0001-0001", inline_text="", kind="document"))
+    assert list(frontmatter)[0] == "document_id" and "comment_id" not in frontmatter
+    assert frontmatter["document_id"] == "CMS-2026-0001-0001" and kind_of(frontmatter) == "document"
+    assert "Inline comment" not in body and body.startswith("## Document\n\n_(no document text)_\n\n")
+    sections = combined_sections(body, skip_placeholders=True)
+    assert [heading for heading, _ in sections] == ["attachment_1.pdf"]
+    assert kind_of(parse_combined(render())[0]) == "comment"

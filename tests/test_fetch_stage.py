@@ -356,7 +356,8 @@ def test_5xx_storm_keeps_the_watermark_and_the_next_run_catches_up(state, small)
 def test_auto_seal_after_close_and_quiet_days_with_a_clean_zero_new_pull(state, small):  # noqa: F811
     _, server, _ = small
     dockets.ensure_dockets([SMALL], "list")
-    quiet_end = datetime(2025, 10, 23, tzinfo=UTC)  # closed 2025-09-23 + 30 quiet days
+    # Closes 2025-09-23T03:59:59Z: the September 22 deadline in Washington, + 30 quiet days.
+    quiet_end = datetime(2025, 10, 22, tzinfo=UTC)
     cold = fetch(state, SMALL, client(server), clock=quiet_end - timedelta(days=2))
     assert cold.counts["created"] == 700 and Docket.get_by_id(SMALL).sealed_at is None
     day_before = fetch(state, SMALL, client(server), clock=quiet_end - timedelta(seconds=1))
@@ -469,7 +470,7 @@ def test_bad_list_items_fail_per_item_or_stop_and_the_next_run_repairs(state, sm
         ids[0]: bad_item("CMS-2026-0200-0010/../../../evil"),
         ids[1]: bad_item(".."),
         ids[2]: bad_item("CMS\x00evil"),
-        ids[3]: bad_item(ids[3], lastModifiedDate=None),  # missing field
+        ids[3]: bad_item(ids[3], lastModifiedDate="soon"),  # unreadable
         ids[4]: bad_item(ids[4], title=["not", "a", "string"]),  # mistyped
         ids[5]: bad_item(ids[5], withdrawn="yes"),
         ids[6]: bad_item(ids[6], postedDate=20250801),
@@ -512,6 +513,62 @@ def test_a_bad_document_or_docket_record_stops_the_resolve_with_the_reason(state
     result = fetch(state, SMALL, client(server))
     assert not result.clean and "`title` is a int" in result.message
     assert fetch(state, SMALL, client(server)).clean  # and once the server behaves, it resolves
+
+
+def test_older_list_items_without_lastModifiedDate_are_stored_and_only_dated_ones_move_the_watermark(
+        state, small):  # noqa: F811
+    root, server, _ = small
+    ids = sorted(comment_ids(root))
+    undated = bad_item(ids[0])
+    del undated["attributes"]["lastModifiedDate"]
+    server.replace = {ids[0]: undated}
+    dockets.ensure_dockets([SMALL], "list")
+    result = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    assert result.clean and result.counts["created"] == 700 and "failed" not in result.counts
+    assert fetch_states(SMALL) == {"ok": 700}
+    assert Item.get_by_id(ids[0]).last_modified is None
+    watermark = Docket.get_by_id(SMALL).pull_watermark
+    dated = [i.last_modified for i in Item.select().where(Item.kind == "comment", Item.last_modified.is_null(False))]
+    assert watermark == max(dated, key=lambda v: datetime.fromisoformat(v.replace("Z", "+00:00")))
+
+
+def test_a_document_without_objectId_is_stored_and_its_comments_are_not_listed(state, small):  # noqa: F811
+    _, server, _ = small
+    doc = f"{SMALL}-0001"
+    server.replace = {doc: {"id": doc, "type": "documents",
+                            "attributes": {"title": "Notice", "documentType": "Proposed Rule",
+                                           "commentEndDate": "2025-09-23T03:59:59Z"}}}
+    dockets.ensure_dockets([SMALL], "list")
+    result = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    assert result.clean, result.message
+    assert Item.get_by_id(doc).kind == "document" and Item.get_by_id(doc).object_id is None
+    docket = Docket.get_by_id(SMALL)
+    assert docket.resolved_at is not None and docket.comment_end_date == "2025-09-22"
+    assert json.loads(docket.documents)[0]["object_id"] is None
+
+
+def test_comment_periods_are_stored_as_eastern_dates(state, small):  # noqa: F811
+    _, server, _ = small
+    dockets.ensure_dockets([SMALL], "list")
+    fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    docket = Docket.get_by_id(SMALL)
+    windows = json.loads(docket.documents)
+    # 2025-09-23T03:59:59Z is 23:59:59 on September 22 in Washington: the deadline's day.
+    assert docket.comment_end_date == "2025-09-22" and {w["end"] for w in windows} == {"2025-09-22"}
+
+
+def test_a_document_with_an_unreadable_date_is_its_own_failure_not_the_dockets(state, small):  # noqa: F811
+    root, server, _ = small
+    doc = f"{SMALL}-0001"
+    server.replace = {doc: {"id": doc, "type": "documents",
+                            "attributes": {"objectId": "0900006aaaaaaaaa", "postedDate": "12345",
+                                           "commentEndDate": "2025-09-23T03:59:59Z"}}}
+    dockets.ensure_dockets([SMALL], "list")
+    result = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    assert result.counts["documents.failed"] == 1 and Item.get_or_none(Item.key == doc) is None
+    row = ItemState.get((ItemState.stage == "fetch") & (ItemState.item == doc))
+    assert row.state == "failed" and "postedDate" in row.reason and row.detail == "permanent"
+    assert Docket.get_by_id(SMALL).resolved_at is not None
 
 
 # --------------------------------------------------------------------------- secrets, CLI

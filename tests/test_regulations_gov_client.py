@@ -488,7 +488,6 @@ def test_bad_ids_from_the_server_are_rejected(small_root, sleeps):
         {"type": "comments", "attributes": {"lastModifiedDate": "2026-01-01T00:00:00Z"}},
         {"id": "A-1", "type": "comments"},
         {"id": "A-1", "type": "comments", "attributes": []},
-        {"id": "A-1", "type": "comments", "attributes": {}},
         {"id": "A-1", "type": "comments", "attributes": {"lastModifiedDate": 17}},
         {"id": "A-1", "type": "comments", "attributes": {"lastModifiedDate": "soon"}},
         {
@@ -512,6 +511,12 @@ def test_bad_ids_from_the_server_are_rejected(small_root, sleeps):
 def test_malformed_items(item):
     with pytest.raises(BadResponse):
         check_comment_item(item)
+
+
+def test_items_of_older_responses_without_lastModifiedDate_are_kept():
+    for item in ({"id": "A-1", "type": "comments", "attributes": {}},
+                 {"id": "A-1", "type": "comments", "attributes": {"withdrawn": "False"}}):
+        assert check_comment_item(item) is item
 
 
 def test_unsafe_ids_are_refused_before_any_call(client, server):

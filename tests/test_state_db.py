@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.store import db as state_db
 from pipeline.store import dockets, item_states, leases
-from pipeline.store.models import ItemState, Meta, Run
+from pipeline.store.models import Attachment, ItemState, Meta, Run
 from tests.state_fixtures import state  # noqa: F401
 
 
@@ -40,7 +40,20 @@ def test_upgrade_from_version_2_adds_the_retry_columns(state):  # noqa: F811
     state_db.ensure_schema(db)
     assert {"attempts", "first_failed_at", "next_attempt_at"} <= {c.name for c in db.get_columns("item_state")}
     assert "retry_due_at" in {c.name for c in db.get_columns("docket")}
-    assert state_db.schema_version(db) == 3
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+
+
+def test_upgrade_from_version_3_adds_the_original_body_and_attachment_titles(state):  # noqa: F811
+    db = state.state
+    db.execute_sql("ALTER TABLE item DROP COLUMN body_html")
+    db.execute_sql("ALTER TABLE attachment DROP COLUMN title")
+    Meta.update(value="3").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert "body_html" in {c.name for c in db.get_columns("item")}
+    assert "title" in {c.name for c in db.get_columns("attachment")}
+    assert state_db.schema_version(db) == 4
+    Attachment.insert(item="X-1", filename="attachment_1.pdf", title="A letter").execute()
+    assert Attachment.get(Attachment.item == "X-1").title == "A letter"
 
 
 def test_item_state_is_one_row_transitioned_in_place(state):  # noqa: F811
@@ -184,3 +197,13 @@ def test_lease_renewal_only_by_its_holder(state):  # noqa: F811
     assert Lease.get().expires_at == before
     assert leases.renew("index", "D-2", token, 3600)
     assert Lease.get().expires_at > before
+
+
+def test_a_new_docket_row_names_its_agency_also_for_frdoc_dockets(state):  # noqa: F811
+    from pipeline.sources.mirror import default_agency
+    from pipeline.store.models import Docket
+
+    dockets.ensure_dockets(["ACF-2025-0038", "USTR_FRDOC_0001", "EPA-HQ-OAR-2021-0317"], "list")
+    agencies = {d.id: d.agency for d in Docket.select()}
+    assert agencies == {"ACF-2025-0038": "ACF", "USTR_FRDOC_0001": "USTR", "EPA-HQ-OAR-2021-0317": "EPA"}
+    assert default_agency("USTR_FRDOC_0001") == "USTR"  # where the mirror files it

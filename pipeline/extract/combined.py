@@ -24,6 +24,9 @@ Layout::
 
     <text>
 
+A document's combined.md says ``document_id:`` and its first section is ``## Document``
+(what the record itself says, usually nothing: the text is in its content file).
+
 The bytes depend only on the arguments (no timestamps), so re-extracting unchanged
 inputs yields an identical file and an identical content hash downstream. A text line
 that itself starts with ``## `` is escaped with a backslash so section headings stay
@@ -44,21 +47,29 @@ _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 INLINE_HEADING = "Inline comment"
+DOCUMENT_HEADING = "Document"
+# Per item kind: the frontmatter's id label, the first section's heading, its empty placeholder.
+LABELS = {
+    "comment": ("comment_id", INLINE_HEADING, "_(no inline comment)_"),
+    "document": ("document_id", DOCUMENT_HEADING, "_(no document text)_"),
+}
 _FRONTMATTER_FENCE = "---\n"
 _HEADING = re.compile(r"^## (.+)$")
 _ESCAPED_HEADING = re.compile(r"^(\\*)## ")
-_PLACEHOLDER = re.compile(r"^_\((?:no inline comment|[a-z_]+ — .*)\)_$")
+_PLACEHOLDER = re.compile(r"^_\((?:no inline comment|no document text|[a-z_]+ — .*)\)_$")
 
 
 def render_combined(*, comment_id: str, docket_id: str, inline_text: str,
                     attachments: list[AttachmentText], sources_fingerprint: str,
                     extractor_version: str,
-                    ocr: Mapping[str, AttachmentText] | None = None) -> bytes:
+                    ocr: Mapping[str, AttachmentText] | None = None, kind: str = "comment") -> bytes:
     """Render combined.md. ``ocr`` maps an attachment file name to its OCR result; an ok
-    OCR result supplies that attachment's section text and is recorded under ``ocr``."""
+    OCR result supplies that attachment's section text and is recorded under ``ocr``.
+    ``kind`` (comment or document) picks the id label and the first section's heading."""
     ocr = ocr or {}
+    id_label, first_heading, empty = LABELS[kind]
     inline = _clean(inline_text)
-    sections = [(INLINE_HEADING, inline or "_(no inline comment)_")]
+    sections = [(first_heading, inline or empty)]
     entries = []
     total_chars = len(inline)
     for attachment in attachments:
@@ -67,7 +78,7 @@ def render_combined(*, comment_id: str, docket_id: str, inline_text: str,
         sections.append((attachment.file, section_text))
         total_chars += chars
     frontmatter = {
-        "comment_id": comment_id,
+        id_label: comment_id,
         "docket_id": docket_id,
         "chars": total_chars,
         "attachments": entries,
@@ -121,6 +132,11 @@ def _unescape_headings(text: str) -> str:
     )
 
 
+def kind_of(frontmatter: dict) -> str:
+    """The item kind a parsed combined.md was rendered for."""
+    return "document" if "document_id" in frontmatter else "comment"
+
+
 def parse_combined(data: bytes) -> tuple[dict, str]:
     """Split combined.md bytes into (frontmatter dict, markdown body)."""
     text = data.decode("utf-8")
@@ -139,7 +155,8 @@ def parse_combined(data: bytes) -> tuple[dict, str]:
 
 
 def combined_sections(body: str, *, skip_placeholders: bool = False) -> list[tuple[str, str]]:
-    """The body's sections as (heading, text): "Inline comment", then one per attachment.
+    """The body's sections as (heading, text): "Inline comment" (a document's: "Document"),
+    then one per attachment.
 
     With ``skip_placeholders`` sections whose text is only a status line (an attachment
     without text, an empty inline comment) are left out, which is what a chunker wants.

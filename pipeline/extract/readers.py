@@ -1,4 +1,4 @@
-"""Read the text out of one attachment file: PDF, DOCX, TXT or HTML.
+"""Read the text out of one attachment file: PDF, DOCX, DOC, TXT, CSV or HTML.
 
 ``read_attachment`` never raises for a bad file: every problem becomes an
 ``AttachmentText`` with status ``failed`` (or ``unsupported``) and a one-line reason, so
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import html.parser
+import shutil
+import subprocess
 import time
 import zipfile
 from collections.abc import Callable
@@ -24,7 +26,7 @@ from pipeline.counters import PDF_OPENS, counters
 
 # Bump when a change to any reader can change its output: the version is part of every
 # extract fingerprint, so a bump re-extracts exactly the affected items.
-EXTRACTOR_VERSION = "extract-2"  # 2: PDF page markers
+EXTRACTOR_VERSION = "extract-3"  # 2: PDF page markers; 3: DOC and CSV read, documents labelled, bodies as text
 
 STATUS_OK = "ok"
 STATUS_OCR_NEEDED = "ocr_needed"
@@ -69,6 +71,9 @@ def read_attachment(path: Path, filename: str, limits: ExtractLimits | None = No
     reader = _READERS.get(_extension(filename))
     if reader is None:
         return AttachmentText(filename, STATUS_UNSUPPORTED, f"{_extension(filename) or 'no'} extension is not read")
+    missing = missing_program(_extension(filename))
+    if missing:
+        return AttachmentText(filename, STATUS_UNSUPPORTED, missing)
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -84,6 +89,20 @@ def read_attachment(path: Path, filename: str, limits: ExtractLimits | None = No
     # Library messages quote the path, which may be a temporary one: keep the reason (and
     # so combined.md) the same wherever the file was read from.
     return AttachmentText(filename, STATUS_FAILED, reason.replace(str(path), filename)[:300])
+
+
+def can_read(extension: str) -> bool:
+    """Whether a file of this extension is read here (with its program installed, if it needs one)."""
+    return extension.lower() in _READERS and not missing_program(extension)
+
+
+def missing_program(extension: str) -> str | None:
+    """Why a format's external program is unusable (naming the Debian package), or None."""
+    needed = PROGRAMS.get(extension.lower())
+    if needed is None or shutil.which(needed[0]):
+        return None
+    program, package = needed
+    return f"{extension} needs the `{program}` program (Debian package {package}), which is not installed"
 
 
 def _extension(filename: str) -> str:
@@ -195,6 +214,25 @@ def _table_text(table) -> str:
     return "\n".join(rows)
 
 
+# --- DOC (Word 97-2003) ------------------------------------------------------------------
+
+
+def _read_doc(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
+    """Word 97 files through Debian's antiword, in a child process bounded by the file's
+    time limit (a malformed file cannot hang the worker)."""
+    try:
+        done = subprocess.run(["antiword", "-m", "UTF-8.txt", "-w", "0", str(path)], capture_output=True,
+                              timeout=limits.file_seconds, check=False)
+    except subprocess.TimeoutExpired:
+        raise _FileUnreadable(f"time limit exceeded ({limits.file_seconds:g} s)") from None
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise _FileUnreadable(f"unreadable DOC: {why[-1] if why else f'antiword exited {done.returncode}'}")
+    if len(done.stdout) > limits.max_text_bytes:
+        raise _FileUnreadable(f"text too large ({len(done.stdout)} > {limits.max_text_bytes} bytes)")
+    return _text_result(filename, done.stdout.decode("utf-8", "replace"), None, scannable=False)
+
+
 # --- TXT and HTML ----------------------------------------------------------------------
 
 
@@ -213,6 +251,16 @@ def _decode(data: bytes) -> str:
         except UnicodeDecodeError:
             continue
     return data.decode("latin-1")
+
+
+def _read_csv(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
+    """Cells as text, one row a line (`` | `` between cells, as DOCX tables are written)."""
+    import csv
+    import io
+
+    text = _decode(_read_bytes_limited(path, limits)).replace("\x00", "")
+    rows = (" | ".join(cell.strip() for cell in row) for row in csv.reader(io.StringIO(text)))
+    return _text_result(filename, "\n".join(row for row in rows if row.strip(" |")), None, scannable=False)
 
 
 def _read_txt(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
@@ -263,10 +311,16 @@ def _read_html(path: Path, filename: str, limits: ExtractLimits) -> AttachmentTe
 _READERS: dict[str, Callable[[Path, str, ExtractLimits], AttachmentText]] = {
     "pdf": _read_pdf,
     "docx": _read_docx,
+    "doc": _read_doc,
     "txt": _read_txt,
+    "csv": _read_csv,
     "htm": _read_html,
     "html": _read_html,
 }
+
+
+# External programs a format's reader runs: extension -> (program, Debian package).
+PROGRAMS = {"doc": ("antiword", "antiword")}
 
 
 # A reader's signature: pipeline.extract.pool runs readers in worker processes it can kill,

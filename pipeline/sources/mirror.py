@@ -29,7 +29,13 @@ from typing import BinaryIO
 
 from pipeline.counters import counters
 from pipeline.errors import InvalidIdentifier
-from pipeline.ids import validate_filename, validate_id, validate_key, validate_prefix
+from pipeline.ids import (
+    agency_of_docket,
+    validate_filename,
+    validate_id,
+    validate_key,
+    validate_prefix,
+)
 from pipeline.s3 import (
     get_object,
     head_object,
@@ -159,8 +165,8 @@ class DocketListing:
 
 
 def default_agency(docket_id: str) -> str:
-    """The mirror files a docket under its agency, the id's prefix: ACF-2025-0038 → ACF."""
-    return docket_id.split("-", 1)[0]
+    """The mirror files a docket under its agency (``pipeline.ids.agency_of_docket``)."""
+    return agency_of_docket(docket_id)
 
 
 class Mirror(ABC):

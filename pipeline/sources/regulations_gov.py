@@ -24,6 +24,7 @@ import requests
 
 from pipeline.config import check_secret
 from pipeline.errors import (
+    BadRecord,
     BadResponse,
     ConfigError,
     InputTooLarge,
@@ -33,6 +34,7 @@ from pipeline.errors import (
 )
 from pipeline.ids import validate_id
 from pipeline.sources.http import KEY_HEADER, MASK, DownloadResult, HttpTransport
+from pipeline.sources.records import flag
 from pipeline.sources.watermark import Watermark, next_filter_second, parse_api_time
 
 log = logging.getLogger(__name__)
@@ -213,9 +215,10 @@ class RegulationsGovClient:
                         raise
                     on_bad_item(exc)
                     continue
-                lmd = item["attributes"]["lastModifiedDate"]
-                first_lmd = first_lmd or lmd
-                last_lmd = lmd
+                lmd = item["attributes"].get("lastModifiedDate")
+                if lmd is not None:
+                    first_lmd = first_lmd or lmd
+                    last_lmd = lmd
                 yield item
             if not has_next:
                 return first_lmd, last_lmd, False
@@ -334,18 +337,27 @@ class RegulationsGovClient:
 
 
 def check_comment_item(raw: object) -> dict:
-    """A comment list item with a safe id and a parseable lastModifiedDate, else MalformedItem."""
+    """A comment list item with a safe id and a parseable lastModifiedDate if it has one
+    (older responses have none: such items are kept, they only cannot move the watermark),
+    else MalformedItem."""
     item = _check_list_item(raw, "comments")
     lmd = item["attributes"].get("lastModifiedDate")
+    if lmd is None:
+        return _check_withdrawn(item)
     try:
         parse_api_time(lmd)
     except (TypeError, ValueError):
         raise MalformedItem(
             f"comment {item['id']}: bad lastModifiedDate {str(lmd)[:40]!r}", item["id"]
         ) from None
-    withdrawn = item["attributes"].get("withdrawn")
-    if withdrawn is not None and not isinstance(withdrawn, bool):
-        raise MalformedItem(f"comment {item['id']}: `withdrawn` is not a boolean", item["id"])
+    return _check_withdrawn(item)
+
+
+def _check_withdrawn(item: dict) -> dict:
+    try:
+        flag(item["attributes"], "withdrawn")
+    except BadRecord as exc:
+        raise MalformedItem(f"comment {item['id']}: {exc}", item["id"]) from None
     return item
 
 

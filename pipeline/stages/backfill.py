@@ -23,9 +23,10 @@ from dataclasses import dataclass, replace
 
 from pipeline.clock import iso
 from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
+from pipeline.extract.readers import can_read
 from pipeline.failures import RETRY, Failure, RetryPolicy, item_failure
 from pipeline.ids import validate_filename
-from pipeline.sources import connect
+from pipeline.sources import connect, records
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items
 from pipeline.store.blobs import IngestResult, attachment_key
@@ -36,9 +37,6 @@ STAGE = "backfill"
 FILE_STAGE = "backfill.file"
 # Worst first: the item takes the worst state of its files ("retry": one waits to be tried again).
 FILE_STATE_ORDER = (RETRY, "failed", "too_large", "gone")
-# What a record may say of an attachment's order and size before it reaches the database.
-MAX_ORDINAL = 100_000
-MAX_SIZE = 2**62
 
 
 @dataclass(frozen=True)
@@ -53,6 +51,7 @@ class FileRef:
     mirror_key: str | None = None  # mirror binary
     mirror_size: int | None = None  # its size in the mirror listing
     tombstoned: bool = False  # the mirror marked it _UNAVAILABLE
+    title: str | None = None  # the included attachment's own title
 
 
 def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None) -> StageResult:
@@ -118,7 +117,7 @@ def backfill_item(ctx: StageContext, source, item: Item, result: StageResult) ->
 
 def _backfill(ctx: StageContext, source, item: Item, result: StageResult) -> str:
     body = source.detail(item)
-    fields = normalize_detail(body)
+    fields = records.detail_fields(body)
     files = source.files(item, body, ctx.settings.formats)
     item_states.mark_pending(STAGE, item.key, item.docket, run_id=ctx.run_id, reason="downloading")
     outcomes = [_have_file(ctx, source, item, ref, result) for ref in files]
@@ -169,45 +168,14 @@ def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
     return failure.state
 
 
-def attributes_of(record: object, what: str) -> dict:
-    """A record's ``attributes`` object ({} when absent); BadRecord when it is anything else."""
-    if not isinstance(record, dict):
-        raise BadRecord(f"{what} is a {type(record).__name__}, not an object")
-    attrs = record.get("attributes")
-    if attrs is None:
-        return {}
-    if not isinstance(attrs, dict):
-        raise BadRecord(f"{what}.attributes is a {type(attrs).__name__}, not an object")
-    return attrs
-
-
-def _optional_text(attrs: dict, name: str) -> str | None:
-    value = attrs.get(name)
-    if value is None or isinstance(value, str):
-        return value
-    raise BadRecord(f"`{name}` is a {type(value).__name__}, not a string")
-
-
-def normalize_detail(body: dict) -> dict:
-    attrs = attributes_of(body.get("data"), "data")
-    names = [attrs.get("firstName"), attrs.get("lastName")]
-    submitter = " ".join(n for n in names if isinstance(n, str) and n.strip()) or None
-    return {
-        "body": attrs.get("comment") if isinstance(attrs.get("comment"), str) else None,
-        "submitter": submitter,
-        "organization": attrs.get("organization") if isinstance(attrs.get("organization"), str) else None,
-        "received_date": _optional_text(attrs, "receiveDate"),
-        "withdrawn": bool(attrs.get("withdrawn")),
-        "comment_on_document_id": _optional_text(attrs, "commentOnDocumentId"),
-    }
-
-
 def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tuple[str, str | None]:
     """Make sure one file is stored and has its row; returns the file's state (RETRY when
     it failed transiently: the item then waits to be tried again) and why it is not ok."""
     key = f"{item.key}/{ref.filename}"
     existing = items.attachment(item.key, ref.filename)
     if existing and existing.sha256 and not ctx.force:
+        if existing.title != ref.title:  # a re-read record may name the file now: no download
+            items.set_attachment_title(item.key, ref.filename, ref.title)
         result.add("files_unchanged")
         return "ok", None
     max_bytes = ctx.settings.max_attachment_bytes
@@ -236,7 +204,7 @@ def _upsert_attachment(item_key: str, ref: FileRef, stored: IngestResult) -> Non
     """One row per (item, filename), written only after its blob is whole and in place."""
     items.upsert_attachment(item_key, ref.filename, {
         "ordinal": ref.ordinal, "format": ref.format, "source_url": ref.url or ref.mirror_key,
-        "declared_size": ref.size, "sha256": stored.sha256, "size": stored.size})
+        "declared_size": ref.size, "sha256": stored.sha256, "size": stored.size, "title": ref.title})
 
 
 def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: StageResult,
@@ -255,8 +223,10 @@ def ranked_formats(formats, preference: list[str]) -> list[dict]:
     return sorted(usable, key=lambda f: _rank(str(f.get("format", "")).lower(), preference))
 
 
-def _rank(fmt: str, preference: list[str]) -> int:
-    return preference.index(fmt) if fmt in preference else len(preference)
+def _rank(fmt: str, preference: list[str]) -> tuple[bool, int]:
+    """Formats this installation can read come first (a .doc without antiword would come out
+    ``unsupported`` while the PDF beside it reads); then the configured preference."""
+    return not can_read(fmt), preference.index(fmt) if fmt in preference else len(preference)
 
 
 def declared_files(body: dict, preference: list[str]) -> list[list[FileRef]]:
@@ -266,35 +236,26 @@ def declared_files(body: dict, preference: list[str]) -> list[list[FileRef]]:
     included attachment is ``attachment_<n>.<ext>`` as its download URL names it.
     """
     files = []
-    own = attributes_of(body.get("data"), "data").get("fileFormats")
+    own = records.attributes_of(body.get("data"), "data").get("fileFormats")
     if isinstance(own, list) and own:
         files.append(_candidates(own, preference, 0, "content"))
-    for n, attachment in enumerate(_included_attachments(body), start=1):
-        attrs = attributes_of(attachment, f"included attachment {n}")
-        order = _bounded_int(attrs.get("docOrder"), "docOrder", MAX_ORDINAL)
-        files.append(_candidates(attrs.get("fileFormats"), preference, n if order is None else order, None))
+    for n, attachment in enumerate(records.included_attachments(body), start=1):
+        attrs = records.attributes_of(attachment, f"included attachment {n}")
+        order = records.bounded_int(attrs, "docOrder", records.MAX_ORDINAL)
+        refs = _candidates(attrs.get("fileFormats"), preference, n if order is None else order, None)
+        title = records.text(attrs, "title")
+        files.append([replace(ref, title=title) for ref in refs])
     return [candidates for candidates in files if candidates]
-
-
-def _bounded_int(value: object, name: str, maximum: int) -> int | None:
-    """A whole number from a record, checked before it reaches the database (None: absent)."""
-    if value is None or isinstance(value, bool) or not isinstance(value, int):
-        return None
-    if not 0 <= value <= maximum:
-        raise BadRecord(f"`{name}` {str(value)[:40]} is out of range (0..{maximum})")
-    return value
 
 
 def _candidates(formats, preference: list[str], ordinal: int, stem: str | None) -> list[FileRef]:
     refs = []
     for chosen in ranked_formats(formats, preference):
-        url = chosen["fileUrl"]
-        if not url.lower().startswith(("https://", "http://")):
-            raise BadRecord(f"fileUrl is not an http(s) URL: {url[:200]!r}")
+        url = records.file_url(chosen)
         name = url.rstrip("/").rsplit("/", 1)[-1]
         if stem:
             name = f"{stem}.{name.rsplit('.', 1)[-1]}" if "." in name else f"{stem}.bin"
-        size = _bounded_int(chosen.get("size"), "size", MAX_SIZE)
+        size = records.bounded_int(chosen, "size", records.MAX_SIZE)
         refs.append(FileRef(validate_filename(name.lower()), ordinal,
                             str(chosen.get("format", "")).lower(), size, url=url))
     return refs
@@ -302,13 +263,6 @@ def _candidates(formats, preference: list[str], ordinal: int, stem: str | None) 
 
 def _stem(filename: str) -> str:
     return filename.rsplit(".", 1)[0]
-
-
-def _included_attachments(body: dict) -> list[dict]:
-    included = body.get("included")
-    if not isinstance(included, list):
-        return []
-    return [i for i in included if isinstance(i, dict) and i.get("type") == "attachments"]
 
 
 # --------------------------------------------------------------------------- sources

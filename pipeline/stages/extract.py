@@ -107,8 +107,9 @@ def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: s
     from pipeline.extract.pool import ExtractPool, worker_count
 
     bodies = items.bodies_of(docket.id, todo)
+    kinds = items.kinds_of(docket.id, todo)
     files = items.attachments_of(todo, docket.id)
-    writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id))
+    writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id), kinds)
     workers = min(worker_count(ctx.settings.extract_workers), len(todo))
     # combined.md is rendered where a core is free: by this process beside fewer workers
     # than cores, else by the workers, so that this process never holds up their reads.
@@ -117,7 +118,8 @@ def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: s
             ExtractPool(limits_from(ctx.settings), workers, reader=reader) as pool:
         jobs = (
             item_job(ctx, key, files.get(key, []), Path(scratch),
-                     render=render_args(docket.id, key, bodies.get(key), todo[key], version)
+                     render=render_args(docket.id, key, bodies.get(key), todo[key], version,
+                                        kinds.get(key, "comment"))
                      if workers_render else None)
             for key in sorted(todo)
         )
@@ -130,10 +132,10 @@ def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: s
 
 
 def render_args(docket_id: str, item_key: str, body: str | None, fingerprint: str,
-                version: str) -> dict:
+                version: str, kind: str = "comment") -> dict:
     """render_combined's arguments but the attachments."""
     return {"comment_id": item_key, "docket_id": docket_id, "inline_text": body or "",
-            "sources_fingerprint": fingerprint, "extractor_version": version}
+            "sources_fingerprint": fingerprint, "extractor_version": version, "kind": kind}
 
 
 # --- files to read ------------------------------------------------------------------------
@@ -191,9 +193,10 @@ class _Writer:
     """
 
     def __init__(self, ctx: StageContext, docket_id: str, version: str,
-                 known_files: dict[str, list[str]]) -> None:
+                 known_files: dict[str, list[str]], kinds: dict[str, str]) -> None:
         self.ctx = ctx
         self.docket_id = docket_id
+        self.kinds = kinds
         self.version = version
         self.known_files = known_files
 
@@ -222,7 +225,7 @@ class _Writer:
                 fingerprint: str) -> bytes:
         # Not asked of the workers (see _extract), or the worker died or overran.
         return render_combined(attachments=texts, **render_args(
-            self.docket_id, item_key, body, fingerprint, self.version))
+            self.docket_id, item_key, body, fingerprint, self.version, self.kinds.get(item_key, "comment")))
 
     def _row(self, stage: str, item: str, state: str, *, fingerprint: str | None = None,
              content_hash: str | None = None, reason: str | None = None, detail: str | None = None) -> dict:

@@ -5,8 +5,10 @@ Fetch is the only stage that learns about new comments. An unknown docket is res
 document listing; a sealed one costs zero calls. The watermark, last-pull time and count
 advance only after a clean walk, and only then may the docket auto-seal.
 
-What the server sends is untrusted. A list item with a safe id but missing or mistyped
-fields becomes a per-item ``failed`` row with the reason; an item that cannot be keyed (an
+What the server sends is untrusted; ``pipeline.sources.records`` makes the stored fields of
+it. A field an older response lacks (``lastModifiedDate``, a document's ``objectId``) is
+absent, not an error. A list item with a safe id but mistyped or unreadable fields becomes a
+per-item ``failed`` row with the reason; an item that cannot be keyed (an
 id with ``/``, ``..``, NUL, ...) is counted ``malformed``; a response that is not the
 promised JSON stops the walk. Each of these leaves the walk unclean, with the reason in the
 run row: the watermark stays where it was, so the next run lists the same records again and
@@ -21,6 +23,7 @@ from collections.abc import Iterable, Iterator
 
 from pipeline.clock import iso, utcnow
 from pipeline.errors import (
+    BadRecord,
     BadResponse,
     BudgetSpent,
     DocketeerError,
@@ -32,9 +35,9 @@ from pipeline.errors import (
 )
 from pipeline.ids import validate_id
 from pipeline.seals import should_seal
-from pipeline.sources import connect
+from pipeline.sources import connect, records
 from pipeline.sources.regulations_gov import MalformedItem
-from pipeline.sources.watermark import Watermark, parse_api_time
+from pipeline.sources.watermark import Watermark
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states, items
@@ -45,13 +48,6 @@ STAGE = "fetch"
 # Upserts are committed one list page at a time: one transaction per page instead of one
 # per row, and a crash loses at most a page that the unmoved watermark re-lists anyway.
 WRITE_BATCH = 250
-# String fields of a list summary (API name -> column); each may be null, never another type.
-TEXT_FIELDS = {"title": "title", "objectId": "object_id", "postedDate": "posted_date",
-               "lastModifiedDate": "last_modified"}
-
-
-class BadItem(BadResponse):
-    """A keyable list item whose fields are not what the API promises."""
 
 
 class DocketNotFound(DocketeerError):
@@ -115,28 +111,6 @@ def comment_documents(documents: list[dict]) -> list[dict]:
             if d["attributes"].get("documentType") in ("Proposed Rule", "Rule", "Notice")]
 
 
-def comment_window(doc: dict) -> dict:
-    """What a walk needs of one comment-bearing document; unsafe ids stop the resolve."""
-    attrs = doc["attributes"]
-    return {
-        "id": validate_id(doc["id"], "document id"),
-        "object_id": validate_id(attrs.get("objectId"), f"objectId of document {doc['id']}"),
-        "start": _date_part(attrs.get("commentStartDate")),
-        "end": _date_part(attrs.get("commentEndDate")),
-    }
-
-
-def _date_part(value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise BadResponse(f"comment date is a {type(value).__name__}, not a string")
-    try:
-        return parse_api_time(value).date().isoformat()
-    except ValueError:
-        raise BadResponse(f"unreadable comment date {value[:40]!r}") from None
-
-
 def _leave_not_found(docket_id: str, exc: DocketNotFound, result: StageResult) -> None:
     # Recorded once, with one notice; from now on no wrapper schedules it (an hourly
     # failure would teach cron to ignore failures). `--docket ID` asks again.
@@ -159,18 +133,18 @@ def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) 
     """Learn the docket's documents, object ids and comment dates: once per docket."""
     data = _get_docket(api, docket.id)
     documents = api.list_documents(docket.id)
-    windows = [comment_window(d) for d in comment_documents(documents)]
+    windows = _comment_windows(documents)
     starts = [w["start"] for w in windows if w["start"]]
     ends = [w["end"] for w in windows if w["end"]]
-    attrs = data.get("attributes") if isinstance(data.get("attributes"), dict) else {}
+    docket_fields = _docket_fields(data)
     known = items.summary_hashes(docket.id)
     with database.atomic():
         for d in documents:
-            result.add("documents." + _upsert_document(d, docket.id, known))
+            result.add("documents." + _upsert_document(d, docket.id, known, ctx.run_id))
         docket_rows.record_resolve(
             docket.id,
-            agency=_text(attrs, "agencyId") or docket.agency,
-            title=_text(attrs, "title"),
+            agency=docket_fields["agency"] or docket.agency,
+            title=docket_fields["title"],
             documents=json.dumps(windows, sort_keys=True),
             comment_start_date=min(starts) if starts else None,
             comment_end_date=max(ends) if ends else None,
@@ -179,12 +153,36 @@ def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) 
     return docket_rows.require_docket(docket.id)
 
 
-def _upsert_document(doc: dict, docket_id: str, known: dict) -> str:
+def _comment_windows(documents: list[dict]) -> list[dict]:
+    """The windows comments are listed by; a document's unreadable dates are that
+    document's problem, not the docket's."""
+    windows = []
+    for doc in comment_documents(documents):
+        try:
+            windows.append(records.comment_window(doc))
+        except BadRecord as exc:
+            log.warning("document %s: %s; its comments are not listed", doc.get("id"), exc)
+    return windows
+
+
+def _docket_fields(data: dict) -> dict:
+    try:
+        return records.docket_fields(data)
+    except BadRecord as exc:
+        raise BadResponse(f"docket record: {exc}") from None
+
+
+def _upsert_document(doc: dict, docket_id: str, known: dict, run_id: str) -> str:
     key = validate_id(doc["id"], "document id")
     try:
-        fields = {**_text_fields(doc["attributes"]), "withdrawn": _withdrawn(doc["attributes"])}
-    except BadItem as exc:
-        raise BadItem(f"document {key}: {exc}") from None
+        fields = records.summary_fields(doc["attributes"])
+    except BadRecord as exc:
+        # One unusable document is its own failure (a row with the reason; --force re-resolves
+        # it): the docket's comments are still walked.
+        log.warning("%s: document %s: %s", docket_id, key, exc)
+        item_states.transition(STAGE, key, docket_id, "failed", run_id=run_id,
+                               reason=f"document {key}: {exc}"[:500], detail="permanent")
+        return "failed"
     digest = items.content_digest({"kind": "document", **fields})
     return items.upsert_summary(key, docket_id, "document", fields, digest, known.get(key, False))
 
@@ -211,8 +209,8 @@ class Walk:
     def upsert(self, summary: dict, document_id: str) -> str:
         key = summary["id"]
         try:
-            fields = normalize_summary(summary, document_id)
-        except BadItem as exc:
+            fields = records.comment_summary(summary["attributes"], document_id)
+        except BadRecord as exc:
             return self.fail(key, f"comment {key}: {exc}")
         digest = items.content_digest({"kind": "comment", **fields})
         stored = self.known.get(key, False)
@@ -292,6 +290,8 @@ def walk_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> 
     ctx.progress.start(0)
     try:
         for window in json.loads(docket.documents or "[]"):
+            if window["object_id"] is None:  # an older document record: nothing to list by
+                continue
             listed = api.iter_comments(window["object_id"], since, on_bad_item=walk.bad_item)
             for page in _batches(listed, WRITE_BATCH):
                 for summary in page:
@@ -320,8 +320,11 @@ def _batches(iterable: Iterable[dict], size: int) -> Iterator[list[dict]]:
 
 
 def _later(newest: Watermark | None, page: list[dict]) -> Watermark | None:
-    """The latest of ``newest`` and the page's lastModifiedDates (compared as instants)."""
+    """The latest of ``newest`` and the page's lastModifiedDates (compared as instants);
+    items without one (older responses) are stored but never move the watermark."""
     for summary in page:
+        if not summary["attributes"].get("lastModifiedDate"):
+            continue
         seen = Watermark(summary["attributes"]["lastModifiedDate"])
         newest = seen if newest is None else newest.later(seen)
     return newest
@@ -330,31 +333,6 @@ def _later(newest: Watermark | None, page: list[dict]) -> Watermark | None:
 def _not_after(watermark: Watermark | str | None, now) -> str | None:
     """What ``pull_watermark`` stores: the watermark capped at the walk's end, as its string."""
     return None if watermark is None else str(Watermark.of(watermark).capped(now))
-
-
-def _text(attrs: dict, name: str) -> str | None:
-    value = attrs.get(name)
-    if value is not None and not isinstance(value, str):
-        raise BadItem(f"`{name}` is a {type(value).__name__}, not a string")
-    return value
-
-
-def _text_fields(attrs: dict) -> dict:
-    return {column: _text(attrs, name) for name, column in TEXT_FIELDS.items()}
-
-
-def _withdrawn(attrs: dict) -> bool:
-    value = attrs.get("withdrawn")
-    if value is not None and not isinstance(value, bool):
-        raise BadItem("`withdrawn` is not a boolean")
-    return bool(value)
-
-
-def normalize_summary(summary: dict, document_id: str) -> dict:
-    """The stored row of a list item; BadItem when a field has the wrong type."""
-    attrs = summary["attributes"]
-    return {**_text_fields(attrs), "comment_on_document_id": document_id,
-            "withdrawn": _withdrawn(attrs)}
 
 
 # --------------------------------------------------------------------------- finish

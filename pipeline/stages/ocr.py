@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING
 
 from pipeline.errors import BudgetSpent
 from pipeline.extract import ocr as ocr_lib
-from pipeline.extract.combined import INLINE_HEADING, combined_sections, render_combined
+from pipeline.extract.combined import (
+    DOCUMENT_HEADING,
+    INLINE_HEADING,
+    combined_sections,
+    kind_of,
+    render_combined,
+)
 from pipeline.extract.readers import STATUS_OCR_NEEDED, STATUS_OK, AttachmentText
 from pipeline.fingerprints import bytes_digest, digest
 from pipeline.stages import extract
@@ -171,7 +177,7 @@ def merge_item(ctx: StageContext, docket_id: str, work: ItemWork, body: str,
         comment_id=work.key, docket_id=docket_id, inline_text=body,
         attachments=recorded_attachments(frontmatter, markdown),
         sources_fingerprint=frontmatter["sources"], extractor_version=frontmatter["extractor"],
-        ocr={t.file: t for t in texts},
+        ocr={t.file: t for t in texts}, kind=kind_of(frontmatter),
     )
     ctx.blobs.put_bytes(combined_key(docket_id, work.key), data)
     content_hash = bytes_digest(data)
@@ -190,7 +196,7 @@ def recorded_attachments(frontmatter: dict, markdown: str) -> list[AttachmentTex
     """The attachments as extract rendered them: statuses from the frontmatter, the text of
     ok ones from their sections (one section per attachment, in frontmatter order)."""
     sections = combined_sections(markdown)
-    if not sections or sections[0][0] != INLINE_HEADING:
+    if not sections or sections[0][0] not in (INLINE_HEADING, DOCUMENT_HEADING):
         raise ValueError("combined.md has no inline section")
     recorded = []
     for entry, (_heading, text) in zip(frontmatter.get("attachments") or [], sections[1:], strict=True):

@@ -12,9 +12,9 @@ from psycopg2.extensions import parse_dsn
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.errors import ConfigError
 from pipeline.store import models
-from pipeline.store.models import MODELS, Docket, ItemState, Meta, Run
+from pipeline.store.models import MODELS, Attachment, Docket, Item, ItemState, Meta, Run
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
@@ -130,10 +130,19 @@ def _upgrade_to_2(db: peewee.Database) -> None:
 def _upgrade_to_3(db: peewee.Database) -> None:
     """v3: items waiting to retry (attempts, first failure, next attempt) and the docket's
     earliest next attempt."""
-    wanted = {
+    _add_columns(db, {
         ItemState: (ItemState.attempts, ItemState.first_failed_at, ItemState.next_attempt_at),
         Docket: (Docket.retry_due_at,),
-    }
+    })
+
+
+def _upgrade_to_4(db: peewee.Database) -> None:
+    """v4: an item's original HTML body beside its text, and each attachment's title."""
+    _add_columns(db, {Item: (Item.body_html,), Attachment: (Attachment.title,)})
+
+
+def _add_columns(db: peewee.Database, wanted: dict) -> None:
+    """Add the fields' columns that a table lacks (a half-done upgrade is finished, not redone)."""
     operations = []
     for model, fields in wanted.items():
         columns = {c.name for c in db.get_columns(model._meta.table_name)}
@@ -143,4 +152,4 @@ def _upgrade_to_3(db: peewee.Database) -> None:
         migrate(*operations)
 
 
-UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3}
+UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4}

@@ -92,7 +92,9 @@ def plan(report: Report) -> list[int]:
     """Ids of the rows to delete; fills the report's counts and refusals."""
     doomed: list[int] = []
     for item, filename in duplicate_groups():
-        rows = list(Attachment.select().where((Attachment.item == item) & (Attachment.filename == filename)))
+        # Only the columns every store has: this runs on stores older than later columns (title).
+        rows = list(Attachment.select(Attachment.id, Attachment.sha256, Attachment.size)
+                    .where((Attachment.item == item) & (Attachment.filename == filename)))
         report.groups += 1
         why = refusal(rows)
         if why:

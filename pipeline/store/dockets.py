@@ -9,7 +9,7 @@ from peewee import fn
 
 from pipeline.clock import iso, utcnow
 from pipeline.errors import DocketeerError
-from pipeline.ids import validate_id
+from pipeline.ids import agency_of_docket, validate_id
 from pipeline.seals import SealFacts
 from pipeline.store import item_states
 from pipeline.store.models import Docket, ItemState, database
@@ -47,7 +47,7 @@ def ensure_dockets(docket_ids: list[str], discovered_by: str) -> int:
     ids = [validate_id(d, "docket id") for d in docket_ids]
     known = {d.id for d in Docket.select(Docket.id).where(Docket.id.in_(ids))} if ids else set()
     new = [
-        {"id": d, "agency": d.split("-")[0], "discovered_by": discovered_by}
+        {"id": d, "agency": agency_of_docket(d), "discovered_by": discovered_by}
         for d in dict.fromkeys(ids)
         if d not in known
     ]

@@ -94,6 +94,17 @@ def bodies_of(docket_id: str, item_keys: Iterable[str]) -> dict[str, str | None]
     return {key: body for key, body in query.tuples() if key in wanted}
 
 
+def kinds_of(docket_id: str, item_keys: Iterable[str]) -> dict[str, str]:
+    """item key -> comment | document, for the given items of one docket."""
+    wanted = set(item_keys)
+    query = Item.select(Item.key, Item.kind)
+    if len(wanted) <= KEYS_IN_QUERY:
+        query = query.where(Item.key.in_(sorted(wanted)))
+    else:
+        query = query.where(Item.docket == docket_id)
+    return {key: kind for key, kind in query.tuples() if key in wanted}
+
+
 def attachments_of(item_keys: Iterable[str], docket_id: str | None = None) -> dict[str, list[Attachment]]:
     """item key -> its attachment rows ordered by filename, in one query. Give the items'
     ``docket_id`` when the keys may be many (see KEYS_IN_QUERY)."""
@@ -126,6 +137,11 @@ def docket_attachments(docket_id: str) -> dict[str, list[Attachment]]:
 
 def attachment(item_key: str, filename: str) -> Attachment | None:
     return Attachment.get_or_none((Attachment.item == item_key) & (Attachment.filename == filename))
+
+
+def set_attachment_title(item_key: str, filename: str, title: str | None) -> None:
+    Attachment.update(title=title).where(
+        (Attachment.item == item_key) & (Attachment.filename == filename)).execute()
 
 
 def upsert_attachment(item_key: str, filename: str, values: dict) -> None:

@@ -36,10 +36,11 @@ class Docket(BaseModel):
     id = TextField(primary_key=True)
     agency = TextField(null=True)
     title = TextField(null=True)
-    # JSON list of comment-bearing documents: [{"id", "object_id", "start", "end"}]
+    # JSON list of comment-bearing documents: [{"id", "object_id", "start", "end", "opens_at",
+    # "closes_at"}]: start/end are Eastern dates (the deadline's day), *_at the UTC instants.
     documents = TextField(null=True)
-    comment_start_date = TextField(null=True)  # YYYY-MM-DD
-    comment_end_date = TextField(null=True)  # YYYY-MM-DD, the latest window's close
+    comment_start_date = TextField(null=True)  # YYYY-MM-DD, US Eastern
+    comment_end_date = TextField(null=True)  # YYYY-MM-DD, US Eastern: the latest window's deadline day
     discovered_by = TextField(null=True)  # list | fr | mirror | fetch
     resolved_at = TextField(null=True)  # documents and object ids known
     pull_watermark = TextField(null=True)  # max lastModifiedDate seen by a clean walk (UTC)
@@ -68,7 +69,8 @@ class Item(BaseModel):
     summary_hash = TextField(null=True)  # hash of the normalized list summary
     detail_hash = TextField(null=True)  # hash of the normalized detail record
     detail_summary_hash = TextField(null=True)  # summary_hash the detail was fetched for
-    body = TextField(null=True)  # inline comment text
+    body = TextField(null=True)  # inline comment text (plain text, from HTML when it was HTML)
+    body_html = TextField(null=True)  # the original body when it held markup (schema v4)
     submitter = TextField(null=True)
     organization = TextField(null=True)
     received_date = TextField(null=True)
@@ -86,6 +88,7 @@ class Attachment(BaseModel):
     declared_size = IntegerField(null=True)
     sha256 = TextField(null=True)
     size = IntegerField(null=True)
+    title = TextField(null=True)  # the included attachment's title (schema v4)
 
     class Meta:
         indexes = ((("item", "filename"), True),)

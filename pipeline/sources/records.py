@@ -1,0 +1,172 @@
+"""One record normaliser: every known shape of a regulations.gov record to the stored fields.
+
+The API and the mirror hand out the same records in several shapes: current and older
+(list items without ``lastModifiedDate``, documents without ``objectId``), details with and
+without ``included`` attachments (the mirror often holds comment JSON fetched without
+``include=attachments``: only ``relationships.attachments.links``), and flags as booleans or
+as the strings ``"True"``/``"False"``. Fetch and backfill, from either source, store what
+this module makes of them, so one record always gives the same row.
+
+Rules: a missing optional field is absent (None), never an error; a field of the wrong type
+or an unreadable value (``receiveDate '12345'``) is that item's ``BadRecord``, never the
+docket's. Instants stay the API's UTC strings once they parse; comment periods are also kept
+as US Eastern calendar dates, because regulations.gov's deadlines are Eastern: a
+``commentEndDate`` of ``2025-09-23T03:59:59Z`` is the September 22 deadline.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pipeline.errors import BadRecord
+from pipeline.html_text import html_to_text
+from pipeline.ids import validate_id
+from pipeline.sources.watermark import EASTERN, parse_api_time
+
+log = logging.getLogger("docketeer")
+
+# String fields of a list summary (API name -> column); each may be absent, never another type.
+SUMMARY_TEXT = {"title": "title", "objectId": "object_id"}
+SUMMARY_INSTANTS = {"postedDate": "posted_date", "lastModifiedDate": "last_modified"}
+# What a record may say of an attachment's order and size before it reaches the database.
+MAX_ORDINAL = 100_000
+MAX_SIZE = 2**62
+
+
+# --------------------------------------------------------------------------- typed values
+
+
+def attributes_of(record: object, what: str) -> dict:
+    """A record's ``attributes`` object ({} when absent); BadRecord when it is anything else."""
+    if not isinstance(record, dict):
+        raise BadRecord(f"{what} is a {type(record).__name__}, not an object")
+    attrs = record.get("attributes")
+    if attrs is None:
+        return {}
+    if not isinstance(attrs, dict):
+        raise BadRecord(f"{what}.attributes is a {type(attrs).__name__}, not an object")
+    return attrs
+
+
+def text(attrs: dict, name: str) -> str | None:
+    value = attrs.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    raise BadRecord(f"`{name}` is a {type(value).__name__}, not a string")
+
+
+def instant(attrs: dict, name: str) -> str | None:
+    """An API time (UTC) as the API wrote it, once it parses; absent or empty is None."""
+    value = text(attrs, name)
+    if not value:
+        return None
+    try:
+        parse_api_time(value)
+    except ValueError:
+        raise BadRecord(f"`{name}` is not a date and time: {value[:40]!r}") from None
+    return value
+
+
+def eastern_date(attrs: dict, name: str) -> str | None:
+    """The US Eastern calendar date (YYYY-MM-DD) of an API time: the date people read."""
+    value = instant(attrs, name)
+    return None if value is None else parse_api_time(value).astimezone(EASTERN).date().isoformat()
+
+
+def flag(attrs: dict, name: str) -> bool:
+    """A boolean; the mirror's older JSON writes ``"True"``/``"False"``. Absent is False."""
+    value = attrs.get(name)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise BadRecord(f"`{name}` is not a boolean: {str(value)[:40]!r}")
+
+
+def bounded_int(attrs: dict, name: str, maximum: int) -> int | None:
+    """A whole number in 0..maximum (None: absent or not a number, as older records have it)."""
+    value = attrs.get(name)
+    if value is None or isinstance(value, bool) or not isinstance(value, int):
+        return None
+    if not 0 <= value <= maximum:
+        raise BadRecord(f"`{name}` {str(value)[:40]} is out of range (0..{maximum})")
+    return value
+
+
+def file_url(file_format: dict) -> str:
+    """A file format's ``fileUrl``: only http(s) URLs are ever requested."""
+    url = file_format["fileUrl"]
+    if not url.lower().startswith(("https://", "http://")):
+        raise BadRecord(f"fileUrl is not an http(s) URL: {url[:200]!r}")
+    return url
+
+
+# --------------------------------------------------------------------------- list items
+
+
+def summary_fields(attrs: dict) -> dict:
+    """The stored fields of a list item (comment or document)."""
+    fields = {column: text(attrs, name) for name, column in SUMMARY_TEXT.items()}
+    fields.update({column: instant(attrs, name) for name, column in SUMMARY_INSTANTS.items()})
+    fields["withdrawn"] = flag(attrs, "withdrawn")
+    return fields
+
+
+def comment_summary(attrs: dict, document_id: str) -> dict:
+    return {**summary_fields(attrs), "comment_on_document_id": document_id}
+
+
+def comment_window(doc: dict) -> dict:
+    """What a walk needs of one comment-bearing document. Without an objectId (older
+    records) ``object_id`` is None: its comments cannot be listed, yet its period counts."""
+    attrs = attributes_of(doc, f"document {doc.get('id')}")
+    document_id = validate_id(doc["id"], "document id")
+    object_id = attrs.get("objectId")
+    if object_id is None:
+        log.warning("document %s has no objectId: its comments cannot be listed", document_id)
+    return {
+        "id": document_id,
+        "object_id": None if object_id is None else validate_id(object_id, f"objectId of document {document_id}"),
+        # Eastern dates for people and the seal rule; the instants as the record gives them.
+        "start": eastern_date(attrs, "commentStartDate"),
+        "end": eastern_date(attrs, "commentEndDate"),
+        "opens_at": instant(attrs, "commentStartDate"),
+        "closes_at": instant(attrs, "commentEndDate"),
+    }
+
+
+# --------------------------------------------------------------------------- details
+
+
+def detail_fields(body: dict) -> dict:
+    """The stored fields of a detail response (comment or document, either source)."""
+    attrs = attributes_of(body.get("data"), "data")
+    names = [text(attrs, "firstName"), text(attrs, "lastName")]
+    original = text(attrs, "comment")
+    body = html_to_text(original) if original is not None else None
+    return {
+        "body": body,
+        # The original is kept for fidelity only when it held markup the text does not.
+        "body_html": original if original != body else None,
+        "submitter": " ".join(n.strip() for n in names if n and n.strip()) or None,
+        "organization": text(attrs, "organization"),
+        "received_date": instant(attrs, "receiveDate"),
+        "withdrawn": flag(attrs, "withdrawn"),
+        "comment_on_document_id": text(attrs, "commentOnDocumentId"),
+    }
+
+
+def included_attachments(body: dict) -> list[dict]:
+    """The ``included`` attachments; [] for a detail fetched without include=attachments."""
+    included = body.get("included")
+    if not isinstance(included, list):
+        return []
+    return [i for i in included if isinstance(i, dict) and i.get("type") == "attachments"]
+
+
+# --------------------------------------------------------------------------- dockets
+
+
+def docket_fields(data: dict) -> dict:
+    attrs = data.get("attributes") if isinstance(data.get("attributes"), dict) else {}
+    return {"agency": text(attrs, "agencyId"), "title": text(attrs, "title")}

@@ -1,0 +1,105 @@
+"""The record normaliser on real records and on the older shapes generated from them."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from pipeline.errors import BadRecord
+from pipeline.sources import records
+
+USTR = "mirror/raw-data/USTR/USTR-2015-0010/text-USTR-2015-0010"
+ACF = "mirror/raw-data/ACF/ACF-2025-0038/text-ACF-2025-0038"
+
+
+def load(realdata, relative: str) -> dict:
+    return json.loads((realdata / relative).read_text())
+
+
+def test_a_real_html_body_becomes_text_and_the_original_is_kept(realdata):
+    fields = records.detail_fields(load(realdata, f"{USTR}/comments/USTR-2015-0010-0004.json"))
+    assert fields["body"].startswith("See attached file(s)\n\nNotice of intent to testify:\n\nCraig Thorn\n")
+    assert "<br" not in fields["body"] and fields["body_html"].startswith("See attached file(s)<br/>")
+    assert fields["submitter"] == "Robert Cummings" and fields["withdrawn"] is False
+
+
+def test_entities_and_paragraphs_are_decoded():
+    body = {"data": {"attributes": {"comment": "<p>We&rsquo;re A&amp;B.</p><p>Second&nbsp;one<br/>line</p>"}}}
+    assert records.detail_fields(body)["body"] == "We’re A&B.\n\nSecond one\nline"
+
+
+@pytest.mark.parametrize("removed", ["firstName", "lastName", "organization", "receiveDate", "comment",
+                                     "commentOnDocumentId", "withdrawn"])
+def test_an_optional_field_removed_is_absent_and_the_rest_is_the_same(realdata, removed):
+    body = load(realdata, f"{USTR}/comments/USTR-2015-0010-0003.json")
+    full = records.detail_fields(body)
+    older = copy.deepcopy(body)
+    del older["data"]["attributes"][removed]
+    fields = records.detail_fields(older)
+    changed = {k for k in full if full[k] != fields[k]}
+    assert changed <= {"submitter", "organization", "received_date", "body", "body_html",
+                       "comment_on_document_id"}
+    assert all(fields[k] in (None, False) or k == "submitter" for k in changed)
+
+
+@pytest.mark.parametrize(("name", "value"), [("receiveDate", "12345"), ("receiveDate", 12345),
+                                             ("comment", ["x"]), ("withdrawn", "maybe"),
+                                             ("organization", {"a": 1})])
+def test_a_mistyped_field_is_the_items_bad_record(realdata, name, value):
+    body = load(realdata, f"{USTR}/comments/USTR-2015-0010-0003.json")
+    body["data"]["attributes"][name] = value
+    with pytest.raises(BadRecord, match=name):
+        records.detail_fields(body)
+
+
+def test_comment_json_with_only_attachment_links_has_no_included_attachments(realdata):
+    body = load(realdata, f"{USTR}/comments/USTR-2015-0010-0004.json")
+    assert "included" not in body and "links" in body["data"]["relationships"]["attachments"]
+    assert records.included_attachments(body) == []
+    acf = load(realdata, f"{ACF}/comments/ACF-2025-0038-0004.json")
+    [attachment] = records.included_attachments(acf)
+    assert attachment["attributes"]["title"] == "2025-13790 WI Department of Children  Families Comment"
+
+
+def test_a_list_item_without_lastModifiedDate_or_objectId_is_still_a_record():
+    fields = records.comment_summary({"title": "t", "postedDate": "2015-09-30T04:00:00Z"}, "D-1")
+    assert fields == {"title": "t", "object_id": None, "posted_date": "2015-09-30T04:00:00Z",
+                      "last_modified": None, "withdrawn": False, "comment_on_document_id": "D-1"}
+    with pytest.raises(BadRecord, match="postedDate"):
+        records.summary_fields({"postedDate": "12345"})
+
+
+def test_a_document_without_objectId_is_a_window_nothing_is_listed_by(realdata):
+    doc = load(realdata, f"{USTR}/documents/USTR-2015-0010-0001.json")["data"]
+    window = records.comment_window(doc)
+    assert window == {"id": "USTR-2015-0010-0001", "object_id": "0900006481bce624",
+                      "start": "2015-08-10", "end": "2015-09-23",  # the Eastern deadline day
+                      "opens_at": "2015-08-10T04:00:00Z", "closes_at": "2015-09-24T03:59:59Z"}
+    del doc["attributes"]["objectId"]
+    assert records.comment_window(doc)["object_id"] is None
+
+
+@pytest.mark.parametrize(("instant", "day"), [("2025-09-23T03:59:59Z", "2025-09-22"),
+                                              ("2025-09-23T04:00:00Z", "2025-09-23"),
+                                              ("2025-01-15T04:59:59Z", "2025-01-14"),  # EST: UTC-5
+                                              ("2025-01-15T05:00:00Z", "2025-01-15")])
+def test_deadlines_are_eastern_calendar_dates(instant, day):
+    assert records.eastern_date({"commentEndDate": instant}, "commentEndDate") == day
+
+
+def test_flags_as_the_mirror_writes_them():
+    assert records.flag({"withdrawn": "True"}, "withdrawn") is True
+    assert records.flag({"withdrawn": "False"}, "withdrawn") is False
+    assert records.flag({}, "withdrawn") is False
+
+
+def test_orders_sizes_and_urls_are_checked_before_the_database():
+    assert records.bounded_int({"docOrder": 3}, "docOrder", records.MAX_ORDINAL) == 3
+    assert records.bounded_int({"docOrder": "3"}, "docOrder", records.MAX_ORDINAL) is None  # not a number
+    with pytest.raises(BadRecord, match="out of range"):
+        records.bounded_int({"size": 2**70}, "size", records.MAX_SIZE)
+    assert records.file_url({"fileUrl": "https://downloads.regulations.gov/X-1/attachment_1.pdf"})
+    with pytest.raises(BadRecord, match="http"):
+        records.file_url({"fileUrl": "file:///etc/passwd"})
