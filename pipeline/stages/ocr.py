@@ -137,7 +137,7 @@ def _run(ctx: StageContext, docket: Docket, work: dict[str, ItemWork], result: S
     attachments = items.attachments_of(work, docket.id)
     workers = min(worker_count(ctx.settings.extract_workers), len(work))
     limits = extract.limits_from(ctx.settings)
-    with tempfile.TemporaryDirectory(dir=extract.scratch_root(ctx)) as scratch, \
+    with tempfile.TemporaryDirectory(**extract.scratch_args(ctx)) as scratch, \
             ExtractPool(limits, workers, reader=ocr_lib.ocr_attachment) as pool:
         jobs = (_job(ctx, w, attachments.get(w.key, []), Path(scratch)) for w in work.values())
         for done in pool.map(jobs):  # OCR takes seconds a page: one item at a time is fine
