@@ -36,7 +36,7 @@ from pipeline.stages.extract import REDO_STATES
 from pipeline.store import item_states, items
 from pipeline.store.blobs import combined_key
 from pipeline.store.markers import StateMarkers
-from pipeline.store.models import Docket
+from pipeline.store.models import Docket, database
 
 if TYPE_CHECKING:  # the pool imports PyMuPDF: loaded when a run has scans to read
     from pipeline.extract.pool import ItemJob
@@ -174,13 +174,14 @@ def merge_item(ctx: StageContext, docket_id: str, work: ItemWork, body: str,
     ctx.blobs.put_bytes(combined_key(docket_id, work.key), data)
     content_hash = bytes_digest(data)
     row = work.extract_row
-    item_states.transition(extract.STAGE, work.key, docket_id, row.state, run_id=ctx.run_id,
-                           fingerprint=row.fingerprint, content_hash=content_hash, reason=row.reason)
-    for text in texts:
-        item_states.transition(STAGE, extract.file_key(work.key, text.file), docket_id, text.status,
-                               run_id=ctx.run_id, fingerprint=fingerprints[text.file],
-                               content_hash=content_hash, reason=text.reason or None,
-                               detail=f"chars={text.chars} pages={text.pages}")
+    with database.atomic():  # the new combined.md's hash and the OCR rows that made it, together
+        item_states.transition(extract.STAGE, work.key, docket_id, row.state, run_id=ctx.run_id,
+                               fingerprint=row.fingerprint, content_hash=content_hash, reason=row.reason)
+        for text in texts:
+            item_states.transition(STAGE, extract.file_key(work.key, text.file), docket_id, text.status,
+                                   run_id=ctx.run_id, fingerprint=fingerprints[text.file],
+                                   content_hash=content_hash, reason=text.reason or None,
+                                   detail=f"chars={text.chars} pages={text.pages}")
     return "merged"
 
 
