@@ -209,3 +209,31 @@ class docketeer(luigi.Config):  # noqa: N801 - luigi names the config section af
     Declared so that luigi knows the section; values are resolved by ``load_settings`` so
     that environment variables can override the file.
     """
+
+
+LUIGI_LOCK_FOLDER = "luigi-lock"
+
+
+def lock_luigi_in_data_folder(environ: dict[str, str] | None = None, *, create: bool = False) -> None:
+    """Point Luigi's process lock (``[core] lock_pid_dir``, /tmp/luigi by default) into the
+    data folder. Luigi keys the lock on the command line alone, so the same command on
+    another data folder found it taken and exited 10 having done nothing, and it wrote
+    outside the data folder. Luigi reads the setting in ``interface._schedule_and_run``
+    (``core()``), after ``--module pipeline`` was imported: this runs at that import. A
+    ``lock_pid_dir`` the user set is kept. ``create``: make the folder (Luigi makes only
+    the last level), for a ``luigi`` command line only, so that importing writes nothing."""
+    parser = luigi.configuration.get_config()
+    if parser.has_option("core", "lock_pid_dir"):
+        return
+    try:
+        data_path = load_settings(environ).data_path
+    except ConfigError:  # the runtime says so in one line when the first task starts
+        return
+    if create:
+        try:
+            data_path.mkdir(parents=True, exist_ok=True)
+        except OSError:  # the same: ensure_data_dir reports it
+            return
+    if not parser.has_section("core"):
+        parser.add_section("core")
+    parser.set("core", "lock_pid_dir", str(data_path / LUIGI_LOCK_FOLDER))
