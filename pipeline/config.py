@@ -67,6 +67,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_pdf_pages", int, 2000, "PDFs with more pages are failed", minimum=1),
     Setting("max_docx_bytes", int, 200 * 1024 * 1024, "DOCX uncompressed size limit", minimum=1),
     Setting("file_seconds", int, 120, "per-file extraction time limit", minimum=1),
+    Setting("max_file_chars", int, 2_000_000, "characters of text kept per file (the rest is cut, with a reason)", minimum=1000),
+    Setting("max_item_chunks", int, 2000, "chunks indexed per item (the rest is left out and counted)", minimum=1),
     Setting("ocr", bool, True, "OCR image-only PDFs before indexing (needs Debian's tesseract-ocr)"),
     Setting("embedder", str, "minilm", "embedding model", ("minilm", "openai", "hashing")),
     Setting("embed_batch", int, 64, "chunks per embed call", minimum=1),

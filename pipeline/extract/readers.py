@@ -47,6 +47,8 @@ class ExtractLimits:
     max_docx_uncompressed_bytes: int = 200 * MIB
     file_seconds: float = 120.0
     max_text_bytes: int = 50 * MIB
+    # Characters kept per file: a 250 KB PDF once gave 4.45 M characters and 4,257 chunks.
+    max_file_chars: int = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def read_attachment(path: Path, filename: str, limits: ExtractLimits | None = No
     if size == 0:
         return AttachmentText(filename, STATUS_FAILED, "empty file (0 bytes)")
     try:
-        return reader(path, filename, limits)
+        return capped(reader(path, filename, limits), limits.max_file_chars)
     except _FileUnreadable as exc:
         reason = str(exc)
     except Exception as exc:  # a bad file must never stop the docket
@@ -84,6 +86,15 @@ def read_attachment(path: Path, filename: str, limits: ExtractLimits | None = No
     # Library messages quote the path, which may be a temporary one: keep the reason (and
     # so combined.md) the same wherever the file was read from.
     return AttachmentText(filename, STATUS_FAILED, reason.replace(str(path), filename)[:300])
+
+
+def capped(result: AttachmentText, max_chars: int) -> AttachmentText:
+    """The text cut at ``max_chars``, the cut said in the reason (the extract.file row's)."""
+    if len(result.text) <= max_chars:
+        return result
+    reason = f"text capped at {max_chars} characters (of {len(result.text)})"
+    return dataclasses.replace(result, text=result.text[:max_chars], chars=max_chars,
+                               reason="; ".join(filter(None, (result.reason, reason))))
 
 
 def _extension(filename: str) -> str:

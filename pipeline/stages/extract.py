@@ -54,6 +54,7 @@ def limits_from(settings) -> ExtractLimits:
         max_pdf_pages=settings.max_pdf_pages,
         max_docx_uncompressed_bytes=settings.max_docx_bytes,
         file_seconds=settings.file_seconds,
+        max_file_chars=settings.max_file_chars,
     )
 
 
