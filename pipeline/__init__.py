@@ -60,9 +60,12 @@ def _register_tasks() -> None:
 
 
 def _is_luigi_command_line() -> bool:
-    """``luigi --module pipeline ...`` or ``python -m luigi --module pipeline ...``."""
+    """``luigi --module pipeline ...`` or ``python -m luigi --module pipeline ...`` that will
+    run (``--help`` only prints, and must leave no data folder behind)."""
     script = os.path.basename(sys.argv[0]) if sys.argv else ""
-    return "--module" in sys.argv and (script == "luigi" or sys.argv[0].endswith("luigi/__main__.py"))
+    asks_help = any(arg.startswith("--help") for arg in sys.argv)
+    return "--module" in sys.argv and not asks_help and (
+        script == "luigi" or sys.argv[0].endswith("luigi/__main__.py"))
 
 
 if "luigi" in sys.modules:  # Luigi is importing us (see the docstring): define the tasks now
