@@ -59,5 +59,17 @@ def _register_tasks() -> None:
         __getattr__(name)
 
 
+def _is_luigi_command_line() -> bool:
+    """``luigi --module pipeline ...`` or ``python -m luigi --module pipeline ...`` that will
+    run (``--help`` only prints, and must leave no data folder behind)."""
+    script = os.path.basename(sys.argv[0]) if sys.argv else ""
+    asks_help = any(arg.startswith("--help") for arg in sys.argv)
+    return "--module" in sys.argv and not asks_help and (
+        script == "luigi" or sys.argv[0].endswith("luigi/__main__.py"))
+
+
 if "luigi" in sys.modules:  # Luigi is importing us (see the docstring): define the tasks now
     _register_tasks()
+    from pipeline.config import lock_luigi_in_data_folder
+
+    lock_luigi_in_data_folder(create=_is_luigi_command_line())

@@ -67,6 +67,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_pdf_pages", int, 2000, "PDFs with more pages are failed", minimum=1),
     Setting("max_docx_bytes", int, 200 * 1024 * 1024, "DOCX uncompressed size limit", minimum=1),
     Setting("file_seconds", int, 120, "per-file extraction time limit", minimum=1),
+    Setting("max_file_chars", int, 2_000_000, "characters of text kept per file (the rest is cut, with a reason)", minimum=1000),
+    Setting("max_item_chunks", int, 2000, "chunks indexed per item (the rest is left out and counted)", minimum=1),
     Setting("ocr", bool, True, "OCR image-only PDFs before indexing (needs Debian's tesseract-ocr)"),
     Setting("embedder", str, "minilm", "embedding model", ("minilm", "openai", "hashing")),
     Setting("embed_batch", int, 64, "chunks per embed call", minimum=1),
@@ -209,3 +211,31 @@ class docketeer(luigi.Config):  # noqa: N801 - luigi names the config section af
     Declared so that luigi knows the section; values are resolved by ``load_settings`` so
     that environment variables can override the file.
     """
+
+
+LUIGI_LOCK_FOLDER = "luigi-lock"
+
+
+def lock_luigi_in_data_folder(environ: dict[str, str] | None = None, *, create: bool = False) -> None:
+    """Point Luigi's process lock (``[core] lock_pid_dir``, /tmp/luigi by default) into the
+    data folder. Luigi keys the lock on the command line alone, so the same command on
+    another data folder found it taken and exited 10 having done nothing, and it wrote
+    outside the data folder. Luigi reads the setting in ``interface._schedule_and_run``
+    (``core()``), after ``--module pipeline`` was imported: this runs at that import. A
+    ``lock_pid_dir`` the user set is kept. ``create``: make the folder (Luigi makes only
+    the last level), for a ``luigi`` command line only, so that importing writes nothing."""
+    parser = luigi.configuration.get_config()
+    if parser.has_option("core", "lock_pid_dir"):
+        return
+    try:
+        data_path = load_settings(environ).data_path
+    except ConfigError:  # the runtime says so in one line when the first task starts
+        return
+    if create:
+        try:
+            data_path.mkdir(parents=True, exist_ok=True)
+        except OSError:  # the same: ensure_data_dir reports it
+            return
+    if not parser.has_section("core"):
+        parser.add_section("core")
+    parser.set("core", "lock_pid_dir", str(data_path / LUIGI_LOCK_FOLDER))

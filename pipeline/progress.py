@@ -3,10 +3,29 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import time
 from collections.abc import Callable
 
 log = logging.getLogger("docketeer")
+
+# A test hook, never set in production: "STAGE:N" makes this process SIGKILL itself after
+# the N-th item of STAGE (counted per process), so crash tests land at a chosen item boundary.
+KILL_HOOK = "DOCKETEER_TEST_KILL_AFTER"
+_advanced: dict[str, int] = {}
+
+
+def _maybe_kill(label: str) -> None:
+    hook = os.environ.get(KILL_HOOK)
+    if not hook:
+        return
+    stage, _, count = hook.partition(":")
+    if label.split(" ", 1)[0] != stage:
+        return
+    _advanced[stage] = _advanced.get(stage, 0) + 1
+    if _advanced[stage] >= int(count or 1):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Progress:
@@ -50,6 +69,7 @@ class Progress:
         self.done += n
         self.counts[outcome] = self.counts.get(outcome, 0) + n
         self._report()
+        _maybe_kill(self.label)
 
     def add_total(self, n: int) -> None:
         self.total += n

@@ -34,7 +34,7 @@ from pipeline.runtime import get_runtime
 from pipeline.stages import registry
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import dockets as docket_rows
-from pipeline.store import item_states, leases, runs
+from pipeline.store import item_states, leases, leftovers, runs
 from pipeline.store.markers import MarkerStore
 from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
 
@@ -193,6 +193,8 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         rt = runtime_or_exit()
         settings = self.current_invocation.settings(rt.settings)  # with this run's budgets
         docket = docket_rows.require_docket(self.docket)
+        if removed := leftovers.remove_for_run(rt.data_dir, rt.blobs):  # a dead run's scratch
+            log.info("removed %d leftovers of dead runs", removed)
         # Fingerprint the input before the work reads it: a change during the run is seen
         # as a change by the next run.
         input_fp = self.input_fingerprint()

@@ -15,7 +15,9 @@ Checks, each PASS or FAIL (warnings are reported and do not fail):
   for now: a docket whose retry has come due (its targets are incomplete until the stage
   runs) and one a run holds a lease on (it is mid-work);
 * ``pending`` rows older than a threshold (a process died mid-item; the next run of the
-  stage repairs them).
+  stage repairs them);
+* scratch a dead run left (blob part files, extract/OCR scratch folders; a warning: the next
+  run removes them).
 
 Writes ``status.json`` (the checks) and ``inventory.csv`` (one line per attachment) to the
 data folder or ``out``; the caller prints PASS or FAIL and exits non-zero on FAIL.
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from pipeline.clock import iso, utcnow
 from pipeline.store import db as state_db
-from pipeline.store import item_states, reports
+from pipeline.store import item_states, leftovers, reports
 from pipeline.store.blobs import attachment_key
 from pipeline.store.models import Attachment, Docket
 
@@ -257,6 +259,15 @@ def check_pending(older_than: datetime) -> Check:
     return check
 
 
+def check_leftovers(folders: list[Path]) -> Check:
+    problems = [f"{found.folder / name}" for found in map(leftovers.find, folders)
+                for name in found.entries]
+    check = _check("leftovers", problems, "no scratch of dead runs", warning_only=True)
+    if problems:
+        check.summary += " of dead runs; the next run removes them"
+    return check
+
+
 # --- inventory and the whole run ---------------------------------------------------------------
 
 
@@ -299,6 +310,7 @@ def run_checks(rt, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
         check_index_chunks(index_db),
         *marker_checks(rt, now),
         check_pending(now - pending_age),
+        check_leftovers(leftovers.scratch_folders(rt.data_dir, rt.blobs)),
     ]
     return Report(iso(now), checks, inventory(rows, reports.item_dockets(), findings))
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import pipeline.stages.backfill as backfill_stage
 from devtools import standin_server
 from devtools.make_corpus import Manifest, make_corpus
 from devtools.standin_server import StandinServer
@@ -614,3 +615,35 @@ def test_attachment_titles_are_stored_and_a_reread_record_fills_them_without_a_d
         again = backfill(runtime, [docket_id], run_id="again")
     assert again.counts.get("files_unchanged") == 1 and "files_stored" not in again.counts
     assert Attachment.get(Attachment.item == comment).title == title
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL inside one process: no ``except Exception`` catches it."""
+
+
+def test_a_kill_between_an_attachment_row_and_its_file_state_leaves_neither(
+        runtimes, standin, manifest, monkeypatch):
+    ids = docket_ids(manifest)[:1]
+    whole = runtimes.open("whole", api_base=standin.api_base)
+    fetch(whole, ids)
+    backfill(whole, ids)
+    expected = dump(stable=True)
+
+    runtime = runtimes.open("killed", api_base=standin.api_base)
+    fetch(runtime, ids)
+    real_transition = backfill_stage.item_states.transition
+
+    def killed_at_the_file_state(stage, key, *args, **kwargs):
+        if stage == backfill_stage.FILE_STAGE and kwargs.get("content_hash"):
+            raise _Killed
+        return real_transition(stage, key, *args, **kwargs)
+
+    monkeypatch.setattr(backfill_stage.item_states, "transition", killed_at_the_file_state)
+    with pytest.raises(_Killed):
+        backfill(runtime, ids, run_id="killed")
+    monkeypatch.setattr(backfill_stage.item_states, "transition", real_transition)
+    file_rows = {r.item for r in ItemState.select().where(ItemState.stage == backfill_stage.FILE_STAGE)}
+    assert all(f"{a.item}/{a.filename}" in file_rows for a in Attachment.select())
+
+    assert backfill(runtime, ids, run_id="after-kill").clean
+    assert dump(stable=True) == expected

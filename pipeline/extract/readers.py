@@ -49,6 +49,8 @@ class ExtractLimits:
     max_docx_uncompressed_bytes: int = 200 * MIB
     file_seconds: float = 120.0
     max_text_bytes: int = 50 * MIB
+    # Characters kept per file: a 250 KB PDF once gave 4.45 M characters and 4,257 chunks.
+    max_file_chars: int = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def read_attachment(path: Path, filename: str, limits: ExtractLimits | None = No
     if size == 0:
         return AttachmentText(filename, STATUS_FAILED, "empty file (0 bytes)")
     try:
-        return reader(path, filename, limits)
+        return capped(reader(path, filename, limits), limits.max_file_chars)
     except _FileUnreadable as exc:
         reason = str(exc)
     except Exception as exc:  # a bad file must never stop the docket
@@ -103,6 +105,15 @@ def missing_program(extension: str) -> str | None:
         return None
     program, package = needed
     return f"{extension} needs the `{program}` program (Debian package {package}), which is not installed"
+
+
+def capped(result: AttachmentText, max_chars: int) -> AttachmentText:
+    """The text cut at ``max_chars``, the cut said in the reason (the extract.file row's)."""
+    if len(result.text) <= max_chars:
+        return result
+    reason = f"text capped at {max_chars} characters (of {len(result.text)})"
+    return dataclasses.replace(result, text=result.text[:max_chars], chars=max_chars,
+                               reason="; ".join(filter(None, (result.reason, reason))))
 
 
 def _extension(filename: str) -> str:

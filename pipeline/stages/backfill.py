@@ -151,11 +151,12 @@ def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
     """The item's state after a failure: waiting to retry, or final (gone, too_large, failed)."""
     if failure.state == RETRY:
         # The detail is not recorded, so the item is selected again once its time has come.
-        state = item_states.retry_later(STAGE, item.key, item.docket, failure.reason,
-                                        run_id=ctx.run_id, policy=RetryPolicy.from_settings(ctx.settings),
-                                        now=ctx.clock())
-        if state != RETRY:  # past the retry horizon: failed for good, like any permanent one
-            items.update_detail(item.key, {}, "failed", item.summary_hash)
+        with database.atomic():  # the final state and the item's "failed" mark together
+            state = item_states.retry_later(STAGE, item.key, item.docket, failure.reason,
+                                            run_id=ctx.run_id, policy=RetryPolicy.from_settings(ctx.settings),
+                                            now=ctx.clock())
+            if state != RETRY:  # past the retry horizon: failed for good, like any permanent one
+                items.update_detail(item.key, {}, "failed", item.summary_hash)
         result.add(state)
         return state
     marker = "gone" if failure.state == "gone" else "failed"
@@ -194,9 +195,13 @@ def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tu
             _file_state(ctx, item, key, state, failure.reason, result, detail="transient")
             return RETRY, failure.reason
         return _file_state(ctx, item, key, failure.state, failure.reason, result, detail=failure.kind), failure.reason
-    _upsert_attachment(item.key, ref, stored)
+    # One decision, two rows: a kill between them would leave a row whose file state a
+    # rerun never writes (it sees the attachment stored and skips the file).
+    with database.atomic():
+        _upsert_attachment(item.key, ref, stored)
+        item_states.transition(FILE_STAGE, key, item.docket, "ok", run_id=ctx.run_id,
+                               content_hash=stored.sha256)
     result.add("files_stored" if stored.created else "files_deduplicated")
-    item_states.transition(FILE_STAGE, key, item.docket, "ok", run_id=ctx.run_id, content_hash=stored.sha256)
     return "ok", None
 
 

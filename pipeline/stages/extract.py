@@ -24,7 +24,7 @@ from pipeline.extract.combined import parse_combined, render_combined
 from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractLimits, Reader
 from pipeline.fingerprints import bytes_digest, digest
 from pipeline.stages.base import Stage, StageContext, StageResult
-from pipeline.store import item_states, items
+from pipeline.store import item_states, items, leftovers
 from pipeline.store.blobs import attachment_key, combined_key
 from pipeline.store.models import Attachment, Docket, database
 
@@ -54,6 +54,7 @@ def limits_from(settings) -> ExtractLimits:
         max_pdf_pages=settings.max_pdf_pages,
         max_docx_uncompressed_bytes=settings.max_docx_bytes,
         file_seconds=settings.file_seconds,
+        max_file_chars=settings.max_file_chars,
     )
 
 
@@ -114,7 +115,7 @@ def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: s
     # combined.md is rendered where a core is free: by this process beside fewer workers
     # than cores, else by the workers, so that this process never holds up their reads.
     workers_render = workers >= (os.cpu_count() or 1)
-    with tempfile.TemporaryDirectory(dir=scratch_root(ctx)) as scratch, \
+    with tempfile.TemporaryDirectory(**scratch_args(ctx)) as scratch, \
             ExtractPool(limits_from(ctx.settings), workers, reader=reader) as pool:
         jobs = (
             item_job(ctx, key, files.get(key, []), Path(scratch),
@@ -170,6 +171,12 @@ def scratch_root(ctx: StageContext) -> Path:
     folder = ctx.runtime.data_dir / "tmp"
     folder.mkdir(exist_ok=True)
     return folder
+
+
+def scratch_args(ctx: StageContext) -> dict:
+    """Where a scratch folder goes, named with its owner so that only a dead run's is removed."""
+    folder = scratch_root(ctx)
+    return {"dir": folder, "prefix": leftovers.scratch_prefix(folder)}
 
 
 # --- results ------------------------------------------------------------------------------

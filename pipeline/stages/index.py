@@ -219,7 +219,18 @@ class Writer:
             return None
         chars = self.ctx.settings.chunk_chars
         chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars))
+        chunks = self._capped(work.key, chunks)
         return Loaded(work, chunks, content_hash(sections, self.config, work.metadata))
+
+    def _capped(self, key: str, chunks: list[Chunk]) -> list[Chunk]:
+        """At most ``max_item_chunks`` chunks: one runaway item must not take the run's
+        memory and embedding time (4,257 chunks came from one 250 KB PDF)."""
+        cap = self.ctx.settings.max_item_chunks
+        if len(chunks) <= cap:
+            return chunks
+        log.warning("index %s %s: chunks capped at %d (of %d)", self.docket_id, key, cap, len(chunks))
+        self.result.add("chunks_capped")
+        return chunks[:cap]
 
     def flush(self) -> None:
         self.flush_embeddings()

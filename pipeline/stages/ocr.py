@@ -42,7 +42,7 @@ from pipeline.stages.extract import REDO_STATES
 from pipeline.store import item_states, items
 from pipeline.store.blobs import combined_key
 from pipeline.store.markers import StateMarkers
-from pipeline.store.models import Docket
+from pipeline.store.models import Docket, database
 
 if TYPE_CHECKING:  # the pool imports PyMuPDF: loaded when a run has scans to read
     from pipeline.extract.pool import ItemJob
@@ -145,7 +145,7 @@ def _run(ctx: StageContext, docket: Docket, work: dict[str, ItemWork], result: S
     attachments = items.attachments_of(work, docket.id)
     workers = min(worker_count(ctx.settings.extract_workers), len(work))
     limits = extract.limits_from(ctx.settings)
-    with tempfile.TemporaryDirectory(dir=extract.scratch_root(ctx)) as scratch, \
+    with tempfile.TemporaryDirectory(**extract.scratch_args(ctx)) as scratch, \
             ExtractPool(limits, workers, reader=ocr_lib.ocr_attachment) as pool:
         jobs = (_job(ctx, w, attachments.get(w.key, []), Path(scratch)) for w in work.values())
         for done in pool.map(jobs):  # OCR takes seconds a page: one item at a time is fine
@@ -182,13 +182,14 @@ def merge_item(ctx: StageContext, docket_id: str, work: ItemWork, body: str,
     ctx.blobs.put_bytes(combined_key(docket_id, work.key), data)
     content_hash = bytes_digest(data)
     row = work.extract_row
-    item_states.transition(extract.STAGE, work.key, docket_id, row.state, run_id=ctx.run_id,
-                           fingerprint=row.fingerprint, content_hash=content_hash, reason=row.reason)
-    for text in texts:
-        item_states.transition(STAGE, extract.file_key(work.key, text.file), docket_id, text.status,
-                               run_id=ctx.run_id, fingerprint=fingerprints[text.file],
-                               content_hash=content_hash, reason=text.reason or None,
-                               detail=f"chars={text.chars} pages={text.pages}")
+    with database.atomic():  # the new combined.md's hash and the OCR rows that made it, together
+        item_states.transition(extract.STAGE, work.key, docket_id, row.state, run_id=ctx.run_id,
+                               fingerprint=row.fingerprint, content_hash=content_hash, reason=row.reason)
+        for text in texts:
+            item_states.transition(STAGE, extract.file_key(work.key, text.file), docket_id, text.status,
+                                   run_id=ctx.run_id, fingerprint=fingerprints[text.file],
+                                   content_hash=content_hash, reason=text.reason or None,
+                                   detail=f"chars={text.chars} pages={text.pages}")
     return "merged"
 
 

@@ -8,7 +8,7 @@ Key layout (relative to the store root / bucket prefix)::
 
     attachments/ab/cd/<sha256>          attachment bytes, content-addressed
     combined/<docket_id>/<item_id>.md   extracted text of one comment or document
-    tmp/<uuid>.part                     in-flight writes (local store only); never a blob
+    tmp/<owner>.<uuid>.part             in-flight writes (local store only); never a blob
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import shutil
 import sys
 import tempfile
 import time
-import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +47,7 @@ from pipeline.s3 import (
     parse_store_url,
     s3_client,
 )
+from pipeline.store import leftovers
 
 TMP_PREFIX = "tmp/"
 PUTS_IN_FLIGHT = 4  # S3 PUTs of one put_many at once
@@ -211,6 +211,8 @@ def _remove_stale_files(folder: Path, older_than_seconds: float) -> int:
     if not folder.is_dir():
         return 0
     for entry in os.scandir(folder):
+        if entry.name.endswith(leftovers.OWNER_SUFFIX):  # a live process's lock, see leftovers
+            continue
         if entry.is_file() and entry.stat().st_mtime < cutoff:
             with suppress(FileNotFoundError):
                 os.unlink(entry.path)
@@ -221,7 +223,7 @@ def _remove_stale_files(folder: Path, older_than_seconds: float) -> int:
 @contextmanager
 def _part_in(folder: Path):
     folder.mkdir(parents=True, exist_ok=True)
-    part = folder / f"{uuid.uuid4().hex}.part"
+    part = Path(leftovers.part_path(folder))  # named with its owner: see store/leftovers.py
     try:
         yield part
     finally:
@@ -265,7 +267,7 @@ class LocalBlobStore(BlobStore):
         try:
             for key, data in blobs:
                 target = str(self._path(key))
-                part = os.path.join(self.tmp_dir, uuid.uuid4().hex + ".part")
+                part = leftovers.part_path(self.tmp_dir)
                 parts.append((part, target))
                 self._write_part(part, data, sync=not batch_sync)
             if batch_sync and parts:

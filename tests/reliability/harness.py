@@ -1,0 +1,138 @@
+"""What every reliability scenario shares: a corpus served by the stand-in, a data folder,
+`luigi` runs in subprocesses (so that a SIGKILL is a real one), the checks run after each
+trial, and the table rows the suite prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from devtools.make_corpus import make_corpus
+from devtools.standin_server import StandinServer
+from pipeline.runtime import set_runtime
+from pipeline.store import db as state_db
+from pipeline.store import leftovers
+from pipeline.store.models import Attachment, ItemState
+from tests.state_fixtures import make_runtime, new_pg_database
+from tests.test_backfill_stage import dump
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIALS_ENV = "DOCKETEER_RELIABILITY_TRIALS"  # a number, or "all" for every trial
+COMMENTS = 10
+HEADER = "| scenario | trials | outcome | lost | duplicated | written outside |\n|---|---|---|---|---|---|"
+ROWS: list[str] = []
+
+
+def trials(default: int, full: int) -> int:
+    """How many trials to run: a bounded share by default, ``full`` with ...=all."""
+    wanted = os.environ.get(TRIALS_ENV, "")
+    if wanted == "all":
+        return full
+    return int(wanted) if wanted.isdigit() else default
+
+
+def record(scenario: str, trials_run: int, failures: list[str], lost: int, duplicated: int,
+           outside: int, *, ok: str = "all recovered") -> None:
+    outcome = ok if not failures else f"{len(failures)} failed: {failures[0][:80]}"
+    ROWS.append(f"| {scenario} | {trials_run} | {outcome} | {lost} | {duplicated} | {outside} |")
+
+
+@dataclass
+class World:
+    runtime: object
+    server: StandinServer
+    docket: str
+    folder: Path
+    key: str
+
+    @property
+    def outside(self) -> Path:
+        """The job's HOME and TMPDIR: whatever lands here was written outside the data folder."""
+        return self.folder / "outside"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        s = self.runtime.settings
+        return {**os.environ, "PYTHONPATH": str(ROOT), "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg"),
+                "HOME": str(self.outside), "TMPDIR": str(self.outside),
+                "DOCKETEER_DATA_DIR": str(s.data_path), "DOCKETEER_INDEX_URL": s.index_url,
+                "DOCKETEER_API_BASE": self.server.api_base, "REGULATIONS_GOV_API_KEY": self.key,
+                "DOCKETEER_DISCOVER": "list", "DOCKETEER_DOCKETS": self.docket,
+                "DOCKETEER_EMBEDDER": "hashing", "DOCKETEER_PACE_SECONDS": "0",
+                "DOCKETEER_EXTRACT_WORKERS": "1", "DOCKETEER_OCR": "false",
+                "DOCKETEER_HTTP_ATTEMPTS": "1", **extra}
+
+    def luigi(self, *args: str, wait: bool = True, **env: str):
+        command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
+                   "--local-scheduler", "--log-level", "WARNING", *args]
+        process = subprocess.Popen(command, env=self.env(**env), cwd=self.folder,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if not wait:
+            return process
+        out, err = process.communicate(timeout=300)
+        return process.returncode, out + err
+
+    def written_outside(self) -> int:
+        return sum(1 for p in self.outside.rglob("*") if p.is_file())
+
+
+@contextmanager
+def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1):
+    corpus = folder / "corpus"
+    manifest = make_corpus(corpus, dockets=1, comments_per_docket=COMMENTS, tombstone=False,
+                           corrupt_share=0.0)
+    with StandinServer(corpus, api_keys=(key,), seed=seed) as server:
+        runtime = make_runtime(folder, index_url=new_pg_database(pg_server), api_base=server.api_base,
+                               api_key=key, discover="list", dockets=manifest.dockets[0].id,
+                               extract_workers=1, ocr="false", http_attempts=1)
+        (folder / "outside").mkdir()
+        previous = set_runtime(runtime)
+        try:
+            yield World(runtime, server, manifest.dockets[0].id, folder, key)
+        finally:
+            set_runtime(previous)
+            runtime.close()
+
+
+def snapshot(w: World) -> dict:
+    """The store as comparable data: state rows (volatile columns dropped) and every chunk."""
+    w.runtime.state  # noqa: B018 - bind the models to this runtime's DB
+    return {"state": dump(stable=True), "chunks": w.runtime.index_db().dump_chunks()}
+
+
+def problems(w: World) -> list[str]:
+    """What must hold after any trial's rerun."""
+    rt = w.runtime
+    rt.state  # noqa: B018
+    found = []
+    _, bad = state_db.integrity_check(rt.state)
+    found += [f"integrity: {p}" for p in bad]
+    if ItemState.select().where(ItemState.state == "pending").exists():
+        found.append("pending rows left")
+    for folder in leftovers.scratch_folders(rt.data_dir, rt.blobs):
+        if leftovers.find(folder).entries or any(folder.glob("*.part")):
+            found.append(f"leftovers in {folder}")
+    if duplicates(w):
+        found.append("duplicates")
+    return found
+
+
+def duplicates(w: World) -> int:
+    rows = Counter((a.item, a.filename) for a in Attachment.select())
+    chunks = Counter(tuple(json.loads(line)[:3]) for line in w.runtime.index_db().dump_chunks().splitlines())
+    return sum(n - 1 for n in rows.values() if n > 1) + sum(n - 1 for n in chunks.values() if n > 1)
+
+
+def lost(reference: dict, got: dict) -> int:
+    """Reference chunks (one a line) missing from the trial's store."""
+    return len(set(reference["chunks"].splitlines()) - set(got["chunks"].splitlines()))
+
+
+def rng(seed: int) -> random.Random:
+    return random.Random(seed)
