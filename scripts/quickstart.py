@@ -136,7 +136,9 @@ def main(argv: list[str] | None = None) -> None:
     else:
         print(f"\nfirst run {first:.1f}s; second run {second:.1f}s: nothing was redone")
     docketeer(env, "dockets")
-    docketeer(env, "search", args.query, "-k", "3")
+    # --cold: the quickstart leaves nothing running behind it (no warm search service, which
+    # would keep the embedded index server up for its idle minutes).
+    docketeer(env, "search", "--cold", args.query, "-k", "3")
     print(f"\nto ask this store yourself: . .venv/bin/activate && "
           f"DOCKETEER_DATA_DIR={_shown(store)} DOCKETEER_EMBEDDER={env['DOCKETEER_EMBEDDER']} docketeer dockets")
 
