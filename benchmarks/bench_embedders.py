@@ -13,9 +13,9 @@ import argparse
 import random
 import time
 
-from pipeline.errors import ConfigError
+from benchmarks.common import loaded_embedder
 from pipeline.index.chunking import chunk_text
-from pipeline.index.embedders import embed_in_batches, make_embedder
+from pipeline.index.embedders import embed_in_batches
 
 VOCABULARY = (
     "medicare payment rural hospital patients physician fee schedule reimbursement "
@@ -40,14 +40,10 @@ def generated_chunks(count: int, seed: int = 2026) -> list[str]:
 
 
 def bench(name: str, texts: list[str], batch_size: int) -> None:
-    try:
-        started = time.perf_counter()
-        embedder = make_embedder(name)
-        embedder.embed(["warm up"])  # loads the model for minilm
-        load_s = time.perf_counter() - started
-    except (ConfigError, ImportError) as exc:
-        print(f"{name:<8} skipped: {exc}")
+    loaded = loaded_embedder(name)
+    if loaded is None:
         return
+    embedder, load_s = loaded
     started = time.perf_counter()
     vectors = embed_in_batches(embedder, texts, batch_size)
     elapsed = time.perf_counter() - started

@@ -26,12 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import now_iso, open_runtime
+from benchmarks.common import loaded_embedder, now_iso, open_runtime
 from devtools.corpus_topics import TOPICS
 from devtools.make_corpus import topic_prose
 from pipeline import tasks as task_module
 from pipeline.counters import COMBINED_READS, EMBED_CALLS, STAGE_CALLS, counters
-from pipeline.errors import ConfigError
 from pipeline.extract.combined import render_combined
 from pipeline.extract.readers import AttachmentText
 from pipeline.index.embedders import make_embedder
@@ -116,14 +115,10 @@ def bench_noop(folder: Path, args) -> None:
 
 
 def bench_throughput(folder: Path, args, name: str) -> None:
-    try:
-        started = time.perf_counter()
-        embedder = make_embedder(name)
-        embedder.embed(["warm up"])  # MiniLM loads its model here
-        load_seconds = time.perf_counter() - started
-    except (ConfigError, ImportError) as exc:
-        print(f"{name:<8} skipped: {exc}")
+    loaded = loaded_embedder(name)
+    if loaded is None:
         return
+    embedder, load_seconds = loaded
     rt = bench_runtime(folder / f"tp-{name}", args, name)
     try:
         rng = random.Random(7)

@@ -159,6 +159,22 @@ def measured():
     box.update(io)
 
 
+def loaded_embedder(name: str):
+    """(the embedder, seconds to load it), or None after one "skipped" line when it cannot be
+    had here (no model package, no endpoint): the model loads on its first embed."""
+    from pipeline.errors import ConfigError
+    from pipeline.index.embedders import make_embedder
+
+    try:
+        started = time.perf_counter()
+        embedder = make_embedder(name)
+        embedder.embed(["warm up"])
+        return embedder, time.perf_counter() - started
+    except (ConfigError, ImportError) as exc:
+        print(f"{name:<8} skipped: {exc}")
+        return None
+
+
 def build(*tasks, workers: int = 1) -> bool:
     """An in-process local-scheduler run, as `luigi --module pipeline ...` would do it.
 

@@ -85,24 +85,23 @@ KEYS_IN_QUERY = 500
 
 def bodies_of(docket_id: str, item_keys: Iterable[str]) -> dict[str, str | None]:
     """item key -> inline comment text, for the given items of one docket."""
-    wanted = set(item_keys)
-    query = Item.select(Item.key, Item.body)
-    if len(wanted) <= KEYS_IN_QUERY:
-        query = query.where(Item.key.in_(sorted(wanted)))
-    else:
-        query = query.where(Item.docket == docket_id)
-    return {key: body for key, body in query.tuples() if key in wanted}
+    return _column_of(docket_id, item_keys, Item.body)
 
 
 def kinds_of(docket_id: str, item_keys: Iterable[str]) -> dict[str, str]:
     """item key -> comment | document, for the given items of one docket."""
+    return _column_of(docket_id, item_keys, Item.kind)
+
+
+def _column_of(docket_id: str, item_keys: Iterable[str], column) -> dict:
+    """item key -> ``column`` for the given items: by key for a few, by docket for many."""
     wanted = set(item_keys)
-    query = Item.select(Item.key, Item.kind)
+    query = Item.select(Item.key, column)
     if len(wanted) <= KEYS_IN_QUERY:
         query = query.where(Item.key.in_(sorted(wanted)))
     else:
         query = query.where(Item.docket == docket_id)
-    return {key: kind for key, kind in query.tuples() if key in wanted}
+    return {key: value for key, value in query.tuples() if key in wanted}
 
 
 def attachments_of(item_keys: Iterable[str], docket_id: str | None = None) -> dict[str, list[Attachment]]:
