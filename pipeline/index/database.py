@@ -4,12 +4,14 @@ Everything the index stage vouches for lives here, in one PostgreSQL database, s
 marker can never outlive the data it describes: wipe the database and the markers go with
 it (and ``instance_id()`` changes, which anything caching index facts elsewhere can check).
 
-Schema (migration 1; see ``_MIGRATIONS``)
------------------------------------------
+Schema (migrations 1-2; see ``_MIGRATIONS``)
+--------------------------------------------
 * ``index_schema_version(version, applied_at)`` — applied migrations.
 * ``index_meta(key, value)`` — ``instance_id``: a random id made when the schema is created.
 * ``chunks(collection, item_key, ordinal, docket, text, page, section, embedder_id, dim,
-  embedding vector, metadata jsonb)``, primary key ``(collection, item_key, ordinal)``.
+  embedding vector, metadata jsonb, tsv tsvector)``, primary key ``(collection, item_key,
+  ordinal)``; ``tsv`` (migration 2) is generated from the text, submitter and organisation
+  and GIN-indexed (``chunks_tsv``) for the full-text half of hybrid search.
 * ``index_state(collection, item_key, docket, fingerprint, content_hash, chunk_count,
   embedder_id, indexed_at)``, primary key ``(collection, item_key)``, indexed by docket.
 * ``index_docket_state(collection, docket, sealed_at, version, input_fingerprint,
@@ -39,7 +41,7 @@ changes nothing, so a no-op run leaves every table byte-identical.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,8 @@ _MIGRATION_LOCK = 0x646B7401
 _DIMENSION_INDEX_LOCK = 0x646B7402
 _HNSW_VECTOR_MAX_DIM = 2000
 _HNSW_HALFVEC_MAX_DIM = 4000
+
+TEXT_SEARCH_CONFIG = "english"  # stems words ("hospitals" finds "hospital"), keeps numbers
 
 _MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -104,6 +108,22 @@ _MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
         ],
     ),
+    (
+        # Hybrid search: the words of every chunk (and its submitter and organisation, so
+        # names are found) as a stored tsvector beside it, GIN-indexed. A generated column:
+        # PostgreSQL fills it for the rows already there when the column is added (an
+        # existing store is upgraded and backfilled in place) and keeps it current on
+        # every insert, so the index stage writes nothing more.
+        2,
+        [
+            f"""ALTER TABLE chunks ADD COLUMN tsv tsvector GENERATED ALWAYS AS (
+                setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', text), 'A')
+                || setweight(to_tsvector('{TEXT_SEARCH_CONFIG}',
+                     coalesce(metadata->>'submitter', '') || ' '
+                     || coalesce(metadata->>'organization', '')), 'B')) STORED""",
+            "CREATE INDEX chunks_tsv ON chunks USING gin (tsv)",
+        ],
+    ),
 ]
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
 
@@ -140,6 +160,43 @@ class SearchHit:
     score: float
     metadata: dict[str, Any] = field(default_factory=dict)
     section: str = ""
+    # Hybrid search (pipeline/index/search.py) fills these; ``score`` stays the cosine.
+    vector_rank: int | None = None  # 1-based place in the vector ranking, None: not in it
+    text_rank: int | None = None  # 1-based place in the full-text ranking, None: no match
+    fused: float | None = None  # reciprocal rank fusion of the two: the order of the results
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """What a search may return. Every value reaches SQL as a bound parameter."""
+
+    collection: str | None = None
+    docket: str | None = None
+    posted_from: str | None = None  # UTC ISO instant, inclusive
+    posted_before: str | None = None  # UTC ISO instant, exclusive
+    organization: str | None = None  # a part of the submitter's name or organisation, any case
+
+    def narrowed(self, collection: str | None, docket: str | None) -> SearchFilters:
+        """These filters, with ``collection`` / ``docket`` when they are given."""
+        given = {"collection": collection, "docket": docket}
+        return replace(self, **{name: value for name, value in given.items() if value is not None})
+
+    def params(self) -> dict[str, Any]:
+        return {"f_collection": self.collection, "f_docket": self.docket,
+                "f_from": self.posted_from, "f_before": self.posted_before,
+                "f_org": self.organization.lower() if self.organization else None}
+
+
+# Each filter is inert when its parameter is NULL; position() rather than LIKE, so a % or _
+# the user typed is a character, not a wildcard.
+_FILTER_SQL = """
+      AND (%(f_collection)s::text IS NULL OR collection = %(f_collection)s)
+      AND (%(f_docket)s::text IS NULL OR docket = %(f_docket)s)
+      AND (%(f_from)s::text IS NULL OR metadata->>'posted_date' >= %(f_from)s)
+      AND (%(f_before)s::text IS NULL OR metadata->>'posted_date' < %(f_before)s)
+      AND (%(f_org)s::text IS NULL
+           OR position(%(f_org)s in lower(coalesce(metadata->>'organization', ''))) > 0
+           OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0)"""
 
 
 @dataclass(frozen=True)
@@ -522,15 +579,18 @@ class IndexDB:
         docket: str | None = None,
         k: int = 10,
         embedder_id: str | None = None,
+        filters: SearchFilters | None = None,
     ) -> list[SearchHit]:
         """The ``k`` chunks nearest to ``query_vector`` (cosine), best first.
 
         Only chunks of the query's dimension are searched; pass ``embedder_id`` to keep
         chunks of another model with the same dimension out (search.search does).
+        ``collection`` and ``docket`` narrow ``filters`` (kept for the callers before it).
         """
         dim = len(query_vector)
         if dim == 0 or k < 1:
             return []
+        filters = (filters or SearchFilters()).narrowed(collection, docket)
         distance = f"({_indexed_expression(dim)}) <=> %(query)s::{_cast_type(dim)}"
         with self._conn, self._conn.cursor() as cur:
             if self._iterative_scan:
@@ -544,21 +604,50 @@ class IndexDB:
                     FROM chunks
                     WHERE dim = {dim}
                       AND (%(embedder)s::text IS NULL OR embedder_id = %(embedder)s)
-                      AND (%(collection)s::text IS NULL OR collection = %(collection)s)
-                      AND (%(docket)s::text IS NULL OR docket = %(docket)s)
+                      {_FILTER_SQL}
                     ORDER BY {distance}
                     LIMIT %(k)s""",
-                {
-                    "query": Vector([float(x) for x in query_vector]),
-                    "embedder": embedder_id,
-                    "collection": collection,
-                    "docket": docket,
-                    "k": k,
-                },
+                {"query": Vector([float(x) for x in query_vector]), "embedder": embedder_id,
+                 "k": k, **filters.params()},
             )
             hits = [SearchHit(*row) for row in cur.fetchall()]
         # relaxed_order may return near-ties out of order; make the ranking stable.
         return sorted(hits, key=lambda h: (-h.score, h.collection, h.item_key, h.ordinal))
+
+    def text_search(
+        self,
+        query: str,
+        query_vector: list[float],
+        *,
+        k: int = 10,
+        embedder_id: str | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchHit]:
+        """The ``k`` chunks whose words match ``query`` best (full text, GIN index), best first.
+
+        ``query`` is read as a web search box is (``websearch_to_tsquery``): every word must
+        occur, "quoted words" as a phrase, ``or`` and ``-word`` as expected. Each hit's
+        ``score`` is still its cosine to ``query_vector``, so both rankings speak one unit.
+        """
+        dim = len(query_vector)
+        if dim == 0 or k < 1 or not query.strip():
+            return []
+        filters = filters or SearchFilters()
+        distance = f"({_indexed_expression(dim)}) <=> %(vector)s::{_cast_type(dim)}"
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                f"""SELECT item_key, collection, docket, ordinal, text, page,
+                           1 - ({distance}) AS score, metadata, section
+                    FROM chunks, websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(query)s) AS q
+                    WHERE tsv @@ q AND dim = {dim}
+                      AND (%(embedder)s::text IS NULL OR embedder_id = %(embedder)s)
+                      {_FILTER_SQL}
+                    ORDER BY ts_rank_cd(tsv, q) DESC, collection, item_key, ordinal
+                    LIMIT %(k)s""",
+                {"query": query, "vector": Vector([float(x) for x in query_vector]),
+                 "embedder": embedder_id, "k": k, **filters.params()},
+            )
+            return [SearchHit(*row) for row in cur.fetchall()]
 
     # --- internals -------------------------------------------------------------------
 

@@ -1,14 +1,25 @@
-"""Query the index with text: embed the query, search the index DB, print ranked hits."""
+"""Query the index with text: hybrid search (vector + full text), print ranked hits.
+
+Two rankings of the same chunks are fused by reciprocal rank fusion (Cormack et al. 2009):
+a chunk's fused score is the sum of ``1 / (RRF_K + rank)`` over the rankings it is in. The
+vector ranking finds paraphrases; the full-text ranking (PostgreSQL ``tsvector``) finds the
+exact phrase, statute number or name that an embedding blurs into its neighbours.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from pipeline.errors import DocketeerError
-from pipeline.index.database import IndexDB, SearchHit
+from pipeline.index.database import IndexDB, SearchFilters, SearchHit
 from pipeline.index.embedders import Embedder
 
 SNIPPET_CHARS = 200
+RRF_K = 60  # the constant of the RRF paper: damps the weight of the very first places
+MIN_POOL = 50  # candidates each ranking contributes at least, so fusion has material
+MAX_POOL = 1000
+MODES = ("hybrid", "vector", "text")
 
 
 class NothingToSearch(DocketeerError):
@@ -23,18 +34,61 @@ def search(
     collection: str | None = None,
     docket: str | None = None,
     k: int = 10,
+    filters: SearchFilters | None = None,
+    mode: str = "hybrid",
+    offset: int = 0,
+    per_item: bool = False,
 ) -> list[SearchHit]:
-    """The ``k`` chunks most similar to ``query`` among those embedded by ``embedder``."""
-    if not query.strip():
+    """The best ``k`` chunks for ``query`` after the first ``offset``, best first.
+
+    ``mode``: ``hybrid`` (fused), ``vector`` or ``text`` alone. ``per_item`` keeps only the
+    best chunk of each comment (a page of results lists comments, not passages).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if not query.strip() or k < 1:
         return []
     [query_vector] = embedder.embed([query])
     if not _has_direction(query_vector):
         # A zero vector has no cosine similarity with anything: every score would be NaN.
         raise NothingToSearch(f"nothing to search for in {query!r}: give some words")
-    hits = index_db.search(
-        query_vector, collection=collection, docket=docket, k=k, embedder_id=embedder.id
-    )
-    return [hit for hit in hits if not math.isnan(hit.score)]
+    filters = (filters or SearchFilters()).narrowed(collection, docket)
+    pool = min(MAX_POOL, max(MIN_POOL, 2 * (offset + k)))
+    by_vector = by_text = []
+    if mode != "text":
+        by_vector = index_db.search(query_vector, k=pool, embedder_id=embedder.id, filters=filters)
+    if mode != "vector":
+        by_text = index_db.text_search(query, query_vector, k=pool, embedder_id=embedder.id,
+                                       filters=filters)
+    fused = fuse(by_vector, by_text)
+    if per_item:
+        fused = _best_per_item(fused)
+    return [hit for hit in fused[offset:offset + k] if not math.isnan(hit.score)]
+
+
+def fuse(by_vector: list[SearchHit], by_text: list[SearchHit]) -> list[SearchHit]:
+    """Both rankings as one, by reciprocal rank fusion; each hit knows its two places."""
+    hits: dict[tuple, SearchHit] = {}
+    for field, ranking in (("vector_rank", by_vector), ("text_rank", by_text)):
+        for rank, hit in enumerate(ranking, start=1):
+            key = (hit.collection, hit.item_key, hit.ordinal)
+            hits[key] = replace(hits.get(key, hit), **{field: rank})
+    fused = [replace(h, fused=_rrf(h.vector_rank) + _rrf(h.text_rank)) for h in hits.values()]
+    return sorted(fused, key=lambda h: (-h.fused, -h.score, h.collection, h.item_key, h.ordinal))
+
+
+def _rrf(rank: int | None) -> float:
+    return 0.0 if rank is None else 1.0 / (RRF_K + rank)
+
+
+def _best_per_item(hits: list[SearchHit]) -> list[SearchHit]:
+    seen: set[tuple[str, str]] = set()
+    best = []
+    for hit in hits:
+        if (hit.collection, hit.item_key) not in seen:
+            seen.add((hit.collection, hit.item_key))
+            best.append(hit)
+    return best
 
 
 def _has_direction(vector: list[float]) -> bool:

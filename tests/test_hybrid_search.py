@@ -1,0 +1,153 @@
+"""Hybrid search (vector + PostgreSQL full text, fused by reciprocal rank) on the real
+embedded PostgreSQL: exact citations and names are found where the embedding blurs them,
+filters narrow both rankings, and an index DB made before full text is upgraded in place."""
+
+from __future__ import annotations
+
+import random
+
+import psycopg2
+import pytest
+
+from pipeline.index import database
+from pipeline.index.chunking import chunk_text
+from pipeline.index.database import IndexDB, SearchFilters
+from pipeline.index.embedders import make_embedder
+from pipeline.index.search import fuse, search
+
+pytestmark = pytest.mark.postgres
+
+EMBEDDER = make_embedder("hashing", dim=256)
+TARGET = "CMS-2026-0001-0031"
+CITATION = "42 U.S.C. 1395"
+SENTENCES = [
+    "Medicare payment rates for rural hospitals have not kept up with costs.",
+    "The proposed rule would reduce reimbursement for outpatient services.",
+    "Patients in small towns already travel long distances for care.",
+    "CMS should delay the cuts until the effect on access is studied.",
+    "Our clinic serves many seniors who depend on Medicare coverage.",
+    "Hospital closures leave whole counties without emergency care.",
+    "The agency underestimates the staffing costs of the new requirements.",
+    "We urge CMS to protect critical access hospitals from these reductions.",
+]
+# Distractors cite the same title of the code many times, with other sections: a bag of
+# words sees them as nearer to the query than the one comment that cites the section asked.
+DISTRACTOR = "See 42 U.S.C. 1320a and 42 U.S.C. 1396 and 42 U.S.C. 1320b; 42 U.S.C. 1396a applies."
+
+
+def _corpus() -> dict[str, tuple[str, dict]]:
+    rng = random.Random(19)
+    comments = {}
+    for n in range(1, 41):
+        key = f"CMS-2026-0001-{n:04d}"
+        text = " ".join(rng.sample(SENTENCES, 5))
+        if n % 5 == 0:
+            text = DISTRACTOR + " " + text
+        if key == TARGET:
+            text = " ".join(SENTENCES) + f" The payment floor in {CITATION} was written for them."
+        organization = "Rural Health Alliance" if n % 4 == 0 else "Valley Clinic 100%"
+        posted = f"2026-03-{n % 28 + 1:02d}T15:00:00Z"
+        comments[key] = (text, {"submitter": f"Person {n}", "organization": organization,
+                                "posted_date": posted, "kind": "comment"})
+    return comments
+
+
+def _put(db: IndexDB, key: str, text: str, metadata: dict, docket: str = "CMS-2026-0001") -> None:
+    chunks = chunk_text([("Inline comment", text)], max_chars=2000, overlap=100)
+    db.replace_item("comments", key, docket, chunks, EMBEDDER.embed([c.text for c in chunks]),
+                    "fp", "h", EMBEDDER.id, metadata)
+
+
+@pytest.fixture
+def db(pg_url, tmp_path):
+    index_db = IndexDB.open(pg_url, tmp_path)
+    for key, (text, metadata) in _corpus().items():
+        _put(index_db, key, text, metadata)
+    yield index_db
+    index_db.close()
+
+
+def test_a_statute_citation_ranks_its_comment_first_where_the_vector_ranking_does_not(db):
+    by_vector = search(db, EMBEDDER, CITATION, k=10, mode="vector")
+    assert by_vector[0].item_key != TARGET  # the embedding alone prefers the distractors
+
+    hybrid = search(db, EMBEDDER, CITATION, k=10)
+    assert hybrid[0].item_key == TARGET
+    assert hybrid[0].text_rank == 1 and hybrid[0].fused > hybrid[1].fused
+    assert [h.item_key for h in search(db, EMBEDDER, CITATION, k=10, mode="text")] == [TARGET]
+
+
+def test_when_no_chunk_has_every_word_the_vector_ranking_alone_decides(db):
+    query = "rural hospitals close like dragons"  # no comment mentions dragons: no text match
+    assert search(db, EMBEDDER, query, k=5, mode="text") == []
+    hybrid = search(db, EMBEDDER, query, k=5)
+    assert [h.item_key for h in hybrid] == [h.item_key for h in search(db, EMBEDDER, query, k=5, mode="vector")]
+    assert all(h.text_rank is None and h.vector_rank == n for n, h in enumerate(hybrid, start=1))
+
+
+def test_a_quoted_phrase_matches_only_that_phrase(db):
+    hits = search(db, EMBEDDER, '"payment floor"', k=10, mode="text")
+    assert [h.item_key for h in hits] == [TARGET]
+    assert search(db, EMBEDDER, '"floor payment"', k=10, mode="text") == []
+
+
+def test_filters_narrow_both_rankings(db):
+    _put(db, "OTHER-0001", f"Nothing on Medicare here but {CITATION}.", {"posted_date": "2026-03-02T15:00:00Z"},
+         docket="OTHER")
+    everywhere = {h.item_key for h in search(db, EMBEDDER, CITATION, k=100, per_item=True)}
+    assert "OTHER-0001" in everywhere
+    in_docket = search(db, EMBEDDER, CITATION, k=100, docket="CMS-2026-0001", per_item=True)
+    assert {h.docket for h in in_docket} == {"CMS-2026-0001"} and in_docket[0].item_key == TARGET
+
+    alliance = search(db, EMBEDDER, "medicare", k=100, filters=SearchFilters(organization="health ALLIANCE"))
+    assert alliance and {h.metadata["organization"] for h in alliance} == {"Rural Health Alliance"}
+    # A % the user types is a character, not a LIKE wildcard: it matches only its own text.
+    percent = search(db, EMBEDDER, "medicare", k=100, filters=SearchFilters(organization="0%"))
+    assert {h.metadata["organization"] for h in percent} == {"Valley Clinic 100%"}
+    assert search(db, EMBEDDER, "medicare", k=100, filters=SearchFilters(organization="%")) != []
+    assert search(db, EMBEDDER, "medicare", k=100, filters=SearchFilters(organization="_x_")) == []
+
+    window = SearchFilters(posted_from="2026-03-10T00:00:00Z", posted_before="2026-03-12T00:00:00Z")
+    dated = search(db, EMBEDDER, "medicare", k=100, filters=window, per_item=True)
+    assert sorted({h.metadata["posted_date"][:10] for h in dated}) == ["2026-03-10", "2026-03-11"]
+    assert len(dated) == sum(1 for _, m in _corpus().values() if m["posted_date"][:10] in ("2026-03-10", "2026-03-11"))
+
+
+def test_pages_follow_each_other_without_overlap(db):
+    first = search(db, EMBEDDER, "medicare hospitals", k=7, per_item=True)
+    second = search(db, EMBEDDER, "medicare hospitals", k=7, offset=7, per_item=True)
+    both = search(db, EMBEDDER, "medicare hospitals", k=14, per_item=True)
+    assert [h.item_key for h in first + second] == [h.item_key for h in both]
+    assert len({h.item_key for h in both}) == 14
+
+
+def test_fusion_sums_reciprocal_ranks(db):
+    vector = search(db, EMBEDDER, "rural hospitals", k=3, mode="vector")
+    text = search(db, EMBEDDER, "rural hospitals", k=3, mode="text")
+    fused = fuse(vector, text)
+    for hit in fused:
+        expected = sum(1 / (60 + r) for r in (hit.vector_rank, hit.text_rank) if r is not None)
+        assert hit.fused == pytest.approx(expected)
+    assert [h.fused for h in fused] == sorted((h.fused for h in fused), reverse=True)
+
+
+def test_an_index_db_made_before_full_text_is_upgraded_and_backfilled_in_place(pg_url, tmp_path, monkeypatch):
+    monkeypatch.setattr(database, "_MIGRATIONS", database._MIGRATIONS[:1])
+    old = IndexDB.open(pg_url, tmp_path)
+    text, metadata = _corpus()[TARGET]
+    _put(old, TARGET, text, metadata)
+    old.close()
+    monkeypatch.undo()
+
+    upgraded = IndexDB.open(pg_url, tmp_path)
+    try:
+        assert upgraded.schema_version() == database.SCHEMA_VERSION
+        assert [h.item_key for h in search(upgraded, EMBEDDER, CITATION, mode="text")] == [TARGET]
+        # Names are words too: the submitter's organisation finds its comment.
+        assert search(upgraded, EMBEDDER, '"Valley Clinic"', mode="text")[0].item_key == TARGET
+    finally:
+        upgraded.close()
+    with psycopg2.connect(pg_url) as conn, conn.cursor() as cur:
+        cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_tsv'")
+        assert "gin" in cur.fetchone()[0].lower()
+    conn.close()
