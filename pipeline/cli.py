@@ -413,6 +413,21 @@ def cmd_snapshot(args) -> int:
     return 0
 
 
+@command
+def cmd_serve(args) -> int:
+    from pipeline.web.server import serve
+
+    serve(_runtime(), host=args.host, port=args.port)
+    return 0
+
+
+def parse_port(text: str) -> int:
+    """--port: 1 to 65535 (argparse type)."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number (1 to 65535): {text!r}")
+    return int(text)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """A bad argument is one line on stderr (argparse's usage block is what --help is for)."""
 
@@ -458,6 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--out", help="folder for status.json and inventory.csv (default: data_dir)")
     snapshot = sub.add_parser("snapshot", help="consistent copy of the state DB and a dump of the index DB")
     snapshot.add_argument("dest", metavar="DEST", help="a new or empty folder")
+    serve = sub.add_parser("serve", help="a read-only web page to search and read the comments (loopback by default)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=parse_port, default=8080, help="port (default 8080)")
     return parser
 
 

@@ -322,6 +322,13 @@ class IndexDB:
             )
             return [CountMismatch(*row) for row in cur.fetchall()]
 
+    def indexed_counts(self, collection: str) -> dict[str, int]:
+        """docket -> items with an index state row in ``collection`` (one grouped query)."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute("SELECT docket, count(*) FROM index_state WHERE collection = %s GROUP BY docket",
+                        (collection,))
+            return dict(cur.fetchall())
+
     def dump_chunks(self) -> str:
         """Every chunk row, in key order, one JSON array per line: for byte-identity tests."""
         return self._dump(

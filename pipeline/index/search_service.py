@@ -21,6 +21,7 @@ import socketserver
 import subprocess
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from pipeline.errors import DocketeerError
@@ -86,12 +87,14 @@ class _Handler(socketserver.StreamRequestHandler):
 
 
 class SearchServer(socketserver.UnixStreamServer):
-    def __init__(self, path: Path, runtime) -> None:
+    def __init__(self, path: Path, runtime, engine=None) -> None:
+        """``engine``: ``docketeer serve``'s warm search (its loaded model and lock), shared."""
         from pipeline.stages.index import embedder_from
 
         self.runtime = runtime
-        self.embedder = embedder_from(runtime.settings)
-        if hasattr(self.embedder, "load"):
+        self.engine = engine
+        self.embedder = engine.embedder if engine is not None else embedder_from(runtime.settings)
+        if engine is None and hasattr(self.embedder, "load"):
             self.embedder.load()
         self.index_db = runtime.index_db()
         self.stopping = False
@@ -112,8 +115,9 @@ class SearchServer(socketserver.UnixStreamServer):
         if request.get("embedder") != self.embedder.id or request.get("index") != index_key(self.runtime.settings, self.runtime.data_dir):
             return {"refused": "other settings"}
         try:
-            hits = search(self.index_db, self.embedder, request["query"], collection=request.get("collection"),
-                          docket=request.get("docket"), k=int(request.get("k", 10)))
+            with self.engine.lock if self.engine is not None else nullcontext():
+                hits = search(self.index_db, self.embedder, request["query"], collection=request.get("collection"),
+                              docket=request.get("docket"), k=int(request.get("k", 10)))
         except DocketeerError as exc:
             return {"error": str(exc)}
         return {"text": format_hits(hits).rstrip() if hits else "no results"}
@@ -121,15 +125,20 @@ class SearchServer(socketserver.UnixStreamServer):
     def handle_timeout(self) -> None:
         self.stopping = True  # idle for IDLE_SECONDS: free the memory and the index DB
 
-    def serve_until_idle(self) -> None:
+    def serve_until_idle(self, close_runtime: bool = True) -> None:
         try:
             while not self.stopping:
                 self.handle_request()
         finally:
-            if self.path.exists() and self.path.stat().st_ino == self.inode:  # not a newer one's
-                self.path.unlink()
+            self.shutdown_socket()
             self.server_close()
-            self.runtime.close()
+            if close_runtime:
+                self.runtime.close()
+
+    def shutdown_socket(self) -> None:
+        """Remove the socket file, unless a newer service has replaced it since."""
+        if self.path.exists() and self.path.stat().st_ino == self.inode:
+            self.path.unlink()
 
 
 def index_key(settings, data_dir) -> str:

@@ -140,3 +140,58 @@ def item_dockets() -> dict[str, str]:
 def leased_dockets(now: str) -> set[str]:
     """Dockets some run holds an unexpired lease on (any stage): they are being worked on."""
     return {row.docket for row in Lease.select(Lease.docket).where(Lease.expires_at > now)}
+
+
+# --- the web pages (docketeer serve) ------------------------------------------------------------
+
+
+def find_docket(docket_id: str) -> Docket | None:
+    return Docket.get_or_none(Docket.id == docket_id)
+
+
+def comments_per_hour(docket_id: str) -> dict[str, int]:
+    """'YYYY-MM-DDTHH' (UTC) -> comments posted in that hour, in one grouped query.
+
+    Hours, not days: US Eastern is a whole number of hours from UTC, so the page can fold
+    them into Eastern days exactly without reading one row per comment.
+    """
+    hour = fn.SUBSTR(Item.posted_date, 1, 13)
+    query = (Item.select(hour, fn.COUNT(Item.key))
+             .where((Item.docket == docket_id) & (Item.kind == "comment") & Item.posted_date.is_null(False))
+             .group_by(hour).tuples())
+    return dict(query)
+
+
+def top_organizations(docket_id: str, limit: int) -> list[tuple[str, int]]:
+    """The organisations with most comments in the docket, most first (ties by name)."""
+    count = fn.COUNT(Item.key)
+    query = (Item.select(Item.organization, count)
+             .where((Item.docket == docket_id) & (Item.kind == "comment")
+                    & Item.organization.is_null(False) & (Item.organization != ""))
+             .group_by(Item.organization).order_by(count.desc(), Item.organization).limit(limit))
+    return list(query.tuples())
+
+
+@dataclass(frozen=True)
+class RetryReason:
+    stage: str
+    reason: str
+    count: int
+    next_attempt_at: str | None
+
+
+def retry_reasons(docket_id: str) -> list[RetryReason]:
+    """Why the docket's rows wait to retry: per stage and reason, with the earliest next try."""
+    query = (ItemState.select(ItemState.stage, fn.COALESCE(ItemState.reason, ""), fn.COUNT(ItemState.item),
+                              fn.MIN(ItemState.next_attempt_at))
+             .where((ItemState.docket == docket_id) & (ItemState.state == RETRY))
+             .group_by(ItemState.stage, fn.COALESCE(ItemState.reason, ""))
+             .order_by(ItemState.stage, fn.COALESCE(ItemState.reason, "")))
+    return [RetryReason(*row) for row in query.tuples()]
+
+
+def pending_counts() -> dict[str, int]:
+    """docket -> rows left ``pending`` (a run is on them, or one died: the next run repairs)."""
+    query = (ItemState.select(ItemState.docket, fn.COUNT(ItemState.item))
+             .where(ItemState.state == "pending").group_by(ItemState.docket).tuples())
+    return dict(query)

@@ -1,0 +1,1 @@
+"""``docketeer serve``: a read-only local web page over the stores (search, dockets, comments)."""

@@ -1,0 +1,75 @@
+"""The Starlette application of ``docketeer serve``: routes, query strings, templates.
+
+Handlers are ``async`` and call the stores directly: they run one at a time on the event
+loop's thread, so the state DB and index DB connections are never shared between threads
+(the pages are small reads; a local reader does not need parallel requests).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from pipeline.errors import DocketeerError
+from pipeline.web import pages
+
+HERE = Path(__file__).parent
+# Defence in depth behind autoescaping: no script runs and nothing loads from elsewhere,
+# even if some text slipped through unescaped.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; "
+                               "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
+    """The application over ``runtime``'s stores, searching with ``engine`` (kept warm)."""
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
+                                     undefined=jinja2.StrictUndefined)
+    templates = Jinja2Templates(env=environment)
+
+    def render(request: Request, template: str, status: int = 200, **context) -> HTMLResponse:
+        return templates.TemplateResponse(request, template, context, status_code=status, headers=SECURITY_HEADERS)
+
+    async def search(request: Request):
+        form = pages.SearchForm.parse(request.query_params)
+        try:
+            results, error = pages.search_results(engine, form), ""
+        except DocketeerError as exc:  # a query of punctuation only: say so on the page
+            results, error = [], str(exc)
+        return render(request, "search.html", form=form, results=results, error=error,
+                      page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE)
+
+    async def docket(request: Request):
+        page = pages.docket_page(request.path_params["docket_id"])
+        if page is None:
+            return render(request, "missing.html", 404, what="docket", name=request.path_params["docket_id"])
+        return render(request, "docket.html", page=page)
+
+    async def comment(request: Request):
+        page = pages.comment_page(runtime, request.path_params["key"])
+        if page is None:
+            return render(request, "missing.html", 404, what="comment", name=request.path_params["key"])
+        return render(request, "comment.html", page=page)
+
+    async def status(request: Request):
+        return render(request, "status.html", rows=pages.status_page(runtime))
+
+    async def home(request: Request):
+        return RedirectResponse("/search", status_code=302)
+
+    routes = [
+        Route("/", home), Route("/search", search), Route("/status", status),
+        Route("/docket/{docket_id}", docket), Route("/comment/{key}", comment),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    return Starlette(routes=routes)

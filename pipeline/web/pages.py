@@ -1,0 +1,265 @@
+"""What each page shows, assembled from the stores by plain functions (no web framework
+here): the search results, a docket's dashboard, one comment, the status of every docket.
+
+Every read goes through ``pipeline/store/reports.py`` (the state DB), the index DB's own
+methods and the blob store; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
+
+from pipeline.clock import iso, parse_iso
+from pipeline.index.chunking import PAGE_MARKER
+from pipeline.index.database import SearchFilters, SearchHit
+from pipeline.web import campaigns, highlight, plots
+
+EASTERN = ZoneInfo("America/New_York")
+PAGE_SIZE = 20
+MAX_PAGE = 50  # 1,000 results: past that a narrower query or a filter serves better
+TOP_ORGANIZATIONS = 15
+REGULATIONS_GOV = "https://www.regulations.gov"
+
+
+# --- search ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchForm:
+    """The search page's query string, checked and bounded (bad values are dropped)."""
+
+    q: str = ""
+    docket: str = ""
+    date_from: str = ""  # YYYY-MM-DD, US Eastern, inclusive
+    date_to: str = ""  # YYYY-MM-DD, US Eastern, inclusive
+    org: str = ""
+    page: int = 1
+
+    @classmethod
+    def parse(cls, params) -> SearchForm:
+        return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],
+                   date_from=_valid_date(params.get("from", "")), date_to=_valid_date(params.get("to", "")),
+                   org=params.get("org", "").strip()[:200], page=_bounded_int(params.get("page"), 1, MAX_PAGE))
+
+    def filters(self) -> SearchFilters:
+        return SearchFilters(
+            collection="comments", docket=self.docket or None, organization=self.org or None,
+            posted_from=_eastern_midnight(self.date_from) if self.date_from else None,
+            posted_before=_eastern_midnight(self.date_to, days_after=1) if self.date_to else None)
+
+    def query_string(self, **changes) -> dict[str, str]:
+        """The parameters of this search (for links to other pages of it)."""
+        values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
+                  "org": self.org, "page": str(self.page)} | {k: str(v) for k, v in changes.items()}
+        return {k: v for k, v in values.items() if v}
+
+
+@dataclass(frozen=True)
+class Result:
+    hit: SearchHit
+    passage: list[tuple[str, bool]]
+    posted: str
+    campaign: dict | None
+
+    @property
+    def url(self) -> str:
+        kind = "document" if self.hit.collection == "documents" else "comment"
+        return f"{REGULATIONS_GOV}/{kind}/{self.hit.item_key}"
+
+
+class WarmSearch:
+    """The embedder loaded once for the life of the server, with its index DB.
+
+    A lock serialises searches: the index DB is one connection, and the web page and the
+    CLI's socket may ask at the same time.
+    """
+
+    def __init__(self, runtime, embedder=None) -> None:
+        from pipeline.stages.index import embedder_from
+
+        self.runtime = runtime
+        self.embedder = embedder or embedder_from(runtime.settings)
+        if hasattr(self.embedder, "load"):
+            self.embedder.load()
+        self.lock = threading.Lock()
+
+    def search(self, query: str, filters: SearchFilters, *, k: int, offset: int) -> list[SearchHit]:
+        from pipeline.index.search import search
+
+        with self.lock:
+            return search(self.runtime.index_db(), self.embedder, query, filters=filters, k=k,
+                          offset=offset, per_item=True)
+
+
+def search_results(engine: WarmSearch, form: SearchForm) -> list[Result]:
+    """One page of results, best first, one per comment."""
+    if not form.q:
+        return []
+    hits = engine.search(form.q, form.filters(), k=PAGE_SIZE, offset=(form.page - 1) * PAGE_SIZE)
+    info = campaigns.campaign_info([h.item_key for h in hits])
+    return [Result(h, highlight.passage(h.text, form.q), eastern_date(h.metadata.get("posted_date")),
+                   info.get(h.item_key)) for h in hits]
+
+
+# --- a docket -------------------------------------------------------------------------------
+
+
+@dataclass
+class DocketPage:
+    docket: object
+    state_counts: list
+    stage_totals: dict[str, int]
+    retry_reasons: list
+    per_day: list[tuple[str, int]]
+    organizations: list[tuple[str, int]]
+    campaigns: list[dict] = field(default_factory=list)
+
+    @property
+    def plot(self):
+        return plots.bar_chart(self.per_day, label=f"comments received per day, {self.docket.id}")
+
+
+def docket_page(docket_id: str) -> DocketPage | None:
+    from pipeline.store import reports
+
+    docket = reports.find_docket(docket_id)
+    if docket is None:
+        return None
+    counts = reports.state_counts(docket_id)
+    totals: dict[str, int] = {}
+    for row in counts:
+        totals[row.stage] = totals.get(row.stage, 0) + row.count
+    return DocketPage(docket, counts, totals, reports.retry_reasons(docket_id),
+                      plots.daily_series(eastern_days(reports.comments_per_hour(docket_id))),
+                      reports.top_organizations(docket_id, TOP_ORGANIZATIONS),
+                      campaigns.largest_campaigns(docket_id, 10))
+
+
+def eastern_days(per_hour: dict[str, int]) -> dict[str, int]:
+    """UTC hour buckets ('YYYY-MM-DDTHH') folded into US Eastern days."""
+    days: dict[str, int] = {}
+    for hour, count in per_hour.items():
+        try:
+            moment = datetime.fromisoformat(f"{hour}:00:00+00:00")
+        except ValueError:
+            continue  # a malformed stored date: not plotted, still counted elsewhere
+        day = moment.astimezone(EASTERN).date().isoformat()
+        days[day] = days.get(day, 0) + count
+    return days
+
+
+# --- a comment ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Section:
+    heading: str
+    pages: list[tuple[int | None, str]]  # (page number or None before the first marker, text)
+
+
+@dataclass
+class CommentPage:
+    item: object
+    attachments: list
+    file_states: dict
+    sections: list[Section]
+    extracted: bool
+    campaign: dict | None
+
+    @property
+    def url(self) -> str:
+        return f"{REGULATIONS_GOV}/{'document' if self.item.kind == 'document' else 'comment'}/{self.item.key}"
+
+    def state_of(self, stage: str, filename: str) -> str:
+        row = self.file_states.get((stage, f"{self.item.key}/{filename}"))
+        return f"{row.state}" + (f" ({row.reason})" if row.reason else "") if row else "-"
+
+    def section_of(self, filename: str) -> Section | None:
+        return next((s for s in self.sections if s.heading == filename), None)
+
+
+def comment_page(runtime, key: str) -> CommentPage | None:
+    from pipeline.store import reports
+
+    item = reports.find_item(key)
+    if item is None:
+        return None
+    sections, extracted = _extracted_sections(runtime, item)
+    return CommentPage(item, reports.attachments_of(key), reports.file_rows_of(key), sections, extracted,
+                       campaigns.campaign_info([key]).get(key))
+
+
+def _extracted_sections(runtime, item) -> tuple[list[Section], bool]:
+    """The sections of the item's combined.md, split at page markers; none before extract."""
+    from pipeline.extract.combined import combined_sections
+    from pipeline.stages.extract import read_combined
+
+    try:
+        _, body = read_combined(runtime.blobs, item.docket, item.key)
+    except (FileNotFoundError, KeyError):
+        return [], False
+    return [Section(heading, _pages(text)) for heading, text in combined_sections(body)], True
+
+
+def _pages(text: str) -> list[tuple[int | None, str]]:
+    parts = PAGE_MARKER.split(text)  # [before, n1, text1, n2, text2, ...]
+    pages = [(None, parts[0].strip())] if parts[0].strip() else []
+    pages += [(int(parts[i]), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+    return pages
+
+
+# --- status ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocketStatus:
+    docket: object
+    progress: dict[str, int]
+    indexed: int | None
+    waiting: int
+    pending: int
+
+
+def status_page(runtime) -> list[DocketStatus]:
+    from pipeline.store import reports
+
+    progress, waiting, pending = reports.comment_progress(), reports.retry_waiting(), reports.pending_counts()
+    index_db = runtime.existing_index_db()
+    indexed = index_db.indexed_counts("comments") if index_db is not None else None
+    return [DocketStatus(d, progress.get(d.id, {}), None if indexed is None else indexed.get(d.id, 0),
+                         waiting.get(d.id, 0), pending.get(d.id, 0)) for d in reports.all_dockets()]
+
+
+# --- values ---------------------------------------------------------------------------------
+
+
+def eastern_date(stamp: str | None) -> str:
+    """A stored UTC instant as its US Eastern date ('' when absent or unreadable)."""
+    if not stamp:
+        return ""
+    try:
+        return parse_iso(stamp).astimezone(EASTERN).date().isoformat()
+    except ValueError:
+        return ""
+
+
+def _eastern_midnight(day: str, days_after: int = 0) -> str:
+    midnight = datetime.combine(date.fromisoformat(day) + timedelta(days=days_after), time(), EASTERN)
+    return iso(midnight)[:19] + "Z"  # posted dates are stored to the second: compare like them
+
+
+def _valid_date(text: str) -> str:
+    try:
+        return date.fromisoformat(text.strip()).isoformat()
+    except ValueError:
+        return ""
+
+
+def _bounded_int(text: str | None, low: int, high: int) -> int:
+    try:
+        return min(high, max(low, int(text or low)))
+    except ValueError:
+        return low

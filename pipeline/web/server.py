@@ -1,0 +1,65 @@
+"""``docketeer serve``: the web page with the embedding model loaded once and kept warm.
+
+While it runs it also answers ``docketeer search`` on ``<data_dir>/search.sock`` (the warm
+search service's socket and protocol, ``pipeline/index/search_service.py``), with the same
+loaded model: one model in memory, not two.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import threading
+
+log = logging.getLogger("docketeer")
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_PORT = 8080
+
+
+def serve(runtime, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
+    import uvicorn
+
+    from pipeline.web.app import make_app
+    from pipeline.web.pages import WarmSearch
+
+    print(f"docketeer serve: loading the {runtime.settings.embedder} embedder …", flush=True)
+    engine = WarmSearch(runtime)
+    runtime.index_db()  # start (or join) the index DB now, not on the first search
+    socket_server = _answer_cli_searches(runtime, engine)
+    if not _is_loopback(host):
+        print(f"docketeer serve: listening on {host}: anyone who can reach it can read the comments",
+              flush=True)
+    print(f"docketeer serve: http://{host}:{port}/ (Ctrl-C stops)", flush=True)
+    try:
+        uvicorn.run(make_app(runtime, engine), host=host, port=port, log_level="warning",
+                    server_header=False)
+    finally:
+        if socket_server is not None:
+            socket_server.stopping = True
+            socket_server.shutdown_socket()
+
+
+def _answer_cli_searches(runtime, engine):
+    """The search service's socket served from a thread with this process's model, or None."""
+    from pipeline.index import search_service
+
+    path = search_service.socket_path(runtime.data_dir)
+    if path is None:
+        return None
+    try:
+        server = search_service.SearchServer(path, runtime, engine=engine)
+    except OSError as exc:
+        log.warning("docketeer serve: not answering `docketeer search` on %s: %s", path, exc)
+        return None
+    server.timeout = None  # no idle exit: it lives as long as the page does
+    threading.Thread(target=server.serve_until_idle, kwargs={"close_runtime": False},
+                     name="search-socket", daemon=True).start()
+    return server
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
