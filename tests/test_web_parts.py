@@ -1,0 +1,49 @@
+"""The web page's pure parts: Eastern days, the per-day series, the SVG, the highlighted
+passage and the bounded query string."""
+
+from __future__ import annotations
+
+from pipeline.web import highlight, pages, plots
+
+
+def test_utc_hours_fold_into_eastern_days():
+    # 03:00 UTC on 10 March is still 9 March in New York (EST, UTC-5); 05:00 is the 10th.
+    per_hour = {"2026-03-10T03": 2, "2026-03-10T05": 3, "2026-07-01T03": 1, "garbage": 9}
+    assert pages.eastern_days(per_hour) == {"2026-03-09": 2, "2026-03-10": 3, "2026-06-30": 1}
+
+
+def test_daily_series_fills_quiet_days_with_zero():
+    assert plots.daily_series({"2026-01-05": 4, "2026-01-08": 1}) == [
+        ("2026-01-05", 4), ("2026-01-06", 0), ("2026-01-07", 0), ("2026-01-08", 1)]
+    assert plots.daily_series({}) == []
+
+
+def test_bar_chart_has_one_bar_per_day_and_escapes_its_labels():
+    svg = str(plots.bar_chart([("<b>", 3), ("2026-01-06", 0)], label="x & <y>"))
+    assert svg.count("<rect") == 2 and "&lt;b&gt;: 3" in svg and "x &amp; &lt;y&gt;" in svg
+    assert "<b>" not in svg and "nothing to plot" in str(plots.bar_chart([], label="x"))
+
+
+def test_passage_marks_query_words_around_the_first_match():
+    text = "Intro words. " * 40 + "The rule in 42 U.S.C. 1395ww hurts rural Hospitals. " + "Outro. " * 40
+    pieces = highlight.passage(text, "42 U.S.C. 1395ww hospital")
+    marked = [t for t, hit in pieces if hit]
+    assert marked == ["42", "U.S.C", "1395ww", "Hospitals"]
+    assert pieces[0] == ("… ", False) and pieces[-1] == (" …", False)
+    assert sum(len(t) for t, _ in pieces) <= highlight.PASSAGE_CHARS + 4
+
+
+def test_passage_without_a_match_is_the_start_and_page_markers_are_dropped():
+    pieces = highlight.passage("<!-- page 3 -->\nPlain text here.", "zebra")
+    assert pieces == [("Plain text here.", False)]
+    assert highlight.query_terms('the "wage index" OR -floor') == ["floor", "index", "wage"]
+
+
+def test_search_form_bounds_what_it_is_given():
+    form = pages.SearchForm.parse({"q": " x " * 400, "page": "100000", "from": "2026-02-30", "to": "2026-03-01"})
+    assert len(form.q) <= 500 and form.page == pages.MAX_PAGE and form.date_from == ""
+    filters = form.filters()
+    # The end date is inclusive, in Eastern time: the filter stops at the next Eastern midnight.
+    assert filters.posted_from is None and filters.posted_before == "2026-03-02T05:00:00Z"
+    assert pages.SearchForm.parse({"page": "-3"}).page == 1
+    assert form.query_string(page=2)["page"] == "2" and "docket" not in form.query_string()
