@@ -256,6 +256,11 @@ class IndexDB:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
+    def read_only(self) -> None:
+        """Every later transaction on this connection refuses writes (``docketeer serve``)."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+
     def migrate(self) -> list[int]:
         """Apply the migrations not yet applied, in one transaction; return their versions."""
         applied_now = []

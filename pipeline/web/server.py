@@ -26,6 +26,7 @@ def serve(runtime, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
     print(f"docketeer serve: loading the {runtime.settings.embedder} embedder …", flush=True)
     engine = WarmSearch(runtime)
     runtime.index_db()  # start (or join) the index DB now, not on the first search
+    read_only(runtime)
     socket_server = _answer_cli_searches(runtime, engine)
     if not _is_loopback(host):
         print(f"docketeer serve: listening on {host}: anyone who can reach it can read the comments",
@@ -38,6 +39,23 @@ def serve(runtime, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
         if socket_server is not None:
             socket_server.stopping = True
             socket_server.shutdown_socket()
+
+
+def read_only(runtime) -> None:
+    """Make this process's connections refuse writes: the page only reads, and a mistake in
+    it must not be able to change a store a cron run is writing.
+
+    Done after the stores are opened (opening may upgrade a schema). The pages run on the
+    thread that calls this (uvicorn's event loop is the main thread), whose connections these are.
+    """
+    import peewee
+
+    state = runtime.state
+    if isinstance(state, peewee.SqliteDatabase):
+        state.execute_sql("PRAGMA query_only = ON")
+    else:
+        state.execute_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    runtime.index_db().read_only()
 
 
 def _answer_cli_searches(runtime, engine):
