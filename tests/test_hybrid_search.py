@@ -107,6 +107,10 @@ def test_filters_narrow_both_rankings(db):
     assert search(db, EMBEDDER, "medicare", k=100, filters=SearchFilters(organization="%")) != []
     assert search(db, EMBEDDER, "medicare", k=100, filters=SearchFilters(organization="_x_")) == []
 
+    chosen = search(db, EMBEDDER, "medicare", k=100, filters=SearchFilters(items=(TARGET, "CMS-2026-0001-0002")))
+    assert {h.item_key for h in chosen} == {TARGET, "CMS-2026-0001-0002"}
+    assert search(db, EMBEDDER, "medicare", filters=SearchFilters(items=())) == []
+
     window = SearchFilters(posted_from="2026-03-10T00:00:00Z", posted_before="2026-03-12T00:00:00Z")
     dated = search(db, EMBEDDER, "medicare", k=100, filters=window, per_item=True)
     assert sorted({h.metadata["posted_date"][:10] for h in dated}) == ["2026-03-10", "2026-03-11"]

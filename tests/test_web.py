@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 from pipeline import cli
 from pipeline.store import reports
-from pipeline.web import pages
+from pipeline.web import campaigns, pages
 from pipeline.web.app import make_app
 from tests.web_fixtures import CITATION, CITING_ID, HOSTILE_ID, HOSTILE_TEXT, web_store
 
@@ -74,6 +74,27 @@ def test_results_are_paged_with_the_query_in_the_url(client, monkeypatch):
     # Bounded: past the last page is page MAX_PAGE, and empty.
     assert huge.status_code == 200 and f"page={pages.MAX_PAGE - 1}\"" in huge.text
     assert "No results on this page" in huge.text
+
+
+def test_campaign_filter_and_one_result_per_campaign_through_the_hook(client, store, monkeypatch):
+    # The CampaignGroups stage is wired through pipeline/web/campaigns.py; here its answers
+    # are given for the first docket's comments, as the stage's tables would give them.
+    query = {"q": "hospital payment rural"}
+    everywhere = _result_ids(client.get("/search", params=query).text)
+    members = [key for key in everywhere if key.startswith(store.dockets[0])]
+    assert len(members) >= 2 and len(members) < len(everywhere)
+    monkeypatch.setattr(campaigns, "available", lambda: True)
+    monkeypatch.setattr(campaigns, "campaign_members", lambda cid: members if cid == "C-1" else [])
+    monkeypatch.setattr(campaigns, "campaign_info",
+                        lambda keys: {k: {"id": "C-1", "size": len(members)} for k in keys if k in members})
+    page = client.get("/search", params=query).text
+    assert 'name="per_campaign"' in page and f"campaign of {len(members)}" in page
+
+    only = _result_ids(client.get("/search", params={**query, "campaign": "C-1"}).text)
+    assert sorted(only) == sorted(members)
+    assert _result_ids(client.get("/search", params={**query, "campaign": "C-404"}).text) == []
+    collapsed = _result_ids(client.get("/search", params={**query, "per_campaign": "1"}).text)
+    assert collapsed == [k for k in everywhere if k not in members or k == members[0]]
 
 
 def test_hostile_comment_text_is_escaped_everywhere(client):

@@ -175,6 +175,7 @@ class SearchFilters:
     posted_from: str | None = None  # UTC ISO instant, inclusive
     posted_before: str | None = None  # UTC ISO instant, exclusive
     organization: str | None = None  # a part of the submitter's name or organisation, any case
+    items: tuple[str, ...] | None = None  # only these item keys (a campaign's members)
 
     def narrowed(self, collection: str | None, docket: str | None) -> SearchFilters:
         """These filters, with ``collection`` / ``docket`` when they are given."""
@@ -184,7 +185,8 @@ class SearchFilters:
     def params(self) -> dict[str, Any]:
         return {"f_collection": self.collection, "f_docket": self.docket,
                 "f_from": self.posted_from, "f_before": self.posted_before,
-                "f_org": self.organization.lower() if self.organization else None}
+                "f_org": self.organization.lower() if self.organization else None,
+                "f_items": None if self.items is None else list(self.items)}
 
 
 # Each filter is inert when its parameter is NULL; position() rather than LIKE, so a % or _
@@ -196,7 +198,8 @@ _FILTER_SQL = """
       AND (%(f_before)s::text IS NULL OR metadata->>'posted_date' < %(f_before)s)
       AND (%(f_org)s::text IS NULL
            OR position(%(f_org)s in lower(coalesce(metadata->>'organization', ''))) > 0
-           OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0)"""
+           OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0)
+      AND (%(f_items)s::text[] IS NULL OR item_key = ANY(%(f_items)s::text[]))"""
 
 
 @dataclass(frozen=True)

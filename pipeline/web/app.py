@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from pipeline.errors import DocketeerError
-from pipeline.web import pages
+from pipeline.web import campaigns, pages
 
 HERE = Path(__file__).parent
 # Defence in depth behind autoescaping: no script runs and nothing loads from elsewhere,
@@ -47,7 +47,8 @@ def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
         except DocketeerError as exc:  # a query of punctuation only: say so on the page
             results, error = [], str(exc)
         return render(request, "search.html", form=form, results=results, error=error,
-                      page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE)
+                      page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE,
+                      campaigns_known=campaigns.available())
 
     async def docket(request: Request):
         page = pages.docket_page(request.path_params["docket_id"])

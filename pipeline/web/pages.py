@@ -19,6 +19,7 @@ from pipeline.web import campaigns, highlight, plots
 
 EASTERN = ZoneInfo("America/New_York")
 PAGE_SIZE = 20
+CAMPAIGN_READ = 200  # hits read per page when one result per campaign is asked
 MAX_PAGE = 50  # 1,000 results: past that a narrower query or a filter serves better
 TOP_ORGANIZATIONS = 15
 REGULATIONS_GOV = "https://www.regulations.gov"
@@ -36,16 +37,22 @@ class SearchForm:
     date_from: str = ""  # YYYY-MM-DD, US Eastern, inclusive
     date_to: str = ""  # YYYY-MM-DD, US Eastern, inclusive
     org: str = ""
+    campaign: str = ""  # only this campaign's comments
+    one_per_campaign: bool = False  # a campaign's members collapse into its best-ranked one
     page: int = 1
 
     @classmethod
     def parse(cls, params) -> SearchForm:
         return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],
                    date_from=_valid_date(params.get("from", "")), date_to=_valid_date(params.get("to", "")),
-                   org=params.get("org", "").strip()[:200], page=_bounded_int(params.get("page"), 1, MAX_PAGE))
+                   org=params.get("org", "").strip()[:200], campaign=params.get("campaign", "").strip()[:100],
+                   one_per_campaign=params.get("per_campaign") == "1",
+                   page=_bounded_int(params.get("page"), 1, MAX_PAGE))
 
     def filters(self) -> SearchFilters:
+        members = campaigns.campaign_members(self.campaign) if self.campaign else None
         return SearchFilters(
+            items=None if members is None else tuple(members),
             collection="comments", docket=self.docket or None, organization=self.org or None,
             posted_from=_eastern_midnight(self.date_from) if self.date_from else None,
             posted_before=_eastern_midnight(self.date_to, days_after=1) if self.date_to else None)
@@ -53,7 +60,8 @@ class SearchForm:
     def query_string(self, **changes) -> dict[str, str]:
         """The parameters of this search (for links to other pages of it)."""
         values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
-                  "org": self.org, "page": str(self.page)} | {k: str(v) for k, v in changes.items()}
+                  "org": self.org, "campaign": self.campaign, "per_campaign": "1" if self.one_per_campaign else "",
+                  "page": str(self.page)} | {k: str(v) for k, v in changes.items()}
         return {k: v for k, v in values.items() if v}
 
 
@@ -98,10 +106,32 @@ def search_results(engine: WarmSearch, form: SearchForm) -> list[Result]:
     """One page of results, best first, one per comment."""
     if not form.q:
         return []
-    hits = engine.search(form.q, form.filters(), k=PAGE_SIZE, offset=(form.page - 1) * PAGE_SIZE)
-    info = campaigns.campaign_info([h.item_key for h in hits])
+    offset = (form.page - 1) * PAGE_SIZE
+    if form.one_per_campaign:
+        hits, info = _one_per_campaign(engine, form, offset)
+    else:
+        hits = engine.search(form.q, form.filters(), k=PAGE_SIZE, offset=offset)
+        info = campaigns.campaign_info([h.item_key for h in hits])
     return [Result(h, highlight.passage(h.text, form.q), eastern_date(h.metadata.get("posted_date")),
                    info.get(h.item_key)) for h in hits]
+
+
+def _one_per_campaign(engine: WarmSearch, form: SearchForm, offset: int) -> tuple[list[SearchHit], dict]:
+    """The page's hits once each campaign is represented by its best-ranked member.
+
+    Collapsing happens before paging, so the ranking is read from the top: up to
+    ``CAMPAIGN_READ`` hits per page shown (a page deep into a huge campaign may run short).
+    """
+    hits = engine.search(form.q, form.filters(), k=min(MAX_PAGE * PAGE_SIZE, (form.page + 1) * CAMPAIGN_READ),
+                         offset=0)
+    info = campaigns.campaign_info([h.item_key for h in hits])
+    seen, kept = set(), []
+    for hit in hits:
+        group = (info.get(hit.item_key) or {}).get("id") or ("item", hit.item_key)
+        if group not in seen:
+            seen.add(group)
+            kept.append(hit)
+    return kept[offset:offset + PAGE_SIZE], info
 
 
 # --- a docket -------------------------------------------------------------------------------
