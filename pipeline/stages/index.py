@@ -51,7 +51,8 @@ def embedder_from(settings):
                              api_key=settings.openai_api_key or None)
     if settings.embedder == "minilm":
         # Its ONNX export lives in the data folder: made once, loaded in a second after.
-        return make_embedder("minilm", cache_dir=str(settings.data_path / "models"))
+        return make_embedder("minilm", cache_dir=str(settings.data_path / "models"),
+                             runtime=settings.minilm_runtime)
     return make_embedder(settings.embedder)
 
 
