@@ -49,6 +49,9 @@ class OnnxMiniLM:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads  # 0: onnxruntime's choice (the cores)
         options.log_severity_level = 3  # errors only: no warnings in cron logs
+        # Idle threads sleep instead of spinning: on a shared machine spinning burns the
+        # cores other processes (extract workers, PostgreSQL) are waiting for.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(
             str(onnx_path), options, providers=["CPUExecutionProvider"]
         )

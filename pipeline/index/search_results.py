@@ -46,4 +46,5 @@ def search_document(query: str, k: int, docket: str | None, collection: str | No
 def _public(record: dict) -> dict:
     """The record under the names a script reads: ``item_id``, ``passage``."""
     out = {name: value for name, value in record.items() if name not in ("item_key", "text", "ordinal")}
-    return {"item_id": record["item_key"], **out, "passage": record["text"], "chunk": record["ordinal"]}
+    return {"rank": record["rank"], "item_id": record["item_key"], **out, "passage": record["text"],
+            "chunk": record["ordinal"]}
