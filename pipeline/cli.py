@@ -362,23 +362,35 @@ def cmd_search(args) -> int:
 
         _runtime()
         dockets.require_docket(args.docket)
+    answer = None
     if settings.embedder == "minilm" and not args.cold:
-        warm = _warm_search(settings, ensure_data_dir(settings), args)
-        if warm is not None:
-            print(warm)
-            return 0
+        answer = _warm_search(settings, ensure_data_dir(settings), args)
+    if answer is None:
+        answer = _search_here(args)
+    if args.json:
+        from pipeline.index.search_results import search_document
+
+        document = search_document(args.query, args.k, args.docket, args.collection, answer["records"])
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+    else:
+        print(answer["text"])
+    return 0
+
+
+def _search_here(args) -> dict:
+    """The search done in this process: the answer the warm service would give."""
     # Imported only here: the warm path must not pay for psycopg2, pgvector and the stages.
     from pipeline.index.search import format_hits, search
+    from pipeline.index.search_results import hit_records
     from pipeline.stages.index import embedder_from
 
     runtime = _runtime()
     hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
                   collection=args.collection, docket=args.docket, k=args.k)
-    print(format_hits(hits).rstrip() if hits else "no results")
-    return 0
+    return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits)}
 
 
-def _warm_search(settings, data_dir, args) -> str | None:
+def _warm_search(settings, data_dir, args) -> dict | None:
     """The answer of the warm search service (started on first use), or None: search here."""
     from pipeline.index import search_service
     from pipeline.index.embedders import MiniLMEmbedder
@@ -386,7 +398,8 @@ def _warm_search(settings, data_dir, args) -> str | None:
     request = {"query": args.query, "collection": args.collection, "docket": args.docket, "k": args.k,
                "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key(settings, data_dir)}
     answer = search_service.ask(data_dir, request)
-    return answer["text"] if answer else None
+    # A service started by an older docketeer answers text only: search here instead.
+    return answer if answer and "records" in answer else None
 
 
 @command
@@ -465,6 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("-k", type=parse_k, default=10, help=f"hits to show, 1 to {MAX_K}")
     search.add_argument("--cold", action="store_true",
                         help="load the model in this process instead of asking the warm search service")
+    search.add_argument("--json", action="store_true",
+                        help="one JSON document (query, k, results with docket, item id, score, passage, page, attachment, link)")
     verify = sub.add_parser("verify", help="check the store against itself; PASS or FAIL")
     verify.add_argument("--full", action="store_true", help="hash every blob, not a sample")
     verify.add_argument("--sample", type=int, default=100, help="blobs hashed without --full")

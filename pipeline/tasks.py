@@ -319,7 +319,21 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         return [d.strip() for d in self.docket.split(",") if d.strip()]
 
     def requires(self):
-        return [] if self.named() else DiscoverDockets()
+        if self.named():
+            return []
+        # Once discovery is current the docket tasks are known when Luigi schedules: required
+        # here, a failed one is traced to this wrapper, which Luigi's summary then names once,
+        # under "had failed dependencies". Yielded from run() only (right after a discovery),
+        # Luigi files the wrapper both as "missing external dependencies" and "not granted
+        # run permission" (luigi.execution_summary cannot see dynamic dependencies).
+        # Decided once per invocation: Luigi asks again before run() and fails the task if
+        # the answer grew (the docket tasks, once a discovery of this run completed).
+        invocation = self.current_invocation
+        if getattr(self, "_required_for", (None,))[0] is not invocation:
+            discover = DiscoverDockets()
+            required = [discover, *self.docket_tasks()] if discover.complete() else [discover]
+            self._required_for = (invocation, required)
+        return self._required_for[1]
 
     def docket_ids(self) -> list[str]:
         return self.named() or docket_rows.all_docket_ids()

@@ -300,3 +300,41 @@ def test_snapshot_writes_copies(store, capsys, tmp_path):
     assert (tmp_path / "snap" / "index.dump").is_file()
     code, _, err = run(capsys, "snapshot", str(tmp_path / "snap"))
     assert code == 2 and "not empty" in err
+
+
+RESULT_FIELDS = {"rank", "item_id", "docket", "collection", "kind", "score", "passage", "chunk", "page",
+                 "section", "attachment", "posted_date", "metadata", "link"}
+
+
+def test_search_json_is_one_document_with_the_text_outputs_hits(store, capsys):
+    from pipeline.store import items
+    from pipeline.store.models import Attachment
+
+    code, out, _ = run(capsys, "search", "hospital funding", "-k", "8", "--json")
+    assert code == 0
+    document = json.loads(out)
+    assert {k: document[k] for k in ("query", "k", "docket", "collection")} == {
+        "query": "hospital funding", "k": 8, "docket": None, "collection": None}
+    results = document["results"]
+    assert 0 < len(results) <= 8 and all(set(r) == RESULT_FIELDS for r in results)
+    assert [r["rank"] for r in results] == list(range(1, len(results) + 1))
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    known = {c.id for c in store.manifest.comments}
+    assert all(r["docket"] in store.dockets and r["item_id"].startswith(r["docket"]) for r in results)
+    assert all(r["item_id"] in known for r in results if r["kind"] == "comment")
+    assert all(r["link"] == f"https://www.regulations.gov/{r['kind']}/{r['item_id']}" for r in results)
+    _, text, _ = run(capsys, "search", "hospital funding", "-k", "8")
+    assert [line.split()[2] for line in text.splitlines() if line[:4].strip().endswith(".")] == [
+        r["item_id"] for r in results]
+    # A passage from a file names the file and, once the record gives one, its title.
+    from_file = next(r for r in results if r["attachment"])
+    row = Attachment.get((Attachment.item == from_file["item_id"]) & (Attachment.filename == from_file["section"]))
+    assert from_file["attachment"] == {"file": from_file["section"], "title": row.title}
+    items.set_attachment_title(from_file["item_id"], from_file["section"], "Letter from the clinic")
+    try:
+        _, out, _ = run(capsys, "search", "hospital funding", "-k", "8", "--json")
+    finally:
+        items.set_attachment_title(from_file["item_id"], from_file["section"], row.title)
+    again = next(r for r in json.loads(out)["results"] if r["rank"] == from_file["rank"])
+    assert again["attachment"] == {"file": from_file["section"], "title": "Letter from the clinic"}
+    assert all(r["attachment"] is None for r in results if r["section"] == "Inline comment")

@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.index import search_service
 from pipeline.index.search import format_hits, search
+from pipeline.index.search_results import hit_records
 from pipeline.stages.index import embedder_from
 from tests.pipeline_fixtures import built_store
 
@@ -29,9 +30,12 @@ def test_warm_service_answers_like_the_in_process_search_and_stops(store):
     rt = store.runtime
     request = {"query": "hospital funding", "collection": None, "docket": None, "k": 3,
                "embedder": embedder_from(rt.settings).id, "index": search_service.index_key(rt.settings, rt.data_dir)}
-    expected = format_hits(search(rt.index_db(), embedder_from(rt.settings), "hospital funding", k=3)).rstrip()
+    hits = search(rt.index_db(), embedder_from(rt.settings), "hospital funding", k=3)
+    expected = format_hits(hits).rstrip()
     try:
-        assert search_service.ask(rt.data_dir, request)["text"] == expected  # started, then asked
+        answer = search_service.ask(rt.data_dir, request)  # started, then asked
+        assert answer["text"] == expected
+        assert answer["records"] == hit_records(hits)  # what `search --json` prints
         started = time.monotonic()
         assert search_service.ask(rt.data_dir, request, start=False)["text"] == expected
         assert time.monotonic() - started < 1.5

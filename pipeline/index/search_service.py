@@ -108,6 +108,7 @@ class SearchServer(socketserver.UnixStreamServer):
 
     def answer(self, request: dict) -> dict:
         from pipeline.index.search import format_hits, search
+        from pipeline.index.search_results import hit_records
 
         if request.get("stop"):
             self.stopping = True
@@ -120,7 +121,8 @@ class SearchServer(socketserver.UnixStreamServer):
                               docket=request.get("docket"), k=int(request.get("k", 10)))
         except DocketeerError as exc:
             return {"error": str(exc)}
-        return {"text": format_hits(hits).rstrip() if hits else "no results"}
+        # Both outputs of the command: it prints one without importing what made them.
+        return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits)}
 
     def handle_timeout(self) -> None:
         self.stopping = True  # idle for IDLE_SECONDS: free the memory and the index DB

@@ -49,6 +49,10 @@ def embedder_from(settings):
     if settings.embedder == "openai":
         return make_embedder("openai", url=settings.openai_url, model=settings.openai_model,
                              api_key=settings.openai_api_key or None)
+    if settings.embedder == "minilm":
+        # Its ONNX export lives in the data folder: made once, loaded in a second after.
+        return make_embedder("minilm", cache_dir=str(settings.data_path / "models"),
+                             runtime=settings.minilm_runtime)
     return make_embedder(settings.embedder)
 
 

@@ -143,6 +143,17 @@ def set_attachment_title(item_key: str, filename: str, title: str | None) -> Non
         (Attachment.item == item_key) & (Attachment.filename == filename)).execute()
 
 
+def attachment_titles(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(item key, filename) -> the attachment's title, for those that have one, in one query."""
+    pairs = set(pairs)
+    if not pairs:
+        return {}
+    keys = sorted({key for key, _ in pairs})
+    query = (Attachment.select(Attachment.item, Attachment.filename, Attachment.title)
+             .where(Attachment.item.in_(keys) & Attachment.title.is_null(False)).tuples())
+    return {(key, name): title for key, name, title in query if (key, name) in pairs and title}
+
+
 def upsert_attachment(item_key: str, filename: str, values: dict) -> None:
     """One row per (item, filename): inserted, or updated in place."""
     (Attachment.insert(item=item_key, filename=filename, **values)

@@ -1,0 +1,182 @@
+"""all-MiniLM-L6-v2 through ONNX Runtime: sentence-transformers' vectors without torch.
+
+Importing torch and sentence-transformers takes 10-30 s here, longer than any search. The
+same weights exported once to ONNX (``export_onnx``, which needs torch, once) run under
+``onnxruntime`` with the Rust ``tokenizers`` library: both import in a fraction of a second.
+
+The model package's ``modules.json`` says what sentence-transformers does with the weights:
+Transformer (the tokenizer truncating at ``max_seq_length`` from
+``sentence_bert_config.json``), Pooling (``1_Pooling/config.json``: mean over the tokens the
+attention mask keeps) and Normalize (L2). ``OnnxMiniLM`` does exactly that, so its vectors
+equal sentence-transformers' (cosine >= 0.9999, tests/test_minilm_onnx.py) and an index
+built with either is searched with the other under the same embedder id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+from pipeline.errors import ConfigError
+
+EXPORT_VERSION = "onnx-1"  # bump when the exported graph changes: a new file is made
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+OPSET = 17
+# An exported graph is kept only when its hidden states equal torch's to this much.
+MAX_EXPORT_ERROR = 1e-3
+
+
+def onnx_file(cache_dir: Path, model_version: str) -> Path:
+    """Where the export of this model version lives (one file per model and export version)."""
+    return Path(cache_dir) / f"all-MiniLM-L6-v2-{model_version}-{EXPORT_VERSION}.onnx"
+
+
+class OnnxMiniLM:
+    """Tokenise, run the exported transformer, mean-pool under the mask, L2-normalise."""
+
+    def __init__(self, model_dir: Path, onnx_path: Path, threads: int = 0) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        model_dir = Path(model_dir)
+        _require_mean_pooling(model_dir)
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=_max_seq_length(model_dir))
+        pad_id = self.tokenizer.token_to_id("[PAD]") or 0
+        self.tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")  # to the longest
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads  # 0: onnxruntime's choice (the cores)
+        options.log_severity_level = 3  # errors only: no warnings in cron logs
+        # Idle threads sleep instead of spinning: on a shared machine spinning burns the
+        # cores other processes (extract workers, PostgreSQL) are waiting for.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = onnxruntime.InferenceSession(
+            str(onnx_path), options, providers=["CPUExecutionProvider"]
+        )
+
+    def encode(self, texts: list[str], batch_size: int = 64) -> list[list[float]]:
+        """One unit vector per text, in input order."""
+        # Texts of like length batched together pad less, as sentence-transformers does.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        vectors: list = [None] * len(texts)
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            for i, vector in zip(batch, self._encode_batch([texts[i] for i in batch]), strict=True):
+                vectors[i] = vector.tolist()
+        return vectors
+
+    def _encode_batch(self, texts: list[str]):
+        import numpy as np
+
+        encodings = self.tokenizer.encode_batch(texts)
+        feeds = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        [hidden] = self.session.run(None, feeds)
+        mask = feeds["attention_mask"][..., None].astype(np.float32)
+        pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)
+
+
+def _require_mean_pooling(model_dir: Path) -> None:
+    config = json.loads((model_dir / "1_Pooling" / "config.json").read_text())
+    modes = [key for key, on in config.items() if key.startswith("pooling_mode_") and on]
+    if modes != ["pooling_mode_mean_tokens"]:
+        raise ConfigError(f"the ONNX MiniLM runtime does mean pooling only; the model asks {modes}")
+
+
+def _max_seq_length(model_dir: Path) -> int:
+    return int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
+
+
+# --- the export (torch, once) -----------------------------------------------------------------
+
+
+def export_onnx(model_dir: Path, target: Path) -> None:
+    """Export the model's transformer to ``target`` with torch, checked against torch.
+
+    Written under a private name and renamed: a concurrent exporter or reader never sees a
+    half-written file. Raises ConfigError when the export cannot be made or does not match.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}")
+    try:
+        model, sample = _torch_model_and_sample(model_dir)
+        # Computed before the export: after tracing, this torch model answers differently.
+        expected = _torch_hidden_states(model, sample)
+        _export(model, sample, temporary)
+        _check_export(expected, sample, temporary)
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _torch_model_and_sample(model_dir: Path):
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import AutoModel
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    model = AutoModel.from_pretrained(str(model_dir), local_files_only=True).eval()
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+    # Traced with padding in the batch: a mask of all ones could be traced as "no mask".
+    encodings = tokenizer.encode_batch(["a short one", "a longer sample sentence to trace the model with"])
+    sample = tuple(torch.tensor([getattr(e, name) for e in encodings], dtype=torch.long)
+                   for name in ("ids", "attention_mask", "type_ids"))
+    return model, sample
+
+
+class _HiddenStates:
+    """The transformer as a function of its three inputs to its last hidden states."""
+
+    def __new__(cls, model):
+        import torch
+
+        class Module(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, input_ids, attention_mask, token_type_ids):
+                return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                                  token_type_ids=token_type_ids).last_hidden_state
+
+        return Module()
+
+
+def _export(model, sample, path: Path) -> None:
+    import torch
+
+    axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "last_hidden_state")}
+    with warnings.catch_warnings(), torch.no_grad():
+        # The TorchScript exporter warns about itself and its traces; the check below decides.
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_HiddenStates(model), sample, str(path), input_names=list(INPUTS),
+                          output_names=["last_hidden_state"], dynamic_axes=axes,
+                          opset_version=OPSET, dynamo=False)
+
+
+def _torch_hidden_states(model, sample):
+    import torch
+
+    with torch.no_grad():
+        return _HiddenStates(model)(*sample).numpy()
+
+
+def _check_export(expected, sample, path: Path) -> None:
+    import numpy as np
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    [actual] = session.run(None, {name: t.numpy() for name, t in zip(INPUTS, sample, strict=True)})
+    error = float(np.abs(actual - expected).max())
+    if error > MAX_EXPORT_ERROR:
+        raise ConfigError(f"the ONNX export differs from torch by {error:.2g}: not used")

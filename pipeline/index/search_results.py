@@ -1,0 +1,50 @@
+"""Search hits as plain records: what the warm search service sends and `search --json` prints.
+
+A record is the ``SearchHit``'s fields plus what a reader of the result needs beside them:
+its rank, its kind, the attachment the passage came from (file name and title, from the
+state DB) and its page on regulations.gov. Importing this module is cheap (no database
+driver): the client of the warm service prints records it did not make.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pipeline.index.database import SearchHit
+
+WEB = "https://www.regulations.gov"
+
+
+def hit_records(hits: list[SearchHit]) -> list[dict]:
+    """Each hit as a JSON-ready dict, best first, with its attachment's title (one query)."""
+    from pipeline.extract.combined import DOCUMENT_HEADING, INLINE_HEADING
+    from pipeline.store import items
+
+    from_files = [hit for hit in hits if hit.section not in (INLINE_HEADING, DOCUMENT_HEADING, "")]
+    titles = items.attachment_titles((hit.item_key, hit.section) for hit in from_files)
+    return [_record(rank, hit, hit in from_files, titles) for rank, hit in enumerate(hits, start=1)]
+
+
+def _record(rank: int, hit: SearchHit, from_file: bool, titles: dict) -> dict:
+    kind = hit.metadata.get("kind") or ("document" if hit.collection == "documents" else "comment")
+    attachment = None
+    if from_file:
+        attachment = {"file": hit.section, "title": titles.get((hit.item_key, hit.section))}
+    return {"rank": rank, **asdict(hit), "kind": kind, "attachment": attachment,
+            "posted_date": hit.metadata.get("posted_date"), "link": f"{WEB}/{kind}/{hit.item_key}"}
+
+
+def search_document(query: str, k: int, docket: str | None, collection: str | None,
+                    records: list[dict]) -> dict:
+    """The one JSON document of ``docketeer search --json``."""
+    return {"query": query, "k": k, "docket": docket, "collection": collection,
+            "results": [_public(record) for record in records]}
+
+
+def _public(record: dict) -> dict:
+    """The record under the names a script reads: ``item_id``, ``passage``."""
+    out = {name: value for name, value in record.items() if name not in ("item_key", "text", "ordinal")}
+    return {"rank": record["rank"], "item_id": record["item_key"], **out, "passage": record["text"],
+            "chunk": record["ordinal"]}
