@@ -1,4 +1,6 @@
-"""OCR for image-only PDFs (status ``ocr_needed``), through PyMuPDF's built-in Tesseract.
+"""OCR for image-only PDFs and images (status ``ocr_needed``), through PyMuPDF's built-in
+Tesseract. An image (JPG, PNG, GIF, every frame of a TIFF) is turned into a PDF of one page a
+frame first, so both are read by the same page loop.
 
 PyMuPDF wheels link Tesseract themselves; what they need from the system is the language
 data (``eng.traineddata``), found through ``TESSDATA_PREFIX`` or the usual Debian folder
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from pipeline.counters import PDF_OPENS, counters
 from pipeline.extract.readers import (
+    IMAGE_EXTENSIONS,
     MIN_TEXT_CHARS,
     STATUS_FAILED,
     STATUS_OK,
@@ -68,13 +71,22 @@ def ocr_attachment(path: Path, filename: str, limits: ExtractLimits | None = Non
     return ocr_pdf(path, filename=filename, limits=limits)
 
 
-def _ocr_pages(path: Path, filename: str, language: str, dpi: int, tessdata: str,
-               limits: ExtractLimits) -> AttachmentText:
+def _open_as_pdf(path: Path, filename: str):
+    """The file as a PDF document: a PDF as it is, an image converted (one page a frame)."""
     import pymupdf
 
+    extension = Path(filename).suffix.lower().lstrip(".")
+    if extension not in IMAGE_EXTENSIONS:
+        return pymupdf.open(path, filetype="pdf")
+    with pymupdf.open(path, filetype=extension) as image:
+        return pymupdf.open("pdf", image.convert_to_pdf())
+
+
+def _ocr_pages(path: Path, filename: str, language: str, dpi: int, tessdata: str,
+               limits: ExtractLimits) -> AttachmentText:
     started = time.monotonic()
     counters.incr(PDF_OPENS)
-    with pymupdf.open(path, filetype="pdf") as doc:
+    with _open_as_pdf(path, filename) as doc:
         if doc.needs_pass:
             return AttachmentText(filename, STATUS_FAILED, "encrypted PDF (password required)")
         if doc.page_count > limits.max_pdf_pages:
