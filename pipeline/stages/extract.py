@@ -35,7 +35,11 @@ log = logging.getLogger("docketeer")
 STAGE = "extract"
 FILE_STAGE = "extract.file"
 UPSTREAM = "backfill"
-EXTRACTABLE = ("ok", "too_large", "gone")  # an item with its detail, whatever its files did
+# An item with its detail, whatever its files did; and one whose detail waits for its files
+# (retry) or never came (failed): it is still rendered, from its list fields, so that the
+# index finds it by its title (a notice whose content file the mirror lacks). Its backfill
+# row has no content hash until it completes, which then changes the fingerprint: redone.
+EXTRACTABLE = ("ok", "too_large", "gone", "retry", "failed")
 ITEM_STATE_ORDER = ("failed", "ocr_needed", "unsupported", "too_large", "gone", "ok")
 BATCH = 32  # results whose rows are committed together
 
