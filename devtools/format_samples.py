@@ -98,7 +98,8 @@ def _wpd(path: Path, lines: list[str]) -> None:
     # WordPerfect 5.1: magic, document offset, product 1, file type 10 (document), version
     # 0.1, no encryption; then the text, 0x0A being a hard return.
     header = b"\xffWPC" + struct.pack("<I", 16) + bytes([1, 10, 0, 1]) + struct.pack("<HH", 0, 0)
-    path.write_bytes(header + "".join(f"{line}\n" for line in lines).encode("cp1252"))
+    # Only ASCII: WordPerfect writes other characters as its own extended-character codes.
+    path.write_bytes(header + "".join(f"{line}\n" for line in lines).encode("ascii", "replace"))
 
 
 def _msg(path: Path, lines: list[str]) -> None:

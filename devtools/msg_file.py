@@ -4,9 +4,9 @@ writes MSG (``extract-msg`` only reads), so this builds the OLE2 compound file i
 An MSG is a compound file (MS-CFB) whose streams hold the message's properties
 (MS-OXMSG): ``__substg1.0_<tag>`` streams for strings (UTF-16LE, type ``001F``) and
 ``__properties_version1.0`` for fixed-size ones (here the submit time). Every stream here
-is under 4096 bytes, so all live in the mini stream (64-byte mini sectors) that the root
-entry holds; the directory is a chain of right siblings (readers do not require the
-red-black balance).
+under 4096 bytes lives in the mini stream (64-byte mini sectors) that the root entry
+holds, a longer one in regular sectors; the directory is a chain of right siblings
+(readers do not require the red-black balance).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 SECTOR = 512
 MINI = 64
+CUTOFF = 4096  # streams shorter than this live in the mini stream
 FREE, END, FAT_SECTOR = 0xFFFFFFFF, 0xFFFFFFFE, 0xFFFFFFFD
 NONE = 0xFFFFFFFF
 MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -45,39 +46,54 @@ def _properties(sent: datetime) -> bytes:
 
 
 def _compound_file(streams: list[tuple[str, bytes]]) -> bytes:
-    mini_stream, mini_fat, starts = b"", [], []
+    """Streams under 4096 bytes go to the mini stream (64-byte mini sectors, held by the root
+    entry), longer ones (a long body) to regular 512-byte sectors, as MS-CFB requires."""
+    mini_stream, mini_fat, big, starts = b"", [], [], []
     for _name, data in streams:
+        if len(data) >= CUTOFF:
+            starts.append(("big", len(big)))
+            big.append(data)
+            continue
         first = len(mini_stream) // MINI
         count = max(1, -(-len(data) // MINI))
-        starts.append(first)
+        starts.append(("mini", first))
         mini_fat += [first + i + 1 for i in range(count - 1)] + [END]
         mini_stream += data.ljust(count * MINI, b"\0")
-    entries = 1 + len(streams)
-    dir_sectors = -(-entries // 4)
+    dir_sectors = -(-(1 + len(streams)) // 4)
     minifat_sectors = -(-len(mini_fat) * 4 // SECTOR)
-    stream_sectors = -(-len(mini_stream) // SECTOR)
-    first_dir, first_minifat = 1, 1 + dir_sectors
-    first_stream = first_minifat + minifat_sectors
-    fat = [FAT_SECTOR]
-    for first, count in ((first_dir, dir_sectors), (first_minifat, minifat_sectors), (first_stream, stream_sectors)):
-        fat += [first + i + 1 for i in range(count - 1)] + [END]
-    if len(fat) > SECTOR // 4:
-        raise ValueError("message too large for this minimal writer")
-    directory = _entry("Root Entry", 5, child=1, start=first_stream, size=len(mini_stream))
-    for n, (name, data) in enumerate(streams, start=1):
+    chains = [dir_sectors, minifat_sectors, -(-len(mini_stream) // SECTOR)]
+    chains += [-(-len(data) // SECTOR) for data in big]
+    fat_sectors = 1
+    while fat_sectors * SECTOR // 4 < fat_sectors + sum(chains):
+        fat_sectors += 1
+    if fat_sectors > 109:
+        raise ValueError("message too large for this minimal writer (no DIFAT)")
+    fat, firsts = [FAT_SECTOR] * fat_sectors, []
+    for count in chains:
+        firsts.append(len(fat) if count else END)
+        fat += [len(fat) + i + 1 for i in range(count - 1)] + ([END] if count else [])
+    first_dir, first_minifat, first_mini_stream, *first_big = firsts
+    directory = _entry("Root Entry", 5, child=1, start=first_mini_stream, size=len(mini_stream))
+    for n, ((name, data), (where, index)) in enumerate(zip(streams, starts, strict=True), start=1):
         right = n + 1 if n < len(streams) else NONE
-        directory += _entry(name, 2, right=right, start=starts[n - 1], size=len(data))
-    directory = directory.ljust(dir_sectors * SECTOR, b"\0")
-    body = (_pack_u32(fat, SECTOR, FREE) + directory + _pack_u32(mini_fat, minifat_sectors * SECTOR, FREE)
-            + mini_stream.ljust(stream_sectors * SECTOR, b"\0"))
-    return _header(first_dir, first_minifat, minifat_sectors) + body
+        start = first_big[index] if where == "big" else index
+        directory += _entry(name, 2, right=right, start=start, size=len(data))
+    body = (_pack_u32(fat, fat_sectors * SECTOR, FREE) + directory.ljust(dir_sectors * SECTOR, b"\0")
+            + _pack_u32(mini_fat, minifat_sectors * SECTOR, FREE)
+            + b"".join(_sectors(data) for data in (mini_stream, *big)))
+    return _header(fat_sectors, first_dir, first_minifat, minifat_sectors) + body
 
 
-def _header(first_dir: int, first_minifat: int, minifat_sectors: int) -> bytes:
+def _sectors(data: bytes) -> bytes:
+    return data.ljust(-(-len(data) // SECTOR) * SECTOR, b"\0")
+
+
+def _header(fat_sectors: int, first_dir: int, first_minifat: int, minifat_sectors: int) -> bytes:
     header = MAGIC + bytes(16) + struct.pack("<HHHHH", 0x3E, 3, 0xFFFE, 9, 6) + bytes(6)
-    header += struct.pack("<IIIIIIIII", 0, 1, first_dir, 0, 4096,
+    header += struct.pack("<IIIIIIIII", 0, fat_sectors, first_dir, 0, CUTOFF,
                           first_minifat if minifat_sectors else END, minifat_sectors, END, 0)
-    return header + struct.pack("<I", 0) + struct.pack("<I", FREE) * 108
+    # The FAT sectors are the first ones: their numbers fill the header's DIFAT array.
+    return header + struct.pack(f"<{fat_sectors}I", *range(fat_sectors)) + struct.pack("<I", FREE) * (109 - fat_sectors)
 
 
 def _entry(name: str, kind: int, *, left: int = NONE, right: int = NONE, child: int = NONE,

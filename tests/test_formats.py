@@ -196,3 +196,12 @@ def test_an_extraction_of_the_new_formats_is_a_new_extractor_version(rt, tmp_pat
     assert words(dict(combined_sections(combined(rt, key)[1]))["attachment_1.xlsx"]) == (
         "Sheet: Comments " + " ".join(f"{n} | {line}" for n, line in enumerate(LINES, 1)))
 
+
+
+def test_a_long_msg_body_read_whole(tmp_path):
+    """Over 4096 bytes a stream leaves the compound file's mini stream: both layouts read."""
+    body = "\r\n".join(f"Paragraph {n} of a long emailed comment about water monitoring." for n in range(400))
+    path = write_msg(tmp_path / "long.msg", subject="Long", body=body, sender_name="A", sender_email="a@example.org",
+                     to="comments@agency.gov")
+    result = read_attachment(path, "attachment_1.msg")
+    assert result.status == "ok" and result.text.endswith(body.replace("\r\n", "\n"))
