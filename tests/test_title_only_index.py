@@ -76,3 +76,18 @@ def test_real_items_without_text_are_found_by_their_titles(tmp_path, pg_server, 
         finally:
             set_runtime(previous)
             runtime.close()
+
+
+def test_a_waiting_item_is_rendered_once_and_an_extracted_one_keeps_its_text_while_it_waits():
+    from pipeline.stages import extract
+    from pipeline.store.item_states import StateRow
+
+    def row(state, content_hash=None, fingerprint=None):
+        return StateRow(item="k", state=state, content_hash=content_hash, fingerprint=fingerprint, reason=None)
+
+    waiting = {"new": row("retry"), "old": row("retry"), "given-up": row("failed"), "done": row("ok", "h1")}
+    mine = {"old": row("ok", fingerprint="rendered before"),
+            "done": row("ok", fingerprint=extract.item_fingerprint("h1"))}
+    assert set(extract.plan(waiting, mine, False)) == {"new", "given-up"}
+    arrived = {**waiting, "old": row("ok", "h2")}  # its files came: its text replaces the title
+    assert set(extract.plan(arrived, mine, False)) == {"new", "given-up", "old"}
