@@ -91,3 +91,18 @@ def test_a_waiting_item_is_rendered_once_and_an_extracted_one_keeps_its_text_whi
     assert set(extract.plan(waiting, mine, False)) == {"new", "given-up"}
     arrived = {**waiting, "old": row("ok", "h2")}  # its files came: its text replaces the title
     assert set(extract.plan(arrived, mine, False)) == {"new", "given-up", "old"}
+
+
+def test_a_documents_abstract_is_its_text_and_is_indexed_without_its_content_file(rt):  # noqa: F811
+    from pipeline.sources import records
+
+    record = {"data": {"id": "EPA-HQ-OW-2026-0001-0001", "type": "documents", "attributes": {
+        "title": "Water System Monitoring", "abstract": "<p>The EPA proposes quarterly monitoring &amp; "
+        "reporting for small water systems.</p>"}}}
+    body = records.detail_fields(record)["body"]
+    assert body == "The EPA proposes quarterly monitoring & reporting for small water systems."
+    comment = {"data": {"id": "X-1", "type": "comments", "attributes": {"comment": "Agreed.", "abstract": "no"}}}
+    assert records.detail_fields(comment)["body"] == "Agreed."
+    put_item(rt, f"{D}-0001", body, kind="document")  # its content file: none readable
+    run(rt)
+    assert [text for _, text in chunks_by_item(rt)[f"{D}-0001"]] == [body]  # the abstract, not the title
