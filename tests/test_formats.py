@@ -205,3 +205,10 @@ def test_a_long_msg_body_read_whole(tmp_path):
                      to="comments@agency.gov")
     result = read_attachment(path, "attachment_1.msg")
     assert result.status == "ok" and result.text.endswith(body.replace("\r\n", "\n"))
+
+
+def test_reading_an_msg_adds_no_lines_to_the_runs_log(tmp_path, caplog):
+    path = write_sample(tmp_path / "a.msg", LINES)
+    with caplog.at_level("INFO"):
+        assert read_attachment(path, "attachment_1.msg").status == "ok"
+    assert [r for r in caplog.records if r.name.startswith("extract_msg")] == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import html.parser
 import importlib.util
+import logging
 import shutil
 import subprocess
 import time
@@ -479,6 +480,8 @@ def _read_msg(path: Path, filename: str, limits: ExtractLimits) -> AttachmentTex
     body, else its HTML body as text. Its own attachments are not opened."""
     import extract_msg
 
+    # It logs each optional stream a message lacks at INFO: lines per file in a run's log.
+    logging.getLogger("extract_msg").setLevel(logging.WARNING)
     size = path.stat().st_size
     if size > limits.max_text_bytes:
         raise _FileUnreadable(f"file too large ({size} > {limits.max_text_bytes} bytes)")
