@@ -60,11 +60,12 @@ def test_xlsx_cells_as_text_under_their_sheet_names(tmp_path):
     book.active.title = "Signatories"
     book.active.append(["Name", "Members", "Joined"])
     book.active.append(["Ohio Rural Water", 412, datetime(2021, 3, 4)])
+    book.active.append(["Meeting", None, datetime(2021, 3, 5, 14, 30)])
     book.active.append([None, None, None])  # an empty row is left out
     book.create_sheet("Costs").append(["Monitoring", 12500.5, 3.0])
     book.save(tmp_path / "a.xlsx")
     result = read_attachment(tmp_path / "a.xlsx", "attachment_1.xlsx")
-    assert result.text == ("Sheet: Signatories\nName | Members | Joined\nOhio Rural Water | 412 | 2021-03-04 00:00:00"
+    assert result.text == ("Sheet: Signatories\nName | Members | Joined\nOhio Rural Water | 412 | 2021-03-04\nMeeting |  | 2021-03-05 14:30:00"
                            "\n\nSheet: Costs\nMonitoring | 12500.5 | 3")
 
 

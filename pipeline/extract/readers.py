@@ -14,6 +14,7 @@ readers in worker processes and kills and replaces one whose file overruns.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import html.parser
 import importlib.util
 import logging
@@ -419,6 +420,8 @@ def _cell_text(value) -> str:
         return ""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))  # 3.0 is what a spreadsheet shows as 3
+    if isinstance(value, datetime.datetime):  # a date cell: its date, and its time if it has one
+        return value.isoformat(sep=" ").removesuffix(" 00:00:00")
     return str(value).strip()
 
 
@@ -427,7 +430,7 @@ def _xls_cell_text(book, value, cell_type) -> str:
 
     if cell_type == xlrd.XL_CELL_DATE:
         try:
-            return xlrd.xldate_as_datetime(value, book.datemode).isoformat(sep=" ").removesuffix(" 00:00:00")
+            return _cell_text(xlrd.xldate_as_datetime(value, book.datemode))
         except (ValueError, OverflowError, xlrd.xldate.XLDateError):
             return _cell_text(value)
     if cell_type == xlrd.XL_CELL_BOOLEAN:
