@@ -213,3 +213,15 @@ def test_reading_an_msg_adds_no_lines_to_the_runs_log(tmp_path, caplog):
     with caplog.at_level("INFO"):
         assert read_attachment(path, "attachment_1.msg").status == "ok"
     assert [r for r in caplog.records if r.name.startswith("extract_msg")] == []
+
+
+def test_an_image_is_rendered_for_ocr_at_no_more_than_its_own_pixels(tmp_path):
+    import pymupdf
+    from PIL import Image
+
+    Image.new("L", (2550, 3300), 255).save(tmp_path / "a.jpg", dpi=(72, 72))  # says 72 dpi
+    Image.new("L", (2550, 3300), 255).save(tmp_path / "b.png", dpi=(600, 600))
+    for name, expected in (("a.jpg", 72), ("b.png", 300)):
+        with pymupdf.open(tmp_path / name) as image, pymupdf.open("pdf", image.convert_to_pdf()) as doc:
+            assert ocr_lib.page_dpi(doc[0], 300) == expected, name
+    assert ocr_lib.page_dpi(pymupdf.open().new_page(), 300) == 300  # a PDF page without one image
