@@ -62,7 +62,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("request_seconds", float, 600.0, "a total deadline per HTTP request: connect, headers and the whole body", minimum=1),
     Setting("http_attempts", int, 6, "tries of one HTTP request (transient errors, backoff) before its item waits to retry", minimum=1),
     Setting("max_attachment_bytes", int, 200 * 1024 * 1024, "larger attachments are too_large", minimum=1),
-    Setting("format_preference", str, "pdf,docx,doc,txt,htm,html,rtf", "attachment format preference order"),
+    Setting("format_preference", str, "pdf,docx,doc,txt,htm,html,rtf,wpd,xlsx,xls,csv,pptx,msg,tif,tiff,png,jpg,jpeg,gif", "attachment format preference order"),
     Setting("extract_workers", int, 0, "extraction processes (0 = number of cores)", minimum=0),
     Setting("max_pdf_pages", int, 2000, "PDFs with more pages are failed", minimum=1),
     Setting("max_docx_bytes", int, 200 * 1024 * 1024, "DOCX uncompressed size limit", minimum=1),

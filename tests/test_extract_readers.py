@@ -221,10 +221,10 @@ def test_short_txt_is_ok_and_empty_txt_fails(tmp_path):
 
 
 def test_unknown_extension_unsupported(tmp_path):
-    path = tmp_path / "photo.jpg"
-    path.write_bytes(b"\xff\xd8\xff" + b"\0" * 100)
-    result = read_attachment(path, "attachment_1.jpg", ExtractLimits())
-    assert result.status == "unsupported" and "jpg" in result.reason
+    path = tmp_path / "archive.zip"
+    path.write_bytes(b"PK\x03\x04" + b"\0" * 100)
+    result = read_attachment(path, "attachment_1.zip", ExtractLimits())
+    assert result.status == "unsupported" and "zip" in result.reason
 
 
 # --- hard per-file time limit in a child process ---------------------------------------------

@@ -66,7 +66,7 @@ def fixture_comments() -> dict[str, tuple[str, dict[str, bytes]]]:
         c + "0005": ("Broken.", {"attachment_1.pdf": pdf_of(PROSE)[:200]}),
         c + "0006": ("Empty.", {"attachment_1.pdf": b""}),
         c + "0007": ("A web page.", {"attachment_1.html": HTML_PAGE}),
-        c + "0008": ("Old word processor.", {"attachment_1.wpd": b"\xffWPC binary " * 20}),
+        c + "0008": ("An archive.", {"attachment_1.zip": b"PK\x03\x04 binary " * 20}),
         c + "0009": ("Only an inline comment, long enough to stand on its own.", {}),
     }
 
@@ -80,7 +80,7 @@ EXPECTED_FILES = {
     "0005/attachment_1.pdf": ("failed", "corrupt PDF"),
     "0006/attachment_1.pdf": ("failed", "empty file (0 bytes)"),
     "0007/attachment_1.html": ("ok", None),
-    "0008/attachment_1.wpd": ("unsupported", "wpd extension is not read"),
+    "0008/attachment_1.zip": ("unsupported", "zip extension is not read"),
 }
 EXPECTED_ITEMS = {"0001": "ok", "0002": "ok", "0003": "ocr_needed", "0004": "failed",
                   "0005": "failed", "0006": "failed", "0007": "ok", "0008": "unsupported",

@@ -356,8 +356,9 @@ def test_5xx_storm_keeps_the_watermark_and_the_next_run_catches_up(state, small)
 def test_auto_seal_after_close_and_quiet_days_with_a_clean_zero_new_pull(state, small):  # noqa: F811
     _, server, _ = small
     dockets.ensure_dockets([SMALL], "list")
-    # Closes 2025-09-23T03:59:59Z: the September 22 deadline in Washington, + 30 quiet days.
-    quiet_end = datetime(2025, 10, 22, tzinfo=UTC)
+    # Closes 2025-09-23T03:59:59Z: the September 22 deadline in Washington, + 30 quiet days,
+    # which end at midnight in Washington (04:00 UTC, EDT): tests/test_eastern_seal.py.
+    quiet_end = datetime(2025, 10, 22, 4, tzinfo=UTC)
     cold = fetch(state, SMALL, client(server), clock=quiet_end - timedelta(days=2))
     assert cold.counts["created"] == 700 and Docket.get_by_id(SMALL).sealed_at is None
     day_before = fetch(state, SMALL, client(server), clock=quiet_end - timedelta(seconds=1))

@@ -142,7 +142,11 @@ def detail_fields(body: dict) -> dict:
     """The stored fields of a detail response (comment or document, either source)."""
     attrs = attributes_of(body.get("data"), "data")
     names = [text(attrs, "firstName"), text(attrs, "lastName")]
+    # A document has no comment text: its abstract, when the record gives one, is what it
+    # says itself, so it is indexed even when its content file is missing or unreadable.
     original = text(attrs, "comment")
+    if original is None:
+        original = text(attrs, "abstract") or None
     body = html_to_text(original) if original is not None else None
     return {
         "body": body,

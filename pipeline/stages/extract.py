@@ -36,6 +36,11 @@ STAGE = "extract"
 FILE_STAGE = "extract.file"
 UPSTREAM = "backfill"
 EXTRACTABLE = ("ok", "too_large", "gone")  # an item with its detail, whatever its files did
+# An item whose detail waits for its files (retry) or never came (failed) is rendered once,
+# from what it has (its list fields), so that the index finds it by its title (a notice whose
+# content file the mirror lacks); an item already extracted keeps its text while it waits.
+# When backfill completes, its row's new content hash changes the fingerprint: redone.
+WAITING = ("retry", "failed")
 ITEM_STATE_ORDER = ("failed", "ocr_needed", "unsupported", "too_large", "gone", "ok")
 BATCH = 32  # results whose rows are committed together
 
@@ -68,11 +73,11 @@ def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSI
     has done its work (a docket can seal while backfill's items are still arriving)."""
     todo = {}
     for key, row in upstream.items():
-        if row.state not in EXTRACTABLE:
-            continue
-        fingerprint = item_fingerprint(row.content_hash, version)
         done = mine.get(key)
         redo = done is not None and done.state in REDO_STATES
+        if row.state not in EXTRACTABLE and not (row.state in WAITING and (done is None or redo)):
+            continue
+        fingerprint = item_fingerprint(row.content_hash, version)
         if redo or force or done is None or done.fingerprint != fingerprint:
             todo[key] = fingerprint
     return todo

@@ -348,7 +348,7 @@ def _finish_clean_walk(ctx: StageContext, docket: Docket, watermark: Watermark |
     docket_rows.record_clean_pull(docket.id, watermark=_not_after(watermark, now), pulled_at=iso(now),
                                   new=changed)
     fresh = docket_rows.require_docket(docket.id)
-    if should_seal(docket_rows.seal_facts(fresh), now.date(), ctx.settings.seal_quiet_days):
+    if should_seal(docket_rows.seal_facts(fresh), now, ctx.settings.seal_quiet_days):
         sealed_at = docket_rows.seal(docket.id, "auto", now)
         log.info("%s: sealed automatically at %s (closed %s, quiet %d days, nothing new)",
                  docket.id, sealed_at, fresh.comment_end_date, ctx.settings.seal_quiet_days)

@@ -38,6 +38,7 @@ METADATA_FIELDS = ("title", "submitter", "organization", "posted_date", "kind")
 # Hash-unchanged fingerprints are written in bulk statements of at most this many rows.
 FINGERPRINT_FLUSH = 500
 CHUNK_OVERLAP = 150
+TITLE_HEADING = "Title"  # the section of an item indexed by its title alone
 
 
 def chunk_overlap(chunk_chars: int) -> int:
@@ -217,7 +218,7 @@ class Writer:
         """Read and chunk combined.md; a missing or broken file fails the item, not the run."""
         try:
             _, body = read_combined(self.ctx.blobs, self.docket_id, work.key)
-            sections = combined_sections(body, skip_placeholders=True)
+            sections = combined_sections(body, skip_placeholders=True) or title_section(work.metadata)
         except Exception as exc:  # noqa: BLE001 - one broken item never stops the docket
             self._failed(work.key, item_failure(exc).reason)
             return None
@@ -276,6 +277,14 @@ class Writer:
     def _advance(self, outcome: str, n: int = 1) -> None:
         self.result.add(outcome, n)
         self.ctx.progress.advance(outcome, n)
+
+
+def title_section(metadata: dict) -> list[tuple[str, str]]:
+    """What an item without any readable text is found by: its title (a notice whose content
+    file is missing, a withdrawn document, a scan OCR could not read). Its title is part of
+    the item's metadata, so a new title re-indexes it."""
+    title = (metadata.get("title") or "").strip()
+    return [(TITLE_HEADING, title)] if title else []
 
 
 # --- the declaration -------------------------------------------------------------------------
