@@ -82,6 +82,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("retry_horizon_days", float, 14.0, "... and days since its first failure", minimum=0),
     Setting("max_json_bytes", int, 64 * 1024 * 1024, "larger JSON records (API or mirror) are refused", minimum=1024),
     Setting("max_json_depth", int, 100, "JSON records nested deeper are refused", minimum=8),
+    Setting("list_source", str, "auto", "where fetch lists a docket's comments and documents: auto = the "
+            "mirror when source = mirror and no API key is set, else the API", ("auto", "api", "mirror")),
+    Setting("mirror_agencies", str, "", "comma-separated agencies discover=mirror lists (empty = every agency)"),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 
