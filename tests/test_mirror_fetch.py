@@ -212,3 +212,49 @@ def spy_get(read: list[str]):
 @pytest.fixture(autouse=True)
 def _no_key_from_the_environment(monkeypatch):
     monkeypatch.delenv("REGULATIONS_GOV_API_KEY", raising=False)
+
+
+def test_a_store_built_from_the_api_equals_one_built_from_its_mirror(tmp_path, pg_server, monkeypatch):
+    from devtools.make_corpus import make_corpus
+    from devtools.standin_server import StandinServer
+
+    corpus = tmp_path / "corpus"
+    manifest = make_corpus(corpus, dockets=2, comments_per_docket=10, image_only_share=0.0)
+    ids = [d.id for d in manifest.dockets]
+    with StandinServer(corpus, api_keys=("k",)) as server:
+        api_store = build(tmp_path / "api", pg_server, ids, api_base=server.api_base, api_key="k")
+    monkeypatch.delenv("REGULATIONS_GOV_API_KEY", raising=False)
+    mirror_store = build(tmp_path / "mirror", pg_server, ids, api_base=NO_API, source="mirror",
+                         mirror_url=str(corpus))
+    tables, texts = api_store
+    assert len(tables["item"]) >= 20 and len(tables["attachment"]) >= 5 and len(texts) >= 20
+    assert mirror_store[0] == tables
+    assert mirror_store[1] == texts
+
+
+def build(root: Path, pg_server, ids: list[str], **settings) -> tuple:
+    """IndexAll over ``ids`` into a fresh store; its items, attachments and combined texts."""
+    import pipeline
+    from tests.state_fixtures import run_invocation
+    from tests.test_backfill_stage import dump
+
+    runtime = make_runtime(root, index_url=new_pg_database(pg_server), extract_workers=1, ocr="false",
+                           http_attempts=1, **settings)
+    previous = set_runtime(runtime)
+    try:
+        assert run_invocation(pipeline.IndexAll(docket=",".join(ids)))
+        tables = dump(stable=True, without=("reason",))
+        texts = {(i.docket, i.key): read_combined(runtime.blobs, i.docket, i.key)
+                 for i in Item.select() if _has_combined(runtime, i)}
+        return tables, texts
+    finally:
+        set_runtime(previous)
+        runtime.close()
+
+
+def _has_combined(runtime, item) -> bool:
+    try:
+        read_combined(runtime.blobs, item.docket, item.key)
+    except FileNotFoundError:
+        return False
+    return True
