@@ -229,6 +229,11 @@ class Mirror(ABC):
                 refs.append(DocketRef(agency, docket_id))
         return refs
 
+    def list_agency_dockets(self, agency: str) -> list[DocketRef]:
+        """The dockets of one agency (``raw-data/<agency>/``): one delimited LIST."""
+        agency = validate_id(agency, "agency")
+        return [DocketRef(agency, d) for d in self._safe_folders(f"{RAW_DATA}{agency}/", "docket id")]
+
     def _safe_folders(self, prefix: str, what: str) -> list[str]:
         names = []
         for name in self._list_folders(prefix):
