@@ -85,6 +85,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("list_source", str, "auto", "where fetch lists a docket's comments and documents: auto = the "
             "mirror when source = mirror and no API key is set, else the API", ("auto", "api", "mirror")),
     Setting("mirror_agencies", str, "", "comma-separated agencies discover=mirror lists (empty = every agency)"),
+    Setting("mirror_fallback", bool, False, "with source = mirror and an API key: take from the API, within "
+            "request_budget, the details and files the mirror does not hold yet (else they wait to retry)"),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -258,3 +258,31 @@ def _has_combined(runtime, item) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def test_hybrid_lists_from_the_api_and_takes_from_it_only_what_the_mirror_lacks(tmp_path, pg_server):
+    from devtools.standin_server import REAL_DOWNLOADS
+    from tests.test_unfinished_work import chain, comment_with_attachment, states
+
+    lagging = tmp_path / "lagging"
+    with chain(tmp_path, pg_server, mirror=lagging, comments=8, list_source="api",
+               mirror_fallback="true") as (runtime, server, docket, root):
+        late, binary = comment_with_attachment(root, docket)
+        (lagging / binary.relative_to(root)).unlink()  # the mirror has the record, not the file
+        record = next(lagging.glob(f"raw-data/*/{docket}/text-{docket}/comments/{late}.json"))
+        # Its fileUrl names the real download host; here, the stand-in's.
+        record.write_text(record.read_text().replace(REAL_DOWNLOADS, server.downloads_base))
+        unlisted = sorted(p for p in (lagging / binary.relative_to(root)).parents[2].glob("text-*/comments/*.json")
+                          if p.stem != late)[0]
+        unlisted.unlink()  # nor this record yet
+        with counters.measure() as io:
+            assert run_at(1)
+        assert {r.state for r in states("backfill", docket).values()} == {"ok"}
+        assert io.get("api.comments.detail", 0) == 1  # only the record the mirror lacks
+        assert io.get("api.downloads", 0) == 1 + _files_of(unlisted.stem)
+        assert io.get("api.documents.detail", 0) == 0
+        assert Attachment.select().where(Attachment.item == late).count() >= 1
+
+
+def _files_of(item_key: str) -> int:
+    return Attachment.select().where(Attachment.item == item_key).count()
