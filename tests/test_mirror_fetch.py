@@ -79,6 +79,9 @@ def assert_everything_went_through(runtime, mirror: Path) -> None:
         assert all(r.state == "ok" or r.reason for r in rows.values()), stage
     indexed = set(indexed_items(runtime))
     assert {"USTR-2015-0010-0003", "ACF-2025-0038-0004", "USTR-2015-0010-0016"} <= indexed
+    # Its record was fetched without include=attachments: the binary folder says what it has.
+    assert [a.filename for a in Attachment.select().where(Attachment.item == "USTR-2015-0010-0003")] == [
+        "attachment_1.pdf"]
     hits = search(runtime.index_db(), HashingEmbedder(), SENTENCE, k=3)
     assert hits[0].item_key == "ACF-2025-0038-0004" and "Wisconsin Department" in hits[0].text
     assert counters.get(API_CALLS) == 0
@@ -173,6 +176,16 @@ def test_a_changed_record_and_a_new_attachment_cost_exactly_their_reads(
         assert Attachment.get(Attachment.item == "USTR-2015-0010-0005").filename == "attachment_1.pdf"
         _front, text = read_combined(runtime.blobs, "USTR-2015-0010", "USTR-2015-0010-0005")
         assert "revised comments" in text and "## attachment_1.pdf" in text
+
+
+def test_a_comment_the_mirror_marks_unavailable_is_recorded_gone(tmp_path, pg_server, realdata, monkeypatch):
+    mirror = local_copy(realdata, tmp_path)
+    comments = mirror / "raw-data/USTR/USTR-2015-0010/text-USTR-2015-0010/comments"
+    (comments / "USTR-2015-0010-0099_UNAVAILABLE").write_bytes(b"")
+    with mirror_runtime(tmp_path, pg_server, str(mirror), monkeypatch):
+        assert run_at(1, docket="USTR-2015-0010")
+        row = ItemState.get((ItemState.stage == "fetch") & (ItemState.item == "USTR-2015-0010-0099"))
+        assert (row.state, row.reason) == ("gone", "marked unavailable in the mirror")
 
 
 def test_objects_gone_from_the_listing_are_recorded_not_deleted(tmp_path, pg_server, realdata, monkeypatch):
