@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import peewee
+
+from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.store.models import MirrorObject, database
 
 LISTED = "listed"
 GONE = "gone"
-# Rows per multi-row statement: under SQLite's 32,766 bound parameters at 8 columns a row.
+# Rows per statement page (PostgreSQL) and per ``IN (...)`` list.
 WRITE_BATCH = 2000
 
 
@@ -34,16 +37,34 @@ def stored_objects(docket_id: str) -> dict[str, StoredObject]:
 
 
 def record_listed(docket_id: str, entries: Iterable, now: str) -> int:
-    """Upsert the objects (``ListedObject``s) as listed now; returns how many rows."""
-    rows = [{"key": e.key, "docket": docket_id, "size": e.size, "etag": e.etag, "modified": e.modified,
-             "state": LISTED, "reason": None, "seen_at": now} for e in entries]
-    for start in range(0, len(rows), WRITE_BATCH):
-        (MirrorObject.insert_many(rows[start:start + WRITE_BATCH])
-         .on_conflict(conflict_target=[MirrorObject.key],
-                      preserve=[MirrorObject.docket, MirrorObject.size, MirrorObject.etag, MirrorObject.modified,
-                                MirrorObject.state, MirrorObject.reason, MirrorObject.seen_at])
-         .execute())
+    """Upsert the objects (``ListedObject``s) as listed now; returns how many rows.
+
+    peewee writes the statement for one row and the driver runs it for every row: building
+    the SQL of 200,000 rows value by value in Python cost ten times the insert itself."""
+    rows = [(e.key, docket_id, e.size, e.etag, e.modified, LISTED, None, now) for e in entries]
+    if not rows:
+        return 0
+    statement = _upsert_statement(rows[0])
+    with database.atomic(), peewee.__exception_wrapper__:  # driver errors as peewee's
+        cursor = database.cursor()
+        if isinstance(database.obj, peewee.SqliteDatabase):
+            cursor.executemany(statement, rows)
+        else:
+            from psycopg2.extras import execute_batch
+
+            execute_batch(cursor, statement, rows, page_size=WRITE_BATCH)
+    counters.incr(ROWS_WRITTEN)
     return len(rows)
+
+
+_FIELDS = (MirrorObject.key, MirrorObject.docket, MirrorObject.size, MirrorObject.etag, MirrorObject.modified,
+           MirrorObject.state, MirrorObject.reason, MirrorObject.seen_at)
+
+
+def _upsert_statement(row: tuple) -> str:
+    query = (MirrorObject.insert_many([row], fields=list(_FIELDS))
+             .on_conflict(conflict_target=[MirrorObject.key], preserve=list(_FIELDS[1:])))
+    return query.sql()[0]
 
 
 def record_gone(keys: list[str], now: str, reason: str) -> int:
