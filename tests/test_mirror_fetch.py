@@ -299,3 +299,26 @@ def test_hybrid_lists_from_the_api_and_takes_from_it_only_what_the_mirror_lacks(
 
 def _files_of(item_key: str) -> int:
     return Attachment.select().where(Attachment.item == item_key).count()
+
+
+def test_the_luigi_command_fetches_from_the_mirror_without_a_key(tmp_path, pg_server, realdata):
+    """Was: FetchComments failed with a traceback ending ``ConfigError:
+    REGULATIONS_GOV_API_KEY is not set``."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    mirror = local_copy(realdata, tmp_path)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("DOCKETEER_") and k != "REGULATIONS_GOV_API_KEY"}
+    env.update(PYTHONPATH=str(root), LUIGI_CONFIG_PATH=str(root / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_INDEX_URL=new_pg_database(pg_server),
+               DOCKETEER_DISCOVER="mirror", DOCKETEER_SOURCE="mirror", DOCKETEER_MIRROR_URL=str(mirror),
+               DOCKETEER_API_BASE=NO_API, DOCKETEER_EMBEDDER="hashing", DOCKETEER_OCR="false",
+               DOCKETEER_EXTRACT_WORKERS="1")
+    done = subprocess.run([sys.executable, "-m", "luigi", "--module", "pipeline", "FetchAll", "--local-scheduler"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "REGULATIONS_GOV_API_KEY" not in done.stderr
+    assert "fetch USTR-2015-0010: created=4" in done.stderr
