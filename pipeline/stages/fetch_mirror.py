@@ -20,7 +20,7 @@ import json
 import logging
 
 from pipeline.clock import iso
-from pipeline.errors import BadRecord
+from pipeline.errors import BadRecord, BudgetSpent
 from pipeline.failures import RETRY, item_failure
 from pipeline.ids import validate_id
 from pipeline.sources import connect, records
@@ -42,6 +42,11 @@ def fetch_from_mirror(ctx: StageContext, docket: Docket, *, mirror=None) -> Stag
     result = StageResult()
     try:
         return _fetch(ctx, docket, mirror or connect.mirror(ctx.settings), result)
+    except BudgetSpent as exc:
+        # What was upserted stays; the listing is not recorded, so the next run reads the
+        # rest (and finds what it read already unchanged).
+        result.budget_spent, result.message = True, str(exc)
+        return result
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
         result.clean, result.message = False, f"listing of {docket.id} from the mirror broke off: {failure.reason}"
