@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "serve", "bench_search", "formats")
+BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "serve", "bench_search", "formats", "mirrorlist")
 
 
 def main(argv: list[str]) -> int:

@@ -83,6 +83,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_json_bytes", int, 64 * 1024 * 1024, "larger JSON records (API or mirror) are refused", minimum=1024),
     Setting("max_json_depth", int, 100, "JSON records nested deeper are refused", minimum=8),
     Setting("minilm_runtime", str, "onnx", "how embedder=minilm runs: onnx (exported once into data_dir/models, loads in a second) or torch (sentence-transformers)", ("onnx", "torch")),
+    Setting("list_source", str, "auto", "where fetch lists a docket's comments and documents: auto = the "
+            "mirror when source = mirror and no API key is set, else the API", ("auto", "api", "mirror")),
+    Setting("mirror_agencies", str, "", "comma-separated agencies discover=mirror lists (empty = every agency)"),
+    Setting("mirror_fallback", bool, False, "with source = mirror and an API key: take from the API, within "
+            "request_budget, the details and files the mirror does not hold yet (else they wait to retry)"),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

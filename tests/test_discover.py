@@ -126,6 +126,19 @@ def test_mirror_listing_from_a_local_folder(runtime_for, mirror, tmp_path, caplo
     assert Meta.get_or_none(Meta.key == "discovered_at:mirror") is not None
 
 
+def test_mirror_discovery_of_one_agency_with_close_dates_from_its_documents(runtime_for, mirror):
+    from pipeline.counters import counters
+    from pipeline.sources.mirror import MIRROR_READS
+
+    rt = runtime_for(discover="mirror", mirror_url=str(mirror), mirror_agencies="CMS")
+    found = discover.discover(rt, NOW)
+    assert found.new == 1 and {d.id for d in Docket.select()} == {CMS}
+    assert Docket.get_by_id(CMS).comment_end_date == "2025-09-22"  # from its documents, Eastern
+    with counters.measure() as again:  # a known docket: its folder name only, no document read
+        discover.discover(rt, NOW)
+    assert again.get(MIRROR_READS, 0) == 0
+
+
 def test_docket_on_a_wrapper_filters_before_any_api_call(runtime_for, server):
     runtime_for(discover="fr", fr_base=server.fr_base, fr_agencies="epa", fr_since="2025-01-01",
                 api_base=server.api_base, api_key="test-key")

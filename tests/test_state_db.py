@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.store import db as state_db
 from pipeline.store import dockets, item_states, leases
-from pipeline.store.models import Attachment, ItemState, Meta, Run
+from pipeline.store.models import Attachment, ItemState, Meta, MirrorObject, Run
 from tests.state_fixtures import state  # noqa: F401
 
 
@@ -51,9 +51,20 @@ def test_upgrade_from_version_3_adds_the_original_body_and_attachment_titles(sta
     state_db.ensure_schema(db)
     assert "body_html" in {c.name for c in db.get_columns("item")}
     assert "title" in {c.name for c in db.get_columns("attachment")}
-    assert state_db.schema_version(db) == 4
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
     Attachment.insert(item="X-1", filename="attachment_1.pdf", title="A letter").execute()
     assert Attachment.get(Attachment.item == "X-1").title == "A letter"
+
+
+def test_upgrade_from_version_4_adds_the_mirror_objects_table(state):  # noqa: F811
+    db = state.state
+    db.drop_tables([MirrorObject])
+    Meta.update(value="4").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == 5
+    MirrorObject.insert(key="raw-data/A/x.json", docket="A-1", size=1, modified="1", state="listed",
+                        seen_at="2026-01-01T00:00:00Z").execute()
+    assert MirrorObject.get_by_id("raw-data/A/x.json").size == 1
 
 
 def test_item_state_is_one_row_transitioned_in_place(state):  # noqa: F811

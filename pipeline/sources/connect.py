@@ -20,6 +20,14 @@ def regulations_gov(settings: Settings, budget: RequestBudget) -> RegulationsGov
     )
 
 
+def list_source(settings: Settings) -> str:
+    """"api" or "mirror": where fetch lists a docket. The mirror needs no key, so a mirror
+    user without one lists from it; anyone with a key gets the API's fresher list."""
+    if settings.list_source != "auto":
+        return settings.list_source
+    return "mirror" if settings.source == "mirror" and not settings.api_key else "api"
+
+
 def mirror(settings: Settings):
     from pipeline.sources.mirror import open_mirror
 

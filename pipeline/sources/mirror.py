@@ -138,6 +138,22 @@ class Tombstone:
 
 
 @dataclass(frozen=True)
+class ListedObject:
+    """One object as a listing shows it. S3 gives size, ETag and LastModified; a folder
+    gives size and mtime (``etag`` None)."""
+
+    key: str
+    size: int
+    etag: str | None
+    modified: str  # S3 LastModified (ISO) or the file's mtime in nanoseconds
+
+    @property
+    def version(self) -> str:
+        """What says the bytes changed: the ETag (a same-bytes rewrite keeps it), else mtime."""
+        return f"etag:{self.etag}" if self.etag else f"mtime:{self.modified}"
+
+
+@dataclass(frozen=True)
 class Rejected:
     key: str
     reason: str
@@ -155,6 +171,8 @@ class DocketListing:
     tombstones: list[Tombstone] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # keys outside what the pipeline reads
+    # every listed object by key: what change detection compares (mirror_listing)
+    objects: dict[str, ListedObject] = field(default_factory=dict, compare=False)
 
     def gone_items(self) -> set[str]:
         return {t.item_id for t in self.tombstones if t.kind in ("comment", "document")}
@@ -173,8 +191,13 @@ class Mirror(ABC):
     """Read-only access to a mirror; keys are relative to the mirror root."""
 
     @abstractmethod
+    def _list_entries(self, prefix: str) -> Iterator[ListedObject]:
+        """Every object under ``prefix`` with its size and version, in key order."""
+
     def _list_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
         """(key, size) for every object under ``prefix``, in key order."""
+        for entry in self._list_entries(prefix):
+            yield entry.key, entry.size
 
     @abstractmethod
     def _list_folders(self, prefix: str) -> list[str]:
@@ -206,6 +229,11 @@ class Mirror(ABC):
                 refs.append(DocketRef(agency, docket_id))
         return refs
 
+    def list_agency_dockets(self, agency: str) -> list[DocketRef]:
+        """The dockets of one agency (``raw-data/<agency>/``): one delimited LIST."""
+        agency = validate_id(agency, "agency")
+        return [DocketRef(agency, d) for d in self._safe_folders(f"{RAW_DATA}{agency}/", "docket id")]
+
     def _safe_folders(self, prefix: str, what: str) -> list[str]:
         names = []
         for name in self._list_folders(prefix):
@@ -221,8 +249,9 @@ class Mirror(ABC):
         agency = validate_id(agency or default_agency(docket_id), "agency")
         prefix = f"{RAW_DATA}{agency}/{docket_id}/"
         listing = DocketListing(agency=agency, docket_id=docket_id, prefix=prefix)
-        for key, size in self._list_objects(prefix):
-            _classify(listing, key, size)
+        for entry in self._list_entries(prefix):
+            listing.objects[entry.key] = entry
+            _classify(listing, entry.key, entry.size)
         for files in listing.attachments.values():
             files.sort(key=lambda a: (a.n or 0, a.ext, a.key))
         return listing
@@ -320,7 +349,7 @@ class LocalMirror(Mirror):
     def _path(self, key: str) -> Path:
         return self.root / validate_key(key)
 
-    def _list_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
+    def _list_entries(self, prefix: str) -> Iterator[ListedObject]:
         validate_prefix(prefix)
         found = []
         # os.walk never descends into a symlinked folder; lstat never follows a link or
@@ -330,9 +359,10 @@ class LocalMirror(Mirror):
             rel = Path(dirpath).relative_to(self.root).as_posix()
             base = "" if rel == "." else rel + "/"
             for name in filenames:
-                found.append((base + name, os.lstat(os.path.join(dirpath, name)).st_size))
+                info = os.lstat(os.path.join(dirpath, name))
+                found.append(ListedObject(base + name, info.st_size, None, str(info.st_mtime_ns)))
         counters.incr(MIRROR_WALKS)
-        yield from sorted(found)
+        yield from sorted(found, key=lambda entry: entry.key)
 
     def _open_regular(self, key: str) -> BinaryIO:
         """The mirror is data, not a file system to walk: a regular file inside the root only
@@ -399,10 +429,11 @@ class S3Mirror(Mirror):
             **extra,
         )
 
-    def _list_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
+    def _list_entries(self, prefix: str) -> Iterator[ListedObject]:
         for page in self._pages(prefix):
             for item in page.get("Contents", []):
-                yield item["Key"][len(self.prefix) :], int(item["Size"])
+                yield ListedObject(item["Key"][len(self.prefix) :], int(item["Size"]),
+                                   item.get("ETag") or None, item["LastModified"].isoformat())
 
     def _list_folders(self, prefix: str) -> list[str]:
         start = len(self.prefix + prefix)

@@ -112,6 +112,21 @@ def summary_fields(attrs: dict) -> dict:
     return fields
 
 
+def listed_attributes(record: dict, what: str) -> dict:
+    """A detail record (the mirror's JSON ``data``) as the API's list would show it: the
+    same attributes, ``lastModifiedDate`` from ``modifyDate`` (details carry only that) as
+    the list writes it, in UTC to the second. Items fetched from either source then have
+    the same fields and the same summary hash."""
+    attrs = attributes_of(record, what)
+    last = attrs.get("lastModifiedDate") or attrs.get("modifyDate") or attrs.get("postedDate")
+    if isinstance(last, str) and last:
+        try:
+            last = parse_api_time(last).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            pass  # left as written: summary_fields makes it this item's BadRecord
+    return {**attrs, "lastModifiedDate": last}
+
+
 def comment_summary(attrs: dict, document_id: str) -> dict:
     return {**summary_fields(attrs), "comment_on_document_id": document_id}
 

@@ -99,7 +99,16 @@ def unfinished(docket_id: str, now: str) -> int:
 
 def _make_source(ctx: StageContext, docket: Docket, api, mirror):
     if ctx.settings.source == "mirror":
-        return MirrorSource(mirror or connect.mirror(ctx.settings), docket)
+        from_mirror = MirrorSource(mirror or connect.mirror(ctx.settings), docket)
+        if not (ctx.settings.mirror_fallback and ctx.settings.api_key):
+            return from_mirror
+        from pipeline.stages.backfill_hybrid import HybridSource  # it builds on this module
+
+        return HybridSource(from_mirror, _api_source(ctx, api))
+    return _api_source(ctx, api)
+
+
+def _api_source(ctx: StageContext, api) -> ApiSource:
     budget = connect.request_budget(ctx.settings, ctx.deadline)
     return ApiSource(api or connect.regulations_gov(ctx.settings, budget))
 

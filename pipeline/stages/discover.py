@@ -45,7 +45,8 @@ def discover(runtime, now: datetime) -> Discovered:
         closes = _from_federal_register(runtime, now)
         ids = sorted(closes)
     elif mode == "mirror":
-        ids = _from_mirror(runtime)
+        closes = _from_mirror(runtime)
+        ids = sorted(closes)
     else:
         ids = []
     new = docket_rows.ensure_dockets(ids, discovered_by=mode)
@@ -82,13 +83,44 @@ def _note_close_dates(closes: dict[str, str]) -> None:
             docket_rows.note_close_date(docket_id, close)
 
 
-def _from_mirror(runtime) -> list[str]:
-    from pipeline.sources.mirror import open_mirror
+def _from_mirror(runtime) -> dict[str, str]:
+    """docket id -> its comments' close date ("" when unknown or already known): every docket
+    of the mirror, or of the agencies in ``mirror_agencies``. The close date is read from the
+    documents of new dockets only; a known docket costs nothing but its folder name."""
+    from pipeline.sources import connect
 
     settings = runtime.settings
-    mirror = open_mirror(
-        settings.mirror_url,
-        s3_endpoint_url=settings.s3_endpoint_url or None,
-        unsigned=settings.mirror_unsigned,
-    )
-    return sorted(ref.docket_id for ref in mirror.list_dockets())
+    mirror = connect.mirror(settings)
+    agencies = [a.strip() for a in settings.mirror_agencies.split(",") if a.strip()]
+    if agencies:
+        refs = [ref for agency in agencies for ref in mirror.list_agency_dockets(agency)]
+    else:
+        refs = mirror.list_dockets()
+    known = set(docket_rows.all_docket_ids())
+    return {ref.docket_id: "" if ref.docket_id in known else mirror_close_date(mirror, ref)
+            for ref in refs}
+
+
+def mirror_close_date(mirror, ref) -> str:
+    """The latest comment close date (Eastern) of the docket's comment-bearing documents."""
+    import logging
+
+    from pipeline.errors import BadRecord, DocketeerError
+    from pipeline.sources import records
+    from pipeline.stages.fetch import comment_documents
+
+    listing = mirror.docket_listing(ref.docket_id, ref.agency)
+    documents = []
+    for document_id, key in sorted(listing.documents.items()):
+        try:
+            data = mirror.read_json(key).get("data")
+            documents.append({"id": document_id, "attributes": records.listed_attributes(data, document_id)})
+        except (BadRecord, DocketeerError, OSError) as exc:  # a hint only: fetch resolves it again
+            logging.getLogger("docketeer").warning("%s: document %s: %s", ref.docket_id, document_id, exc)
+    ends = []
+    for document in comment_documents(documents):
+        try:
+            ends.append(records.eastern_date(document["attributes"], "commentEndDate"))
+        except BadRecord:
+            continue
+    return max((e for e in ends if e), default="")

@@ -39,6 +39,7 @@ from pipeline.sources import connect, records
 from pipeline.sources.regulations_gov import MalformedItem
 from pipeline.sources.watermark import Watermark
 from pipeline.stages.base import Stage, StageContext, StageResult
+from pipeline.stages.fetch_mirror import fetch_from_mirror
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states, items
 from pipeline.store.models import Docket, database
@@ -59,6 +60,8 @@ def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
         # Debug only: the wrapper already printed the one-line notice for a named docket.
         log.debug("%s: sealed %s, skipping", docket.id, docket.sealed_at)
         return StageResult(message="sealed")
+    if connect.list_source(ctx.settings) == "mirror":
+        return fetch_from_mirror(ctx, docket)
     budget = connect.request_budget(ctx.settings, ctx.deadline)
     api = api or connect.regulations_gov(ctx.settings, budget)
     calls_before = api.stats()  # a client passed in may have served earlier runs
@@ -133,6 +136,13 @@ def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) 
     """Learn the docket's documents, object ids and comment dates: once per docket."""
     data = _get_docket(api, docket.id)
     documents = api.list_documents(docket.id)
+    return record_resolution(docket, data, documents, ctx, result)
+
+
+def record_resolution(docket: Docket, data: dict, documents: list[dict], ctx: StageContext,
+                      result: StageResult) -> Docket:
+    """Store what a resolve learnt (from the API or the mirror): the docket's fields, its
+    documents and the windows its comments are listed by."""
     windows = _comment_windows(documents)
     starts = [w["start"] for w in windows if w["start"]]
     ends = [w["end"] for w in windows if w["end"]]
@@ -233,12 +243,14 @@ class Walk:
                           "withdrawn by the submitter or agency" if withdrawn else None)
         return outcome
 
-    def fail(self, key: str, reason: str) -> str:
-        """A per-item failure: a ``failed`` row with the reason; the walk goes on, unclean."""
+    def fail(self, key: str, reason: str, *, unclean: bool = True) -> str:
+        """A per-item failure: a ``failed`` row with the reason; the walk goes on, unclean
+        (the watermark stays). A mirror walk has no watermark to keep: ``unclean=False``."""
         log.warning("%s: %s", self.docket_id, reason)
         self._stage_state(key, "failed", None, reason[:500])
         self.failed.add(key)
-        self._unclean(reason)
+        if unclean:
+            self._unclean(reason)
         return "failed"
 
     def bad_item(self, exc: MalformedItem) -> None:

@@ -14,7 +14,7 @@ from pipeline.errors import ConfigError
 from pipeline.store import models
 from pipeline.store.models import MODELS, Attachment, Docket, Item, ItemState, Meta, Run
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
@@ -152,4 +152,9 @@ def _add_columns(db: peewee.Database, wanted: dict) -> None:
         migrate(*operations)
 
 
-UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4}
+def _upgrade_to_5(db: peewee.Database) -> None:
+    """v5: the mirror objects each docket's listing showed (change detection from the listing)."""
+    db.create_tables([models.MirrorObject], safe=True)
+
+
+UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5}

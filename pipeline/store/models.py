@@ -160,4 +160,18 @@ class Run(BaseModel):
     budget_spent = BooleanField(default=False)  # added in schema version 2
 
 
-MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run)
+class MirrorObject(BaseModel):
+    """One mirror object as the docket's last listing showed it (schema v5): what a rerun
+    compares the next listing with, so only new or changed objects are read."""
+
+    key = TextField(primary_key=True)  # relative to the mirror root
+    docket = TextField(index=True)
+    size = IntegerField()
+    etag = TextField(null=True)  # S3 only
+    modified = TextField()  # S3 LastModified, or a folder file's mtime in ns
+    state = TextField()  # "listed" or "gone" (no longer in the listing; rows are never deleted)
+    reason = TextField(null=True)
+    seen_at = TextField()
+
+
+MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject)

@@ -11,6 +11,7 @@ from pipeline.store.models import (
     Item,
     ItemState,
     Lease,
+    MirrorObject,
     Run,
     database,
 )
@@ -34,11 +35,12 @@ def _queries(docket_id: str) -> dict[str, object]:
         "leases": Lease.docket == docket_id,
         "items": Item.docket == docket_id,
         "docket": Docket.id == docket_id,
+        "mirror objects": MirrorObject.docket == docket_id,
     }
 
 
 _MODELS = {"attachments": Attachment, "item states": ItemState, "markers": DocketStage, "runs": Run,
-           "leases": Lease, "items": Item, "docket": Docket}
+           "leases": Lease, "items": Item, "docket": Docket, "mirror objects": MirrorObject}
 
 
 def count_rows(docket_id: str) -> dict[str, int]:

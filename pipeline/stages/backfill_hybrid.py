@@ -1,0 +1,50 @@
+"""Backfill's hybrid source (``source = mirror``, ``mirror_fallback = true`` and an API key):
+details and files from the mirror, and from the API what the mirror does not hold yet.
+
+The mirror lags regulations.gov by hours to days. Without a key, an item the mirror lacks
+waits to retry (``NotMirroredYet``: transient); with one, its detail or file is taken from
+the API at once, within the run's request budget (``BudgetSpent`` stops the stage cleanly,
+and the rest waits for the next run). A file the mirror marked ``_UNAVAILABLE`` stays gone:
+the API is asked only for what the mirror has not tried yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pipeline.errors import NotMirroredYet
+from pipeline.stages.backfill import ApiSource, FileRef, MirrorSource
+from pipeline.stages.base import StageResult
+from pipeline.store.models import Item
+
+
+class HybridSource:
+    def __init__(self, mirror: MirrorSource, api: ApiSource) -> None:
+        self.mirror, self.api = mirror, api
+        self._from_api: set[str] = set()  # items whose detail came from the API
+
+    def detail(self, item: Item) -> dict:
+        try:
+            return self.mirror.detail(item)
+        except NotMirroredYet:
+            self._from_api.add(item.key)
+            return self.api.detail(item)
+
+    def files(self, item: Item, body: dict, preference: list[str]) -> list[FileRef]:
+        if item.key in self._from_api:
+            return self.api.files(item, body, preference)
+        by_name = {ref.filename: ref for ref in self.api.files(item, body, preference)}
+        refs = self.mirror.files(item, body, preference)
+        # A declared file the mirror does not hold (and never marked gone): its API URL.
+        return [replace(ref, url=by_name[ref.filename].url)
+                if ref.mirror_key is None and not ref.tombstoned and ref.filename in by_name else ref
+                for ref in refs]
+
+    def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir):
+        if ref.mirror_key is None and not ref.tombstoned and ref.url:
+            return self.api.fetch_file(ref, blobs, max_bytes, data_dir)
+        return self.mirror.fetch_file(ref, blobs, max_bytes, data_dir)
+
+    def add_calls(self, result: StageResult) -> None:
+        self.api.add_calls(result)
+

@@ -1,0 +1,54 @@
+"""Change detection from a mirror listing: the diff, and the rows it is compared with, on
+SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from pipeline.sources.mirror import ListedObject
+from pipeline.sources.mirror_listing import diff_listing
+from pipeline.store import mirror_objects
+from pipeline.store.models import MirrorObject
+from tests.state_fixtures import state  # noqa: F401
+
+DOCKET = "EPA-HQ-2026-0001"
+
+
+def listed(*objects: ListedObject) -> dict[str, ListedObject]:
+    return {o.key: o for o in objects}
+
+
+def obj(name: str, size: int = 10, etag: str | None = '"e1"', modified: str = "2026-01-01T00:00:00+00:00"):
+    return ListedObject(f"raw-data/EPA/{DOCKET}/text-{DOCKET}/comments/{name}", size, etag, modified)
+
+
+def test_new_changed_unchanged_and_gone(state):  # noqa: F811
+    first = listed(obj("a.json"), obj("b.json"), obj("c.json"))
+    diff = diff_listing(first, mirror_objects.stored_objects(DOCKET))
+    assert len(diff.new) == 3 and not diff.changed and not diff.gone
+    assert mirror_objects.record_listed(DOCKET, diff.new, "2026-01-01T00:00:00Z") == 3
+
+    # b's bytes changed (new ETag), c is gone, d is new; a same-ETag rewrite of a is no change.
+    second = listed(obj("a.json", modified="2026-02-01T00:00:00+00:00"), obj("b.json", etag='"e2"'),
+                    obj("d.json"))
+    diff = diff_listing(second, mirror_objects.stored_objects(DOCKET))
+    assert [o.key for o in diff.new] == [obj("d.json").key]
+    assert [o.key for o in diff.changed] == [obj("b.json").key]
+    assert diff.gone == [obj("c.json").key] and diff.unchanged == 1
+
+    mirror_objects.record_listed(DOCKET, [*diff.new, *diff.changed], "2026-02-01T00:00:00Z")
+    mirror_objects.record_gone(diff.gone, "2026-02-01T00:00:00Z", "no longer in the mirror listing")
+    gone = MirrorObject.get_by_id(obj("c.json").key)
+    assert (gone.state, gone.reason) == ("gone", "no longer in the mirror listing")
+    assert MirrorObject.get_by_id(obj("b.json").key).etag == '"e2"'
+    assert diff_listing(second, mirror_objects.stored_objects(DOCKET)).is_empty()
+
+    # Listed again after it was gone: new again.
+    diff = diff_listing(listed(*second.values(), obj("c.json")), mirror_objects.stored_objects(DOCKET))
+    assert [o.key for o in diff.new] == [obj("c.json").key]
+
+
+def test_a_folder_object_changes_with_its_size_or_mtime(state):  # noqa: F811
+    mirror_objects.record_listed(DOCKET, [obj("a.json", etag=None, modified="100")], "2026-01-01T00:00:00Z")
+    stored = mirror_objects.stored_objects(DOCKET)
+    assert diff_listing(listed(obj("a.json", etag=None, modified="100")), stored).unchanged == 1
+    assert len(diff_listing(listed(obj("a.json", etag=None, modified="200")), stored).changed) == 1
+    assert len(diff_listing(listed(obj("a.json", size=11, etag=None, modified="100")), stored).changed) == 1
