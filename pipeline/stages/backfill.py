@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pipeline.clock import iso
 from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
 from pipeline.extract.readers import can_read
-from pipeline.failures import RETRY, Failure, RetryPolicy, item_failure
+from pipeline.failures import RETRY, Failure, RetryPolicy, classify, item_failure
 from pipeline.ids import validate_filename
+from pipeline.read_ahead import read_ahead
 from pipeline.sources import connect, records
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items
@@ -62,11 +65,14 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
     if docket.sealed_at:
         log.info("%s: sealed %s with %d items left to backfill", docket.id, docket.sealed_at, len(todo))
     source = _make_source(ctx, docket, api, mirror)
+    reader = ItemReader(ctx, source)
     ctx.progress.start(len(todo))
     try:
-        for item in todo:
-            ctx.check_time()
-            outcome = backfill_item(ctx, source, item, result)
+        # The reads of the next items overlap (pipeline/read_ahead.py); each item's
+        # decision and rows are taken here, in order, as a plain loop would.
+        jobs = (reader.job(item) for item in todo)
+        for job, read in read_ahead(reader.read, jobs, source.concurrency, ctx.check_time):
+            outcome = backfill_item(ctx, job.item, read, result)
             ctx.progress.advance(outcome)
     except BudgetSpent as exc:
         # The item in hand stays pending (or untouched): the next run picks it up.
@@ -99,33 +105,30 @@ def unfinished(docket_id: str, now: str) -> int:
 
 def _make_source(ctx: StageContext, docket: Docket, api, mirror):
     if ctx.settings.source == "mirror":
-        return MirrorSource(mirror or connect.mirror(ctx.settings), docket)
+        return MirrorSource(mirror or connect.mirror(ctx.settings), docket, ctx.settings.mirror_concurrency)
     budget = connect.request_budget(ctx.settings, ctx.deadline)
     return ApiSource(api or connect.regulations_gov(ctx.settings, budget))
 
 
-def backfill_item(ctx: StageContext, source, item: Item, result: StageResult) -> str:
-    """One item to a decided state, whatever goes wrong with it: one bad record never
-    stops the docket. Run-stopping failures and a spent budget go up to the stage."""
+def backfill_item(ctx: StageContext, item: Item, read, result: StageResult) -> str:
+    """One item to a decided state from what was read for it (``read()`` returns the
+    ``ItemRead`` or raises what reading it raised), whatever went wrong: one bad record
+    never stops the docket. Run-stopping failures and a spent budget go up to the stage."""
     try:
-        return _backfill(ctx, source, item, result)
+        return _backfill(ctx, item, read(), result)
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
         log.warning("backfill %s: %s (%s)", item.key, failure.reason, failure.kind)
         return _finish(ctx, item, result, failure)
 
 
-def _backfill(ctx: StageContext, source, item: Item, result: StageResult) -> str:
-    body = source.detail(item)
-    fields = records.detail_fields(body)
-    files = source.files(item, body, ctx.settings.formats)
-    item_states.mark_pending(STAGE, item.key, item.docket, run_id=ctx.run_id, reason="downloading")
-    outcomes = [_have_file(ctx, source, item, ref, result) for ref in files]
+def _backfill(ctx: StageContext, item: Item, got: ItemRead, result: StageResult) -> str:
+    outcomes = [_have_file(ctx, item, fetched, result) for fetched in got.files]
     state = _item_state([file_state for file_state, _reason in outcomes])
     if state == RETRY:
         why = "; ".join(reason for file_state, reason in outcomes if file_state == RETRY)
         return _finish(ctx, item, result, Failure("transient", RETRY, why[:500]))
-    _record_detail(ctx, item, fields, state)
+    _record_detail(ctx, item, got.fields, state)
     result.add(state)
     return state
 
@@ -169,9 +172,10 @@ def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
     return failure.state
 
 
-def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tuple[str, str | None]:
+def _have_file(ctx, item: Item, fetched: FileFetch, result: StageResult) -> tuple[str, str | None]:
     """Make sure one file is stored and has its row; returns the file's state (RETRY when
     it failed transiently: the item then waits to be tried again) and why it is not ok."""
+    ref = fetched.ref
     key = f"{item.key}/{ref.filename}"
     existing = items.attachment(item.key, ref.filename)
     if existing and existing.sha256 and not ctx.force:
@@ -179,14 +183,11 @@ def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tu
             items.set_attachment_title(item.key, ref.filename, ref.title)
         result.add("files_unchanged")
         return "ok", None
-    max_bytes = ctx.settings.max_attachment_bytes
-    declared = ref.size if ref.size is not None else ref.mirror_size
-    if declared is not None and declared > max_bytes:
-        # The declared size is enough to refuse: no request is spent on it.
-        reason = f"declared size {declared} exceeds the limit of {max_bytes} bytes"
+    reason = over_the_cap(ref, ctx.settings.max_attachment_bytes)
+    if reason:
         return _file_state(ctx, item, key, "too_large", reason, result), reason
     try:
-        stored = source.fetch_file(ref, ctx.blobs, max_bytes, ctx.runtime.data_dir)
+        stored = fetched.result()
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
         if failure.state == RETRY:
@@ -205,6 +206,14 @@ def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tu
     return "ok", None
 
 
+def over_the_cap(ref: FileRef, max_bytes: int) -> str | None:
+    """Why a file is refused from its declared size alone (no request is spent on it)."""
+    declared = ref.size if ref.size is not None else ref.mirror_size
+    if declared is not None and declared > max_bytes:
+        return f"declared size {declared} exceeds the limit of {max_bytes} bytes"
+    return None
+
+
 def _upsert_attachment(item_key: str, ref: FileRef, stored: IngestResult) -> None:
     """One row per (item, filename), written only after its blob is whole and in place."""
     items.upsert_attachment(item_key, ref.filename, {
@@ -218,6 +227,86 @@ def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: Stag
                            detail=detail)
     result.add(f"files_{state}")
     return state
+
+
+# --------------------------------------------------------------------------- reading an item
+
+
+@dataclass(frozen=True)
+class ItemJob:
+    """One item to read, with what the state DB said of it when it was handed to a reader."""
+
+    item: Item
+    stored: frozenset[str]  # its files already stored (attachment rows with a sha256)
+
+
+@dataclass
+class FileFetch:
+    """One file as a reader left it: stored, failed, or not fetched (already stored, or
+    over the cap by its declared size: the stage decides those without a request)."""
+
+    ref: FileRef
+    stored: IngestResult | None = None
+    error: Exception | None = None
+    later: Callable[[], IngestResult] | None = None
+
+    def result(self) -> IngestResult:
+        if self.error is not None:
+            raise self.error
+        if self.stored is None:  # the reader skipped it, the stage wants it: fetch it now
+            return self.later()
+        return self.stored
+
+
+@dataclass
+class ItemRead:
+    fields: dict  # the detail record's stored fields
+    files: list[FileFetch]
+
+
+class ItemReader:
+    """The I/O of one item, safe in a reader thread (``pipeline/read_ahead.py``): its detail
+    record, its file list, its files into the blob store. Nothing here touches the state
+    DB; ``job`` runs in the stage's thread, as each item is handed to a reader."""
+
+    def __init__(self, ctx: StageContext, source) -> None:
+        self.ctx, self.source, self.force = ctx, source, ctx.force
+        self.formats, self.max_bytes = ctx.settings.formats, ctx.settings.max_attachment_bytes
+        self.blobs, self.data_dir = ctx.blobs, ctx.runtime.data_dir  # opened in the stage's thread
+
+    def job(self, item: Item) -> ItemJob:
+        """The item handed to a reader: ``pending`` first, before any blob is written for it
+        (a row that survives says a process died mid-item; the next run redoes it)."""
+        item_states.mark_pending(STAGE, item.key, item.docket, run_id=self.ctx.run_id, reason="downloading")
+        if self.force:
+            return ItemJob(item, frozenset())
+        return ItemJob(item, frozenset(name for name, sha256 in items.stored_files(item.key) if sha256))
+
+    def read(self, job: ItemJob) -> ItemRead:
+        body = self.source.detail(job.item)
+        fields = records.detail_fields(body)
+        fetches = []
+        for ref in self.source.files(job.item, body, self.formats):
+            fetches.append(self._file(ref, job.stored))
+            if fetches[-1].error is not None and _stops_item(fetches[-1].error):
+                break  # the stage stops at this file, as it would have without reading ahead
+        return ItemRead(fields, fetches)
+
+    def _file(self, ref: FileRef, stored: frozenset[str]) -> FileFetch:
+        def fetch() -> IngestResult:
+            return self.source.fetch_file(ref, self.blobs, self.max_bytes, self.data_dir)
+
+        if ref.filename in stored or over_the_cap(ref, self.max_bytes):
+            return FileFetch(ref, later=fetch)
+        try:
+            return FileFetch(ref, stored=fetch())
+        except Exception as exc:  # noqa: BLE001 - the stage classifies it, in its thread
+            return FileFetch(ref, error=exc)
+
+
+def _stops_item(exc: Exception) -> bool:
+    """A spent budget or a run-stopping failure: nothing more is read for the item."""
+    return isinstance(exc, BudgetSpent) or classify(exc).stops_run
 
 
 # --------------------------------------------------------------------------- file names
@@ -274,7 +363,12 @@ def _stem(filename: str) -> str:
 
 
 class ApiSource:
-    """Details from ``/comments/{id}?include=attachments``, files from their fileUrl."""
+    """Details from ``/comments/{id}?include=attachments``, files from their fileUrl.
+
+    One request at a time: the API is paced and budgeted per key, so reading ahead would
+    buy nothing but a harder budget to keep."""
+
+    concurrency = 1
 
     def __init__(self, api) -> None:
         self.api = api
@@ -310,20 +404,24 @@ class MirrorSource:
     Only a docket with items to do gets here, so a docket with nothing to do lists nothing.
     """
 
-    def __init__(self, mirror, docket: Docket) -> None:
+    def __init__(self, mirror, docket: Docket, concurrency: int = 1) -> None:
         self.mirror = mirror
         self.docket = docket
+        self.concurrency = concurrency  # readers at once: S3 and folder reads mostly wait
         self._listing = None
+        self._listing_lock = threading.Lock()  # the first reader lists; the others wait for it
         self._gone_items: set[str] = set()
         self._gone_files: set[tuple[str, str]] = set()
 
     @property
     def listing(self):
-        if self._listing is None:
-            self._listing = self.mirror.docket_listing(self.docket.id, self.docket.agency)
-            self._gone_items = self._listing.gone_items()
-            self._gone_files = self._listing.gone_attachments()
-        return self._listing
+        with self._listing_lock:
+            if self._listing is None:
+                listing = self.mirror.docket_listing(self.docket.id, self.docket.agency)
+                self._gone_items = listing.gone_items()
+                self._gone_files = listing.gone_attachments()
+                self._listing = listing
+            return self._listing
 
     def detail(self, item: Item) -> dict:
         table = self.listing.documents if item.kind == "document" else self.listing.comments

@@ -83,12 +83,7 @@ def _note_close_dates(closes: dict[str, str]) -> None:
 
 
 def _from_mirror(runtime) -> list[str]:
-    from pipeline.sources.mirror import open_mirror
+    from pipeline.sources import connect
 
-    settings = runtime.settings
-    mirror = open_mirror(
-        settings.mirror_url,
-        s3_endpoint_url=settings.s3_endpoint_url or None,
-        unsigned=settings.mirror_unsigned,
-    )
+    mirror = connect.mirror(runtime.settings)  # signed or not as the bucket allows
     return sorted(ref.docket_id for ref in mirror.list_dockets())
