@@ -123,6 +123,7 @@ def is_s3_refusal(error) -> bool:
     return code in ("403", "AccessDenied", "AllAccessDisabled") or status == 403
 
 
+_SIGNED_BUCKETS: set[tuple[str | None, str]] = set()  # (endpoint, bucket) that refused unsigned reads
 UNSIGNED_MODES = {"auto": None, "true": True, "false": False}  # the ``mirror_unsigned`` setting
 
 
@@ -137,16 +138,30 @@ class BucketAccess:
     item's) for one object.
     """
 
-    def __init__(self, bucket: str, make_client, unsigned: bool | None = None) -> None:
+    def __init__(self, bucket: str, make_client, unsigned: bool | None = None, endpoint: str | None = None) -> None:
         self.bucket = bucket
         self.unsigned = unsigned
         self._make_client = make_client  # make_client(unsigned: bool) -> a boto3 client
         self._lock = threading.Lock()
-        self._signed = unsigned is False
+        self._where = (endpoint, bucket)
+        # A bucket that refused an unsigned read once in this process is signed from the start.
+        self._signed = unsigned is False or (unsigned is None and self._where in _SIGNED_BUCKETS)
         self.client = make_client(unsigned=not self._signed)
+        # auto: the first listing and the first object read each go alone, so that one
+        # refusal decides for every thread (the same requests at any concurrency).
+        self._deciding = {True: threading.Lock(), False: threading.Lock()}
+        self._decided: set[bool] = set()
 
     def call(self, request, where: str, *, listing: bool = False):
         """``request(client)``, with the signed fallback and refusals named."""
+        if self.unsigned is None and not self._signed and listing not in self._decided:
+            with self._deciding[listing]:
+                result = self._call(request, where, listing)
+                self._decided.add(listing)
+                return result
+        return self._call(request, where, listing)
+
+    def _call(self, request, where: str, listing: bool):
         from botocore.exceptions import ClientError, NoCredentialsError
 
         client = self.client
@@ -188,6 +203,7 @@ class BucketAccess:
                 return None
             self.client = self._make_client(unsigned=False)
             self._signed = True
+            _SIGNED_BUCKETS.add(self._where)
         log.info("s3://%s refuses unsigned reads: reading it with the configured AWS credentials", self.bucket)
         return self.client
 

@@ -456,4 +456,4 @@ def open_mirror(
         return s3_client(endpoint_url=s3_endpoint_url, unsigned=unsigned, max_connections=concurrency,
                          retry_mode=retry_mode, max_attempts=max_attempts)
 
-    return S3Mirror(bucket, prefix, access=BucketAccess(bucket, make_client, unsigned))
+    return S3Mirror(bucket, prefix, access=BucketAccess(bucket, make_client, unsigned, s3_endpoint_url))

@@ -70,8 +70,7 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
     try:
         # The reads of the next items overlap (pipeline/read_ahead.py); each item's
         # decision and rows are taken here, in order, as a plain loop would.
-        jobs = (reader.job(item) for item in todo)
-        for job, read in read_ahead(reader.read, jobs, source.concurrency, ctx.check_time):
+        for job, read in read_ahead(reader.read, todo, source.concurrency, ctx.check_time, reader.job):
             outcome = backfill_item(ctx, job.item, read, result)
             ctx.progress.advance(outcome)
     except BudgetSpent as exc:
