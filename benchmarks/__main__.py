@@ -1,6 +1,7 @@
 """Run one benchmark from the root of a checkout: ``python -m benchmarks NAME [ARGS...]``.
 
-NAME is ``bench`` (the scenarios), ``bench_extract``, ``bench_index`` or ``bench_embedders``;
+NAME is ``bench`` (the scenarios), ``bench_extract``, ``bench_index``, ``bench_embedders`` or
+``mirror_backfill``;
 ARGS are that benchmark's own (``python -m benchmarks NAME --help``).
 
 Why a dispatcher rather than ``python -m benchmarks.bench``, which works too: multiprocessing
@@ -15,7 +16,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders")
+BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "mirror_backfill")
 
 
 def main(argv: list[str]) -> int:

@@ -2,7 +2,7 @@
 request cost what a real one does: a fixed delay, as S3 answers in tens of milliseconds.
 
 It counts what passed through (requests, and the most ever in flight at once: the proof
-that readers overlap) and can refuse unsigned requests with S3's own 403 AccessDenied, as
+that readers overlap; ``GET /__traffic__`` answers them as JSON) and can refuse unsigned requests with S3's own 403 AccessDenied, as
 a private bucket does (moto does not refuse an unsigned listing). Requests and answers
 are forwarded as they are, Host header included, so signatures stay whatever they were.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import socket
 import threading
 import time
@@ -24,6 +25,7 @@ from urllib.parse import urlparse
 
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
               "trailers", "transfer-encoding", "upgrade"}
+TRAFFIC_PATH = "/__traffic__"  # GET: the counts so far, as JSON (not forwarded, not counted)
 ACCESS_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
                  b"<Message>Access Denied</Message></Error>")
 
@@ -45,6 +47,11 @@ class Traffic:
         with self._lock:
             self.in_flight -= 1
 
+    def as_json(self) -> bytes:
+        with self._lock:
+            return json.dumps({"requests": self.requests, "max_in_flight": self.max_in_flight,
+                               "refused": self.refused}).encode()
+
     def reset(self) -> None:
         with self._lock:
             self.requests = self.max_in_flight = self.refused = 0
@@ -59,6 +66,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _forward(self) -> None:
+        if self.path == TRAFFIC_PATH:
+            self._answer(200, [("Content-Type", "application/json")], self.server.traffic.as_json())
+            return
         traffic = self.server.traffic
         traffic.started()
         try:
