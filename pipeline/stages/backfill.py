@@ -33,7 +33,7 @@ from pipeline.sources import connect, records
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items
 from pipeline.store.blobs import IngestResult, attachment_key
-from pipeline.store.models import Docket, Item, database
+from pipeline.store.models import Attachment, Docket, Item, database
 
 log = logging.getLogger("docketeer")
 STAGE = "backfill"
@@ -66,6 +66,7 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
         log.info("%s: sealed %s with %d items left to backfill", docket.id, docket.sealed_at, len(todo))
     source = _make_source(ctx, docket, api, mirror)
     reader = ItemReader(ctx, source)
+    reader.read_stored(docket.id, todo)
     ctx.progress.start(len(todo))
     try:
         # The reads of the next items overlap (pipeline/read_ahead.py); each item's
@@ -174,10 +175,9 @@ def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
 def _have_file(ctx, item: Item, fetched: FileFetch, result: StageResult) -> tuple[str, str | None]:
     """Make sure one file is stored and has its row; returns the file's state (RETRY when
     it failed transiently: the item then waits to be tried again) and why it is not ok."""
-    ref = fetched.ref
+    ref, existing = fetched.ref, fetched.existing
     key = f"{item.key}/{ref.filename}"
-    existing = items.attachment(item.key, ref.filename)
-    if existing and existing.sha256 and not ctx.force:
+    if existing and not ctx.force:
         if existing.title != ref.title:  # a re-read record may name the file now: no download
             items.set_attachment_title(item.key, ref.filename, ref.title)
         result.add("files_unchanged")
@@ -236,7 +236,7 @@ class ItemJob:
     """One item to read, with what the state DB said of it when it was handed to a reader."""
 
     item: Item
-    stored: frozenset[str]  # its files already stored (attachment rows with a sha256)
+    stored: dict[str, Attachment]  # its files already stored: filename -> row (with a sha256)
 
 
 @dataclass
@@ -245,6 +245,7 @@ class FileFetch:
     over the cap by its declared size: the stage decides those without a request)."""
 
     ref: FileRef
+    existing: Attachment | None = None  # its row, when the file is stored already
     stored: IngestResult | None = None
     error: Exception | None = None
     later: Callable[[], IngestResult] | None = None
@@ -272,14 +273,20 @@ class ItemReader:
         self.ctx, self.source, self.force = ctx, source, ctx.force
         self.formats, self.max_bytes = ctx.settings.formats, ctx.settings.max_attachment_bytes
         self.blobs, self.data_dir = ctx.blobs, ctx.runtime.data_dir  # opened in the stage's thread
+        self._stored: dict[str, list[Attachment]] = {}
+
+    def read_stored(self, docket_id: str, todo: list[Item]) -> None:
+        """The todo items' attachment rows, in one query: only recording an item changes its
+        rows, and the lease keeps other runs out, so they hold until each item is recorded."""
+        if not self.force:
+            self._stored = items.attachments_of([item.key for item in todo], docket_id)
 
     def job(self, item: Item) -> ItemJob:
         """The item handed to a reader: ``pending`` first, before any blob is written for it
         (a row that survives says a process died mid-item; the next run redoes it)."""
         item_states.mark_pending(STAGE, item.key, item.docket, run_id=self.ctx.run_id, reason="downloading")
-        if self.force:
-            return ItemJob(item, frozenset())
-        return ItemJob(item, frozenset(name for name, sha256 in items.stored_files(item.key) if sha256))
+        rows = self._stored.pop(item.key, [])
+        return ItemJob(item, {row.filename: row for row in rows if row.sha256})
 
     def read(self, job: ItemJob) -> ItemRead:
         body = self.source.detail(job.item)
@@ -291,12 +298,13 @@ class ItemReader:
                 break  # the stage stops at this file, as it would have without reading ahead
         return ItemRead(fields, fetches)
 
-    def _file(self, ref: FileRef, stored: frozenset[str]) -> FileFetch:
+    def _file(self, ref: FileRef, stored: dict[str, Attachment]) -> FileFetch:
         def fetch() -> IngestResult:
             return self.source.fetch_file(ref, self.blobs, self.max_bytes, self.data_dir)
 
-        if ref.filename in stored or over_the_cap(ref, self.max_bytes):
-            return FileFetch(ref, later=fetch)
+        existing = stored.get(ref.filename)
+        if existing or over_the_cap(ref, self.max_bytes):
+            return FileFetch(ref, existing, later=fetch)
         try:
             return FileFetch(ref, stored=fetch())
         except Exception as exc:  # noqa: BLE001 - the stage classifies it, in its thread
