@@ -83,11 +83,14 @@ def _run_all(corpus: Path, work: Path, delay: float, concurrencies: list[int]) -
         _upload(moto.url, corpus)
         proxy_argv = ["-m", "devtools.latency_proxy", "--upstream", moto.url, "--delay-ms", str(delay * 1000)]
         with _process(proxy_argv, "http://") as proxy, StandinServer(corpus) as standin:
-            return [_backfill_once(work / f"c{c}", standin.api_base, proxy, docket_id, c, delay)
+            servers = {"moto": moto, "proxy": proxy}
+            return [_backfill_once(work / f"c{c}", standin.api_base, servers, docket_id, c, delay)
                     for c in concurrencies]
 
 
-def _backfill_once(data_dir: Path, api_base: str, proxy, docket_id: str, concurrency: int, delay: float) -> dict:
+def _backfill_once(data_dir: Path, api_base: str, servers: dict, docket_id: str, concurrency: int,
+                   delay: float) -> dict:
+    proxy = servers["proxy"]
     runtime = open_runtime({
         "DOCKETEER_DATA_DIR": str(data_dir), "DOCKETEER_DISCOVER": "none", "DOCKETEER_PACE_SECONDS": "0",
         "DOCKETEER_REQUEST_BUDGET": "0", "REGULATIONS_GOV_API_KEY": "DEMO_KEY", "DOCKETEER_API_BASE": api_base,
@@ -98,19 +101,21 @@ def _backfill_once(data_dir: Path, api_base: str, proxy, docket_id: str, concurr
     try:
         dockets.ensure_dockets([docket_id], "list")
         assert fetch_docket(StageContext(runtime, "fetch"), dockets.require_docket(docket_id)).clean
-        before = proxy.stats()
+        proxy.stats(reset=True)
+        cpu_before = _cpu_seconds(servers)
         with counters.measure() as io:
             started = time.perf_counter()
             result = backfill_docket(StageContext(runtime, "bench"), dockets.require_docket(docket_id))
             wall = time.perf_counter() - started
-        after = proxy.stats()
+        cpu = {name: round(after - cpu_before[name], 1) for name, after in _cpu_seconds(servers).items()}
+        traffic = proxy.stats()
     finally:
         runtime.close()
         set_runtime(None)
-    requests = after["requests"] - before["requests"]
+    requests = traffic["requests"]
     floor = requests * delay / concurrency
-    return {"concurrency": concurrency, "wall_s": round(wall, 2), "requests": requests,
-            "max_in_flight": after["max_in_flight"], "floor_s": round(floor, 2),
+    return {"concurrency": concurrency, "wall_s": round(wall, 2), "requests": requests, "cpu_s": cpu,
+            "max_in_flight": traffic["max_in_flight"], "floor_s": round(floor, 2),
             "of_floor": round(wall / floor, 2) if floor else None, "clean": result.clean,
             "counts": result.counts, "s3_get": io.get("s3_get", 0), "s3_list": io.get("s3_list", 0)}
 
@@ -118,11 +123,12 @@ def _backfill_once(data_dir: Path, api_base: str, proxy, docket_id: str, concurr
 def _print(records: list[dict], delay_ms: float) -> None:
     base = records[0]["wall_s"]
     print(f"| concurrency | wall s | requests | max in flight | floor s (requests x {delay_ms:g} ms / c) "
-          "| x floor | speed-up vs first |")
-    print("|---|---|---|---|---|---|---|")
+          "| x floor | speed-up vs first | CPU s: backfill / moto / proxy |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in records:
+        cpu = r["cpu_s"]
         print(f"| {r['concurrency']} | {r['wall_s']} | {r['requests']} | {r['max_in_flight']} | {r['floor_s']} "
-              f"| {r['of_floor']} | {base / r['wall_s']:.1f}x |")
+              f"| {r['of_floor']} | {base / r['wall_s']:.1f}x | {cpu['backfill']} / {cpu['moto']} / {cpu['proxy']} |")
     print(json.dumps({r["concurrency"]: r["counts"] for r in records}))
 
 
@@ -133,11 +139,11 @@ class _Server:
     def __init__(self, process: subprocess.Popen, url: str) -> None:
         self.process, self.url = process, url
 
-    def stats(self) -> dict:
+    def stats(self, reset: bool = False) -> dict:
         """The proxy's traffic so far (``devtools/latency_proxy.py`` answers it itself)."""
         import urllib.request
 
-        with urllib.request.urlopen(f"{self.url}/__traffic__") as answer:
+        with urllib.request.urlopen(f"{self.url}/__traffic__" + ("?reset" if reset else "")) as answer:
             return json.loads(answer.read())
 
 
@@ -160,6 +166,16 @@ class _process:  # noqa: N801 - used as a context manager, like open()
     def __exit__(self, *exc) -> None:
         self.process.terminate()
         self.process.wait(timeout=30)
+
+
+def _cpu_seconds(servers: dict) -> dict[str, float]:
+    """CPU time (user + system) so far of this process (every thread) and of each server:
+    on a shared machine, what the work cost apart from waiting for the delay."""
+    import psutil
+
+    seconds = {name: sum(psutil.Process(server.process.pid).cpu_times()[:2]) for name, server in servers.items()}
+    seconds["backfill"] = sum(psutil.Process().cpu_times()[:2])
+    return seconds
 
 
 def _free_port() -> int:

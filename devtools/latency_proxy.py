@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
               "trailers", "transfer-encoding", "upgrade"}
-TRAFFIC_PATH = "/__traffic__"  # GET: the counts so far, as JSON (not forwarded, not counted)
+TRAFFIC_PATH = "/__traffic__"  # GET: the counts so far as JSON (``?reset``: then from 0); not forwarded
 ACCESS_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
                  b"<Message>Access Denied</Message></Error>")
 
@@ -66,8 +66,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _forward(self) -> None:
-        if self.path == TRAFFIC_PATH:
-            self._answer(200, [("Content-Type", "application/json")], self.server.traffic.as_json())
+        if self.path.startswith(TRAFFIC_PATH):
+            answer = self.server.traffic.as_json()
+            if self.path.endswith("?reset"):
+                self.server.traffic.reset()
+            self._answer(200, [("Content-Type", "application/json")], answer)
             return
         traffic = self.server.traffic
         traffic.started()
