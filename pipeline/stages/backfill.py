@@ -123,6 +123,9 @@ def backfill_item(ctx: StageContext, item: Item, read, result: StageResult) -> s
 
 
 def _backfill(ctx: StageContext, item: Item, got: ItemRead, result: StageResult) -> str:
+    if not got.marked_pending:  # read on the pool: its blobs are whole and keyed by content,
+        # so the row that says "a process died here" is needed from its first row on
+        _mark_pending(ctx, item)
     outcomes = [_have_file(ctx, item, fetched, result) for fetched in got.files]
     state = _item_state([file_state for file_state, _reason in outcomes])
     if state == RETRY:
@@ -233,7 +236,7 @@ def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: Stag
 
 @dataclass(frozen=True)
 class ItemJob:
-    """One item to read, with what the state DB said of it when it was handed to a reader."""
+    """One item to read, with its stored files as the state DB held them when the stage began."""
 
     item: Item
     stored: dict[str, Attachment]  # its files already stored: filename -> row (with a sha256)
@@ -262,15 +265,22 @@ class FileFetch:
 class ItemRead:
     fields: dict  # the detail record's stored fields
     files: list[FileFetch]
+    marked_pending: bool  # read in the stage's thread, which marked it before its downloads
+
+
+def _mark_pending(ctx: StageContext, item: Item) -> None:
+    item_states.mark_pending(STAGE, item.key, item.docket, run_id=ctx.run_id, reason="downloading")
 
 
 class ItemReader:
     """The I/O of one item, safe in a reader thread (``pipeline/read_ahead.py``): its detail
     record, its file list, its files into the blob store. Nothing here touches the state
-    DB; ``job`` runs in the stage's thread, as each item is handed to a reader."""
+    DB but what the stage's own thread may do: ``job`` as each item is handed to a reader,
+    and ``read`` itself when there is no pool (one reader: the stage's thread)."""
 
     def __init__(self, ctx: StageContext, source) -> None:
         self.ctx, self.source, self.force = ctx, source, ctx.force
+        self.inline = source.concurrency <= 1  # read_ahead runs ``read`` in the stage's thread
         self.formats, self.max_bytes = ctx.settings.formats, ctx.settings.max_attachment_bytes
         self.blobs, self.data_dir = ctx.blobs, ctx.runtime.data_dir  # opened in the stage's thread
         self._stored: dict[str, list[Attachment]] = {}
@@ -282,21 +292,21 @@ class ItemReader:
             self._stored = items.attachments_of([item.key for item in todo], docket_id)
 
     def job(self, item: Item) -> ItemJob:
-        """The item handed to a reader: ``pending`` first, before any blob is written for it
-        (a row that survives says a process died mid-item; the next run redoes it)."""
-        item_states.mark_pending(STAGE, item.key, item.docket, run_id=self.ctx.run_id, reason="downloading")
         rows = self._stored.pop(item.key, [])
         return ItemJob(item, {row.filename: row for row in rows if row.sha256})
 
     def read(self, job: ItemJob) -> ItemRead:
         body = self.source.detail(job.item)
         fields = records.detail_fields(body)
+        refs = self.source.files(job.item, body, self.formats)
+        if self.inline:  # as before any pool: pending once the record is in hand, before downloads
+            _mark_pending(self.ctx, job.item)
         fetches = []
-        for ref in self.source.files(job.item, body, self.formats):
+        for ref in refs:
             fetches.append(self._file(ref, job.stored))
             if fetches[-1].error is not None and _stops_item(fetches[-1].error):
                 break  # the stage stops at this file, as it would have without reading ahead
-        return ItemRead(fields, fetches)
+        return ItemRead(fields, fetches, marked_pending=self.inline)
 
     def _file(self, ref: FileRef, stored: dict[str, Attachment]) -> FileFetch:
         def fetch() -> IngestResult:
