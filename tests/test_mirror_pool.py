@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -352,3 +355,23 @@ def test_forced_unsigned_does_not_sign_after_a_refusal(
     reasons = {row.reason for row in ItemState.select().where(ItemState.stage == STAGE)}
     assert reasons and all("(mirror_unsigned = true)" in reason for reason in reasons)
     assert isinstance(AccessRefused("x"), Exception) and classify(AccessRefused("x")).state == "retry"
+
+
+@pytest.mark.usefixtures("no_aws_credentials")
+def test_a_refused_listing_through_luigi_exits_non_zero_with_one_line(
+        tmp_path, standin, docket_ids, corpus, s3_client, s3_endpoint, s3_bucket):
+    upload_mirror(s3_client, s3_bucket, corpus)
+    root = Path(__file__).resolve().parent.parent
+    with LatencyProxy(s3_endpoint, delay_seconds=0, refuse_unsigned=True) as proxy:
+        env = {**os.environ, "PYTHONPATH": str(root), "LUIGI_CONFIG_PATH": str(root / "luigi.cfg"),
+               "DOCKETEER_DATA_DIR": str(tmp_path / "data"), "DOCKETEER_API_BASE": standin.api_base,
+               "REGULATIONS_GOV_API_KEY": "test-key", "DOCKETEER_DISCOVER": "list",
+               "DOCKETEER_DOCKETS": docket_ids[0], "DOCKETEER_PACE_SECONDS": "0", "DOCKETEER_SOURCE": "mirror",
+               "DOCKETEER_MIRROR_URL": f"s3://{s3_bucket}", "DOCKETEER_S3_ENDPOINT_URL": proxy.url}
+        done = subprocess.run([sys.executable, "-m", "luigi", "--module", "pipeline", "BackfillAll",
+                               "--local-scheduler"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in output, output[-3000:]
+    lines = [line for line in output.splitlines() if "listing raw-data/" in line]
+    assert len(lines) == 1 and "BucketRefused" in lines[0] and "no AWS credentials" in lines[0], output[-3000:]
