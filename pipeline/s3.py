@@ -151,6 +151,7 @@ class BucketAccess:
         # refusal decides for every thread (the same requests at any concurrency).
         self._deciding = {True: threading.Lock(), False: threading.Lock()}
         self._decided: set[bool] = set()
+        self._credentials: bool | None = None  # whether boto3 finds any, once asked
 
     def call(self, request, where: str, *, listing: bool = False):
         """``request(client)``, with the signed fallback and refusals named."""
@@ -199,7 +200,9 @@ class BucketAccess:
         with self._lock:
             if self._signed:  # another thread switched already, or the signed read was refused
                 return None if refused_client is self.client else self.client
-            if not _have_credentials():
+            if self._credentials is None:  # asked once: boto3's chain may ask the network (EC2)
+                self._credentials = _have_credentials()
+            if not self._credentials:
                 return None
             self.client = self._make_client(unsigned=False)
             self._signed = True

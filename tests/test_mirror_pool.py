@@ -20,6 +20,7 @@ import pytest
 from devtools.latency_proxy import LatencyProxy
 from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
+from pipeline import s3 as s3_module
 from pipeline.counters import counters
 from pipeline.errors import AccessRefused, BucketRefused, BudgetSpent
 from pipeline.failures import classify
@@ -318,14 +319,18 @@ def test_private_bucket_refuses_unsigned_once_then_is_read_signed(
 
 @pytest.mark.usefixtures("no_aws_credentials")
 def test_private_bucket_without_credentials_gives_each_item_a_reason_not_a_traceback(
-        opened, standin, corpus, docket_ids, s3_client, s3_endpoint, s3_bucket):
+        opened, standin, corpus, docket_ids, s3_client, s3_endpoint, s3_bucket, monkeypatch):
     upload_mirror(s3_client, s3_bucket, corpus)
+    asked = []  # boto3's credential chain may ask the network (EC2): once per mirror, not per read
+    real = s3_module._have_credentials
+    monkeypatch.setattr(s3_module, "_have_credentials", lambda: asked.append(1) or real())
     runtime = opened("refused", api_base=standin.api_base, source="mirror", mirror_url=f"s3://{s3_bucket}",
                      s3_endpoint_url=s3_endpoint)
     fetch_and_backfill(runtime, docket_ids[:1])
     rows = list(ItemState.select().where(ItemState.stage == STAGE))
     assert rows and {row.state for row in rows} == {"retry"}
     assert all("read refused (403) when read unsigned, and no AWS credentials" in row.reason for row in rows)
+    assert len(rows) > 1 and asked == [1]
     assert Attachment.select().count() == 0
 
 
