@@ -90,6 +90,23 @@ def test_read_ahead_stops_submitting_when_the_budget_is_spent_and_hands_back_wha
     assert got == [0, 1, 2, 3, 4] and sorted(submitted) == got  # nothing read past the budget
 
 
+def test_read_ahead_stopped_by_its_caller_cancels_what_has_not_started_and_waits_for_the_rest():
+    started, finished, gate = [], [], threading.Event()
+
+    def read(n):
+        started.append(n)
+        gate.wait(5)
+        finished.append(n)
+        return n
+
+    reads = read_ahead(read, range(1000), concurrency=4)
+    job, _result = next(reads)
+    gate.set()
+    reads.close()  # a run-stopping failure in the caller's thread
+    assert job == 0 and len(started) <= 8  # never more than 2 x concurrency handed out
+    assert sorted(finished) == sorted(started)  # nothing still running once it is closed
+
+
 # --------------------------------------------------------------------------- helpers
 
 
