@@ -2,6 +2,7 @@
 
 NAME is ``bench`` (the scenarios), ``bench_extract``, ``bench_index``, ``bench_embedders`` or
 ``serve`` (the web page);
+``mirror_backfill``;
 ARGS are that benchmark's own (``python -m benchmarks NAME --help``).
 
 Why a dispatcher rather than ``python -m benchmarks.bench``, which works too: multiprocessing
@@ -16,7 +17,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "serve", "bench_search", "formats", "mirrorlist")
+BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "serve", "bench_search", "formats", "mirrorlist", "mirror_backfill")
 
 
 def main(argv: list[str]) -> int:

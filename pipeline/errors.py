@@ -80,3 +80,13 @@ class KeyRejected(RunStopping, PermanentHTTPError):
 
 class QuotaSpent(RunStopping):
     """The API kept answering 429 (its hourly quota is spent): no item can be fetched now."""
+
+
+class AccessRefused(DocketeerError):
+    """S3 refused to let us read one object (403 AccessDenied): the item's, not the run's.
+    Access is a matter of configuration, which can change, so the item waits to retry."""
+
+
+class BucketRefused(RunStopping):
+    """S3 refused to list the bucket: nothing in it can be read, so the run stops with one
+    line saying how the request was made (signed or not) and what to change."""

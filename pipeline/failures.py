@@ -6,7 +6,7 @@ Every stage and both sources decide here, and nowhere else, whether a failure is
   an unusable record, a corrupt file, any unexpected exception: the item gets a final state
   (``gone``, ``too_large``, ``failed``) until ``Redrive`` or a version bump;
 * **transient** — 5xx, 408, 429, timeouts, resets, truncated bodies, HTML where JSON was
-  due, malformed JSON, not in the mirror yet: the item goes to ``retry`` with an attempt
+  due, malformed JSON, not in the mirror yet, an S3 object refused (403): the item goes to ``retry`` with an attempt
   count and a next-attempt time, and later runs retry it by themselves until the retry
   horizon turns it permanent;
 * **run-stopping** — the key was rejected, the quota is spent, the disk is full, a database
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from pipeline.errors import (
+    AccessRefused,
     BadRecord,
     BadResponse,
     BlobSizeMismatch,
@@ -43,8 +44,9 @@ GONE_STATUSES = (404, 410)
 # A disk that cannot take a byte more stops the run: every next item would fail the same way.
 _DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 # FileNotFoundError: a mirror object listed a moment ago and gone now (the mirror is updating).
+# AccessRefused: S3 refused one object; access is configuration, which can be fixed.
 _TRANSIENT = (TransientHTTPError, BadResponse, NotMirroredYet, BlobSizeMismatch, TimeoutError,
-              ConnectionError, FileNotFoundError)
+              ConnectionError, FileNotFoundError, AccessRefused)
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def describe(exc: BaseException) -> str:
     """One line naming the exception: its class (unless ours say it all) and its message."""
     text = " ".join(str(exc).split())
     ours = isinstance(exc, (PermanentHTTPError, TransientHTTPError, BadResponse, BadRecord, Gone,
-                            NotMirroredYet, InputTooLarge, InvalidIdentifier, RunStopping))
+                            NotMirroredYet, InputTooLarge, InvalidIdentifier, RunStopping, AccessRefused))
     line = text if ours and text else f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return line[:500]
 

@@ -32,7 +32,10 @@ class Runtime:
         from pipeline.store.blobs import open_blob_store
 
         url = self.settings.blob_url or str(self.data_dir / "blobs")
-        return open_blob_store(url, s3_endpoint_url=self.settings.s3_endpoint_url or None)
+        settings = self.settings
+        return open_blob_store(url, s3_endpoint_url=settings.s3_endpoint_url or None,
+                               max_connections=max(10, settings.mirror_concurrency),  # backfill's readers
+                               retry_mode=settings.s3_retry_mode, max_attempts=settings.s3_max_attempts)
 
     def index_db(self):
         """The index DB; the embedded server starts on first use and stops at close()."""

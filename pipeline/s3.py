@@ -10,13 +10,17 @@ when a call needs it: a run on local folders never loads it.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from pipeline.counters import S3_GET, S3_LIST, counters
-from pipeline.errors import ConfigError
+from pipeline.errors import AccessRefused, BucketRefused, ConfigError
 from pipeline.ids import validate_key
+
+log = logging.getLogger("docketeer")
 
 # Free-form counters for S3 requests that are neither a LIST nor a GET.
 S3_HEAD = "s3_head"
@@ -51,14 +55,21 @@ def normalise_bucket_prefix(prefix: str) -> str:
 
 
 def s3_client(
-    *, endpoint_url: str | None = None, unsigned: bool = False, region: str = "us-east-1"
+    *, endpoint_url: str | None = None, unsigned: bool = False, region: str = "us-east-1",
+    max_connections: int = 10, retry_mode: str = "standard", max_attempts: int = 8,
 ):
-    """A boto3 S3 client; unsigned for public buckets such as ``mirrulations``."""
+    """A boto3 S3 client; unsigned for public buckets such as ``mirrulations``.
+
+    boto3 clients are thread-safe, so one serves a whole pool of reader threads; its
+    connection pool (``max_connections``) must be as large as the pool, or urllib3 drops
+    and reopens connections. Retries are botocore's own (``standard`` or ``adaptive``,
+    which also paces the client when S3 throttles)."""
     import boto3
     from botocore import UNSIGNED
     from botocore.config import Config
 
-    config = Config(retries={"max_attempts": 8, "mode": "standard"}, region_name=region)
+    config = Config(retries={"max_attempts": max_attempts, "mode": retry_mode}, region_name=region,
+                    max_pool_connections=max_connections)
     if unsigned:
         config = config.merge(Config(signature_version=UNSIGNED))
     return boto3.client("s3", endpoint_url=endpoint_url, config=config)
@@ -102,3 +113,119 @@ def list_pages(client, operation: str, **params) -> Iterator[dict]:
     for page in client.get_paginator(operation).paginate(**params):
         counters.incr(S3_LIST)
         yield page
+
+
+def is_s3_refusal(error) -> bool:
+    """Whether a botocore ClientError means 'you may not' (403): S3's AccessDenied, or the
+    bare 403 a HEAD answers with (it has no body to name the code)."""
+    code = str(error.response.get("Error", {}).get("Code", ""))
+    status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return code in ("403", "AccessDenied", "AllAccessDisabled") or status == 403
+
+
+_SIGNED_BUCKETS: set[tuple[str | None, str]] = set()  # (endpoint, bucket) that refused unsigned reads
+UNSIGNED_MODES = {"auto": None, "true": True, "false": False}  # the ``mirror_unsigned`` setting
+
+
+class BucketAccess:
+    """One boto3 client for a bucket that may be public or private, shared by every thread.
+
+    ``unsigned=None`` (auto) reads unsigned first: a public bucket such as ``mirrulations``
+    needs no credentials. The first refused read switches the client, once and for every
+    thread, to a signed one if AWS credentials are configured (boto3's usual chain), and
+    that read is tried again. ``True`` or ``False`` forces one way. A refusal that stands is
+    one clear error: ``BucketRefused`` (run-stopping) for a listing, ``AccessRefused`` (the
+    item's) for one object.
+    """
+
+    def __init__(self, bucket: str, make_client, unsigned: bool | None = None, endpoint: str | None = None) -> None:
+        self.bucket = bucket
+        self.unsigned = unsigned
+        self._make_client = make_client  # make_client(unsigned: bool) -> a boto3 client
+        self._lock = threading.Lock()
+        self._where = (endpoint, bucket)
+        # A bucket that refused an unsigned read once in this process is signed from the start.
+        self._signed = unsigned is False or (unsigned is None and self._where in _SIGNED_BUCKETS)
+        self.client = make_client(unsigned=not self._signed)
+        # auto: the first listing and the first object read each go alone, so that one
+        # refusal decides for every thread (the same requests at any concurrency).
+        self._deciding = {True: threading.Lock(), False: threading.Lock()}
+        self._decided: set[bool] = set()
+        self._credentials: bool | None = None  # whether boto3 finds any, once asked
+
+    def call(self, request, where: str, *, listing: bool = False):
+        """``request(client)``, with the signed fallback and refusals named."""
+        if self.unsigned is None and not self._signed and listing not in self._decided:
+            with self._deciding[listing]:
+                result = self._call(request, where, listing)
+                self._decided.add(listing)
+                return result
+        return self._call(request, where, listing)
+
+    def _call(self, request, where: str, listing: bool):
+        from botocore.exceptions import ClientError, NoCredentialsError
+
+        client = self.client
+        try:
+            return request(client)
+        except ClientError as error:
+            if not is_s3_refusal(error):
+                raise
+            fallback = self._fall_back(client)
+            if fallback is None:
+                raise self._refused(where, listing) from None
+        except NoCredentialsError:
+            raise self._refused(where, listing, credentials=False) from None
+        try:
+            return request(fallback)
+        except ClientError as error:
+            if is_s3_refusal(error):
+                raise self._refused(where, listing) from None
+            raise
+
+    def pages(self, where: str, **params) -> Iterator[dict]:
+        """A ``list_objects_v2`` listing; the first page decides how the bucket is read."""
+        import itertools
+
+        def first_page(client):
+            pages = list_pages(client, "list_objects_v2", **params)
+            return itertools.chain([next(pages)], pages)
+
+        return self.call(first_page, where, listing=True)
+
+    def _fall_back(self, refused_client):
+        """The signed client to try after an unsigned refusal, or None when there is none."""
+        if self.unsigned is not None:
+            return None  # forced one way: no second try
+        with self._lock:
+            if self._signed:  # another thread switched already, or the signed read was refused
+                return None if refused_client is self.client else self.client
+            if self._credentials is None:  # asked once: boto3's chain may ask the network (EC2)
+                self._credentials = _have_credentials()
+            if not self._credentials:
+                return None
+            self.client = self._make_client(unsigned=False)
+            self._signed = True
+            _SIGNED_BUCKETS.add(self._where)
+        log.info("s3://%s refuses unsigned reads: reading it with the configured AWS credentials", self.bucket)
+        return self.client
+
+    def _refused(self, where: str, listing: bool, credentials: bool = True):
+        if not self._signed:
+            how = ("unsigned (mirror_unsigned = true)" if self.unsigned
+                   else "unsigned, and no AWS credentials are configured to sign with")
+            hint = "give AWS credentials (AWS_ACCESS_KEY_ID/AWS_PROFILE) for a private bucket"
+        elif not credentials:
+            how, hint = "signed (mirror_unsigned = false), but there are no AWS credentials", \
+                "give AWS credentials, or mirror_unsigned = auto for a public bucket"
+        else:
+            how, hint = "with the configured AWS credentials", "check the bucket's policy for them"
+        if listing:
+            return BucketRefused(f"s3://{self.bucket}: listing {where} refused (403) when read {how}; {hint}")
+        return AccessRefused(f"s3://{self.bucket}/{where}: read refused (403) when read {how}")
+
+
+def _have_credentials() -> bool:
+    import boto3
+
+    return boto3.session.Session().get_credentials() is not None

@@ -373,7 +373,10 @@ def test_open_mirror_urls(tmp_path, s3_credentials_env):
     assert public.client.meta.config.signature_version is UNSIGNED  # the public bucket
     private = open_mirror("s3://my-copy/mirrors/regs/")
     assert private.prefix == "mirrors/regs/"
-    assert private.client.meta.config.signature_version is not UNSIGNED  # boto3's credentials
+    # auto: every bucket is read unsigned first (the first refusal signs: test_mirror_pool.py)
+    assert private.client.meta.config.signature_version is UNSIGNED
+    signed = open_mirror("s3://my-copy", unsigned=False)
+    assert signed.client.meta.config.signature_version is not UNSIGNED  # boto3's credentials
     for bad in ["", "s3://", "http://example.org/x"]:
         with pytest.raises(ConfigError):
             open_mirror(bad)

@@ -29,12 +29,16 @@ def list_source(settings: Settings) -> str:
 
 
 def mirror(settings: Settings):
+    from pipeline.s3 import UNSIGNED_MODES
     from pipeline.sources.mirror import open_mirror
 
     opened = open_mirror(
         settings.mirror_url,
         s3_endpoint_url=settings.s3_endpoint_url or None,
-        unsigned=settings.mirror_unsigned,
+        unsigned=UNSIGNED_MODES[settings.mirror_unsigned],
+        concurrency=settings.mirror_concurrency,
+        retry_mode=settings.s3_retry_mode,
+        max_attempts=settings.s3_max_attempts,
     )
     opened.max_json_bytes, opened.max_json_depth = settings.max_json_bytes, settings.max_json_depth
     return opened

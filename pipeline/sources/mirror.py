@@ -37,9 +37,9 @@ from pipeline.ids import (
     validate_prefix,
 )
 from pipeline.s3 import (
+    BucketAccess,
     get_object,
     head_object,
-    list_pages,
     normalise_bucket_prefix,
     parse_store_url,
     s3_client,
@@ -406,23 +406,30 @@ class LocalMirror(Mirror):
 
 
 class S3Mirror(Mirror):
-    """The mirror in S3: the public ``mirrulations`` bucket (unsigned) or a private copy."""
+    """The mirror in S3: the public ``mirrulations`` bucket or a private copy, read through
+    one ``BucketAccess`` (one boto3 client, shared by every reader thread; signed or not as
+    the bucket allows, see ``pipeline.s3``)."""
 
     def __init__(
-        self, bucket: str, prefix: str = "", *, client=None, page_size: int = 1000
+        self, bucket: str, prefix: str = "", *, client=None, access: BucketAccess | None = None,
+        page_size: int = 1000,
     ) -> None:
         self.bucket = bucket
         self.prefix = normalise_bucket_prefix(prefix)
-        self.client = client
+        # A client given as it is is used as it is: no unsigned-first, no second try.
+        self.access = access or BucketAccess(bucket, lambda unsigned: client, unsigned=False)
         self.page_size = page_size  # S3's own maximum is 1000 keys per LIST
 
     def __repr__(self) -> str:
         return f"S3Mirror('s3://{self.bucket}/{self.prefix}')"
 
+    @property
+    def client(self):
+        return self.access.client
+
     def _pages(self, prefix: str, **extra) -> Iterator[dict]:
-        return list_pages(
-            self.client,
-            "list_objects_v2",
+        return self.access.pages(
+            self.prefix + validate_prefix(prefix),
             Bucket=self.bucket,
             Prefix=self.prefix + validate_prefix(prefix),
             PaginationConfig={"PageSize": self.page_size},
@@ -444,7 +451,8 @@ class S3Mirror(Mirror):
         ]
 
     def _get(self, key: str) -> dict:
-        return get_object(self.client, self.bucket, self.prefix + validate_key(key))
+        full = self.prefix + validate_key(key)
+        return self.access.call(lambda client: get_object(client, self.bucket, full), full)
 
     def _read_bytes(self, key: str) -> bytes:
         with self._get(key)["Body"] as body:
@@ -454,22 +462,29 @@ class S3Mirror(Mirror):
         return self._get(key)["Body"]
 
     def binary_size(self, key: str) -> int | None:
-        head = head_object(self.client, self.bucket, self.prefix + validate_key(key))
+        full = self.prefix + validate_key(key)
+        head = self.access.call(lambda client: head_object(client, self.bucket, full), full)
         return None if head is None else int(head["ContentLength"])
 
 
 def open_mirror(
-    url: str, *, s3_endpoint_url: str | None = None, unsigned: bool | None = None
+    url: str, *, s3_endpoint_url: str | None = None, unsigned: bool | None = None,
+    concurrency: int = 16, retry_mode: str = "standard", max_attempts: int = 8,
 ) -> Mirror:
     """``s3://bucket[/prefix]``, ``file:///path`` or a plain path.
 
-    ``unsigned`` defaults to True for the public ``mirrulations`` bucket and False for any
-    other bucket, whose credentials come from boto3's usual chain (environment, profile).
+    ``unsigned``: None (auto) reads a bucket unsigned first and signs with boto3's usual
+    credentials (environment, profile) once the bucket refuses (``BucketAccess``); True or
+    False forces one way. ``concurrency`` sizes the client's connection pool to the
+    readers that share it; ``retry_mode`` and ``max_attempts`` are botocore's retries.
     """
     where = parse_store_url(url, "mirror URL")
     if isinstance(where, Path):
         return LocalMirror(where)
     bucket, prefix = where
-    if unsigned is None:
-        unsigned = bucket == PUBLIC_BUCKET
-    return S3Mirror(bucket, prefix, client=s3_client(endpoint_url=s3_endpoint_url, unsigned=unsigned))
+
+    def make_client(unsigned: bool):
+        return s3_client(endpoint_url=s3_endpoint_url, unsigned=unsigned, max_connections=concurrency,
+                         retry_mode=retry_mode, max_attempts=max_attempts)
+
+    return S3Mirror(bucket, prefix, access=BucketAccess(bucket, make_client, unsigned, s3_endpoint_url))

@@ -19,18 +19,21 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pipeline.clock import iso
 from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
 from pipeline.extract.readers import can_read
-from pipeline.failures import RETRY, Failure, RetryPolicy, item_failure
+from pipeline.failures import RETRY, Failure, RetryPolicy, classify, item_failure
 from pipeline.ids import validate_filename
+from pipeline.read_ahead import read_ahead
 from pipeline.sources import connect, records
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items
 from pipeline.store.blobs import IngestResult, attachment_key
-from pipeline.store.models import Docket, Item, database
+from pipeline.store.models import Attachment, Docket, Item, database
 
 log = logging.getLogger("docketeer")
 STAGE = "backfill"
@@ -62,11 +65,14 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
     if docket.sealed_at:
         log.info("%s: sealed %s with %d items left to backfill", docket.id, docket.sealed_at, len(todo))
     source = _make_source(ctx, docket, api, mirror)
+    reader = ItemReader(ctx, source)
+    reader.read_stored(docket.id, todo)
     ctx.progress.start(len(todo))
     try:
-        for item in todo:
-            ctx.check_time()
-            outcome = backfill_item(ctx, source, item, result)
+        # The reads of the next items overlap (pipeline/read_ahead.py); each item's
+        # decision and rows are taken here, in order, as a plain loop would.
+        for job, read in read_ahead(reader.read, todo, source.concurrency, ctx.check_time, reader.job):
+            outcome = backfill_item(ctx, job.item, read, result)
             ctx.progress.advance(outcome)
     except BudgetSpent as exc:
         # The item in hand stays pending (or untouched): the next run picks it up.
@@ -99,7 +105,7 @@ def unfinished(docket_id: str, now: str) -> int:
 
 def _make_source(ctx: StageContext, docket: Docket, api, mirror):
     if ctx.settings.source == "mirror":
-        from_mirror = MirrorSource(mirror or connect.mirror(ctx.settings), docket)
+        from_mirror = MirrorSource(mirror or connect.mirror(ctx.settings), docket, ctx.settings.mirror_concurrency)
         if not (ctx.settings.mirror_fallback and ctx.settings.api_key):
             return from_mirror
         from pipeline.stages.backfill_hybrid import HybridSource  # it builds on this module
@@ -113,28 +119,28 @@ def _api_source(ctx: StageContext, api) -> ApiSource:
     return ApiSource(api or connect.regulations_gov(ctx.settings, budget))
 
 
-def backfill_item(ctx: StageContext, source, item: Item, result: StageResult) -> str:
-    """One item to a decided state, whatever goes wrong with it: one bad record never
-    stops the docket. Run-stopping failures and a spent budget go up to the stage."""
+def backfill_item(ctx: StageContext, item: Item, read, result: StageResult) -> str:
+    """One item to a decided state from what was read for it (``read()`` returns the
+    ``ItemRead`` or raises what reading it raised), whatever went wrong: one bad record
+    never stops the docket. Run-stopping failures and a spent budget go up to the stage."""
     try:
-        return _backfill(ctx, source, item, result)
+        return _backfill(ctx, item, read(), result)
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
         log.warning("backfill %s: %s (%s)", item.key, failure.reason, failure.kind)
         return _finish(ctx, item, result, failure)
 
 
-def _backfill(ctx: StageContext, source, item: Item, result: StageResult) -> str:
-    body = source.detail(item)
-    fields = records.detail_fields(body)
-    files = source.files(item, body, ctx.settings.formats)
-    item_states.mark_pending(STAGE, item.key, item.docket, run_id=ctx.run_id, reason="downloading")
-    outcomes = [_have_file(ctx, source, item, ref, result) for ref in files]
+def _backfill(ctx: StageContext, item: Item, got: ItemRead, result: StageResult) -> str:
+    if not got.marked_pending:  # read on the pool: its blobs are whole and keyed by content,
+        # so the row that says "a process died here" is needed from its first row on
+        _mark_pending(ctx, item)
+    outcomes = [_have_file(ctx, item, fetched, result) for fetched in got.files]
     state = _item_state([file_state for file_state, _reason in outcomes])
     if state == RETRY:
         why = "; ".join(reason for file_state, reason in outcomes if file_state == RETRY)
         return _finish(ctx, item, result, Failure("transient", RETRY, why[:500]))
-    _record_detail(ctx, item, fields, state)
+    _record_detail(ctx, item, got.fields, state)
     result.add(state)
     return state
 
@@ -178,24 +184,21 @@ def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
     return failure.state
 
 
-def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tuple[str, str | None]:
+def _have_file(ctx, item: Item, fetched: FileFetch, result: StageResult) -> tuple[str, str | None]:
     """Make sure one file is stored and has its row; returns the file's state (RETRY when
     it failed transiently: the item then waits to be tried again) and why it is not ok."""
+    ref, existing = fetched.ref, fetched.existing
     key = f"{item.key}/{ref.filename}"
-    existing = items.attachment(item.key, ref.filename)
-    if existing and existing.sha256 and not ctx.force:
+    if existing and not ctx.force:
         if existing.title != ref.title:  # a re-read record may name the file now: no download
             items.set_attachment_title(item.key, ref.filename, ref.title)
         result.add("files_unchanged")
         return "ok", None
-    max_bytes = ctx.settings.max_attachment_bytes
-    declared = ref.size if ref.size is not None else ref.mirror_size
-    if declared is not None and declared > max_bytes:
-        # The declared size is enough to refuse: no request is spent on it.
-        reason = f"declared size {declared} exceeds the limit of {max_bytes} bytes"
+    reason = over_the_cap(ref, ctx.settings.max_attachment_bytes)
+    if reason:
         return _file_state(ctx, item, key, "too_large", reason, result), reason
     try:
-        stored = source.fetch_file(ref, ctx.blobs, max_bytes, ctx.runtime.data_dir)
+        stored = fetched.result()
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
         if failure.state == RETRY:
@@ -214,6 +217,14 @@ def _have_file(ctx, source, item: Item, ref: FileRef, result: StageResult) -> tu
     return "ok", None
 
 
+def over_the_cap(ref: FileRef, max_bytes: int) -> str | None:
+    """Why a file is refused from its declared size alone (no request is spent on it)."""
+    declared = ref.size if ref.size is not None else ref.mirror_size
+    if declared is not None and declared > max_bytes:
+        return f"declared size {declared} exceeds the limit of {max_bytes} bytes"
+    return None
+
+
 def _upsert_attachment(item_key: str, ref: FileRef, stored: IngestResult) -> None:
     """One row per (item, filename), written only after its blob is whole and in place."""
     items.upsert_attachment(item_key, ref.filename, {
@@ -227,6 +238,101 @@ def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: Stag
                            detail=detail)
     result.add(f"files_{state}")
     return state
+
+
+# --------------------------------------------------------------------------- reading an item
+
+
+@dataclass(frozen=True)
+class ItemJob:
+    """One item to read, with its stored files as the state DB held them when the stage began."""
+
+    item: Item
+    stored: dict[str, Attachment]  # its files already stored: filename -> row (with a sha256)
+
+
+@dataclass
+class FileFetch:
+    """One file as a reader left it: stored, failed, or not fetched (already stored, or
+    over the cap by its declared size: the stage decides those without a request)."""
+
+    ref: FileRef
+    existing: Attachment | None = None  # its row, when the file is stored already
+    stored: IngestResult | None = None
+    error: Exception | None = None
+    later: Callable[[], IngestResult] | None = None
+
+    def result(self) -> IngestResult:
+        if self.error is not None:
+            raise self.error
+        if self.stored is None:  # the reader skipped it, the stage wants it: fetch it now
+            return self.later()
+        return self.stored
+
+
+@dataclass
+class ItemRead:
+    fields: dict  # the detail record's stored fields
+    files: list[FileFetch]
+    marked_pending: bool  # read in the stage's thread, which marked it before its downloads
+
+
+def _mark_pending(ctx: StageContext, item: Item) -> None:
+    item_states.mark_pending(STAGE, item.key, item.docket, run_id=ctx.run_id, reason="downloading")
+
+
+class ItemReader:
+    """The I/O of one item, safe in a reader thread (``pipeline/read_ahead.py``): its detail
+    record, its file list, its files into the blob store. Nothing here touches the state
+    DB but what the stage's own thread may do: ``job`` as each item is handed to a reader,
+    and ``read`` itself when there is no pool (one reader: the stage's thread)."""
+
+    def __init__(self, ctx: StageContext, source) -> None:
+        self.ctx, self.source, self.force = ctx, source, ctx.force
+        self.inline = source.concurrency <= 1  # read_ahead runs ``read`` in the stage's thread
+        self.formats, self.max_bytes = ctx.settings.formats, ctx.settings.max_attachment_bytes
+        self.blobs, self.data_dir = ctx.blobs, ctx.runtime.data_dir  # opened in the stage's thread
+        self._stored: dict[str, list[Attachment]] = {}
+
+    def read_stored(self, docket_id: str, todo: list[Item]) -> None:
+        """The todo items' attachment rows, in one query: only recording an item changes its
+        rows, and the lease keeps other runs out, so they hold until each item is recorded."""
+        if not self.force:
+            self._stored = items.attachments_of([item.key for item in todo], docket_id)
+
+    def job(self, item: Item) -> ItemJob:
+        rows = self._stored.pop(item.key, [])
+        return ItemJob(item, {row.filename: row for row in rows if row.sha256})
+
+    def read(self, job: ItemJob) -> ItemRead:
+        body = self.source.detail(job.item)
+        fields = records.detail_fields(body)
+        refs = self.source.files(job.item, body, self.formats)
+        if self.inline:  # as before any pool: pending once the record is in hand, before downloads
+            _mark_pending(self.ctx, job.item)
+        fetches = []
+        for ref in refs:
+            fetches.append(self._file(ref, job.stored))
+            if fetches[-1].error is not None and _stops_item(fetches[-1].error):
+                break  # the stage stops at this file, as it would have without reading ahead
+        return ItemRead(fields, fetches, marked_pending=self.inline)
+
+    def _file(self, ref: FileRef, stored: dict[str, Attachment]) -> FileFetch:
+        def fetch() -> IngestResult:
+            return self.source.fetch_file(ref, self.blobs, self.max_bytes, self.data_dir)
+
+        existing = stored.get(ref.filename)
+        if existing or over_the_cap(ref, self.max_bytes):
+            return FileFetch(ref, existing, later=fetch)
+        try:
+            return FileFetch(ref, stored=fetch())
+        except Exception as exc:  # noqa: BLE001 - the stage classifies it, in its thread
+            return FileFetch(ref, error=exc)
+
+
+def _stops_item(exc: Exception) -> bool:
+    """A spent budget or a run-stopping failure: nothing more is read for the item."""
+    return isinstance(exc, BudgetSpent) or classify(exc).stops_run
 
 
 # --------------------------------------------------------------------------- file names
@@ -283,7 +389,12 @@ def _stem(filename: str) -> str:
 
 
 class ApiSource:
-    """Details from ``/comments/{id}?include=attachments``, files from their fileUrl."""
+    """Details from ``/comments/{id}?include=attachments``, files from their fileUrl.
+
+    One request at a time: the API is paced and budgeted per key, so reading ahead would
+    buy nothing but a harder budget to keep."""
+
+    concurrency = 1
 
     def __init__(self, api) -> None:
         self.api = api
@@ -319,20 +430,24 @@ class MirrorSource:
     Only a docket with items to do gets here, so a docket with nothing to do lists nothing.
     """
 
-    def __init__(self, mirror, docket: Docket) -> None:
+    def __init__(self, mirror, docket: Docket, concurrency: int = 1) -> None:
         self.mirror = mirror
         self.docket = docket
+        self.concurrency = concurrency  # readers at once: S3 and folder reads mostly wait
         self._listing = None
+        self._listing_lock = threading.Lock()  # the first reader lists; the others wait for it
         self._gone_items: set[str] = set()
         self._gone_files: set[tuple[str, str]] = set()
 
     @property
     def listing(self):
-        if self._listing is None:
-            self._listing = self.mirror.docket_listing(self.docket.id, self.docket.agency)
-            self._gone_items = self._listing.gone_items()
-            self._gone_files = self._listing.gone_attachments()
-        return self._listing
+        with self._listing_lock:
+            if self._listing is None:
+                listing = self.mirror.docket_listing(self.docket.id, self.docket.agency)
+                self._gone_items = listing.gone_items()
+                self._gone_files = listing.gone_attachments()
+                self._listing = listing
+            return self._listing
 
     def detail(self, item: Item) -> dict:
         table = self.listing.documents if item.kind == "document" else self.listing.comments

@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -50,6 +51,7 @@ from pipeline.s3 import (
 from pipeline.store import leftovers
 
 TMP_PREFIX = "tmp/"
+_SAME_KEY = tuple(threading.Lock() for _ in range(64))  # ingests of one key, one at a time
 PUTS_IN_FLIGHT = 4  # S3 PUTs of one put_many at once
 CHUNK_SIZE = 1024 * 1024
 
@@ -145,9 +147,12 @@ class BlobStore(ABC):
             if expected_size is not None and size != expected_size:
                 raise BlobSizeMismatch(f"got {size} bytes, expected {expected_size}")
             key = attachment_key(sha256)
-            if self.exists(key):
-                return IngestResult(sha256, size, key, created=False)
-            self._promote_part(part, key)
+            # Readers in threads may bring the same bytes at once: one of them stores
+            # them, the other finds them stored, as they would one after the other.
+            with _SAME_KEY[int(sha256[:8], 16) % len(_SAME_KEY)]:
+                if self.exists(key):
+                    return IngestResult(sha256, size, key, created=False)
+                self._promote_part(part, key)
             counters.incr(BLOB_WRITES)
             return IngestResult(sha256, size, key, created=True)
 
@@ -366,11 +371,13 @@ class S3BlobStore(BlobStore):
         client=None,
         region: str = "us-east-1",
         spool_dir: Path | None = None,
+        **client_settings,
     ) -> None:
         self.bucket = bucket
         self.prefix = normalise_bucket_prefix(prefix)
+        # client_settings: s3_client's max_connections, retry_mode, max_attempts.
         self.client = client or s3_client(
-            endpoint_url=endpoint_url, unsigned=unsigned, region=region
+            endpoint_url=endpoint_url, unsigned=unsigned, region=region, **client_settings
         )
         default_spool = Path(tempfile.gettempdir()) / "docketeer-s3-parts"
         self.spool_dir = Path(spool_dir) if spool_dir else default_spool
@@ -453,10 +460,11 @@ class S3BlobStore(BlobStore):
         counters.incr(S3_PUT)
 
 
-def open_blob_store(url: str, *, s3_endpoint_url: str | None = None) -> BlobStore:
-    """``file:///path``, a plain path, or ``s3://bucket/prefix``."""
+def open_blob_store(url: str, *, s3_endpoint_url: str | None = None, **client_settings) -> BlobStore:
+    """``file:///path``, a plain path, or ``s3://bucket/prefix``. ``client_settings`` go to
+    the S3 client (``max_connections`` as many as the threads that write at once)."""
     where = parse_store_url(url, "blob store URL")
     if isinstance(where, Path):
         return LocalBlobStore(where)
     bucket, prefix = where
-    return S3BlobStore(bucket, prefix, endpoint_url=s3_endpoint_url)
+    return S3BlobStore(bucket, prefix, endpoint_url=s3_endpoint_url, **client_settings)
