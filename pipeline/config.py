@@ -82,6 +82,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("retry_horizon_days", float, 14.0, "... and days since its first failure", minimum=0),
     Setting("max_json_bytes", int, 64 * 1024 * 1024, "larger JSON records (API or mirror) are refused", minimum=1024),
     Setting("max_json_depth", int, 100, "JSON records nested deeper are refused", minimum=8),
+    Setting("max_body_chars", int, 2_000_000, "characters of an inline comment body kept (the rest is cut, with a reason)", minimum=1000),
+    Setting("max_item_chars", int, 5_000_000, "characters kept per item, its body and every file together (the rest is cut, with a reason)", minimum=1000),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 
