@@ -29,10 +29,12 @@ class Runtime:
 
     @cached_property
     def blobs(self):
+        from pipeline.store import leftovers
         from pipeline.store.blobs import open_blob_store
 
         url = self.settings.blob_url or str(self.data_dir / "blobs")
-        return open_blob_store(url, s3_endpoint_url=self.settings.s3_endpoint_url or None)
+        return open_blob_store(url, s3_endpoint_url=self.settings.s3_endpoint_url or None,
+                               spool_dir=leftovers.scratch_dir(self.data_dir))
 
     def index_db(self):
         """The index DB; the embedded server starts on first use and stops at close()."""

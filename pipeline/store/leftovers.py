@@ -148,11 +148,17 @@ def _remove_dead_owner_files(folder: Path) -> None:
                 os.close(fd)
 
 
+def scratch_dir(data_dir: Path) -> Path:
+    """The data folder's scratch: extract and OCR scratch folders, S3 blob part files."""
+    return Path(data_dir) / "tmp"
+
+
 def scratch_folders(data_dir: Path, blobs) -> list[Path]:
-    """The folders scratch is written to: ``data_dir/tmp`` and a local blob store's ``tmp``."""
-    folders = [Path(data_dir) / "tmp"]
+    """The folders scratch is written to: ``data_dir/tmp`` and a local blob store's ``tmp``
+    (an S3 store spools in ``data_dir/tmp`` itself)."""
+    folders = [scratch_dir(data_dir)]
     tmp_dir = getattr(blobs, "tmp_dir", None) or getattr(blobs, "spool_dir", None)
-    if tmp_dir is not None:
+    if tmp_dir is not None and Path(tmp_dir) not in folders:
         folders.append(Path(tmp_dir))
     return folders
 
