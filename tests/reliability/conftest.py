@@ -21,3 +21,8 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(harness.HEADER)
     for row in harness.ROWS:
         terminalreporter.write_line(row)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _short_data_folders(tmp_path_factory):
+    harness.DATA_ROOT = tmp_path_factory.getbasetemp()

@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,14 +21,17 @@ from pipeline.runtime import set_runtime
 from pipeline.store import db as state_db
 from pipeline.store import leftovers
 from pipeline.store.models import Attachment, ItemState
+from tests.reliability.audit import write_audit
 from tests.state_fixtures import make_runtime, new_pg_database
 from tests.test_backfill_stage import dump
 
 ROOT = Path(__file__).resolve().parents[2]
+AUDIT = Path(__file__).resolve().parent / "audit"  # its sitecustomize.py watches the job's writes
 TRIALS_ENV = "DOCKETEER_RELIABILITY_TRIALS"  # a number, or "all" for every trial
 COMMENTS = 10
 HEADER = "| scenario | trials | outcome | lost | duplicated | written outside |\n|---|---|---|---|---|---|"
 ROWS: list[str] = []
+DATA_ROOT: Path | None = None  # the session's base folder (conftest), where data folders go
 
 
 def trials(default: int, full: int) -> int:
@@ -59,7 +63,8 @@ class World:
 
     def env(self, **extra: str) -> dict[str, str]:
         s = self.runtime.settings
-        return {**os.environ, "PYTHONPATH": str(ROOT), "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg"),
+        return {**os.environ, "PYTHONPATH": f"{AUDIT}{os.pathsep}{ROOT}",
+                "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg"), "DOCKETEER_AUDIT_LOG": str(self.audit_log),
                 "HOME": str(self.outside), "TMPDIR": str(self.outside),
                 "DOCKETEER_DATA_DIR": str(s.data_path), "DOCKETEER_INDEX_URL": s.index_url,
                 "DOCKETEER_API_BASE": self.server.api_base, "REGULATIONS_GOV_API_KEY": self.key,
@@ -68,9 +73,12 @@ class World:
                 "DOCKETEER_EXTRACT_WORKERS": "1", "DOCKETEER_OCR": "false",
                 "DOCKETEER_HTTP_ATTEMPTS": "1", **extra}
 
-    def luigi(self, *args: str, wait: bool = True, **env: str):
+    def luigi(self, *args: str, wait: bool = True, scheduler_port: int | None = None, **env: str):
+        """``luigi ... IndexAll`` in a subprocess: with its own scheduler, or a luigid's."""
+        scheduler = (["--local-scheduler"] if scheduler_port is None else
+                     ["--scheduler-host", "127.0.0.1", "--scheduler-port", str(scheduler_port)])
         command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
-                   "--local-scheduler", "--log-level", "WARNING", *args]
+                   *scheduler, "--log-level", "WARNING", *args]
         process = subprocess.Popen(command, env=self.env(**env), cwd=self.folder,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if not wait:
@@ -78,19 +86,46 @@ class World:
         out, err = process.communicate(timeout=300)
         return process.returncode, out + err
 
+    def docketeer(self, *args: str) -> str:
+        """A ``docketeer`` command's output (not audited: it writes where it is told)."""
+        done = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=self.env(DOCKETEER_AUDIT_LOG=""),
+                              cwd=self.folder, capture_output=True, text=True, timeout=300)
+        return done.stdout + done.stderr
+
+    @property
+    def audit_log(self) -> Path:
+        """Where the job's write audit (audit/write_audit.py) appends each write outside."""
+        return self.folder / "audit.log"
+
+    def writes_outside(self) -> list[str]:
+        """Paths the job wrote outside the data folder: seen by the audit hook of each of its
+        Python processes, or left in its HOME/TMPDIR (by a program that is not Python)."""
+        found = {path for event, path in self.audited() if not event.startswith(write_audit.PROBE)}
+        found |= {str(p) for p in self.outside.rglob("*") if p.is_file()}
+        return sorted(found)
+
+    def audited(self) -> list[tuple[str, str]]:
+        """(event, path) of every write outside the data folder the audit hook saw."""
+        lines = self.audit_log.read_text().splitlines() if self.audit_log.exists() else []
+        return [tuple(line.split("\t")[:2]) for line in lines]
+
     def written_outside(self) -> int:
-        return sum(1 for p in self.outside.rglob("*") if p.is_file())
+        return len(self.writes_outside())
 
 
 @contextmanager
-def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1):
+def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, **settings):
+    """A corpus served by the stand-in and a runtime on it. The data folder is short (under
+    the session's base folder): a unix socket in it must fit the kernel's path limit, or a
+    run's temporary files could not stay in it (leftovers.temporary_files_in)."""
     corpus = folder / "corpus"
     manifest = make_corpus(corpus, dockets=1, comments_per_docket=COMMENTS, tombstone=False,
                            corrupt_share=0.0)
     with StandinServer(corpus, api_keys=(key,), seed=seed) as server:
+        data = tempfile.mkdtemp(prefix="d", dir=DATA_ROOT or folder)
         runtime = make_runtime(folder, index_url=new_pg_database(pg_server), api_base=server.api_base,
                                api_key=key, discover="list", dockets=manifest.dockets[0].id,
-                               extract_workers=1, ocr="false", http_attempts=1)
+                               extract_workers=1, ocr="false", http_attempts=1, data_dir=data, **settings)
         (folder / "outside").mkdir()
         previous = set_runtime(runtime)
         try:
