@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import multiprocessing.util
 import signal
-import subprocess
 from datetime import timedelta
 
 import pytest
@@ -15,7 +14,8 @@ import pytest
 from devtools.mirror_layout import comment_files
 from devtools.standin_server import API_KEY_MISSING
 from pipeline import IndexAll, clock, verify
-from tests.reliability import harness
+from pipeline.store.models import ItemState
+from tests.reliability import harness, hostile
 from tests.reliability.audit.write_audit import watching
 from tests.reliability.harness import lost, problems, record, snapshot, trials, world
 from tests.state_fixtures import run_invocation
@@ -148,12 +148,12 @@ def test_api_faults_are_retried_until_the_store_equals_an_uninterrupted_run(tmp_
         assert not failures and not outside, (failures, outside)
 
 
-def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, luigid, elsewhere):
+def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, luigid, elsewhere):  # noqa: F811
     with world(tmp_path, pg_server, key=SENTINEL) as w:
         # Errors too, whose texts are a channel: 5xx, the key rejected, a redirect elsewhere.
-        w.server.fail_next_5xx = 2
-        w.server.path_faults[_detail_paths(w)[2]] = "403"
         _redirected_to_another_host(w, elsewhere)
+        w.server.path_faults[_detail_paths(w)[3]] = "503"
+        w.server.path_faults[_detail_paths(w)[4]] = "403"
         outputs = []
         for _ in range(4):  # the failed first run, then until a run is clean
             code, output = w.luigi("--log-level", "DEBUG", scheduler_port=luigid)
@@ -182,9 +182,43 @@ def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, lu
         }
         leaked = [name for name, text in channels.items() if SENTINEL in text]
         assert code == 0, output[-2000:]
-        assert len(outputs) > 1 and "rejected" in outputs[0], outputs[0][-2000:]  # the errors happened
+        assert len(outputs) > 1 and "rejected" in outputs[0], outputs[0][-3000:]  # the errors happened
         assert elsewhere.seen and any(t["name"] == "IndexAll" for t in scheduler[0].values())
         assert (dest / "snapshot.json").is_file(), taken
         record("sentinel API key in " + ", ".join(channels), len(channels),
                [f"leaked in {n}" for n in leaked], 0, 0, w.written_outside(), ok="absent from every channel")
         assert not leaked and not w.written_outside(), (leaked, w.writes_outside())
+
+
+def _outcome(docket: str, item: str) -> str:
+    """The item's furthest decided state and its reason, by stage (files included)."""
+    rows = ItemState.select().where((ItemState.docket == docket)
+                                    & ((ItemState.item == item) | ItemState.item.startswith(f"{item}/")))
+    return "; ".join(sorted(f"{r.stage} {r.state}: {r.reason or ''}"[:160] for r in rows))
+
+
+@pytest.mark.parametrize("source", ["api", "mirror"])
+def test_a_hostile_corpus_ends_in_decided_items_with_reasons(tmp_path, pg_server, source):
+    mirror = {"source": "mirror", "mirror_url": str(tmp_path / "corpus")} if source == "mirror" else {}
+    test_process_sockets = multiprocessing.util.get_temp_dir()
+    with world(tmp_path, pg_server, max_docx_bytes=8 * 1024 * 1024, file_seconds=20, **mirror) as w:
+        spoiled = hostile.spoil(w.server.root)
+        w.server.reload()
+        with watching(w.runtime.data_dir, also=[test_process_sockets]) as outside:
+            for day in (0, 1):  # a second run: nothing hostile is taken up again as new work
+                with clock.shifted(timedelta(days=day, hours=1)):
+                    run_invocation(IndexAll())  # a traceback out of the chain fails the test here
+        failures = problems(w)
+        outcomes = {item: _outcome(w.docket, item) for item in spoiled}
+        failures += [f"{spoiled[item]}: no decided state" for item, text in outcomes.items() if not text]
+        failures += [f"{spoiled[item]}: not past fetch" for item, text in outcomes.items()
+                     if "fetch ok" in text and "backfill" not in text]
+        failures += [f"{spoiled[item]}: {text}" for item, text in outcomes.items()
+                     if "pending" in text or "Traceback" in text]
+        chunks = w.runtime.index_db().dump_chunks()
+        failures += ["a script reached the index"] if hostile.SCRIPT in chunks else []
+        record(f"hostile corpus ({source}): " + ", ".join(sorted(set(spoiled.values()))), len(spoiled),
+               failures, 0, harness.duplicates(w), len(outside),
+               ok="every item decided with a reason, the rest indexed")
+        print("\n".join(f"{spoiled[k]} -> {v}" for k, v in sorted(outcomes.items())))
+        assert not failures and not outside, (failures, outside)
