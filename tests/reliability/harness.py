@@ -67,6 +67,7 @@ class World:
                 "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg"), "DOCKETEER_AUDIT_LOG": str(self.audit_log),
                 "HOME": str(self.outside), "TMPDIR": str(self.outside),
                 "DOCKETEER_DATA_DIR": str(s.data_path), "DOCKETEER_INDEX_URL": s.index_url,
+                "DOCKETEER_BLOB_URL": s.blob_url,
                 "DOCKETEER_API_BASE": self.server.api_base, "REGULATIONS_GOV_API_KEY": self.key,
                 "DOCKETEER_DISCOVER": "list", "DOCKETEER_DOCKETS": self.docket,
                 "DOCKETEER_EMBEDDER": "hashing", "DOCKETEER_PACE_SECONDS": "0",
@@ -114,7 +115,8 @@ class World:
 
 
 @contextmanager
-def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, **settings):
+def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, data_dir: Path | None = None,
+          **settings):
     """A corpus served by the stand-in and a runtime on it. The data folder is short (under
     the session's base folder): a unix socket in it must fit the kernel's path limit, or a
     run's temporary files could not stay in it (leftovers.temporary_files_in)."""
@@ -122,7 +124,7 @@ def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, **se
     manifest = make_corpus(corpus, dockets=1, comments_per_docket=COMMENTS, tombstone=False,
                            corrupt_share=0.0)
     with StandinServer(corpus, api_keys=(key,), seed=seed) as server:
-        data = tempfile.mkdtemp(prefix="d", dir=DATA_ROOT or folder)
+        data = data_dir or tempfile.mkdtemp(prefix="d", dir=DATA_ROOT or folder)
         runtime = make_runtime(folder, index_url=new_pg_database(pg_server), api_base=server.api_base,
                                api_key=key, discover="list", dockets=manifest.dockets[0].id,
                                extract_workers=1, ocr="false", http_attempts=1, data_dir=data, **settings)
@@ -171,3 +173,47 @@ def lost(reference: dict, got: dict) -> int:
 
 def rng(seed: int) -> random.Random:
     return random.Random(seed)
+
+
+@contextmanager
+def tmpfs(size: str):
+    """A fresh tmpfs of ``size`` (``mount -t tmpfs``), short-pathed like a data folder; skips
+    the test with a notice where mounting is not allowed."""
+    point = Path(tempfile.mkdtemp(prefix="m", dir=DATA_ROOT))
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        import pytest
+
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or mounted.returncode}): "
+                    "the disk-full and read-only trials did not run")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def remount(point: Path, mode: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{mode}", str(point)], check=True)
+
+
+def fill(point: Path, leave_bytes: int) -> Path:
+    """A file taking all of ``point``'s free space but ``leave_bytes``."""
+    stats = os.statvfs(point)
+    filler = point / "filler"
+    with filler.open("wb") as out:
+        out.truncate(0)
+        left = stats.f_bavail * stats.f_frsize - leave_bytes
+        block = b"\0" * (1 << 20)
+        while left > 0:
+            left -= out.write(block[: min(left, len(block))])
+    return filler
+
+
+def stop_line(output: str) -> str | None:
+    """The one line a clean stop ends with (the cause), or None when the run crashed."""
+    if "Traceback" in output:
+        return None
+    causes = [line for line in output.splitlines()
+              if "No space left" in line or "disk" in line.lower() or "Read-only" in line]
+    return causes[-1].rsplit("): ", 1)[-1] if causes else None

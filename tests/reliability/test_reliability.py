@@ -222,3 +222,33 @@ def test_a_hostile_corpus_ends_in_decided_items_with_reasons(tmp_path, pg_server
                ok="every item decided with a reason, the rest indexed")
         print("\n".join(f"{spoiled[k]} -> {v}" for k, v in sorted(outcomes.items())))
         assert not failures and not outside, (failures, outside)
+
+
+@pytest.mark.parametrize("fault", ["disk full", "read-only blob folder"])
+def test_a_full_or_read_only_disk_stops_cleanly_then_a_run_recovers_everything(tmp_path, pg_server, reference, fault):
+    with harness.tmpfs("20m") as point:
+        if fault == "disk full":  # the data folder on a tmpfs with little room left
+            settings = {"data_dir": point}
+        else:  # blobs on a tmpfs mounted read-only
+            settings = {"blob_url": str(point / "blobs")}
+        with world(tmp_path, pg_server, **settings) as w:
+            if fault == "disk full":
+                filler = harness.fill(point, leave_bytes=160 * 1024)
+            else:
+                harness.remount(point, "ro")
+            code, output = w.luigi()
+            line = harness.stop_line(output)
+            if fault == "disk full":
+                filler.unlink()
+            else:
+                harness.remount(point, "rw")
+            rerun, rerun_output = w.luigi()
+            got = snapshot(w)
+            failures = problems(w) + ([] if rerun == 0 else [f"rerun exit {rerun}: {rerun_output[-300:]}"])
+            failures += [] if code != 0 else ["the run did not stop"]
+            failures += [] if line else [f"no clean one-line stop: {output[-600:]}"]
+            failures += [] if got == reference else ["store differs from an uninterrupted run's"]
+            record(f"{fault} (tmpfs 20 MB), then the room back and one rerun", 1, failures,
+                   lost(reference, got), harness.duplicates(w), w.written_outside(),
+                   ok=f"stopped with one line (`{(line or '').strip()[:60]}`), then all recovered")
+            assert not failures and not w.written_outside(), (failures, w.writes_outside())

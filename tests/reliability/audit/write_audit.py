@@ -88,6 +88,9 @@ def install_from_environment():
     data_dir = os.environ.get("DOCKETEER_DATA_DIR")
     if not log_path or not data_dir:
         return
+    blob_url = os.environ.get("DOCKETEER_BLOB_URL", "")
+    # A blob folder set apart from the data folder is where the user said to write.
+    also = [blob_url.removeprefix("file://")] if blob_url and "://" not in blob_url.replace("file://", "") else []
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     log_path = os.path.realpath(log_path)
 
@@ -95,7 +98,7 @@ def install_from_environment():
         if path != log_path:  # one short write per line: lines of processes never interleave
             os.write(fd, f"{event}\t{path}\t{os.getpid()}\n".encode(errors="replace"))
 
-    sys.addaudithook(make_hook(data_dir, report))
+    sys.addaudithook(make_hook(data_dir, report, also))
 
 
 _watched = []  # the in-process watch: (data folder, found writes), while a trial runs
