@@ -42,6 +42,10 @@ def trials(default: int, full: int) -> int:
     return int(wanted) if wanted.isdigit() else default
 
 
+def every_trial() -> bool:
+    return os.environ.get(TRIALS_ENV, "") == "all"
+
+
 def record(scenario: str, trials_run: int, failures: list[str], lost: int, duplicated: int,
            outside: int, *, ok: str = "all recovered") -> None:
     outcome = ok if not failures else f"{len(failures)} failed: {failures[0][:80]}"
