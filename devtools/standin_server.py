@@ -12,7 +12,8 @@ connection), ``fail_next_5xx`` (503), ``burst_429`` (429 with Retry-After: 1), `
 (200 with an HTML page), plus ``fail_5xx_rate`` (seeded random 503s), ``slow_seconds`` (delay
 every answer) and ``truncate_next`` (send a Content-Length larger than the body, then close).
 Per path, for as long as the entry stays: ``path_faults[path]`` = ``"html"`` (200 with an HTML
-page), ``"truncate"`` (half the body, then close) or ``"malformed"`` (200 with broken JSON), and
+page), ``"truncate"`` (half the body, then close), ``"malformed"`` (200 with broken JSON),
+``"403"`` (the key rejected, API_KEY_INVALID) or ``"redirect:URL"`` (302 to URL), and
 ``path_bodies[path]`` = bytes served as the JSON answer (a hostile record, exactly as given).
 
     python -m devtools.standin_server --root DIR --port 8765
@@ -492,6 +493,12 @@ class StandinServer:
             return Reply(200, HTML_ERROR_PAGE, "text/html; charset=utf-8")
         if fault == "malformed":
             return Reply(200, b'{"data": {"id": "x", "attributes": {"comment": "cut', JSONAPI_TYPE)
+        if fault == "403":
+            return json_reply(403, API_KEY_INVALID, "application/json")
+        if fault and fault.startswith("redirect:"):
+            reply = Reply(302, b"", "text/plain")
+            reply.headers["Location"] = fault.removeprefix("redirect:")
+            return reply
         return None
 
     def _route(self, handler: BaseHTTPRequestHandler, path: str, query: dict) -> Reply:

@@ -68,8 +68,22 @@ def _is_luigi_command_line() -> bool:
         script == "luigi" or sys.argv[0].endswith("luigi/__main__.py"))
 
 
+def _temporary_files_in_data_folder() -> None:
+    """A run's temporary files (its own, its workers', the programs they run) go under the data folder."""
+    from pipeline.config import load_settings
+    from pipeline.errors import ConfigError
+    from pipeline.store.leftovers import temporary_files_in
+
+    try:
+        temporary_files_in(load_settings().data_path)
+    except (ConfigError, OSError):  # the runtime says so in one line when the first task starts
+        pass
+
+
 if "luigi" in sys.modules:  # Luigi is importing us (see the docstring): define the tasks now
     _register_tasks()
     from pipeline.config import lock_luigi_in_data_folder
 
     lock_luigi_in_data_folder(create=_is_luigi_command_line())
+    if _is_luigi_command_line():
+        _temporary_files_in_data_folder()

@@ -91,6 +91,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mirror_agencies", str, "", "comma-separated agencies discover=mirror lists (empty = every agency)"),
     Setting("mirror_fallback", bool, False, "with source = mirror and an API key: take from the API, within "
             "request_budget, the details and files the mirror does not hold yet (else they wait to retry)"),
+    Setting("max_body_chars", int, 2_000_000, "characters of an inline comment body kept (the rest is cut, with a reason)", minimum=1000),
+    Setting("max_item_chars", int, 5_000_000, "characters kept per item, its body and every file together (the rest is cut, with a reason)", minimum=1000),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

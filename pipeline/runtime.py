@@ -29,11 +29,13 @@ class Runtime:
 
     @cached_property
     def blobs(self):
+        from pipeline.store import leftovers
         from pipeline.store.blobs import open_blob_store
 
         url = self.settings.blob_url or str(self.data_dir / "blobs")
         settings = self.settings
         return open_blob_store(url, s3_endpoint_url=settings.s3_endpoint_url or None,
+                               spool_dir=leftovers.scratch_dir(self.data_dir),
                                max_connections=max(10, settings.mirror_concurrency),  # backfill's readers
                                retry_mode=settings.s3_retry_mode, max_attempts=settings.s3_max_attempts)
 

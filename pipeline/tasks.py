@@ -28,6 +28,7 @@ from pipeline.command_line import (
 )
 from pipeline.counters import STAGE_CALLS, counters
 from pipeline.errors import BudgetSpent, ConfigError, DocketeerError
+from pipeline.failures import classify
 from pipeline.invocation import Invocation, InvocationParameter
 from pipeline.progress import Progress
 from pipeline.runtime import get_runtime
@@ -69,11 +70,13 @@ def share_luigi_log_handlers() -> None:
 
 class OneLineFailures(logging.Filter):
     """A task that failed with one of our errors (the key rejected, a disk full, a stage left
-    incomplete) is one line naming the cause, not a traceback: the message says it all."""
+    incomplete) is one line naming the cause, not a traceback: the message says it all. So is
+    any other run-stopping cause (``failures.classify``): SQLite's "database or disk is full"
+    on a full disk, an unreachable DB."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, DocketeerError):
+        if isinstance(exc, DocketeerError) or (isinstance(exc, Exception) and classify(exc).stops_run):
             record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
             record.args, record.exc_info, record.exc_text = (), None, None
         return True

@@ -372,8 +372,9 @@ def test_open_local_store_from_url_or_path(tmp_path):
         assert isinstance(store, LocalBlobStore) and store.root == (tmp_path / "a").resolve()
 
 
-def test_open_s3_store_from_url(s3_endpoint, s3_bucket, s3_credentials_env):
-    store = open_blob_store(f"s3://{s3_bucket}/some/prefix/", s3_endpoint_url=s3_endpoint)
+def test_open_s3_store_from_url(s3_endpoint, s3_bucket, s3_credentials_env, tmp_path):
+    store = open_blob_store(f"s3://{s3_bucket}/some/prefix/", s3_endpoint_url=s3_endpoint,
+                            spool_dir=tmp_path / "spool")
     assert isinstance(store, S3BlobStore) and store.prefix == "some/prefix/"
     store.put_bytes("combined/D-1/a.md", b"x")
     assert list(store.list()) == ["combined/D-1/a.md"]

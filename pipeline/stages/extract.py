@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING
 
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import BudgetSpent
-from pipeline.extract.combined import parse_combined, render_combined
+from pipeline.extract.combined import capped_of, parse_combined, render_combined
 from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractLimits, Reader
+from pipeline.extract.text_caps import TextCaps
 from pipeline.fingerprints import bytes_digest, digest
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items, leftovers
@@ -61,6 +62,10 @@ def limits_from(settings) -> ExtractLimits:
         file_seconds=settings.file_seconds,
         max_file_chars=settings.max_file_chars,
     )
+
+
+def caps_from(settings) -> TextCaps:
+    return TextCaps(max_body_chars=settings.max_body_chars, max_item_chars=settings.max_item_chars)
 
 
 REDO_STATES = ("pending", "stale")  # a process died mid-item, or Redrive asked again
@@ -125,7 +130,7 @@ def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: s
         jobs = (
             item_job(ctx, key, files.get(key, []), Path(scratch),
                      render=render_args(docket.id, key, bodies.get(key), todo[key], version,
-                                        kinds.get(key, "comment"))
+                                        kinds.get(key, "comment"), caps_from(ctx.settings))
                      if workers_render else None)
             for key in sorted(todo)
         )
@@ -138,10 +143,11 @@ def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: s
 
 
 def render_args(docket_id: str, item_key: str, body: str | None, fingerprint: str,
-                version: str, kind: str = "comment") -> dict:
+                version: str, kind: str = "comment", caps: TextCaps | None = None) -> dict:
     """render_combined's arguments but the attachments."""
     return {"comment_id": item_key, "docket_id": docket_id, "inline_text": body or "",
-            "sources_fingerprint": fingerprint, "extractor_version": version, "kind": kind}
+            "sources_fingerprint": fingerprint, "extractor_version": version, "kind": kind,
+            "caps": caps}
 
 
 # --- files to read ------------------------------------------------------------------------
@@ -237,7 +243,8 @@ class _Writer:
                 fingerprint: str) -> bytes:
         # Not asked of the workers (see _extract), or the worker died or overran.
         return render_combined(attachments=texts, **render_args(
-            self.docket_id, item_key, body, fingerprint, self.version, self.kinds.get(item_key, "comment")))
+            self.docket_id, item_key, body, fingerprint, self.version, self.kinds.get(item_key, "comment"),
+            caps_from(self.ctx.settings)))
 
     def _row(self, stage: str, item: str, state: str, *, fingerprint: str | None = None,
              content_hash: str | None = None, reason: str | None = None, detail: str | None = None) -> dict:
@@ -251,7 +258,8 @@ class _Writer:
 
     def _item_row(self, item_key: str, texts: list[AttachmentText], state: str, fingerprint: str,
                   data: bytes) -> dict:
-        reasons = "; ".join(f"{t.file}: {t.status}" for t in texts if t.status != "ok")
+        # A cap that bit is said on the item's row too (the file rows say only their own cuts).
+        reasons = "; ".join([f"{t.file}: {t.status}" for t in texts if t.status != "ok"] + capped_of(data))
         return self._row(STAGE, item_key, state, fingerprint=fingerprint,
                          content_hash=bytes_digest(data), reason=reasons or None)
 

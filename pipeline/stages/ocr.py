@@ -177,7 +177,7 @@ def merge_item(ctx: StageContext, docket_id: str, work: ItemWork, body: str,
         comment_id=work.key, docket_id=docket_id, inline_text=body,
         attachments=recorded_attachments(frontmatter, markdown),
         sources_fingerprint=frontmatter["sources"], extractor_version=frontmatter["extractor"],
-        ocr={t.file: t for t in texts}, kind=kind_of(frontmatter),
+        ocr={t.file: t for t in texts}, kind=kind_of(frontmatter), caps=extract.caps_from(ctx.settings),
     )
     ctx.blobs.put_bytes(combined_key(docket_id, work.key), data)
     content_hash = bytes_digest(data)

@@ -19,7 +19,6 @@ import hashlib
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -379,8 +378,9 @@ class S3BlobStore(BlobStore):
         self.client = client or s3_client(
             endpoint_url=endpoint_url, unsigned=unsigned, region=region, **client_settings
         )
-        default_spool = Path(tempfile.gettempdir()) / "docketeer-s3-parts"
-        self.spool_dir = Path(spool_dir) if spool_dir else default_spool
+        if spool_dir is None:  # never the system's temp folder: nothing is written outside the data folder
+            raise ValueError("an S3 blob store needs a spool_dir (the data folder's scratch)")
+        self.spool_dir = Path(spool_dir)
 
     def __repr__(self) -> str:
         return f"S3BlobStore('s3://{self.bucket}/{self.prefix}')"
@@ -460,11 +460,14 @@ class S3BlobStore(BlobStore):
         counters.incr(S3_PUT)
 
 
-def open_blob_store(url: str, *, s3_endpoint_url: str | None = None, **client_settings) -> BlobStore:
-    """``file:///path``, a plain path, or ``s3://bucket/prefix``. ``client_settings`` go to
-    the S3 client (``max_connections`` as many as the threads that write at once)."""
+def open_blob_store(url: str, *, s3_endpoint_url: str | None = None,
+                    spool_dir: Path | None = None, **client_settings) -> BlobStore:
+    """``file:///path``, a plain path, or ``s3://bucket/prefix`` (whose part files are spooled
+    in ``spool_dir``: the data folder's scratch, where ``leftovers`` removes a dead run's).
+    ``client_settings`` go to the S3 client (``max_connections`` as many as the threads that
+    write at once)."""
     where = parse_store_url(url, "blob store URL")
     if isinstance(where, Path):
         return LocalBlobStore(where)
     bucket, prefix = where
-    return S3BlobStore(bucket, prefix, endpoint_url=s3_endpoint_url, **client_settings)
+    return S3BlobStore(bucket, prefix, endpoint_url=s3_endpoint_url, spool_dir=spool_dir, **client_settings)

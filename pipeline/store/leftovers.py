@@ -14,9 +14,11 @@ Scratch without an owner token (written before this scheme) is removed only past
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import shutil
+import tempfile
 import time
 import uuid
 from contextlib import suppress
@@ -26,6 +28,8 @@ from pathlib import Path
 OWNER_SUFFIX = ".owner"
 UNOWNED_MAX_AGE = 24 * 3600  # seconds: legacy scratch with no owner token
 
+UNIX_SOCKET_PATH_MAX = 107  # bytes of a unix socket's path (sun_path, less its NUL)
+SOCKET_SUFFIX = len("/pymp-12345678/listener-12345678")  # what multiprocessing adds to it
 _owners: dict[tuple[int, str], tuple[str, int]] = {}  # (pid, folder) -> (token, locked fd)
 
 
@@ -148,11 +152,17 @@ def _remove_dead_owner_files(folder: Path) -> None:
                 os.close(fd)
 
 
+def scratch_dir(data_dir: Path) -> Path:
+    """The data folder's scratch: extract and OCR scratch folders, S3 blob part files."""
+    return Path(data_dir) / "tmp"
+
+
 def scratch_folders(data_dir: Path, blobs) -> list[Path]:
-    """The folders scratch is written to: ``data_dir/tmp`` and a local blob store's ``tmp``."""
-    folders = [Path(data_dir) / "tmp"]
+    """The folders scratch is written to: ``data_dir/tmp`` and a local blob store's ``tmp``
+    (an S3 store spools in ``data_dir/tmp`` itself)."""
+    folders = [scratch_dir(data_dir)]
     tmp_dir = getattr(blobs, "tmp_dir", None) or getattr(blobs, "spool_dir", None)
-    if tmp_dir is not None:
+    if tmp_dir is not None and Path(tmp_dir) not in folders:
         folders.append(Path(tmp_dir))
     return folders
 
@@ -160,3 +170,24 @@ def scratch_folders(data_dir: Path, blobs) -> list[Path]:
 def remove_for_run(data_dir: Path, blobs) -> int:
     """At the start of a run: remove what dead runs left in every scratch folder; how many."""
     return sum(len(remove(folder)) for folder in scratch_folders(data_dir, blobs))
+
+
+def temporary_files_in(data_dir: Path) -> Path | None:
+    """Send this process's temporary files (``tempfile``, multiprocessing's socket folders,
+    and, through ``TMPDIR``, those of its children and the programs they run) to a scratch
+    folder of its own under ``data_dir/tmp``: nothing is written outside the data folder.
+    The folder is removed at exit, or, after a kill, by the next run as a dead run's.
+
+    None, and the system's temp folder kept, when the data folder is so deep that a unix
+    socket in it (multiprocessing's forkserver listens on one) would pass the kernel's limit."""
+    folder = scratch_dir(data_dir).resolve()
+    own = folder / f"{scratch_prefix(folder)}p"  # one a process: the token is the process's
+    if len(str(own)) + SOCKET_SUFFIX > UNIX_SOCKET_PATH_MAX:
+        return None
+    own.mkdir(exist_ok=True)
+    tempfile.tempdir = str(own)
+    os.environ["TMPDIR"] = str(own)
+    pid = os.getpid()
+    # A forked child (a Luigi worker) shares the folder and leaves it to its parent.
+    atexit.register(lambda: os.getpid() == pid and shutil.rmtree(own, ignore_errors=True))
+    return own

