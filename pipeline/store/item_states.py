@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -39,15 +39,48 @@ class StateRow:
 
 def states_for_docket(stage: str, docket_id: str) -> dict[str, StateRow]:
     """All of a stage's rows for a docket in one query (never one query per item)."""
-    query = (
-        ItemState.select(
-            ItemState.item, ItemState.fingerprint, ItemState.content_hash, ItemState.state,
-            ItemState.reason, ItemState.next_attempt_at,
-        )
-        .where((ItemState.stage == stage) & (ItemState.docket == docket_id))
-        .tuples()
-    )
-    return {row[0]: StateRow(*row) for row in query}
+    return {row[0]: StateRow(*row) for row in _rows(stage, docket_id).tuples()}
+
+
+PAGE = 5000  # state rows a planning pass holds at once
+
+
+def paired_pages(stage: str, other: str, docket_id: str,
+                 size: int = PAGE) -> Iterator[tuple[dict[str, StateRow], dict[str, StateRow]]]:
+    """A docket's rows of ``stage``, ``size`` at a time in key order (keyset pagination),
+    each page with ``other``'s rows in the same key range: a stage plans a docket of a
+    million items holding two pages, never every row."""
+    after = None
+    while True:
+        query = _rows(stage, docket_id).order_by(ItemState.item).limit(size)
+        if after is not None:
+            query = query.where(ItemState.item > after)
+        page = {row[0]: StateRow(*row) for row in query.tuples()}
+        if not page:
+            return
+        low, high = min(page), max(page)
+        others = _rows(other, docket_id).where(ItemState.item.between(low, high))
+        yield page, {row[0]: StateRow(*row) for row in others.tuples()}
+        if len(page) < size:
+            return
+        after = high
+
+
+def rows_in_states(stage: str, docket_id: str, states: Iterable[str]) -> dict[str, StateRow]:
+    """The docket's rows of ``stage`` in ``states`` only (an index range, not every row)."""
+    return {row[0]: StateRow(*row)
+            for row in _rows(stage, docket_id).where(ItemState.state.in_(list(states))).tuples()}
+
+
+def count_rows(stage: str, docket_id: str) -> int:
+    return ItemState.select().where((ItemState.stage == stage) & (ItemState.docket == docket_id)).count()
+
+
+def _rows(stage: str, docket_id: str):
+    return ItemState.select(
+        ItemState.item, ItemState.fingerprint, ItemState.content_hash, ItemState.state,
+        ItemState.reason, ItemState.next_attempt_at,
+    ).where((ItemState.stage == stage) & (ItemState.docket == docket_id))
 
 
 def items_in_state(stage: str, keys: list[str], state: str) -> set[str]:
