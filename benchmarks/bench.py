@@ -83,12 +83,15 @@ class Bench:
         print(_row(rec), flush=True)
         return rec
 
-    def index_url(self, name: str) -> str:
-        """A database of its own on the shared server: one initdb for the whole benchmark."""
+    def index_url(self, name: str, keep: bool = False) -> str:
+        """A database of its own on the shared server: one initdb for the whole benchmark
+        (``keep``: the one an earlier run in this work folder built, as it is)."""
         from pipeline.index import embedded_server
 
         if self.pg is None:
             self.pg = embedded_server.acquire(self.work / "pg")
+        if keep:
+            return self.pg.get_uri(database=name)
         import psycopg2
 
         conn = psycopg2.connect(self.pg.get_uri())

@@ -67,11 +67,16 @@ def noop_many(bench: Bench, sizes: tuple[int, int], repeat: int) -> None:
 
     stores = {}
     for n in sizes:
-        store = Store(fresh(bench.work / "stores" / f"many-{n}"), discover="none",
-                      index_url=bench.index_url(f"many_{n}"), api_base="http://127.0.0.1:9/v4")
-        with store, measured() as setup:
-            build_many_sealed(store.rt, docket_ids(n))
-        print(f"  {n:,} sealed dockets built in {setup['wall_s']:.0f} s", flush=True)
+        folder = bench.work / "stores" / f"many-{n}"
+        built = (folder / "built").exists()  # a --work folder of an earlier run is reused
+        store = Store(folder if built else fresh(folder), discover="none",
+                      index_url=bench.index_url(f"many_{n}", keep=built),
+                      api_base="http://127.0.0.1:9/v4")
+        if not built:
+            with store, measured() as setup:
+                build_many_sealed(store.rt, docket_ids(n))
+            (folder / "built").write_text("")
+            print(f"  {n:,} sealed dockets built in {setup['wall_s']:.0f} s", flush=True)
         with store:  # a fresh runtime, as in a new cron process
             with measured() as io:
                 ok = build(index_all())
@@ -131,9 +136,10 @@ class GrownDocket:
     def store(self, comments: int) -> Store:
         """A store of the docket grown to ``comments`` (built on first use)."""
         folder = self.bench.work / "stores" / f"open-{comments}"
+        built = (folder / "built").exists()
         store = Store(folder, api_base=self.server.api_base, dockets=[self.docket],
-                      index_url=self.bench.index_url(f"open_{comments}"))
-        if not (folder / "built").exists():
+                      index_url=self.bench.index_url(f"open_{comments}", keep=built))
+        if not built:
             fresh(folder)
             with store, measured() as setup:
                 assert build(index_all()), "the cold run of the open docket failed"

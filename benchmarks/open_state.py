@@ -14,6 +14,7 @@ from __future__ import annotations
 from psycopg2.extras import execute_values
 
 from pipeline.clock import iso, utcnow
+from pipeline.stages.extract import item_fingerprint
 from pipeline.store import item_states, markers
 from pipeline.store.models import Item, database
 from pipeline.tasks import IndexDocket
@@ -39,11 +40,16 @@ def grow_open_docket(runtime, docket: str, total: int) -> int:
             cursor = database.cursor()
             cursor.executemany(_ITEM_SQL, [(k, docket, f"Comment {k}", k, k, k, now, now) for k in part])
             for stage in STAGES:
-                cursor.executemany(_STATE_SQL, [(stage, k, docket, f"{stage}:{k}", f"{stage}:{k}", now)
-                                                for k in part])
+                cursor.executemany(_STATE_SQL, [(stage, k, docket, _fingerprint(stage, k),
+                                                 f"{stage}:{k}", now) for k in part])
         _index_states(runtime, docket, part)
     _vouch_again(docket)
     return len(keys)
+
+
+def _fingerprint(stage: str, key: str) -> str | None:
+    """Extract's row as extract writes it for its input (so planning finds nothing to do)."""
+    return item_fingerprint(f"backfill:{key}") if stage == "extract" else None
 
 
 def _index_states(runtime, docket: str, keys: list[str]) -> None:

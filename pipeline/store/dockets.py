@@ -115,9 +115,13 @@ def seal_status(docket_ids: list[str] | None = None) -> dict[str, str | None]:
     return {d.id: d.sealed_at for d in query}
 
 
-def seal_facts(docket: Docket) -> SealFacts:
+def seal_facts(docket: Docket, waiting: int | None = None) -> SealFacts:
+    """``waiting`` given: the docket row's facts alone, without counting the items that wait
+    (a read of the docket's state rows)."""
+    if waiting is None:
+        waiting = item_states.waiting_count(docket.id)
     return SealFacts(docket.comment_end_date, docket.last_pull_at, docket.last_pull_new,
-                     docket.sealed_at, item_states.waiting_count(docket.id))
+                     docket.sealed_at, waiting)
 
 
 def state_counts(docket_id: str) -> dict[str, dict[str, int]]:
