@@ -549,8 +549,11 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(work, scale, {s for s in args.only.split(",") if s})
     print(f"scale {args.scale}, ocr {'on' if args.ocr else 'off'}, work folder {work}\n{HEADER}",
           flush=True)
+    from pipeline.counters import counters
+
     try:
-        run(bench)
+        with counters.counting_queries():  # idxq: the index DB's statements
+            run(bench)
     finally:
         _finish(bench, args, work)
     print("\n" + HEADER + "\n" + "\n".join(_row(r) for r in bench.records))

@@ -2,8 +2,8 @@
 
 Benchmarks only: nothing here is imported by the package. Every count in a record comes
 from the project's own instrumentation (``pipeline.counters``); the only thing measured
-here is wall time, plus whether the index DB was opened at all (the index DB's own
-queries are not counted by the package, so ``IndexDB`` is opened with a counting cursor).
+here is wall time, plus how long opening the index DB took (its statements are counted by
+the package inside ``counters.counting_queries()``; those of opening it are told apart).
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ def record(scenario: str, items: int, wall_s: float, io: dict, **extra) -> Recor
 # --- the index DB: how long opening it took, and its statements told apart ------------------
 
 class BenchRuntime(Runtime):
-    """The project's Runtime; its index DB counts its queries and the time it took to open."""
+    """The project's Runtime; it records the time its index DB took to open, and the
+    statements of opening it apart from the run's."""
 
     opened_index_s: float | None = None
 
