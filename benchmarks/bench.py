@@ -83,12 +83,15 @@ class Bench:
         print(_row(rec), flush=True)
         return rec
 
-    def index_url(self, name: str) -> str:
-        """A database of its own on the shared server: one initdb for the whole benchmark."""
+    def index_url(self, name: str, keep: bool = False) -> str:
+        """A database of its own on the shared server: one initdb for the whole benchmark
+        (``keep``: the one an earlier run in this work folder built, as it is)."""
         from pipeline.index import embedded_server
 
         if self.pg is None:
             self.pg = embedded_server.acquire(self.work / "pg")
+        if keep:
+            return self.pg.get_uri(database=name)
         import psycopg2
 
         conn = psycopg2.connect(self.pg.get_uri())
@@ -546,8 +549,11 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(work, scale, {s for s in args.only.split(",") if s})
     print(f"scale {args.scale}, ocr {'on' if args.ocr else 'off'}, work folder {work}\n{HEADER}",
           flush=True)
+    from pipeline.counters import counters
+
     try:
-        run(bench)
+        with counters.counting_queries():  # idxq: the index DB's statements
+            run(bench)
     finally:
         _finish(bench, args, work)
     print("\n" + HEADER + "\n" + "\n".join(_row(r) for r in bench.records))

@@ -22,6 +22,35 @@ BLOB_WRITES = "blob_writes"
 S3_LIST = "s3_list"
 S3_GET = "s3_get"
 STAGE_CALLS = "stage_calls"
+# Every statement sent to the state DB / the index DB, and those of them that read item-level
+# rows (items, attachments, per-item states): what a no-op must not grow with.
+STATE_QUERIES = "state_queries"
+INDEX_QUERIES = "index_queries"
+ITEM_READS = "item_reads"
+ITEM_STATE_WRITES = "item_state_writes"  # statements that changed per-item state rows
+# Reads of docket completion facts (probes, markers), per store: a wrapper's are one each.
+COMPLETION_READS_STATE = "completion_reads.state"
+COMPLETION_READS_INDEX = "completion_reads.index"
+ITEM_TABLES = ('"item"', '"item_state"', '"attachment"', "index_state ", "index_state\n")
+
+
+def count_query(sql: str, counter: str) -> None:
+    """Count a write of per-item state rows (always: a stage run keeps its recorded output
+    when it wrote none) and, while ``counting_queries``, the statement on ``counter`` and
+    as an item read when it reads item rows."""
+    head = sql.lstrip()[:6].upper()
+    if head in ("INSERT", "UPDATE", "DELETE") and '"item_state"' in sql:
+        counters.incr(ITEM_STATE_WRITES)
+    if not counters.queries:
+        return
+    counters.incr(counter)
+    if head in ("SELECT", "WITH") and any(table in sql for table in ITEM_TABLES):
+        counters.incr(ITEM_READS)
+
+
+def count_completion_read(counter: str) -> None:
+    if counters.queries:
+        counters.incr(counter)
 
 
 class Counters:
@@ -30,6 +59,18 @@ class Counters:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        # Statements are counted only when asked (benchmarks, the tests of what a no-op
+        # reads): other tests assert that a no-op's counters are empty.
+        self.queries = False
+
+    @contextmanager
+    def counting_queries(self):
+        """Count every state-DB and index-DB statement, item reads and completion reads."""
+        before, self.queries = self.queries, True
+        try:
+            yield
+        finally:
+            self.queries = before
 
     def incr(self, name: str, n: int = 1) -> None:
         with self._lock:

@@ -10,6 +10,8 @@ command run shares travels with the tasks as their ``Invocation``.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
 import sys
 import time
@@ -26,7 +28,7 @@ from pipeline.command_line import (
     OneLineUncaught,
     check_scheduler,
 )
-from pipeline.counters import STAGE_CALLS, counters
+from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
 from pipeline.errors import BudgetSpent, ConfigError, DocketeerError
 from pipeline.failures import classify
 from pipeline.invocation import Invocation, InvocationParameter
@@ -37,7 +39,7 @@ from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states, leases, leftovers, runs
 from pipeline.store.markers import MarkerStore
-from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
+from targets import DocketTarget, FingerprintTarget, SealedDocketTarget, probed_complete
 
 log = logging.getLogger("docketeer")
 
@@ -179,9 +181,9 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         return self.marker_store().input_fingerprint(self.docket)
 
 
-    def write_marker(self, run_id: str, input_fp: str | None) -> None:
+    def write_marker(self, run_id: str, input_fp: str | None, kept_output: str | None = None) -> None:
         """Record the stage done for this docket at the asked version, vouching for ``input_fp``."""
-        self.output().touch(input_fingerprint=input_fp, run_id=run_id)
+        self.output().touch(input_fingerprint=input_fp, run_id=run_id, kept_output=kept_output)
 
     # --- running ----------------------------------------------------------------------------
     def make_progress(self, rt) -> Progress:
@@ -194,6 +196,8 @@ class DocketStageTask(CheckedParameters, luigi.Task):
 
     def run(self) -> None:
         rt = runtime_or_exit()
+        if self._left_complete_by_upstream():
+            return
         settings = self.current_invocation.settings(rt.settings)  # with this run's budgets
         docket = docket_rows.require_docket(self.docket)
         if removed := leftovers.remove_for_run(rt.data_dir, rt.blobs):  # a dead run's scratch
@@ -203,16 +207,23 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         input_fp = self.input_fingerprint()
         started = time.monotonic()
         with leases.held(self.stage.name, self.docket, settings.lease_seconds) as token:
+            store = self.marker_store()
+            held = store.hold_output(self.docket)  # cleared until the run ends well
             ctx = self._context(rt, settings, token)
             result, io = self._call_stage(ctx, docket)
             ctx.progress.finish()
-            # Items waiting to retry never block a marker; the docket row carries the earliest
-            # next attempt, and the targets after fetch turn incomplete when it comes.
-            item_states.refresh_retry_due(self.docket)
+            wrote_rows = bool(io.get(ITEM_STATE_WRITES))
+            if wrote_rows or held is None or docket.retry_due_at:
+                # Items waiting to retry never block a marker; the docket row carries the
+                # earliest next attempt, and the targets after fetch turn incomplete when it
+                # comes. Rows as they were (and a clean last run) leave it as it was.
+                item_states.refresh_retry_due(self.docket)
+            kept = None if wrote_rows else held
             # A marker vouches for the whole chain: if the upstream stopped short (budget), this
             # stage saw only part of its input and must run again once the upstream is done.
-            if result.complete and self.upstream_vouched():
-                self._write_marker_if_done(ctx.run_id, input_fp, result)
+            if not (result.complete and self.upstream_vouched()
+                    and self._write_marker_if_done(ctx.run_id, input_fp, result, kept)):
+                store.restore_output(self.docket, kept)
             summary = {**result.counts, **io}
             runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
                             message=rt.settings.mask(result.message),
@@ -222,6 +233,18 @@ class DocketStageTask(CheckedParameters, luigi.Task):
             # Cron must see it: the work done is kept, the marker is not written.
             raise StageIncomplete(
                 f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
+
+    def _left_complete_by_upstream(self) -> bool:
+        """Luigi judged this task before its upstream ran; an upstream that found nothing
+        new (fetch, once per freshness window) leaves its input as this stage's marker
+        recorded it, so the task is complete now: one probe, not a read of every item row."""
+        if self.force or self.stage.upstream is None or not self.output().exists():
+            return False
+        line = f"{self.stage.name} {self.docket}: input unchanged since its marker, nothing to do"
+        log.info(line)
+        if self.set_status_message:
+            self.set_status_message(line)
+        return True
 
     def _context(self, rt, settings, lease_token: str) -> StageContext:
         """A new run row, and progress whose every report renews the lease: a long run
@@ -247,19 +270,21 @@ class DocketStageTask(CheckedParameters, luigi.Task):
                 raise
         return result, io
 
-    def _write_marker_if_done(self, run_id: str, input_fp: str | None, result: StageResult) -> None:
+    def _write_marker_if_done(self, run_id: str, input_fp: str | None, result: StageResult,
+                              kept_output: str | None) -> bool:
         """A marker means done: refused while any vouched item lacks a decided state."""
         left = self.stage.unfinished(runtime_or_exit(), self.docket, iso(utcnow()))
         if left:
             result.message = (f"no marker: {left} item(s) without a decided {self.stage.name} "
                               "state; the next run continues")
             log.warning("%s %s: %s", self.stage.name, self.docket, result.message)
-            return
+            return False
         if self.stage.merges_into_upstream:
             # Its merge changed its own input (OCR refreshed extract's output): the input it
             # has seen is that output as the run left it, or it would never be complete.
             input_fp = self.input_fingerprint()
-        self.write_marker(run_id, input_fp)
+        self.write_marker(run_id, input_fp, kept_output)
+        return True
 
     def _log_summary(self, result: StageResult, summary: dict, seconds: float) -> None:
         shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
@@ -338,37 +363,66 @@ class DocketWrapper(CheckedParameters, luigi.Task):
             self._required_for = (invocation, required)
         return self._required_for[1]
 
-    def docket_ids(self) -> list[str]:
-        return self.named() or docket_rows.all_docket_ids()
-
     def docket_tasks(self) -> list[DocketStageTask]:
+        """A task for each docket with work; the finished ones never become tasks."""
         # First called by complete(), in the scheduling process: what it records in the
         # invocation is there for every forked worker, which yields the very same tasks.
         invocation = self.current_invocation
         invocation.override_budgets(budget_seconds=self.budget_seconds,
                                     request_budget=self.request_budget)
-        ids = self.docket_ids()
-        invocation.note_scheduled(docket_rows.seal_status(ids))
+        invocation.note_scheduled({})  # from here on, reads every docket shares are made once
         stage_task = self.stage_task
-        version = invocation.forced_version(
-            stage_task.stage.name, lambda: stage_task.next_forced_version(invocation)
-        ) if self.force else None
-        return [stage_task(docket=d, version=version, force=self.force, invocation=self.invocation)
-                for d in ids]
+        version = self.asked_version()
+        pending = invocation.read_shared(("dockets with work", self.task_id),
+                                         lambda: self._dockets_with_work(version))
+        return [stage_task(docket=d, version=version if self.force else None, force=self.force,
+                           invocation=self.invocation) for d in pending]
+
+    def asked_version(self) -> int:
+        if not self.force:
+            return BASE_VERSION
+        stage_task = self.stage_task
+        return self.current_invocation.forced_version(
+            stage_task.stage.name, lambda: stage_task.next_forced_version(self.current_invocation))
+
+    def _dockets_with_work(self, version: int) -> list[str]:
+        """Every docket's completion facts in one read per store, judged by the targets' own
+        rule: the finished dockets are counted in one line, the others returned (ids)."""
+        with _collector_paused():
+            return self._judge(self.marker_store().probes(self.named() or None), version)
+
+    def _judge(self, probes: dict, version: int) -> list[str]:
+        invocation = self.current_invocation
+        stage = self.stage_task.stage
+        start = window_start(utcnow(), runtime_or_exit().settings.freshness_seconds)
+        now = iso(utcnow())
+        has_upstream = stage.upstream is not None
+        done = {d for d, probe in probes.items()
+                if probed_complete(probe, version, start, has_upstream, now)}
+        if len(done) < len(probes):
+            # Ran in this invocation: done for this run (see DocketStageTask.complete).
+            done |= runs.dockets_finished_since(stage.name, invocation.started_at) & probes.keys()
+        pending = [d for d in probes if d not in done]
+        invocation.note_scheduled({d: probes[d].docket_sealed_at for d in pending})
+        log_skipped(type(self).__name__, sorted(done), len(pending))
+        self._notice_sealed(probes)
+        return pending
+
+    def marker_store(self) -> MarkerStore:
+        return registry.marker_store(self.stage_task.stage, runtime_or_exit(),
+                                     self.current_invocation)
 
     def complete(self) -> bool:
         runtime_or_exit()
         if not self.named() and not DiscoverDockets().complete():
             return False
-        tasks = self.docket_tasks()
-        self._notice_sealed()
-        return all(task.complete() for task in tasks)
+        return not self.docket_tasks()
 
-    def _notice_sealed(self) -> None:
+    def _notice_sealed(self, probes: dict) -> None:
         if self.force:
             return
         for docket in self.named():
-            sealed = self.current_invocation.seal_hints.get(docket)
+            sealed = probes[docket].docket_sealed_at
             if sealed:
                 log.info("%s: sealed %s, skipping (use --force to redo)", docket, sealed)
 
@@ -381,6 +435,33 @@ class DocketWrapper(CheckedParameters, luigi.Task):
             ran = runs.dockets_run_since(named, self.current_invocation.started_at)
             docket_rows.readmit([d for d in named if d not in ran])
         yield self.docket_tasks()
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """A wrapper's bulk read makes a few objects per known docket (100,000 dockets: half a
+    million tuples and strings, no cycles); the cycle collector's passes over them cost a
+    third of a no-op run (measured), so it waits until they are judged."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+SKIPPED_SHOWN = 5  # finished dockets named in the skipped line; the rest are counted
+
+
+def log_skipped(wrapper: str, done: list[str], with_work: int) -> None:
+    """One line for every finished docket, however many: counted, the first few named."""
+    if not done:
+        return
+    shown = ", ".join(done[:SKIPPED_SHOWN])
+    more = f" and {len(done) - SKIPPED_SHOWN:,} more" if len(done) > SKIPPED_SHOWN else ""
+    log.info("%s: %s docket%s complete, skipped (%s%s); %s with work", wrapper, f"{len(done):,}",
+             "" if len(done) == 1 else "s", shown, more, f"{with_work:,}")
 
 
 # --- the tasks of each declared stage --------------------------------------------------------

@@ -58,6 +58,17 @@ def fingerprint_complete(probe: Probe, version: int, window_start: str, has_upst
     return True
 
 
+def probed_complete(probe: Probe, version: int, window_start: str, has_upstream: bool,
+                    now: str) -> bool:
+    """The stage is done for the docket, whichever its seal says now: the rule a wrapper
+    applies to the probes it reads in bulk, and a target to the one it reads alone."""
+    if probe.docket_sealed_at is not None:
+        # A sealed docket, or one fetch sealed during this run (at the end of a clean walk):
+        # only a marker recorded under that seal counts.
+        return sealed_complete(probe, version, now, has_upstream)
+    return fingerprint_complete(probe, version, window_start, has_upstream, now)
+
+
 class DocketTarget(luigi.Target):
     """One stage's completion for one docket, read and written through its marker store."""
 
@@ -65,11 +76,14 @@ class DocketTarget(luigi.Target):
         self.docket, self.version, self.store = docket, version, store
         self.has_upstream = has_upstream
 
-    def touch(self, *, input_fingerprint: str | None, run_id: str) -> None:
-        """Record the stage done for the docket at this version, vouching for that input."""
+    def touch(self, *, input_fingerprint: str | None, run_id: str,
+              kept_output: str | None = None) -> None:
+        """Record the stage done for the docket at this version, vouching for that input
+        (``kept_output``: the store's held output, when the run wrote no item row)."""
         sealed_at = docket_rows.require_docket(self.docket).sealed_at  # fetch may have sealed it
         self.store.write(self.docket, version=self.version, sealed_at=sealed_at,
-                         input_fingerprint=input_fingerprint, run_id=run_id)
+                         input_fingerprint=input_fingerprint, run_id=run_id,
+                         kept_output=kept_output)
 
 
 class SealedDocketTarget(DocketTarget):
@@ -88,13 +102,8 @@ class FingerprintTarget(DocketTarget):
         self.window_start = window_start
 
     def exists(self) -> bool:
-        probe = self.store.probe(self.docket)
-        if probe.docket_sealed_at is not None:
-            # The docket sealed itself during this run (fetch seals at the end of a clean
-            # walk): from then on only a marker recorded under that seal counts.
-            return sealed_complete(probe, self.version, iso(utcnow()), self.has_upstream)
-        return fingerprint_complete(probe, self.version, self.window_start, self.has_upstream,
-                                    iso(utcnow()))
+        return probed_complete(self.store.probe(self.docket), self.version, self.window_start,
+                               self.has_upstream, iso(utcnow()))
 
     def __repr__(self) -> str:
         return (f"FingerprintTarget({self.docket}, {self.store.stage}, v{self.version}, "

@@ -87,7 +87,9 @@ def _todo(docket_id: str, force: bool, now: str) -> list[Item]:
     left pending, re-driven, or waiting to retry and due. Items whose retry is not due yet
     wait (``--force`` does not wait)."""
     todo = {item.key: item for item in items.items_needing_detail(docket_id, force)}
-    rows = item_states.states_for_docket(STAGE, docket_id)
+    # Only rows that wait or ask to be redone decide anything here: an index range of them,
+    # not every row of a docket of a million comments.
+    rows = item_states.rows_in_states(STAGE, docket_id, (RETRY, "pending", "stale"))
     if not force:
         for key in [k for k in todo if k in rows and rows[k].waits(now)]:
             del todo[key]

@@ -14,7 +14,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,18 +90,27 @@ def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSI
 
 def unfinished(docket_id: str) -> int:
     """Items backfill vouches for that have no decided extract state for their input."""
-    return len(plan(item_states.states_for_docket(UPSTREAM, docket_id),
-                    item_states.states_for_docket(STAGE, docket_id), False))
+    return sum(len(todo) for todo, _ in planned(docket_id, False, EXTRACTOR_VERSION))
+
+
+def planned(docket_id: str, force: bool, version: str) -> Iterator[tuple[dict[str, str], int]]:
+    """``plan`` one page of state rows at a time: (its todo, how many of those have a row)."""
+    for upstream, mine in item_states.paired_pages(UPSTREAM, STAGE, docket_id):
+        todo = plan(upstream, mine, force, version)
+        yield todo, sum(1 for key in todo if key in mine)
 
 
 def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTOR_VERSION,
                    reader: Reader | None = None) -> StageResult:
     """Extract the docket's new and changed items. ``version`` and ``reader`` exist for
     tests and benchmarks; the pipeline always runs the current extractor."""
-    mine = item_states.states_for_docket(STAGE, docket.id)
-    todo = plan(item_states.states_for_docket(UPSTREAM, docket.id), mine, ctx.force, version)
+    todo: dict[str, str] = {}
+    redone = 0  # items of the todo that have a row of this stage
+    for page_todo, with_row in planned(docket.id, ctx.force, version):
+        todo.update(page_todo)
+        redone += with_row
     result = StageResult()
-    unchanged = sum(1 for key in mine if key not in todo)
+    unchanged = item_states.count_rows(STAGE, docket.id) - redone
     if unchanged:
         result.add("unchanged", unchanged)
     if todo:

@@ -147,7 +147,8 @@ def record_resolution(docket: Docket, data: dict, documents: list[dict], ctx: St
     starts = [w["start"] for w in windows if w["start"]]
     ends = [w["end"] for w in windows if w["end"]]
     docket_fields = _docket_fields(data)
-    known = items.summary_hashes(docket.id)
+    keys = [d["id"] for d in documents if isinstance(d.get("id"), str)]
+    known = items.summary_hashes(docket.id, keys) if keys else {}
     with database.atomic():
         for d in documents:
             result.add("documents." + _upsert_document(d, docket.id, known, ctx.run_id))
@@ -201,7 +202,7 @@ def _upsert_document(doc: dict, docket_id: str, known: dict, run_id: str) -> str
 
 
 class Walk:
-    """One walk: the stored state read in bulk once, and one page of writes staged at a time.
+    """One walk: the stored state read one page at a time, and that page's writes staged.
 
     A cold docket creates thousands of rows; staging a page and writing it with two
     multi-row statements keeps the walk bound by the API, not by statement building.
@@ -209,12 +210,19 @@ class Walk:
 
     def __init__(self, ctx: StageContext, docket: Docket, result: StageResult) -> None:
         self.ctx, self.docket_id, self.result = ctx, docket.id, result
-        self.known = items.summary_hashes(docket.id)
-        self.failed = {key for key, row in item_states.states_for_docket(STAGE, docket.id).items()
-                       if row.state == "failed"}
+        # What is stored of the page being walked: a docket of a million comments is never
+        # held in memory, and a walk that lists nothing new reads none of its rows.
+        self.known: dict[str, str | None] = {}
+        self.failed: set[str] = set()
         self.new_rows: dict[str, dict] = {}
         self.new_states: dict[str, dict] = {}
         self.changed_rows: dict[str, tuple[dict, str, str | None]] = {}
+
+    def look_up(self, page: list[dict]) -> None:
+        """Read what is stored of the page's items (two queries), before upserting them."""
+        keys = sorted({s["id"] for s in page if isinstance(s.get("id"), str)})
+        self.known = items.summary_hashes(self.docket_id, keys) if keys else {}
+        self.failed = item_states.items_in_state(STAGE, keys, "failed") if keys else set()
 
     def upsert(self, summary: dict, document_id: str) -> str:
         key = summary["id"]
@@ -306,6 +314,7 @@ def walk_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> 
                 continue
             listed = api.iter_comments(window["object_id"], since, on_bad_item=walk.bad_item)
             for page in _batches(listed, WRITE_BATCH):
+                walk.look_up(page)
                 for summary in page:
                     outcome = walk.upsert(summary, window["id"])
                     result.add(outcome)
@@ -360,9 +369,16 @@ def _finish_clean_walk(ctx: StageContext, docket: Docket, watermark: Watermark |
     docket_rows.record_clean_pull(docket.id, watermark=_not_after(watermark, now), pulled_at=iso(now),
                                   new=changed)
     fresh = docket_rows.require_docket(docket.id)
-    if should_seal(docket_rows.seal_facts(fresh), now, ctx.settings.seal_quiet_days):
+    if _seals_now(fresh, now, ctx.settings.seal_quiet_days):
         sealed_at = docket_rows.seal(docket.id, "auto", now)
         log.info("%s: sealed automatically at %s (closed %s, quiet %d days, nothing new)",
                  docket.id, sealed_at, fresh.comment_end_date, ctx.settings.seal_quiet_days)
         result.add("sealed")
 
+
+def _seals_now(docket: Docket, now, quiet_days: int) -> bool:
+    """The docket row's facts first: counting the items that wait reads the docket's state
+    rows (a million for a big open docket), so only a docket otherwise ready to seal pays."""
+    if not should_seal(docket_rows.seal_facts(docket, waiting=0), now, quiet_days):
+        return False
+    return should_seal(docket_rows.seal_facts(docket), now, quiet_days)

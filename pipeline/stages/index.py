@@ -13,6 +13,7 @@ the chunks, so a wiped index DB is re-indexed, never trusted silently.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 
@@ -301,10 +302,12 @@ def _owed(runtime, docket_id: str, now: str) -> int:
 
 def _markers(stage: str, input_stage: str | None, runtime, invocation) -> IndexMarkers:
     """Completion kept in the index DB beside the chunks, one marker row per collection."""
+    config_id = functools.cache(lambda: config_id_for(runtime.settings))  # once, not per docket
+
     def expected_input(extract_output: str | None) -> str | None:
         if extract_output is None:
             return None
-        return marker_input_fingerprint(extract_output, config_id_for(runtime.settings))
+        return marker_input_fingerprint(extract_output, config_id())
 
     return IndexMarkers(stage, runtime, invocation, input_stage=input_stage,
                         collections=tuple(sorted(set(COLLECTIONS.values()))),

@@ -9,7 +9,7 @@ import peewee
 from playhouse.migrate import PostgresqlMigrator, SqliteMigrator, migrate
 from psycopg2.extensions import parse_dsn
 
-from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.counters import ROWS_WRITTEN, STATE_QUERIES, count_query, counters
 from pipeline.errors import ConfigError
 from pipeline.store import models
 from pipeline.store.models import MODELS, Attachment, Docket, Item, ItemState, Meta, Run
@@ -19,9 +19,11 @@ _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
 class _CountingMixin:
-    """Counts write statements, so tests can assert that a rerun wrote nothing."""
+    """Counts write statements, so tests can assert that a rerun wrote nothing, and every
+    statement (``state_queries``, ``item_reads``), so they can assert what a no-op read."""
 
     def execute_sql(self, sql, params=None, *args, **kwargs):
+        count_query(sql, STATE_QUERIES)
         if sql.lstrip()[:7].upper().startswith(_WRITES):
             counters.incr(ROWS_WRITTEN)
         return super().execute_sql(sql, params, *args, **kwargs)

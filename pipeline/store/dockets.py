@@ -27,7 +27,8 @@ NOT_FOUND = "not found"
 OUT_OF_SET = (FORGOTTEN, NOT_FOUND)
 
 
-def _in_known_set():
+def in_known_set():
+    """The condition on docket rows that selects the known set."""
     return Docket.discovered_by.is_null() | Docket.discovered_by.not_in(OUT_OF_SET)
 
 
@@ -68,7 +69,7 @@ def leave_known_set(docket_id: str, why: str) -> bool:
     """Take the docket out of the known set (FORGOTTEN or NOT_FOUND), its rows kept; False
     if it was out already."""
     return bool(Docket.update(discovered_by=why).where(
-        (Docket.id == docket_id) & _in_known_set()).execute())
+        (Docket.id == docket_id) & in_known_set()).execute())
 
 
 def out_of_set(docket: Docket) -> str | None:
@@ -103,7 +104,7 @@ def note_close_date(docket_id: str, close: str) -> None:
 
 def all_docket_ids() -> list[str]:
     """The known set: every docket row but the forgotten and the not found."""
-    return [d.id for d in Docket.select(Docket.id).where(_in_known_set()).order_by(Docket.id)]
+    return [d.id for d in Docket.select(Docket.id).where(in_known_set()).order_by(Docket.id)]
 
 
 def seal_status(docket_ids: list[str] | None = None) -> dict[str, str | None]:
@@ -114,9 +115,13 @@ def seal_status(docket_ids: list[str] | None = None) -> dict[str, str | None]:
     return {d.id: d.sealed_at for d in query}
 
 
-def seal_facts(docket: Docket) -> SealFacts:
+def seal_facts(docket: Docket, waiting: int | None = None) -> SealFacts:
+    """``waiting`` given: the docket row's facts alone, without counting the items that wait
+    (a read of the docket's state rows)."""
+    if waiting is None:
+        waiting = item_states.waiting_count(docket.id)
     return SealFacts(docket.comment_end_date, docket.last_pull_at, docket.last_pull_new,
-                     docket.sealed_at, item_states.waiting_count(docket.id))
+                     docket.sealed_at, waiting)
 
 
 def state_counts(docket_id: str) -> dict[str, dict[str, int]]:

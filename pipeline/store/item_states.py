@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -10,7 +11,7 @@ import peewee
 from peewee import fn
 
 from pipeline.clock import iso, parse_iso, utcnow
-from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.counters import ITEM_STATE_WRITES, ROWS_WRITTEN, counters
 from pipeline.failures import RETRY, RetryPolicy, gave_up_reason
 from pipeline.fingerprints import RecordsDigest
 from pipeline.store.models import Docket, ItemState, database
@@ -38,15 +39,55 @@ class StateRow:
 
 def states_for_docket(stage: str, docket_id: str) -> dict[str, StateRow]:
     """All of a stage's rows for a docket in one query (never one query per item)."""
-    query = (
-        ItemState.select(
-            ItemState.item, ItemState.fingerprint, ItemState.content_hash, ItemState.state,
-            ItemState.reason, ItemState.next_attempt_at,
-        )
-        .where((ItemState.stage == stage) & (ItemState.docket == docket_id))
-        .tuples()
-    )
-    return {row[0]: StateRow(*row) for row in query}
+    return {row[0]: StateRow(*row) for row in _rows(stage, docket_id).tuples()}
+
+
+PAGE = 5000  # state rows a planning pass holds at once
+
+
+def paired_pages(stage: str, other: str, docket_id: str,
+                 size: int = PAGE) -> Iterator[tuple[dict[str, StateRow], dict[str, StateRow]]]:
+    """A docket's rows of ``stage``, ``size`` at a time in key order (keyset pagination),
+    each page with ``other``'s rows in the same key range: a stage plans a docket of a
+    million items holding two pages, never every row."""
+    after = None
+    while True:
+        query = _rows(stage, docket_id).order_by(ItemState.item).limit(size)
+        if after is not None:
+            query = query.where(ItemState.item > after)
+        page = {row[0]: StateRow(*row) for row in query.tuples()}
+        if not page:
+            return
+        low, high = min(page), max(page)
+        others = _rows(other, docket_id).where(ItemState.item.between(low, high))
+        yield page, {row[0]: StateRow(*row) for row in others.tuples()}
+        if len(page) < size:
+            return
+        after = high
+
+
+def rows_in_states(stage: str, docket_id: str, states: Iterable[str]) -> dict[str, StateRow]:
+    """The docket's rows of ``stage`` in ``states`` only (an index range, not every row)."""
+    return {row[0]: StateRow(*row)
+            for row in _rows(stage, docket_id).where(ItemState.state.in_(list(states))).tuples()}
+
+
+def count_rows(stage: str, docket_id: str) -> int:
+    return ItemState.select().where((ItemState.stage == stage) & (ItemState.docket == docket_id)).count()
+
+
+def _rows(stage: str, docket_id: str):
+    return ItemState.select(
+        ItemState.item, ItemState.fingerprint, ItemState.content_hash, ItemState.state,
+        ItemState.reason, ItemState.next_attempt_at,
+    ).where((ItemState.stage == stage) & (ItemState.docket == docket_id))
+
+
+def items_in_state(stage: str, keys: list[str], state: str) -> set[str]:
+    """Which of ``keys`` (a page of items) have this stage's row in ``state``, in one query."""
+    query = ItemState.select(ItemState.item).where(
+        (ItemState.stage == stage) & ItemState.item.in_(keys) & (ItemState.state == state))
+    return {item for (item,) in query.tuples()}
 
 
 def transition(
@@ -183,6 +224,7 @@ def _upsert(values: list[tuple]) -> None:
     with database.atomic(), peewee.__exception_wrapper__:  # sqlite3 errors as peewee's
         database.cursor().executemany(_sqlite_upsert, values)
     counters.incr(ROWS_WRITTEN)
+    counters.incr(ITEM_STATE_WRITES)
 
 
 def mark_pending(stage: str, item: str, docket_id: str, *, run_id: str, reason: str) -> None:
@@ -252,13 +294,30 @@ def docket_output_fingerprint(stage: str, docket_id: str) -> str:
 
     Computed from the state rows alone (item, state, content hash), in one ordered query.
     """
-    digest = RecordsDigest()
     query = (
         ItemState.select(ItemState.item, ItemState.state, ItemState.content_hash)
         .where((ItemState.stage == stage) & (ItemState.docket == docket_id))
         .order_by(ItemState.item)
         .tuples()
     )
-    for item, state, content_hash in query:
+    return _output_digest(query.iterator())
+
+
+def output_fingerprints(stage: str) -> dict[str, str]:
+    """docket -> ``docket_output_fingerprint``, for every docket with rows of the stage, in
+    one ordered pass (building state for a benchmark of many dockets)."""
+    query = (
+        ItemState.select(ItemState.docket, ItemState.item, ItemState.state, ItemState.content_hash)
+        .where(ItemState.stage == stage)
+        .order_by(ItemState.docket, ItemState.item)
+        .tuples()
+    )
+    grouped = itertools.groupby(query.iterator(), key=lambda row: row[0])
+    return {docket: _output_digest(row[1:] for row in rows) for docket, rows in grouped}
+
+
+def _output_digest(rows: Iterable[tuple]) -> str:
+    digest = RecordsDigest()
+    for item, state, content_hash in rows:
         digest.add(item, state, content_hash or "")
     return digest.hexdigest()

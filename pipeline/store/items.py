@@ -17,10 +17,12 @@ def content_digest(fields: dict) -> str:
     return json_digest(fields, ensure_ascii=True)
 
 
-def summary_hashes(docket_id: str) -> dict[str, str | None]:
-    """item key -> summary hash for a docket, in one query."""
-    query = Item.select(Item.key, Item.summary_hash).where(Item.docket == docket_id).tuples()
-    return dict(query)
+def summary_hashes(docket_id: str, keys: list[str] | None = None) -> dict[str, str | None]:
+    """item key -> summary hash for a docket (only of ``keys``: a page), in one query."""
+    query = Item.select(Item.key, Item.summary_hash).where(Item.docket == docket_id)
+    if keys is not None:
+        query = query.where(Item.key.in_(keys))
+    return dict(query.tuples())
 
 
 def upsert_summary(

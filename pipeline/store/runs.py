@@ -42,6 +42,17 @@ def finished_since(stage: str, docket_id: str, since: str) -> bool:
     )
 
 
+def dockets_finished_since(stage: str, since: str) -> set[str]:
+    """The dockets a run of this stage finished clean, or stopped on its budget, after
+    ``since`` (``finished_since`` for every docket, in one query)."""
+    query = Run.select(Run.docket).where(
+        (Run.stage == stage) & Run.finished_at.is_null(False)
+        & ((Run.clean == True) | (Run.budget_spent == True))  # noqa: E712
+        & (Run.started_at >= since)
+    )
+    return {r.docket for r in query.distinct()}
+
+
 def dockets_run_since(docket_ids: list[str], since: str) -> set[str]:
     """Which of these dockets had a task run start at or after ``since``."""
     query = Run.select(Run.docket).where(Run.docket.in_(docket_ids) & (Run.started_at >= since))

@@ -1,0 +1,297 @@
+"""Scale benchmarks: no-ops that must not grow with the dockets or the comments, and memory.
+
+    .venv/bin/python -m benchmarks bench_scale [--only a,b] [--many N] [--few N]
+        [--open-large N] [--open-small N] [--memory N,M] [--repeat R] [--work DIR] [--json OUT]
+
+Scenarios:
+
+* ``noop-many``        IndexAll over ``--few`` (10) and ``--many`` (100,000) sealed dockets,
+                       state built in bulk (``sealed_state.build_many_sealed``): in process
+                       (counted: statements per store, completion reads), then side by side as
+                       new ``luigi --module pipeline IndexAll`` processes (median of ``--repeat``).
+                       Target: many <= 1.5 x few; one completion read per store.
+* ``noop-open-large``  one open docket, built by a real cold run and grown directly to
+                       ``--open-small`` (1,000) and ``--open-large`` (1,000,000) comments
+                       (``open_state.grow_open_docket``), next freshness window, nothing new:
+                       IndexAll in process, counted per stage. Targets: at most one list
+                       request, no item-row read after fetch, large <= 1.5 x small.
+* ``memory``           peak Python memory (tracemalloc) of the fetch, backfill and extract
+                       functions over the open docket grown to each of ``--memory`` sizes
+                       (50,000 and 200,000), nothing to do but to plan. Target: the largest
+                       within 20 % of the smallest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import tracemalloc
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from benchmarks.bench import (
+    FRESHNESS,
+    UNLIMITED,
+    Bench,
+    _command_run,
+    _noop_record,
+    _row,
+    corpus,
+    fresh,
+    index_all,
+    must_be_zero,
+    present_day,
+    target,
+)
+from benchmarks.common import Record, Store, age_last_pull, build, measured, record
+from pipeline.counters import (
+    COMPLETION_READS_INDEX,
+    COMPLETION_READS_STATE,
+    INDEX_QUERIES,
+    ITEM_READS,
+    STATE_QUERIES,
+    counters,
+)
+
+SCENARIOS = ("noop-many", "noop-open-large", "memory")
+
+
+# --- noop-many ------------------------------------------------------------------------------
+
+def noop_many(bench: Bench, sizes: tuple[int, int], repeat: int) -> None:
+    from benchmarks.sealed_state import build_many_sealed, docket_ids
+
+    stores = {}
+    for n in sizes:
+        folder = bench.work / "stores" / f"many-{n}"
+        built = (folder / "built").exists()  # a --work folder of an earlier run is reused
+        store = Store(folder if built else fresh(folder), discover="none",
+                      index_url=bench.index_url(f"many_{n}", keep=built),
+                      api_base="http://127.0.0.1:9/v4")
+        if not built:
+            with store, measured() as setup:
+                build_many_sealed(store.rt, docket_ids(n))
+            (folder / "built").write_text("")
+            print(f"  {n:,} sealed dockets built in {setup['wall_s']:.0f} s", flush=True)
+        with store:  # a fresh runtime, as in a new cron process
+            with measured() as io:
+                ok = build(index_all())
+        rec = bench.add(_noop_record(f"noop-many in process ({n:,})", n, io, ok))
+        _counted(rec, io)
+        must_be_zero(rec, ("api_calls", "pdf_opens", "combined_reads", "embed_calls",
+                           "rows_written", "blob_reads", "blob_writes"))
+        target(rec, io.get(COMPLETION_READS_STATE) == 1 and io.get(COMPLETION_READS_INDEX) == 1,
+               "one completion read per store")
+        stores[n] = store
+    _side_by_side(bench, stores, sizes, repeat)
+
+
+def _counted(rec: Record, io: dict) -> None:
+    for name in (STATE_QUERIES, INDEX_QUERIES, ITEM_READS, COMPLETION_READS_STATE,
+                 COMPLETION_READS_INDEX, "stage_calls"):
+        rec.extra[name] = io.get(name, 0)
+    rec.note = (f"state q {io.get(STATE_QUERIES, 0)}, index q {io.get(INDEX_QUERIES, 0)}, "
+                f"completion reads {io.get(COMPLETION_READS_STATE, 0)}+"
+                f"{io.get(COMPLETION_READS_INDEX, 0)}, item reads {io.get(ITEM_READS, 0)}")
+
+
+def _side_by_side(bench: Bench, stores: dict, sizes: tuple[int, int], repeat: int) -> None:
+    """New `luigi` processes, the two sizes alternating, so both see the same machine load."""
+    times: dict[int, list[float]] = {n: [] for n in sizes}
+    for _ in range(repeat):
+        for n in sizes:
+            run = _command_run(f"noop-many luigi ({n:,})", n, stores[n])
+            if not run.ok:
+                bench.add(run)
+                return
+            times[n].append(run.wall_s)
+    few, many = (statistics.median(times[n]) for n in sizes)
+    for n in sizes:
+        rec = bench.add(record(f"noop-many luigi command ({n:,})", n, statistics.median(times[n]), {}))
+        rec.extra["runs_s"] = times[n]
+        rec.note = f"median of {repeat}: " + ", ".join(f"{t:.2f}" for t in times[n])
+    target(rec, many <= 1.5 * few, f"{sizes[1]:,} <= 1.5 x {sizes[0]:,} ({many / few:.2f} x)")
+
+
+# --- noop-open-large and memory: one open docket, grown directly -------------------------------
+
+class GrownDocket:
+    """A small open docket served by the stand-in, a cold run per store, then grown."""
+
+    def __init__(self, bench: Bench) -> None:
+        from devtools.standin_server import StandinServer
+
+        self.bench = bench
+        start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=10)  # open: never seals
+        self.root, manifest = corpus(bench, "open-grown", dockets=1, comments_per_docket=20,
+                                     start=start, tombstone=False)
+        present_day(self.root, datetime.now(UTC) - timedelta(hours=1))  # upstream never stamps ahead
+        self.docket = manifest.dockets[0].id
+        self.server = StandinServer(self.root, hourly_limit=UNLIMITED).start()
+
+    def store(self, comments: int) -> Store:
+        """A store of the docket grown to ``comments`` (built on first use)."""
+        folder = self.bench.work / "stores" / f"open-{comments}"
+        built = (folder / "built").exists()
+        store = Store(folder, api_base=self.server.api_base, dockets=[self.docket],
+                      index_url=self.bench.index_url(f"open_{comments}", keep=built))
+        if not built:
+            fresh(folder)
+            with store, measured() as setup:
+                assert build(index_all()), "the cold run of the open docket failed"
+                from benchmarks.open_state import grow_open_docket
+
+                grow_open_docket(store.rt, self.docket, comments)
+            (folder / "built").write_text("")
+            print(f"  open docket grown to {comments:,} comments in {setup['wall_s']:.0f} s", flush=True)
+        return store
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+def noop_open_large(bench: Bench, grown: GrownDocket, sizes: tuple[int, int]) -> None:
+    walls = {}
+    for n in sizes:
+        with grown.store(n):
+            age_last_pull([grown.docket], FRESHNESS)  # the next cron run, an hour later
+            per_stage: dict[str, dict] = {}
+            with _stages_measured(per_stage), measured() as io:
+                ok = build(index_all())
+        rec = bench.add(_noop_record(f"noop-open-large ({n:,} comments)", n, io, ok))
+        walls[n] = rec.wall_s
+        after_fetch = {s: c.get(ITEM_READS, 0) for s, c in per_stage.items() if s != "fetch"}
+        rec.extra.update(stages=per_stage, item_reads_after_fetch=after_fetch,
+                         list_requests=io.get("api.comments.list", 0))
+        rec.note = (f"list requests {io.get('api.comments.list', 0)}, item reads: fetch "
+                    f"{per_stage.get('fetch', {}).get(ITEM_READS, 0)}, after fetch {after_fetch}")
+        must_be_zero(rec, ("pdf_opens", "combined_reads", "embed_calls"))
+        target(rec, io.get("api.comments.list", 0) <= 1 and io.get("api_calls", 0) <= 1,
+               "at most one list request")
+        target(rec, not any(after_fetch.values()) and len(after_fetch) >= 3,
+               "no item-row read after fetch")
+    small, large = (walls[n] for n in sizes)
+    target(rec, large <= 1.5 * small, f"{sizes[1]:,} <= 1.5 x {sizes[0]:,} ({large / small:.2f} x)")
+
+
+class _stages_measured:
+    """Each stage task's whole run() counted on its own (its skip check included)."""
+
+    def __init__(self, per_stage: dict) -> None:
+        self.per_stage = per_stage
+
+    def __enter__(self):
+        from pipeline.tasks import DocketStageTask
+
+        self.real_run = real_run = DocketStageTask.run
+        per_stage = self.per_stage
+
+        def measured_run(task):
+            with counters.measure() as io:
+                real_run(task)
+            per_stage[task.stage.name] = io
+
+        DocketStageTask.run = measured_run
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from pipeline.tasks import DocketStageTask
+
+        DocketStageTask.run = self.real_run
+
+
+def memory(bench: Bench, grown: GrownDocket, sizes: list[int]) -> None:
+    """Peak Python memory of each stage's function over the grown docket (targets bypassed:
+    the stage plans over every row and finds nothing to do)."""
+    peaks: dict[str, dict[int, int]] = {}
+    for n in sizes:
+        with grown.store(n) as store:
+            for stage in ("fetch", "backfill", "extract"):
+                peak, seconds = _stage_peak(store.rt, stage, grown.docket)
+                peaks.setdefault(stage, {})[n] = peak
+                rec = bench.add(record(f"memory {stage} ({n:,} comments)", n, seconds, {}))
+                rec.extra["peak_bytes"] = peak
+                rec.note = f"peak {peak / 2**20:.1f} MiB"
+    for stage, by_size in peaks.items():
+        low, high = by_size[min(sizes)], by_size[max(sizes)]
+        rec = next(r for r in bench.records if r.scenario == f"memory {stage} ({max(sizes):,} comments)")
+        target(rec, high <= 1.2 * low, f"within 20 % of {min(sizes):,} ({high / low:.2f} x)")
+
+
+def _stage_peak(runtime, stage_name: str, docket_id: str) -> tuple[int, float]:
+    import time
+
+    from pipeline.stages import registry
+    from pipeline.stages.base import StageContext
+    from pipeline.store import dockets as docket_rows
+    from pipeline.store import runs
+
+    age_last_pull([docket_id], FRESHNESS)
+    docket = docket_rows.require_docket(docket_id)
+    ctx = StageContext(runtime=runtime, run_id=runs.start_run("bench", stage_name, docket_id))
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        registry.get(stage_name).run(ctx, docket)
+        return tracemalloc.get_traced_memory()[1], time.perf_counter() - started
+    finally:
+        tracemalloc.stop()
+
+
+# --- running ----------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help=f"comma-separated: {', '.join(SCENARIOS)}")
+    parser.add_argument("--few", type=int, default=10)
+    parser.add_argument("--many", type=int, default=100_000)
+    parser.add_argument("--open-small", type=int, default=1_000)
+    parser.add_argument("--open-large", type=int, default=1_000_000)
+    parser.add_argument("--memory", default="50000,200000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", type=Path, help="working folder (kept; reused when built)")
+    parser.add_argument("--json", type=Path, help="write one JSON record per scenario here")
+    args = parser.parse_args(argv)
+    work = args.work or Path(tempfile.mkdtemp(prefix="docketeer-scale-"))
+    bench = Bench(work, {}, {s for s in args.only.split(",") if s})
+    try:
+        with counters.counting_queries():
+            _run(bench, args)
+    finally:
+        _finish(bench, args, work)
+    print("\n" + "\n".join(_row(r) for r in bench.records))
+    return 1 if any(not r.ok for r in bench.records) else 0
+
+
+def _run(bench: Bench, args) -> None:
+    if bench.wants("noop-many"):
+        noop_many(bench, (args.few, args.many), args.repeat)
+    if not (bench.wants("noop-open-large") or bench.wants("memory")):
+        return
+    grown = GrownDocket(bench)
+    try:
+        if bench.wants("noop-open-large"):
+            noop_open_large(bench, grown, (args.open_small, args.open_large))
+        if bench.wants("memory"):
+            memory(bench, grown, [int(n) for n in args.memory.split(",")])
+    finally:
+        grown.close()
+
+
+def _finish(bench: Bench, args, work: Path) -> None:
+    if args.json:
+        args.json.write_text(json.dumps([r.to_json() for r in bench.records], indent=1))
+    if bench.pg is not None:
+        from pipeline.index import embedded_server
+
+        embedded_server.release(bench.pg)
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
