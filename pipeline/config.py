@@ -82,6 +82,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("retry_horizon_days", float, 14.0, "... and days since its first failure", minimum=0),
     Setting("max_json_bytes", int, 64 * 1024 * 1024, "larger JSON records (API or mirror) are refused", minimum=1024),
     Setting("max_json_depth", int, 100, "JSON records nested deeper are refused", minimum=8),
+    Setting("campaign_threshold", float, 0.5, "word-shingle Jaccard similarity at which a comment joins a campaign group", minimum=0.05),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

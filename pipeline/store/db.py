@@ -12,9 +12,20 @@ from psycopg2.extensions import parse_dsn
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.errors import ConfigError
 from pipeline.store import models
-from pipeline.store.models import MODELS, Attachment, Docket, Item, ItemState, Meta, Run
+from pipeline.store.models import (
+    MODELS,
+    Attachment,
+    Campaign,
+    CampaignBand,
+    CampaignMember,
+    Docket,
+    Item,
+    ItemState,
+    Meta,
+    Run,
+)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
@@ -152,4 +163,14 @@ def _add_columns(db: peewee.Database, wanted: dict) -> None:
         migrate(*operations)
 
 
-UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4}
+def _upgrade_to_5(db: peewee.Database) -> None:
+    """v5: reserved for the mirror-object table (mirrorlist branch)."""
+
+
+def _upgrade_to_6(db: peewee.Database) -> None:
+    """v6: campaign groups (members, their LSH band keys, the groups)."""
+    db.create_tables([CampaignMember, CampaignBand, Campaign], safe=True)
+
+
+UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
+            6: _upgrade_to_6}

@@ -1,0 +1,251 @@
+"""Campaign groups of one docket, built and kept incrementally.
+
+A comment to place (new, or changed since it was placed) goes, in (posted date, id) order:
+
+1. to the group of a member with the same normalised text (exact hash), else
+2. to the group of the most similar candidate whose exact Jaccard similarity of word shingles
+   is at least the threshold — candidates being the stored members sharing an LSH band key
+   with its MinHash signature (one indexed read for the batch) and the members placed in
+   this run (``datasketch.MinHashLSH``) — else
+3. it starts a group, whose id is its own id.
+
+Nothing else is recomputed: a stored member is read only as a candidate or when its group's
+representative changes. Groups are built in a fixed order, so a rebuild of the same data from
+scratch gives the same groups and ids.
+
+The representative is the most central of a group's earliest ``REPRESENTATIVE_SAMPLE``
+members (highest mean Jaccard to the others): once a group is that large, later members
+leave it as it is, so a member joining a big campaign costs no rereading of the group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from datasketch import MinHash, MinHashLSH
+
+from pipeline.campaigns import text as campaign_text
+from pipeline.counters import counters
+from pipeline.fingerprints import bytes_digest
+from pipeline.store import campaigns as store
+
+NUM_PERM = 128
+SCHEME = "affine32"  # datasketch's hash scheme: part of what a stored signature means
+REPRESENTATIVE_SAMPLE = 25
+CHECKS_PER_GROUP = 8
+CAMPAIGN_COMPARES = "campaign_compares"  # comments placed (each compared with candidates)
+CAMPAIGN_CANDIDATES = "campaign_candidates"  # exact Jaccard checks made
+
+
+@dataclass(frozen=True)
+class Comment:
+    """One comment to place: its id, posted date, the text it is grouped by, its submitter."""
+
+    key: str
+    posted_date: str | None
+    text: str
+    submitter: str | None = None
+
+    @property
+    def order_key(self) -> str:
+        return f"{self.posted_date or ''}\x1f{self.key}"
+
+
+@dataclass
+class Prepared:
+    comment: Comment
+    normalised: str
+    exact: str
+    shingles: set[str]
+    signature: MinHash
+    bands: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Placement:
+    """What one run did: comments placed, groups joined, started and left."""
+
+    placed: dict[str, str] = field(default_factory=dict)  # item -> campaign
+    exact: dict[str, str] = field(default_factory=dict)  # item -> exact hash of its text
+    started: set[str] = field(default_factory=set)
+    left: set[str] = field(default_factory=set)  # campaigns a changed comment was taken out of
+    touched: set[str] = field(default_factory=set)  # every campaign whose members changed
+
+
+class Grouper:
+    """Places comments of one docket into its stored groups."""
+
+    def __init__(self, docket_id: str, threshold: float, *,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self.docket_id, self.threshold = docket_id, threshold
+        self.progress = progress or (lambda n: None)
+        self.lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)  # this run's members
+
+    # --- signatures -------------------------------------------------------------------------
+    def band_keys(self, signature: MinHash) -> list[str]:
+        """The LSH band keys of a signature, as the run's MinHashLSH bands it, stored so a
+        later run finds this member with one indexed read."""
+        values = signature.hashvalues
+        return [f"{band}:{bytes_digest(values[start:end].tobytes())[:16]}"
+                for band, (start, end) in enumerate(self.lsh.hashranges)]
+
+    def prepare(self, comments: list[Comment]) -> list[Prepared]:
+        normalised = [campaign_text.normalise(c.text, c.submitter) for c in comments]
+        shingle_sets = [campaign_text.shingles(n) for n in normalised]
+        signatures = MinHash.bulk([[s.encode() for s in sh] for sh in shingle_sets], num_perm=NUM_PERM)
+        prepared = [Prepared(c, n, campaign_text.exact_hash(n), sh, sig)
+                    for c, n, sh, sig in zip(comments, normalised, shingle_sets, signatures, strict=True)]
+        for p in prepared:
+            p.bands = self.band_keys(p.signature)
+        return prepared
+
+    # --- placing ----------------------------------------------------------------------------
+    def place(self, comments: list[Comment]) -> Placement:
+        comments = sorted(comments, key=lambda c: c.order_key)
+        placement = Placement()
+        placement.left = self._take_out([c.key for c in comments])
+        placement.touched |= placement.left
+        stored_any = store.count_members(self.docket_id) > 0
+        prepared = self.prepare(comments)
+        stored_exact = (store.campaigns_by_exact_hash(self.docket_id, [p.exact for p in prepared])
+                        if stored_any else {})
+        stored_bands = (store.members_by_band(self.docket_id, [b for p in prepared for b in p.bands])
+                        if stored_any else {})
+        candidates = _Candidates(stored_bands)
+        run_exact: dict[str, str] = {}
+        for p in prepared:
+            campaign = run_exact.get(p.exact) or stored_exact.get(p.exact) \
+                or self._nearest(p, candidates)
+            if campaign is None:
+                campaign = p.comment.key
+                placement.started.add(campaign)
+            placement.placed[p.comment.key] = campaign
+            placement.exact[p.comment.key] = p.exact
+            placement.touched.add(campaign)
+            run_exact.setdefault(p.exact, campaign)
+            candidates.add_run_member(p, campaign)
+            self.lsh.insert(p.comment.key, p.signature, check_duplication=False)
+            counters.incr(CAMPAIGN_COMPARES)
+            self.progress(1)
+        store.add_members(self.docket_id, [_row(p, placement.placed[p.comment.key]) for p in prepared],
+                          [(b, p.comment.key) for p in prepared for b in p.bands])
+        self._refresh(placement, {p.comment.key: p for p in prepared})
+        return placement
+
+    def _take_out(self, keys: list[str]) -> set[str]:
+        """Remove changed comments from their groups; a group whose founder left takes its
+        next earliest member's id now, before that comment may start a group of its own id."""
+        left = store.remove_members(keys)
+        for campaign in sorted(left & set(keys)):
+            earliest = store.earliest_members(campaign, 1)
+            if earliest:
+                store.rename_campaign(campaign, earliest[0].item)
+                left = (left - {campaign}) | {earliest[0].item}
+            else:
+                store.delete_campaign(campaign)
+                left.discard(campaign)
+        return left
+
+    def _nearest(self, p: Prepared, candidates: _Candidates) -> str | None:
+        """The campaign of the most similar candidate at or above the threshold. A big
+        campaign brings hundreds of candidates: at most ``CHECKS_PER_GROUP`` of each group's
+        (the earliest) get the exact Jaccard check."""
+        keys = set(self.lsh.query(p.signature)) | candidates.stored_for(p.bands)
+        by_group: dict[str, list[set[str]]] = {}
+        for key in sorted(keys):
+            member = candidates.member(key)
+            if member is not None and len(by_group.setdefault(member[1], [])) < CHECKS_PER_GROUP:
+                by_group[member[1]].append(member[0])
+        best: tuple[float, str] | None = None
+        for campaign, shingle_sets in sorted(by_group.items()):
+            counters.incr(CAMPAIGN_CANDIDATES, len(shingle_sets))
+            similarity = max(campaign_text.jaccard(p.shingles, s) for s in shingle_sets)
+            if similarity >= self.threshold and (best is None or similarity > best[0]):
+                best = (similarity, campaign)
+        return best[1] if best else None
+
+    # --- the groups' facts ------------------------------------------------------------------
+    def _refresh(self, placement: Placement, prepared: dict[str, Prepared]) -> None:
+        rows = store.campaign_rows(placement.touched)
+        for campaign in sorted(placement.touched):
+            size, first, last = store.group_facts(campaign)
+            if not size:
+                store.delete_campaign(campaign)
+                continue
+            known = rows.get(campaign)
+            earliest = store.earliest_members(campaign, 1)[0].item
+            if earliest != campaign:  # an earlier comment joined: the group takes its id
+                store.rename_campaign(campaign, earliest)
+                placement.placed.update({k: earliest for k, c in placement.placed.items() if c == campaign})
+                campaign = earliest
+            representative = self._representative(campaign, known, placement, prepared)
+            store.save_campaign(campaign, self.docket_id, size=size, representative=representative,
+                                first_seen=first, last_seen=last)
+
+    def _representative(self, campaign: str, known, placement: Placement,
+                        prepared: dict[str, Prepared]) -> str:
+        sample = store.earliest_members(campaign, REPRESENTATIVE_SAMPLE)
+        changed_sample = known is None or campaign in placement.left \
+            or any(m.item in prepared for m in sample)
+        if not changed_sample:
+            representative = known.representative
+        else:
+            representative = most_central(sample)
+        rep_text = next((m.text for m in sample if m.item == representative), None)
+        if rep_text is None:
+            rep_text = store.members([representative])[representative].text
+        if known is None or representative != known.representative:
+            members = store.members_of(campaign)  # every member's signal is against the new one
+        else:
+            members = [m for m in store.members(k for k, c in placement.placed.items()
+                                                if c == campaign).values()]
+        store.set_added_sentences({m.item: campaign_text.added_sentences(m.text, rep_text)
+                                   for m in members})
+        return representative
+
+
+class _Candidates:
+    """Members a comment may join: stored ones (found by band key; the normalised text of at
+    most ``CHECKS_PER_GROUP`` per campaign read, when first needed) and this run's."""
+
+    def __init__(self, stored_bands: dict[str, list[tuple[str, str, str]]]) -> None:
+        self.stored_bands = stored_bands
+        self.loaded: dict[str, tuple[set[str], str]] = {}
+
+    def stored_for(self, bands: list[str]) -> set[str]:
+        by_group: dict[str, set[tuple[str, str]]] = {}
+        for band in bands:
+            for order_key, item, campaign in self.stored_bands.get(band, ()):
+                by_group.setdefault(campaign, set()).add((order_key, item))
+        chosen = {item for found in by_group.values() for _, item in sorted(found)[:CHECKS_PER_GROUP]}
+        campaign_of = {item: c for c, found in by_group.items() for _, item in found}
+        missing = [k for k in chosen if k not in self.loaded]
+        for key, normalised in store.normalised_texts(missing).items():
+            self.loaded[key] = (campaign_text.shingles(normalised), campaign_of[key])
+        return chosen
+
+    def add_run_member(self, p: Prepared, campaign: str) -> None:
+        self.loaded[p.comment.key] = (p.shingles, campaign)
+
+    def member(self, key: str) -> tuple[set[str], str] | None:
+        return self.loaded.get(key)
+
+
+def most_central(sample: list[store.Member]) -> str:
+    """The member with the highest mean Jaccard similarity to the others (the earliest on a tie)."""
+    if len(sample) <= 2:
+        return sample[0].item
+    sets = [campaign_text.shingles(m.normalised) for m in sample]
+    scores = [sum(campaign_text.jaccard(a, b) for j, b in enumerate(sets) if j != i)
+              for i, a in enumerate(sets)]
+    best = int(np.argmax(scores))  # argmax keeps the first of equal scores: the earliest
+    return sample[best].item
+
+
+def _row(p: Prepared, campaign: str) -> dict:
+    return {"item": p.comment.key, "campaign": campaign, "order_key": p.comment.order_key,
+            "posted_date": p.comment.posted_date, "exact_hash": p.exact, "text": p.comment.text,
+            "normalised": p.normalised, "signature": p.signature.hashvalues.tobytes().hex(),
+            "added_sentences": []}
