@@ -413,6 +413,19 @@ def cmd_snapshot(args) -> int:
     return 0
 
 
+@command
+def cmd_export(args) -> int:
+    from pipeline.export import FORMATS, export
+
+    dockets = [d.strip() for d in (args.docket or "").split(",") if d.strip()] or None
+    formats = (args.format,) if args.format else FORMATS
+    report = export(_runtime(), Path(args.dest), dockets, formats)
+    print(f"exported {len(report.written)} docket(s) to {args.dest}"
+          + (f": {', '.join(report.written)}" if report.written else "")
+          + f"; {len(report.unchanged)} unchanged since their last export")
+    return 0
+
+
 class OneLineParser(argparse.ArgumentParser):
     """A bad argument is one line on stderr (argparse's usage block is what --help is for)."""
 
@@ -458,6 +471,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--out", help="folder for status.json and inventory.csv (default: data_dir)")
     snapshot = sub.add_parser("snapshot", help="consistent copy of the state DB and a dump of the index DB")
     snapshot.add_argument("dest", metavar="DEST", help="a new or empty folder")
+    export = sub.add_parser("export", help="comments, attachments and campaigns per docket as Parquet and CSV")
+    export.add_argument("dest", metavar="DEST", help="folder; one subfolder per docket")
+    export.add_argument("--docket", help="comma-separated docket ids (default: every known docket)")
+    export.add_argument("--format", choices=["parquet", "csv"], help="only this format (default: both)")
     return parser
 
 
