@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders")
+BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "campaigns")
 
 
 def main(argv: list[str]) -> int:

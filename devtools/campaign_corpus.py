@@ -106,7 +106,8 @@ def campaign_comments(docket_id: str, n: int, *, campaigns: int = 10, campaign_s
 
 
 def seed_store(runtime, docket_id: str, comments: list[PlantedComment]) -> None:
-    """The comments as extract leaves them: item rows, combined.md blobs, extract rows."""
+    """The comments as extract leaves them: item rows, extract rows (content hash of their
+    combined.md) and the combined.md blobs of those sent as attachments."""
     from pipeline.clock import iso, utcnow
     from pipeline.extract.combined import render_combined
     from pipeline.extract.readers import AttachmentText
@@ -129,7 +130,8 @@ def seed_store(runtime, docket_id: str, comments: list[PlantedComment]) -> None:
             data = render_combined(comment_id=c.key, docket_id=docket_id, inline_text=c.body,
                                    attachments=files, sources_fingerprint="seed",
                                    extractor_version="extract-1")
-            runtime.blobs.put_bytes(combined_key(docket_id, c.key), data)
+            if c.attachment:  # the campaigns stage reads combined.md for these alone
+                runtime.blobs.put_bytes(combined_key(docket_id, c.key), data)
             rows.append({"stage": "extract", "item": c.key, "docket": docket_id, "state": "ok",
                          "run_id": "seed", "fingerprint": "seed",
                          "content_hash": hashlib.sha256(data).hexdigest()})

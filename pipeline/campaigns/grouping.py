@@ -35,6 +35,7 @@ NUM_PERM = 128
 SCHEME = "affine32"  # datasketch's hash scheme: part of what a stored signature means
 REPRESENTATIVE_SAMPLE = 25
 CHECKS_PER_GROUP = 8
+SIGNATURE_DTYPE = MinHash(num_perm=1).hashvalues.dtype  # as the scheme stores them
 CAMPAIGN_COMPARES = "campaign_compares"  # comments placed (each compared with candidates)
 CAMPAIGN_CANDIDATES = "campaign_candidates"  # exact Jaccard checks made
 
@@ -71,6 +72,7 @@ class Placement:
     exact: dict[str, str] = field(default_factory=dict)  # item -> exact hash of its text
     started: set[str] = field(default_factory=set)
     left: set[str] = field(default_factory=set)  # campaigns a changed comment was taken out of
+    merged: set[str] = field(default_factory=set)  # campaigns another group was merged into
     touched: set[str] = field(default_factory=set)  # every campaign whose members changed
 
 
@@ -82,6 +84,7 @@ class Grouper:
         self.docket_id, self.threshold = docket_id, threshold
         self.progress = progress or (lambda n: None)
         self.lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)  # this run's members
+        self.founded: dict[str, str] = {}  # campaign -> its founder's order key
 
     # --- signatures -------------------------------------------------------------------------
     def band_keys(self, signature: MinHash) -> list[str]:
@@ -114,17 +117,17 @@ class Grouper:
         stored_bands = (store.members_by_band(self.docket_id, [b for p in prepared for b in p.bands])
                         if stored_any else {})
         candidates = _Candidates(stored_bands)
-        run_exact: dict[str, str] = {}
+        exact = dict(stored_exact)  # normalised text -> campaign, stored and this run's
         for p in prepared:
-            campaign = run_exact.get(p.exact) or stored_exact.get(p.exact) \
-                or self._nearest(p, candidates)
+            campaign = exact.get(p.exact) or self._join(p, candidates, placement, exact)
             if campaign is None:
                 campaign = p.comment.key
                 placement.started.add(campaign)
             placement.placed[p.comment.key] = campaign
             placement.exact[p.comment.key] = p.exact
             placement.touched.add(campaign)
-            run_exact.setdefault(p.exact, campaign)
+            exact.setdefault(p.exact, campaign)
+            self.founded.setdefault(campaign, p.comment.order_key)
             candidates.add_run_member(p, campaign)
             self.lsh.insert(p.comment.key, p.signature, check_duplication=False)
             counters.incr(CAMPAIGN_COMPARES)
@@ -148,23 +151,55 @@ class Grouper:
                 left.discard(campaign)
         return left
 
-    def _nearest(self, p: Prepared, candidates: _Candidates) -> str | None:
-        """The campaign of the most similar candidate at or above the threshold. A big
-        campaign brings hundreds of candidates: at most ``CHECKS_PER_GROUP`` of each group's
-        (the earliest) get the exact Jaccard check."""
+    def _join(self, p: Prepared, candidates: _Candidates, placement: Placement,
+              exact: dict[str, str]) -> str | None:
+        """The group the comment joins: of the groups it is similar enough to, the earliest
+        founded; the others are merged into it (the comment bridges them, as a member
+        written between two variants does)."""
+        matches = self._matches(p, candidates)
+        if not matches:
+            return None
+        into, *others = sorted(matches, key=self._founder_order)
+        for other in others:
+            self._merge(other, into, candidates, placement, exact)
+        return into
+
+    def _matches(self, p: Prepared, candidates: _Candidates) -> list[str]:
+        """The campaigns with a candidate at or above the threshold. A big campaign brings
+        hundreds of candidates: of each group's, the ``CHECKS_PER_GROUP`` closest by their
+        signatures get the exact Jaccard check."""
         keys = set(self.lsh.query(p.signature)) | candidates.stored_for(p.bands)
-        by_group: dict[str, list[set[str]]] = {}
+        by_group: dict[str, list[tuple[float, str]]] = {}
         for key in sorted(keys):
-            member = candidates.member(key)
-            if member is not None and len(by_group.setdefault(member[1], [])) < CHECKS_PER_GROUP:
-                by_group[member[1]].append(member[0])
-        best: tuple[float, str] | None = None
-        for campaign, shingle_sets in sorted(by_group.items()):
-            counters.incr(CAMPAIGN_CANDIDATES, len(shingle_sets))
-            similarity = max(campaign_text.jaccard(p.shingles, s) for s in shingle_sets)
-            if similarity >= self.threshold and (best is None or similarity > best[0]):
-                best = (similarity, campaign)
-        return best[1] if best else None
+            campaign, signature = candidates.info(key)
+            estimate = float(np.mean(signature == p.signature.hashvalues))
+            by_group.setdefault(campaign, []).append((-estimate, key))
+        chosen = {campaign: [key for _, key in sorted(found)[:CHECKS_PER_GROUP]]
+                  for campaign, found in by_group.items()}
+        shingles = candidates.shingles([k for keys in chosen.values() for k in keys])
+        matches = []
+        for campaign, group_keys in sorted(chosen.items()):
+            counters.incr(CAMPAIGN_CANDIDATES, len(group_keys))
+            if any(campaign_text.jaccard(p.shingles, shingles[k]) >= self.threshold for k in group_keys):
+                matches.append(campaign)
+        return matches
+
+    def _founder_order(self, campaign: str) -> str:
+        if campaign not in self.founded:  # a stored group: founded by its earliest member
+            row = store.campaign_rows([campaign]).get(campaign)
+            self.founded[campaign] = f"{row.first_seen or '' if row else ''}\x1f{campaign}"
+        return self.founded[campaign]
+
+    def _merge(self, other: str, into: str, candidates: _Candidates, placement: Placement,
+               exact: dict[str, str]) -> None:
+        store.merge_campaign(other, into)  # its stored members
+        for mapping in (placement.placed, exact):
+            mapping.update({k: into for k, c in mapping.items() if c == other})
+        candidates.moved(other, into)
+        placement.touched.discard(other)
+        placement.left.discard(other)
+        placement.touched.add(into)
+        placement.merged.add(into)
 
     # --- the groups' facts ------------------------------------------------------------------
     def _refresh(self, placement: Placement, prepared: dict[str, Prepared]) -> None:
@@ -187,7 +222,7 @@ class Grouper:
     def _representative(self, campaign: str, known, placement: Placement,
                         prepared: dict[str, Prepared]) -> str:
         sample = store.earliest_members(campaign, REPRESENTATIVE_SAMPLE)
-        changed_sample = known is None or campaign in placement.left \
+        changed_sample = known is None or campaign in placement.left | placement.merged \
             or any(m.item in prepared for m in sample)
         if not changed_sample:
             representative = known.representative
@@ -207,30 +242,44 @@ class Grouper:
 
 
 class _Candidates:
-    """Members a comment may join: stored ones (found by band key; the normalised text of at
-    most ``CHECKS_PER_GROUP`` per campaign read, when first needed) and this run's."""
+    """Members a comment may join: stored ones (found by band key with their campaign and
+    signature; their normalised text read only when chosen for an exact check) and the
+    ones this run placed."""
 
     def __init__(self, stored_bands: dict[str, list[tuple[str, str, str]]]) -> None:
         self.stored_bands = stored_bands
-        self.loaded: dict[str, tuple[set[str], str]] = {}
+        self.known: dict[str, tuple[str, np.ndarray]] = {}  # item -> (campaign, signature)
+        self.shingle_sets: dict[str, set[str]] = {}
 
     def stored_for(self, bands: list[str]) -> set[str]:
-        by_group: dict[str, set[tuple[str, str]]] = {}
+        found = set()
         for band in bands:
-            for order_key, item, campaign in self.stored_bands.get(band, ()):
-                by_group.setdefault(campaign, set()).add((order_key, item))
-        chosen = {item for found in by_group.values() for _, item in sorted(found)[:CHECKS_PER_GROUP]}
-        campaign_of = {item: c for c, found in by_group.items() for _, item in found}
-        missing = [k for k in chosen if k not in self.loaded]
-        for key, normalised in store.normalised_texts(missing).items():
-            self.loaded[key] = (campaign_text.shingles(normalised), campaign_of[key])
-        return chosen
+            for item, campaign, signature in self.stored_bands.get(band, ()):
+                if item not in self.known:
+                    self.known[item] = (campaign, signature_values(signature))
+                found.add(item)
+        return found
 
     def add_run_member(self, p: Prepared, campaign: str) -> None:
-        self.loaded[p.comment.key] = (p.shingles, campaign)
+        self.known[p.comment.key] = (campaign, p.signature.hashvalues)
+        self.shingle_sets[p.comment.key] = p.shingles
 
-    def member(self, key: str) -> tuple[set[str], str] | None:
-        return self.loaded.get(key)
+    def moved(self, other: str, into: str) -> None:
+        self.known.update({k: (into, sig) for k, (c, sig) in self.known.items() if c == other})
+
+    def info(self, key: str) -> tuple[str, np.ndarray]:
+        return self.known[key]
+
+    def shingles(self, keys: list[str]) -> dict[str, set[str]]:
+        missing = [k for k in keys if k not in self.shingle_sets]
+        for key, normalised in store.normalised_texts(missing).items():
+            self.shingle_sets[key] = campaign_text.shingles(normalised)
+        return {k: self.shingle_sets[k] for k in keys}
+
+
+def signature_values(hex_text: str) -> np.ndarray:
+    """A stored signature back as MinHash hash values (``_row`` wrote their bytes as hex)."""
+    return np.frombuffer(bytes.fromhex(hex_text), dtype=SIGNATURE_DTYPE)
 
 
 def most_central(sample: list[store.Member]) -> str:

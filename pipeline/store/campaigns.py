@@ -61,15 +61,15 @@ def campaigns_by_exact_hash(docket_id: str, hashes: Iterable[str]) -> dict[str, 
 
 
 def members_by_band(docket_id: str, keys: Iterable[str]) -> dict[str, list[tuple[str, str, str]]]:
-    """band key -> the stored members with that key, as (order key, item, campaign)."""
+    """band key -> the stored members with that key, as (item, campaign, signature hex)."""
     found: dict[str, list[tuple[str, str, str]]] = {}
     for chunk in _chunks(sorted(set(keys))):
-        query = (CampaignBand.select(CampaignBand.key, CampaignMember.order_key, CampaignBand.item,
-                                     CampaignMember.campaign)
+        query = (CampaignBand.select(CampaignBand.key, CampaignBand.item, CampaignMember.campaign,
+                                     CampaignMember.signature)
                  .join(CampaignMember, on=(CampaignMember.item == CampaignBand.item))
                  .where((CampaignBand.docket == docket_id) & CampaignBand.key.in_(chunk)).tuples())
-        for key, order_key, item, campaign in query:
-            found.setdefault(key, []).append((order_key, item, campaign))
+        for key, item, campaign, signature in query:
+            found.setdefault(key, []).append((item, campaign, signature))
     return found
 
 
@@ -158,6 +158,13 @@ def rename_campaign(old: str, new: str) -> None:
     with database.atomic():
         CampaignMember.update(campaign=new).where(CampaignMember.campaign == old).execute()
         Campaign.update(id=new).where(Campaign.id == old).execute()
+
+
+def merge_campaign(other: str, into: str) -> None:
+    """A comment similar to members of two groups joins them: ``other``'s members move."""
+    with database.atomic():
+        CampaignMember.update(campaign=into).where(CampaignMember.campaign == other).execute()
+        Campaign.delete().where(Campaign.id == other).execute()
 
 
 def delete_campaign(campaign_id: str) -> None:
