@@ -19,7 +19,7 @@ from pipeline.stages.campaigns import group_docket
 from pipeline.store import campaigns, dockets, item_states, markers
 from pipeline.store.models import Campaign, CampaignMember
 from tests.pipeline_fixtures import built_store
-from tests.state_fixtures import make_runtime
+from tests.state_fixtures import make_runtime, state  # noqa: F401 - the fixture
 
 D = "ACF-2026-0001"
 
@@ -204,3 +204,15 @@ def test_campaigns_all_runs_once_then_is_pruned_and_a_new_threshold_redoes_it(tm
         assert item_states.states_for_docket("campaigns", docket)
         task = pipeline.CampaignGroups(docket=docket, invocation=Invocation())
         assert task.complete()
+
+
+def test_grouping_and_placing_later_comments_work_on_both_state_databases(state):  # noqa: F811
+    first, more = campaign_comments(D, 80), campaign_comments(D, 10, first=81)
+    seed_store(state, D, first)
+    group(state)
+    seed_store(state, D, more)
+    _, io = group(state)
+    assert io[CAMPAIGN_COMPARES] == 10
+    precision, recall = pair_scores({c.key: c.campaign for c in first + more}, membership())
+    assert precision >= 0.95 and recall >= 0.95
+    assert sum(c.size for c in campaigns.campaigns_of(D, min_size=1)) == 90

@@ -169,10 +169,13 @@ class Grouper:
         hundreds of candidates: of each group's, the ``CHECKS_PER_GROUP`` closest by their
         signatures get the exact Jaccard check."""
         keys = set(self.lsh.query(p.signature)) | candidates.stored_for(p.bands)
+        keys = sorted(keys)
+        if not keys:
+            return []
+        infos = [candidates.info(k) for k in keys]
+        estimates = (np.stack([sig for _, sig in infos]) == p.signature.hashvalues).mean(axis=1)
         by_group: dict[str, list[tuple[float, str]]] = {}
-        for key in sorted(keys):
-            campaign, signature = candidates.info(key)
-            estimate = float(np.mean(signature == p.signature.hashvalues))
+        for key, (campaign, _), estimate in zip(keys, infos, estimates.tolist(), strict=True):
             by_group.setdefault(campaign, []).append((-estimate, key))
         chosen = {campaign: [key for _, key in sorted(found)[:CHECKS_PER_GROUP]]
                   for campaign, found in by_group.items()}
