@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from pipeline.campaigns.grouping import Comment, Grouper
 from pipeline.campaigns.text import points_to_attachment
 from pipeline.extract.combined import INLINE_HEADING, combined_sections
 from pipeline.fingerprints import RECORD, digest
@@ -60,11 +59,16 @@ def unfinished(docket_id: str, threshold: float) -> int:
 
 
 def group_docket(ctx: StageContext, docket: Docket) -> StageResult:
+    # datasketch and numpy load here, not when the tasks are declared: every luigi command
+    # and `docketeer` start would pay for them otherwise.
+    from pipeline.campaigns.grouping import Comment, Grouper
+
     result = StageResult()
     threshold = ctx.settings.campaign_threshold
     todo = plan(docket.id, config_id(threshold), ctx.force)
     if not todo:
         return result
+    ctx.check_time()
     ctx.progress.start(len(todo))
     texts = grouping_texts(ctx, docket.id, sorted(todo))
     comments = [Comment(k, todo[k][1].get("posted_date"), texts[k], todo[k][1].get("submitter"))
