@@ -145,6 +145,12 @@ def test_a_changed_comment_is_placed_again_and_its_old_group_shrinks(rt):
     assert after.id == old_members[1].item  # the founder left: the next earliest names the group
     assert after.id in {m.item for m in campaigns.members_of(after.id)}
 
+    emptied = next(c for c in planted if c.key == old_members[2].item)
+    seed_store(rt, D, [PlantedComment(emptied.key, emptied.posted_date, emptied.submitter, "", "", None)])
+    result, _ = group(rt)
+    assert result.counts == {"no_text": 1} and campaigns.campaign_of_item(emptied.key) is None
+    assert campaigns.campaign_of_item(old_members[1].item).size == after.size - 1
+
 
 def test_a_see_attached_comment_joins_the_campaign_of_its_attachment(rt):
     letter = ("Dear Administrator,\n\nWe oppose the cut to rural payments because our clinic serves "

@@ -105,10 +105,12 @@ class Grouper:
         return prepared
 
     # --- placing ----------------------------------------------------------------------------
-    def place(self, comments: list[Comment]) -> Placement:
+    def place(self, comments: list[Comment], leaving: list[str] = ()) -> Placement:
+        """Place ``comments`` (new or changed); ``leaving`` are comments that no longer have
+        a text to compare and leave their groups."""
         comments = sorted(comments, key=lambda c: c.order_key)
         placement = Placement()
-        placement.left = self._take_out([c.key for c in comments])
+        placement.left = self._take_out([c.key for c in comments] + list(leaving))
         placement.touched |= placement.left
         stored_any = store.count_members(self.docket_id) > 0
         prepared = self.prepare(comments)

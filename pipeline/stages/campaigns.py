@@ -75,16 +75,16 @@ def group_docket(ctx: StageContext, docket: Docket) -> StageResult:
                 for k in sorted(todo) if texts[k].strip()]
     empty = [k for k in sorted(todo) if not texts[k].strip()]
     grouper = Grouper(docket.id, threshold, progress=lambda n: ctx.progress.advance("placed", n))
-    placement = grouper.place(comments)
+    placement = grouper.place(comments, leaving=empty)
     rows = [{"stage": STAGE, "item": k, "docket": docket.id, "state": "ok", "run_id": ctx.run_id,
              "fingerprint": todo[k][0], "content_hash": placement.exact[k]} for k in placement.placed]
     rows += [{"stage": STAGE, "item": k, "docket": docket.id, "state": "skipped", "run_id": ctx.run_id,
               "fingerprint": todo[k][0], "reason": "no text to compare"} for k in empty]
     item_states.transition_many(rows)
-    result.add("placed", len(placement.placed))
-    result.add("groups_started", len(placement.started))
-    if empty:
-        result.add("no_text", len(empty))
+    for outcome, n in (("placed", len(placement.placed)), ("groups_started", len(placement.started)),
+                       ("no_text", len(empty))):
+        if n:
+            result.add(outcome, n)
     return result
 
 
