@@ -208,8 +208,10 @@ class Grouper:
 
     # --- the groups' facts ------------------------------------------------------------------
     def _refresh(self, placement: Placement, prepared: dict[str, Prepared]) -> None:
-        rows = store.campaign_rows(placement.touched)
-        for campaign in sorted(placement.touched):
+        alone = self._new_singletons(placement)
+        store.save_singletons(self.docket_id, [(key, prepared[key].comment.posted_date) for key in alone])
+        rows = store.campaign_rows(placement.touched - alone)
+        for campaign in sorted(placement.touched - alone):
             size, first, last = store.group_facts(campaign)
             if not size:
                 store.delete_campaign(campaign)
@@ -223,6 +225,16 @@ class Grouper:
             representative = self._representative(campaign, known, placement, prepared)
             store.save_campaign(campaign, self.docket_id, size=size, representative=representative,
                                 first_seen=first, last_seen=last)
+
+    @staticmethod
+    def _new_singletons(placement: Placement) -> set[str]:
+        """Groups this run started that nobody else joined: their facts are known without a
+        read (most independent comments), and are written in one statement."""
+        sizes: dict[str, int] = {}
+        for campaign in placement.placed.values():
+            sizes[campaign] = sizes.get(campaign, 0) + 1
+        return {c for c in placement.started & placement.touched
+                if sizes.get(c) == 1 and placement.placed.get(c) == c and c not in placement.merged}
 
     def _representative(self, campaign: str, known, placement: Placement,
                         prepared: dict[str, Prepared]) -> str:

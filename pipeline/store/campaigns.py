@@ -177,6 +177,14 @@ def rename_campaign(old: str, new: str) -> None:
         Campaign.update(id=new).where(Campaign.id == old).execute()
 
 
+def save_singletons(docket_id: str, founders: list[tuple[str, str | None]]) -> None:
+    """New groups of one comment each ((its id, posted date)): the comment is the group's
+    id and representative, and its dates are the group's."""
+    _execute_many(Campaign.insert_many, [Campaign.id, Campaign.docket, Campaign.size,
+                                         Campaign.representative, Campaign.first_seen, Campaign.last_seen],
+                  [(key, docket_id, 1, key, posted, posted) for key, posted in founders])
+
+
 def merge_campaign(other: str, into: str) -> None:
     """A comment similar to members of two groups joins them: ``other``'s members move."""
     with database.atomic():
