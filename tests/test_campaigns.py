@@ -8,6 +8,7 @@ import pytest
 
 import pipeline
 from devtools.campaign_corpus import PlantedComment, campaign_comments, pair_scores, seed_store
+from pipeline import verify
 from pipeline.campaigns import text
 from pipeline.campaigns.grouping import CAMPAIGN_COMPARES
 from pipeline.counters import COMBINED_READS, ROWS_WRITTEN, STAGE_CALLS, counters
@@ -196,6 +197,9 @@ def test_campaigns_all_runs_once_then_is_pruned_and_a_new_threshold_redoes_it(tm
         with counters.measure() as io:
             assert store.run(wrapper)
         assert io.get(STAGE_CALLS, 0) == 0  # pruned by its target: no task ran
+        report = verify.run_checks(store.runtime)
+        assert report.passed and "campaigns markers" in [c.name for c in report.checks], \
+            "\n".join(report.lines())
 
         with counters.measure() as io:
             assert store.run(pipeline.CampaignsAll(docket=docket, force=True))
