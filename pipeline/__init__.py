@@ -31,7 +31,8 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 _TASK_MODULES = {
     "Redrive": "pipeline.redrive",
     **dict.fromkeys(
-        ("BackfillAll", "BackfillComments", "DiscoverDockets", "DocketStageTask", "DocketWrapper",
+        ("BackfillAll", "BackfillComments", "CampaignGroups", "CampaignsAll", "DiscoverDockets",
+         "DocketStageTask", "DocketWrapper",
          "ExtractAll", "ExtractText", "FetchAll", "FetchComments", "IndexAll", "IndexDocket",
          "OcrAll", "OcrText"),
         "pipeline.tasks",

@@ -441,6 +441,18 @@ def parse_port(text: str) -> int:
     return int(text)
 
 
+def cmd_export(args) -> int:
+    from pipeline.export import FORMATS, export
+
+    dockets = [d.strip() for d in (args.docket or "").split(",") if d.strip()] or None
+    formats = (args.format,) if args.format else FORMATS
+    report = export(_runtime(), Path(args.dest), dockets, formats)
+    print(f"exported {len(report.written)} docket(s) to {args.dest}"
+          + (f": {', '.join(report.written)}" if report.written else "")
+          + f"; {len(report.unchanged)} unchanged since their last export")
+    return 0
+
+
 class OneLineParser(argparse.ArgumentParser):
     """A bad argument is one line on stderr (argparse's usage block is what --help is for)."""
 
@@ -491,6 +503,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="a read-only web page to search and read the comments (loopback by default)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=parse_port, default=8080, help="port (default 8080)")
+    export = sub.add_parser("export", help="comments, attachments and campaigns per docket as Parquet and CSV")
+    export.add_argument("dest", metavar="DEST", help="folder; one subfolder per docket")
+    export.add_argument("--docket", help="comma-separated docket ids (default: every known docket)")
+    export.add_argument("--format", choices=["parquet", "csv"], help="only this format (default: both)")
     return parser
 
 

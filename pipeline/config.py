@@ -93,6 +93,7 @@ SETTINGS: tuple[Setting, ...] = (
             "request_budget, the details and files the mirror does not hold yet (else they wait to retry)"),
     Setting("max_body_chars", int, 2_000_000, "characters of an inline comment body kept (the rest is cut, with a reason)", minimum=1000),
     Setting("max_item_chars", int, 5_000_000, "characters kept per item, its body and every file together (the rest is cut, with a reason)", minimum=1000),
+    Setting("campaign_threshold", float, 0.5, "word-shingle Jaccard similarity at which a comment joins a campaign group", minimum=0.05),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -218,3 +218,13 @@ def test_a_new_docket_row_names_its_agency_also_for_frdoc_dockets(state):  # noq
     agencies = {d.id: d.agency for d in Docket.select()}
     assert agencies == {"ACF-2025-0038": "ACF", "USTR_FRDOC_0001": "USTR", "EPA-HQ-OAR-2021-0317": "EPA"}
     assert default_agency("USTR_FRDOC_0001") == "USTR"  # where the mirror files it
+
+
+def test_upgrade_from_version_4_adds_the_campaign_tables(state):  # noqa: F811
+    db = state.state
+    for table in ("campaign_member", "campaign_band", "campaign"):
+        db.execute_sql(f"DROP TABLE {table}")
+    Meta.update(value="4").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)  # v5 (reserved for the mirror-object table) and v6
+    assert {"campaign_member", "campaign_band", "campaign"} <= set(db.get_tables())
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION == 6

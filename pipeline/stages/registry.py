@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pipeline.stages import backfill, extract, fetch, index, ocr
+from pipeline.stages import backfill, campaigns, extract, fetch, index, ocr
 from pipeline.stages.base import Stage
 from pipeline.store.markers import MarkerStore
 
@@ -96,5 +96,5 @@ def marker_store(stage: Stage, runtime, invocation=None) -> MarkerStore:
     return stage.markers(stage.name, input_stage(stage), runtime, invocation)
 
 
-for _declared in (fetch, backfill, extract, ocr, index):
+for _declared in (fetch, backfill, extract, ocr, index, campaigns):
     register(_declared.DECLARATION)

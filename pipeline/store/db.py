@@ -12,9 +12,20 @@ from psycopg2.extensions import parse_dsn
 from pipeline.counters import ROWS_WRITTEN, STATE_QUERIES, count_query, counters
 from pipeline.errors import ConfigError
 from pipeline.store import models
-from pipeline.store.models import MODELS, Attachment, Docket, Item, ItemState, Meta, Run
+from pipeline.store.models import (
+    MODELS,
+    Attachment,
+    Campaign,
+    CampaignBand,
+    CampaignMember,
+    Docket,
+    Item,
+    ItemState,
+    Meta,
+    Run,
+)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
@@ -159,4 +170,10 @@ def _upgrade_to_5(db: peewee.Database) -> None:
     db.create_tables([models.MirrorObject], safe=True)
 
 
-UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5}
+def _upgrade_to_6(db: peewee.Database) -> None:
+    """v6: campaign groups (members, their LSH band keys, the groups)."""
+    db.create_tables([CampaignMember, CampaignBand, Campaign], safe=True)
+
+
+UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
+            6: _upgrade_to_6}

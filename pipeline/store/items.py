@@ -167,3 +167,8 @@ def stored_files(item_key: str) -> list[list]:
     rows = Attachment.select(Attachment.filename, Attachment.sha256).where(
         Attachment.item == item_key).order_by(Attachment.filename).tuples()
     return [list(row) for row in rows]
+
+
+def docket_items(docket_id: str, kind: str = "comment") -> list[Item]:
+    """Every item of one kind of a docket, by key (``docketeer export``)."""
+    return list(Item.select().where((Item.docket == docket_id) & (Item.kind == kind)).order_by(Item.key))

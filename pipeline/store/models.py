@@ -174,4 +174,49 @@ class MirrorObject(BaseModel):
     seen_at = TextField()
 
 
-MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject)
+class CampaignMember(BaseModel):
+    """One comment's place in the campaign groups of its docket (schema v6): the text it was
+    grouped by, its MinHash signature, and what it adds to its group's representative."""
+
+    item = TextField(primary_key=True)
+    docket = TextField()
+    campaign = TextField()  # Campaign.id
+    order_key = TextField()  # posted date + key: the order groups are built in
+    posted_date = TextField(null=True)
+    exact_hash = TextField()  # digest of the normalised text
+    text = TextField()  # the text it was grouped by (body, or combined text when "see attached")
+    normalised = TextField()
+    signature = TextField()  # MinHash hash values, hex
+    added_sentences = TextField(null=True)  # JSON list: sentences the representative lacks
+
+    class Meta:
+        indexes = ((("docket", "exact_hash"), False), (("campaign", "order_key"), False))
+
+
+class CampaignBand(BaseModel):
+    """One LSH band key of a member's signature: a new comment's candidates are the members
+    sharing a band key with it, one indexed read (schema v6)."""
+
+    docket = TextField()
+    key = TextField()
+    item = TextField(index=True)
+
+    class Meta:
+        primary_key = False
+        indexes = ((("docket", "key"), False),)
+
+
+class Campaign(BaseModel):
+    """A group of comments with the same or nearly the same text (schema v6). Its id comes
+    from its earliest member, so a rebuild of the same data gives the same ids."""
+
+    id = TextField(primary_key=True)
+    docket = TextField(index=True)
+    size = IntegerField()
+    representative = TextField()  # the most central member's item key
+    first_seen = TextField(null=True)
+    last_seen = TextField(null=True)
+
+
+MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
+          CampaignMember, CampaignBand, Campaign)

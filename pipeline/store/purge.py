@@ -6,6 +6,9 @@ from pipeline.clock import iso, utcnow
 from pipeline.errors import DocketeerError
 from pipeline.store.models import (
     Attachment,
+    Campaign,
+    CampaignBand,
+    CampaignMember,
     Docket,
     DocketStage,
     Item,
@@ -29,6 +32,9 @@ def _queries(docket_id: str) -> dict[str, object]:
     """table -> the rows of this docket in it, in the order they are deleted."""
     return {
         "attachments": Attachment.item.in_(_item_keys(docket_id)),
+        "campaign members": CampaignMember.docket == docket_id,
+        "campaign bands": CampaignBand.docket == docket_id,
+        "campaigns": Campaign.docket == docket_id,
         "item states": ItemState.docket == docket_id,
         "markers": DocketStage.docket == docket_id,
         "runs": Run.docket == docket_id,
@@ -39,8 +45,10 @@ def _queries(docket_id: str) -> dict[str, object]:
     }
 
 
-_MODELS = {"attachments": Attachment, "item states": ItemState, "markers": DocketStage, "runs": Run,
-           "leases": Lease, "items": Item, "docket": Docket, "mirror objects": MirrorObject}
+_MODELS = {"attachments": Attachment, "campaign members": CampaignMember,
+           "campaign bands": CampaignBand, "campaigns": Campaign, "item states": ItemState,
+           "markers": DocketStage, "runs": Run, "leases": Lease, "items": Item, "docket": Docket,
+           "mirror objects": MirrorObject}
 
 
 def count_rows(docket_id: str) -> dict[str, int]:

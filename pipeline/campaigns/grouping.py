@@ -1,0 +1,317 @@
+"""Campaign groups of one docket, built and kept incrementally.
+
+A comment to place (new, or changed since it was placed) goes, in (posted date, id) order:
+
+1. to the group of a member with the same normalised text (exact hash), else
+2. to the group of the most similar candidate whose exact Jaccard similarity of word shingles
+   is at least the threshold — candidates being the stored members sharing an LSH band key
+   with its MinHash signature (one indexed read for the batch) and the members placed in
+   this run (``datasketch.MinHashLSH``) — else
+3. it starts a group, whose id is its own id.
+
+Nothing else is recomputed: a stored member is read only as a candidate or when its group's
+representative changes. Groups are built in a fixed order, so a rebuild of the same data from
+scratch gives the same groups and ids.
+
+The representative is the most central of a group's earliest ``REPRESENTATIVE_SAMPLE``
+members (highest mean Jaccard to the others): once a group is that large, later members
+leave it as it is, so a member joining a big campaign costs no rereading of the group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from datasketch import MinHash, MinHashLSH
+
+from pipeline.campaigns import text as campaign_text
+from pipeline.counters import counters
+from pipeline.fingerprints import bytes_digest
+from pipeline.store import campaigns as store
+
+NUM_PERM = 128
+SCHEME = "affine32"  # datasketch's hash scheme: part of what a stored signature means
+REPRESENTATIVE_SAMPLE = 25
+CHECKS_PER_GROUP = 8
+SIGNATURE_DTYPE = MinHash(num_perm=1).hashvalues.dtype  # as the scheme stores them
+CAMPAIGN_COMPARES = "campaign_compares"  # comments placed (each compared with candidates)
+CAMPAIGN_CANDIDATES = "campaign_candidates"  # exact Jaccard checks made
+
+
+@dataclass(frozen=True)
+class Comment:
+    """One comment to place: its id, posted date, the text it is grouped by, its submitter."""
+
+    key: str
+    posted_date: str | None
+    text: str
+    submitter: str | None = None
+
+    @property
+    def order_key(self) -> str:
+        return f"{self.posted_date or ''}\x1f{self.key}"
+
+
+@dataclass
+class Prepared:
+    comment: Comment
+    normalised: str
+    exact: str
+    shingles: set[str]
+    signature: MinHash
+    bands: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Placement:
+    """What one run did: comments placed, groups joined, started and left."""
+
+    placed: dict[str, str] = field(default_factory=dict)  # item -> campaign
+    exact: dict[str, str] = field(default_factory=dict)  # item -> exact hash of its text
+    started: set[str] = field(default_factory=set)
+    left: set[str] = field(default_factory=set)  # campaigns a changed comment was taken out of
+    merged: set[str] = field(default_factory=set)  # campaigns another group was merged into
+    touched: set[str] = field(default_factory=set)  # every campaign whose members changed
+
+
+class Grouper:
+    """Places comments of one docket into its stored groups."""
+
+    def __init__(self, docket_id: str, threshold: float, *,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self.docket_id, self.threshold = docket_id, threshold
+        self.progress = progress or (lambda n: None)
+        self.lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)  # this run's members
+        self.founded: dict[str, str] = {}  # campaign -> its founder's order key
+
+    # --- signatures -------------------------------------------------------------------------
+    def band_keys(self, signature: MinHash) -> list[str]:
+        """The LSH band keys of a signature, as the run's MinHashLSH bands it, stored so a
+        later run finds this member with one indexed read."""
+        values = signature.hashvalues
+        return [f"{band}:{bytes_digest(values[start:end].tobytes())[:16]}"
+                for band, (start, end) in enumerate(self.lsh.hashranges)]
+
+    def prepare(self, comments: list[Comment]) -> list[Prepared]:
+        normalised = [campaign_text.normalise(c.text, c.submitter) for c in comments]
+        shingle_sets = [campaign_text.shingles(n) for n in normalised]
+        signatures = MinHash.bulk([[s.encode() for s in sh] for sh in shingle_sets], num_perm=NUM_PERM)
+        prepared = [Prepared(c, n, campaign_text.exact_hash(n), sh, sig)
+                    for c, n, sh, sig in zip(comments, normalised, shingle_sets, signatures, strict=True)]
+        for p in prepared:
+            p.bands = self.band_keys(p.signature)
+        return prepared
+
+    # --- placing ----------------------------------------------------------------------------
+    def place(self, comments: list[Comment], leaving: list[str] = ()) -> Placement:
+        """Place ``comments`` (new or changed); ``leaving`` are comments that no longer have
+        a text to compare and leave their groups."""
+        comments = sorted(comments, key=lambda c: c.order_key)
+        placement = Placement()
+        placement.left = self._take_out([c.key for c in comments] + list(leaving))
+        placement.touched |= placement.left
+        stored_any = store.count_members(self.docket_id) > 0
+        prepared = self.prepare(comments)
+        stored_exact = (store.campaigns_by_exact_hash(self.docket_id, [p.exact for p in prepared])
+                        if stored_any else {})
+        stored_bands = (store.members_by_band(self.docket_id, [b for p in prepared for b in p.bands])
+                        if stored_any else {})
+        candidates = _Candidates(stored_bands)
+        exact = dict(stored_exact)  # normalised text -> campaign, stored and this run's
+        for p in prepared:
+            campaign = exact.get(p.exact) or self._join(p, candidates, placement, exact)
+            if campaign is None:
+                campaign = p.comment.key
+                placement.started.add(campaign)
+            placement.placed[p.comment.key] = campaign
+            placement.exact[p.comment.key] = p.exact
+            placement.touched.add(campaign)
+            exact.setdefault(p.exact, campaign)
+            self.founded.setdefault(campaign, p.comment.order_key)
+            candidates.add_run_member(p, campaign)
+            self.lsh.insert(p.comment.key, p.signature, check_duplication=False)
+            counters.incr(CAMPAIGN_COMPARES)
+            self.progress(1)
+        store.add_members(self.docket_id, [_row(p, placement.placed[p.comment.key]) for p in prepared],
+                          [(b, p.comment.key) for p in prepared for b in p.bands])
+        self._refresh(placement, {p.comment.key: p for p in prepared})
+        return placement
+
+    def _take_out(self, keys: list[str]) -> set[str]:
+        """Remove changed comments from their groups; a group whose founder left takes its
+        next earliest member's id now, before that comment may start a group of its own id."""
+        left = store.remove_members(keys)
+        for campaign in sorted(left & set(keys)):
+            earliest = store.earliest_members(campaign, 1)
+            if earliest:
+                store.rename_campaign(campaign, earliest[0].item)
+                left = (left - {campaign}) | {earliest[0].item}
+            else:
+                store.delete_campaign(campaign)
+                left.discard(campaign)
+        return left
+
+    def _join(self, p: Prepared, candidates: _Candidates, placement: Placement,
+              exact: dict[str, str]) -> str | None:
+        """The group the comment joins: of the groups it is similar enough to, the earliest
+        founded; the others are merged into it (the comment bridges them, as a member
+        written between two variants does)."""
+        matches = self._matches(p, candidates)
+        if not matches:
+            return None
+        into, *others = sorted(matches, key=self._founder_order)
+        for other in others:
+            self._merge(other, into, candidates, placement, exact)
+        return into
+
+    def _matches(self, p: Prepared, candidates: _Candidates) -> list[str]:
+        """The campaigns with a candidate at or above the threshold. A big campaign brings
+        hundreds of candidates: of each group's, the ``CHECKS_PER_GROUP`` closest by their
+        signatures get the exact Jaccard check."""
+        keys = set(self.lsh.query(p.signature)) | candidates.stored_for(p.bands)
+        keys = sorted(keys)
+        if not keys:
+            return []
+        infos = [candidates.info(k) for k in keys]
+        estimates = (np.stack([sig for _, sig in infos]) == p.signature.hashvalues).mean(axis=1)
+        by_group: dict[str, list[tuple[float, str]]] = {}
+        for key, (campaign, _), estimate in zip(keys, infos, estimates.tolist(), strict=True):
+            by_group.setdefault(campaign, []).append((-estimate, key))
+        chosen = {campaign: [key for _, key in sorted(found)[:CHECKS_PER_GROUP]]
+                  for campaign, found in by_group.items()}
+        shingles = candidates.shingles([k for keys in chosen.values() for k in keys])
+        matches = []
+        for campaign, group_keys in sorted(chosen.items()):
+            counters.incr(CAMPAIGN_CANDIDATES, len(group_keys))
+            if any(campaign_text.jaccard(p.shingles, shingles[k]) >= self.threshold for k in group_keys):
+                matches.append(campaign)
+        return matches
+
+    def _founder_order(self, campaign: str) -> str:
+        if campaign not in self.founded:  # a stored group: founded by its earliest member
+            row = store.campaign_rows([campaign]).get(campaign)
+            self.founded[campaign] = f"{row.first_seen or '' if row else ''}\x1f{campaign}"
+        return self.founded[campaign]
+
+    def _merge(self, other: str, into: str, candidates: _Candidates, placement: Placement,
+               exact: dict[str, str]) -> None:
+        store.merge_campaign(other, into)  # its stored members
+        for mapping in (placement.placed, exact):
+            mapping.update({k: into for k, c in mapping.items() if c == other})
+        candidates.moved(other, into)
+        placement.touched.discard(other)
+        placement.left.discard(other)
+        placement.touched.add(into)
+        placement.merged.add(into)
+
+    # --- the groups' facts ------------------------------------------------------------------
+    def _refresh(self, placement: Placement, prepared: dict[str, Prepared]) -> None:
+        alone = self._new_singletons(placement)
+        store.save_singletons(self.docket_id, [(key, prepared[key].comment.posted_date) for key in alone])
+        rows = store.campaign_rows(placement.touched - alone)
+        for campaign in sorted(placement.touched - alone):
+            size, first, last = store.group_facts(campaign)
+            if not size:
+                store.delete_campaign(campaign)
+                continue
+            known = rows.get(campaign)
+            earliest = store.earliest_members(campaign, 1)[0].item
+            if earliest != campaign:  # an earlier comment joined: the group takes its id
+                store.rename_campaign(campaign, earliest)
+                placement.placed.update({k: earliest for k, c in placement.placed.items() if c == campaign})
+                campaign = earliest
+            representative = self._representative(campaign, known, placement, prepared)
+            store.save_campaign(campaign, self.docket_id, size=size, representative=representative,
+                                first_seen=first, last_seen=last)
+
+    @staticmethod
+    def _new_singletons(placement: Placement) -> set[str]:
+        """Groups this run started that nobody else joined: their facts are known without a
+        read (most independent comments), and are written in one statement."""
+        sizes: dict[str, int] = {}
+        for campaign in placement.placed.values():
+            sizes[campaign] = sizes.get(campaign, 0) + 1
+        return {c for c in placement.started & placement.touched
+                if sizes.get(c) == 1 and placement.placed.get(c) == c and c not in placement.merged}
+
+    def _representative(self, campaign: str, known, placement: Placement,
+                        prepared: dict[str, Prepared]) -> str:
+        sample = store.earliest_members(campaign, REPRESENTATIVE_SAMPLE)
+        changed_sample = known is None or campaign in placement.left | placement.merged \
+            or any(m.item in prepared for m in sample)
+        if not changed_sample:
+            representative = known.representative
+        else:
+            representative = most_central(sample)
+        rep_text = next((m.text for m in sample if m.item == representative), None)
+        if rep_text is None:
+            rep_text = store.members([representative])[representative].text
+        if known is None or representative != known.representative:
+            members = store.members_of(campaign)  # every member's signal is against the new one
+        else:
+            members = [m for m in store.members(k for k, c in placement.placed.items()
+                                                if c == campaign).values()]
+        store.set_added_sentences({m.item: campaign_text.added_sentences(m.text, rep_text)
+                                   for m in members})
+        return representative
+
+
+class _Candidates:
+    """Members a comment may join: stored ones (found by band key with their campaign and
+    signature; their normalised text read only when chosen for an exact check) and the
+    ones this run placed."""
+
+    def __init__(self, stored_bands: dict[str, list[tuple[str, str, str]]]) -> None:
+        self.stored_bands = stored_bands
+        self.known: dict[str, tuple[str, np.ndarray]] = {}  # item -> (campaign, signature)
+        self.shingle_sets: dict[str, set[str]] = {}
+
+    def stored_for(self, bands: list[str]) -> set[str]:
+        found = set()
+        for band in bands:
+            for item, campaign, signature in self.stored_bands.get(band, ()):
+                if item not in self.known:
+                    self.known[item] = (campaign, signature_values(signature))
+                found.add(item)
+        return found
+
+    def add_run_member(self, p: Prepared, campaign: str) -> None:
+        self.known[p.comment.key] = (campaign, p.signature.hashvalues)
+        self.shingle_sets[p.comment.key] = p.shingles
+
+    def moved(self, other: str, into: str) -> None:
+        self.known.update({k: (into, sig) for k, (c, sig) in self.known.items() if c == other})
+
+    def info(self, key: str) -> tuple[str, np.ndarray]:
+        return self.known[key]
+
+    def shingles(self, keys: list[str]) -> dict[str, set[str]]:
+        missing = [k for k in keys if k not in self.shingle_sets]
+        for key, normalised in store.normalised_texts(missing).items():
+            self.shingle_sets[key] = campaign_text.shingles(normalised)
+        return {k: self.shingle_sets[k] for k in keys}
+
+
+def signature_values(hex_text: str) -> np.ndarray:
+    """A stored signature back as MinHash hash values (``_row`` wrote their bytes as hex)."""
+    return np.frombuffer(bytes.fromhex(hex_text), dtype=SIGNATURE_DTYPE)
+
+
+def most_central(sample: list[store.Member]) -> str:
+    """The member with the highest mean Jaccard similarity to the others (the earliest on a tie)."""
+    if len(sample) <= 2:
+        return sample[0].item
+    sets = [campaign_text.shingles(m.normalised) for m in sample]
+    scores = [sum(campaign_text.jaccard(a, b) for j, b in enumerate(sets) if j != i)
+              for i, a in enumerate(sets)]
+    best = int(np.argmax(scores))  # argmax keeps the first of equal scores: the earliest
+    return sample[best].item
+
+
+def _row(p: Prepared, campaign: str) -> dict:
+    return {"item": p.comment.key, "campaign": campaign, "order_key": p.comment.order_key,
+            "posted_date": p.comment.posted_date, "exact_hash": p.exact, "text": p.comment.text,
+            "normalised": p.normalised, "signature": p.signature.hashvalues.tobytes().hex(),
+            "added_sentences": []}

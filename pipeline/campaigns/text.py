@@ -1,0 +1,86 @@
+"""What a comment is compared by: its text normalised, its word shingles, its sentences.
+
+Form letters differ in what the submitter fills in — a salutation, their name, a signature
+block — and in case, spacing and punctuation. Those are removed before hashing (exact groups)
+and shingling (near-duplicate groups); the sentences a member adds to its group's
+representative are taken from its original text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.fingerprints import digest
+
+SHINGLE_WORDS = 3
+# A body that only points at its attachment: the comment is grouped by its combined text.
+_SEE_ATTACHED = re.compile(r"\b(see|find|refer to|review)\b.{0,40}\battach", re.IGNORECASE)
+_ATTACHED_ONLY_WORDS = 40
+# Lines that open or close a letter: everything from a closing line on is the signature.
+_SALUTATION = re.compile(r"^\s*(dear|to whom it may concern|hello|greetings)\b[^\n]{0,80}$",
+                         re.IGNORECASE)
+_CLOSING = re.compile(r"^\s*(sincerely|respectfully|regards|best regards|kind regards|thank you"
+                      r"|thanks|yours truly|very truly yours|best)\b[\s,.!-]*$", re.IGNORECASE)
+_WORD = re.compile(r"[a-z0-9]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n{2,}")
+
+
+def points_to_attachment(body: str | None) -> bool:
+    """An empty body, or a short one saying "see attached"."""
+    text = (body or "").strip()
+    return not text or (len(text.split()) <= _ATTACHED_ONLY_WORDS and bool(_SEE_ATTACHED.search(text)))
+
+
+def letter_body(text: str) -> str:
+    """The text without its salutation line and its signature block (a closing line and
+    everything after it)."""
+    lines = text.splitlines()
+    kept: list[str] = []
+    for line in lines:
+        if _CLOSING.match(line):
+            break
+        if not kept and not line.strip():
+            continue
+        if not kept and _SALUTATION.match(line):
+            continue
+        kept.append(line)
+    return "\n".join(kept) if kept else text
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def normalise(text: str, submitter: str | None = None) -> str:
+    """Lowercase words of the letter body, the submitter's own name left out."""
+    name = set(words(submitter or ""))
+    return " ".join(w for w in words(letter_body(text)) if w not in name)
+
+
+def exact_hash(normalised: str) -> str:
+    return digest("campaign-text", normalised)
+
+
+def shingles(normalised: str) -> set[str]:
+    """Word 3-grams (a text shorter than that is one shingle of its words)."""
+    tokens = normalised.split()
+    if len(tokens) <= SHINGLE_WORDS:
+        return {" ".join(tokens)}
+    return {" ".join(tokens[i:i + SHINGLE_WORDS]) for i in range(len(tokens) - SHINGLE_WORDS + 1)}
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(letter_body(text)) if s and s.strip()]
+
+
+def added_sentences(text: str, representative: str) -> list[str]:
+    """The sentences of ``text`` the representative does not have (compared normalised): a
+    member's own words, its "unique signal"."""
+    known = {" ".join(words(s)) for s in sentences(representative)}
+    return [s for s in sentences(text) if words(s) and " ".join(words(s)) not in known]

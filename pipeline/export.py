@@ -1,0 +1,267 @@
+"""``docketeer export DEST [--docket D] [--format parquet|csv]``: each docket's comments,
+attachments and campaigns as files that DuckDB, pandas and spreadsheets read directly.
+
+``DEST/<docket>/comments.parquet`` (or ``.csv``), ``attachments.*`` and ``campaigns.*``,
+with ``DEST/README.txt`` describing every column. A docket is rewritten only when its data
+changed since its last export there: ``DEST/<docket>/export.json`` keeps the fingerprint of
+the state rows the files were made from (items, attachments, extract and campaign rows),
+read from the state DB alone, so an unchanged docket costs no file read or write. Each file
+is written beside its final name and renamed over it (a reader never sees half a file);
+``export.json`` is written last, so an interrupted export is redone by the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.counters import COMBINED_READS, counters
+from pipeline.errors import DocketeerError
+from pipeline.extract.combined import parse_combined
+from pipeline.fingerprints import RecordsDigest
+from pipeline.store import campaigns, dockets, item_states, items
+from pipeline.store.blobs import combined_key
+
+EXPORT_VERSION = "export-1"
+FORMATS = ("parquet", "csv")
+MANIFEST = "export.json"
+EXPORT_FILES_WRITTEN = "export_files_written"
+TEXT_STAGES = ("extract", "extract.file")
+
+# table -> (column, pyarrow type name, what it is): the one description of the files, used
+# for the schemas and for README.txt.
+COLUMNS: dict[str, list[tuple[str, str, str]]] = {
+    "comments": [
+        ("docket_id", "string", "the docket"),
+        ("comment_id", "string", "regulations.gov comment id"),
+        ("title", "string", "the comment's title"),
+        ("object_id", "string", "regulations.gov object id"),
+        ("comment_on_document_id", "string", "the document it comments on"),
+        ("posted_date", "string", "when regulations.gov posted it (ISO 8601, UTC)"),
+        ("received_date", "string", "when the agency received it (ISO 8601, UTC)"),
+        ("last_modified", "string", "regulations.gov's last modification (ISO 8601, UTC)"),
+        ("withdrawn", "bool_", "withdrawn by the agency"),
+        ("submitter", "string", "the submitter's name as given"),
+        ("organization", "string", "the submitter's organisation"),
+        ("body", "string", "the inline comment text (plain text)"),
+        ("attachment_count", "int64", "files attached"),
+        ("text_state", "string", "extraction outcome: ok, ocr_needed, failed, ..."),
+        ("text_chars", "int64", "characters of text extracted (body and attachments)"),
+        ("campaign_id", "string", "its campaign group: the earliest member's comment id"),
+        ("campaign_size", "int64", "comments in that group (1: a comment of its own)"),
+    ],
+    "attachments": [
+        ("docket_id", "string", "the docket"),
+        ("comment_id", "string", "the comment it is attached to"),
+        ("filename", "string", "attachment_1.pdf, ..."),
+        ("ordinal", "int64", "its place among the comment's files"),
+        ("title", "string", "the attachment's title"),
+        ("format", "string", "file format (pdf, docx, ...)"),
+        ("declared_size", "int64", "size regulations.gov declares, bytes"),
+        ("size", "int64", "size of the stored file, bytes"),
+        ("sha256", "string", "sha256 of the stored file"),
+        ("state", "string", "extraction outcome: ok, ocr_needed, failed, unsupported, ..."),
+        ("reason", "string", "why, when not ok"),
+        ("text_chars", "int64", "characters of text extracted from it"),
+    ],
+    "campaigns": [
+        ("docket_id", "string", "the docket"),
+        ("campaign_id", "string", "the earliest member's comment id"),
+        ("size", "int64", "member comments"),
+        ("representative_id", "string", "the most central member"),
+        ("representative_text", "string", "its text"),
+        ("first_seen", "string", "earliest member's posted date"),
+        ("last_seen", "string", "latest member's posted date"),
+    ],
+}
+
+
+class ExportError(DocketeerError):
+    pass
+
+
+@dataclass
+class ExportReport:
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+
+def export(runtime, dest: Path, docket_ids: list[str] | None = None,
+           formats: tuple[str, ...] = FORMATS) -> ExportReport:
+    """Export the named dockets (default: every known one) into ``dest``."""
+    unknown = [d for d in docket_ids or [] if dockets.get_docket(d) is None]
+    if unknown:
+        raise ExportError(f"unknown docket(s): {', '.join(unknown)}")
+    if bad := [f for f in formats if f not in FORMATS]:
+        raise ExportError(f"unknown format(s) {', '.join(bad)}; one of: {', '.join(FORMATS)}")
+    dest.mkdir(parents=True, exist_ok=True)
+    _write_if_changed(dest / "README.txt", readme().encode())
+    report = ExportReport()
+    for docket_id in docket_ids or dockets.all_docket_ids():
+        done = export_docket(runtime, dest / docket_id, docket_id, formats)
+        (report.written if done else report.unchanged).append(docket_id)
+    return report
+
+
+def export_docket(runtime, folder: Path, docket_id: str, formats: tuple[str, ...]) -> bool:
+    """Write the docket's files unless their fingerprint is the one exported there last."""
+    fingerprint = docket_fingerprint(docket_id, formats)
+    manifest = folder / MANIFEST
+    if manifest.exists() and _manifest_fingerprint(manifest) == fingerprint:
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, rows in docket_tables(runtime, docket_id).items():
+        for fmt in formats:
+            _write_table(folder / f"{name}.{fmt}", name, rows, fmt)
+    _atomic_write(manifest, json.dumps({"docket": docket_id, "fingerprint": fingerprint,
+                                        "formats": list(formats), "version": EXPORT_VERSION},
+                                       indent=2).encode())
+    return True
+
+
+def _manifest_fingerprint(path: Path) -> str | None:
+    try:
+        return json.loads(path.read_text()).get("fingerprint")
+    except (OSError, ValueError, AttributeError):
+        return None  # unreadable: export again
+
+
+def docket_fingerprint(docket_id: str, formats: tuple[str, ...]) -> str:
+    """Every state row the files are made from, from the state DB alone."""
+    digest = RecordsDigest()
+    digest.add(EXPORT_VERSION, *formats)
+    for item in items.docket_items(docket_id):
+        digest.add(*(str(getattr(item, f.name)) for f in item._meta.sorted_fields))
+    for key, files in sorted(items.docket_attachments(docket_id).items()):
+        for a in files:
+            digest.add(key, a.filename, str(a.ordinal), a.title or "", a.format or "",
+                       str(a.declared_size), str(a.size), a.sha256 or "")
+    for stage in TEXT_STAGES:
+        for key, row in sorted(item_states.states_for_docket(stage, docket_id).items()):
+            digest.add(stage, key, row.state, row.content_hash or "", row.reason or "")
+    for key, (campaign, size) in sorted(campaigns.docket_membership(docket_id).items()):
+        digest.add(key, campaign, str(size))
+    for c in campaigns.docket_campaigns(docket_id):
+        digest.add(c.id, c.representative, c.first_seen or "", c.last_seen or "")
+    return digest.hexdigest()
+
+
+def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
+    comments = items.docket_items(docket_id)
+    files = items.docket_attachments(docket_id)
+    texts = item_states.states_for_docket("extract", docket_id)
+    file_states = item_states.states_for_docket("extract.file", docket_id)
+    membership = campaigns.docket_membership(docket_id)
+    chars = _text_chars(runtime, docket_id, [c.key for c in comments if c.key in texts])
+    comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
+                                 chars.get(c.key, {}), membership.get(c.key)) for c in comments]
+    attachment_rows = [_attachment_row(docket_id, a, file_states.get(f"{a.item}/{a.filename}"),
+                                       chars.get(a.item, {}).get(a.filename))
+                       for key in sorted(files) for a in files[key] if key in {c.key for c in comments}]
+    return {"comments": comment_rows, "attachments": attachment_rows,
+            "campaigns": [_campaign_row(docket_id, c) for c in campaigns.campaigns_of(docket_id, min_size=1)]}
+
+
+def _text_chars(runtime, docket_id: str, keys: list[str]) -> dict[str, dict[str | None, int]]:
+    """comment -> {None: its text's characters, filename: each attachment's}, from the
+    front matter of its combined.md (a missing one: no figure)."""
+    found: dict[str, dict[str | None, int]] = {}
+    for key in keys:
+        counters.incr(COMBINED_READS)
+        try:
+            front, _ = parse_combined(runtime.blobs.get(combined_key(docket_id, key)))
+        except Exception:  # noqa: BLE001 - a missing or broken file: the figures stay empty
+            continue
+        found[key] = {None: front.get("chars"),
+                      **{a.get("file"): a.get("chars") for a in front.get("attachments") or []}}
+    return found
+
+
+def _comment_row(docket_id, item, files, text_row, chars, membership) -> dict:
+    return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
+            "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
+            "posted_date": item.posted_date, "received_date": item.received_date,
+            "last_modified": item.last_modified, "withdrawn": bool(item.withdrawn),
+            "submitter": item.submitter, "organization": item.organization, "body": item.body,
+            "attachment_count": len(files), "text_state": text_row.state if text_row else None,
+            "text_chars": chars.get(None), "campaign_id": membership[0] if membership else None,
+            "campaign_size": membership[1] if membership else None}
+
+
+def _attachment_row(docket_id, a, state_row, chars) -> dict:
+    return {"docket_id": docket_id, "comment_id": a.item, "filename": a.filename, "ordinal": a.ordinal,
+            "title": a.title, "format": a.format, "declared_size": a.declared_size, "size": a.size,
+            "sha256": a.sha256, "state": state_row.state if state_row else None,
+            "reason": state_row.reason if state_row else None, "text_chars": chars}
+
+
+def _campaign_row(docket_id, c) -> dict:
+    return {"docket_id": docket_id, "campaign_id": c.id, "size": c.size,
+            "representative_id": c.representative, "representative_text": c.representative_text,
+            "first_seen": c.first_seen, "last_seen": c.last_seen}
+
+
+# --- files ------------------------------------------------------------------------------------
+
+def schema(table: str):
+    import pyarrow as pa
+
+    return pa.schema([(name, getattr(pa, kind)()) for name, kind, _ in COLUMNS[table]])
+
+
+def _write_table(path: Path, name: str, rows: list[dict], fmt: str) -> None:
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist(rows, schema=schema(name))
+    with _temporary_beside(path) as tmp:
+        if fmt == "parquet":
+            pq.write_table(table, tmp)
+        else:
+            pa_csv.write_csv(table, tmp)
+    counters.incr(EXPORT_FILES_WRITTEN)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    with _temporary_beside(path) as tmp:
+        Path(tmp).write_bytes(data)
+    counters.incr(EXPORT_FILES_WRITTEN)
+
+
+def _write_if_changed(path: Path, data: bytes) -> None:
+    if not path.exists() or path.read_bytes() != data:
+        _atomic_write(path, data)
+
+
+@contextmanager
+def _temporary_beside(path: Path) -> Iterator[str]:
+    """A temporary file name in the final file's folder, renamed over it on success and
+    removed on failure: a reader sees the old file or the new one, never half of one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        yield tmp
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+
+
+def readme() -> str:
+    lines = ["docketeer export", "================", "",
+             "One folder per docket, each with comments, attachments and campaigns as Parquet",
+             "and/or CSV (UTF-8, header row). export.json holds the fingerprint of the data the",
+             "files were made from: an unchanged docket is not rewritten.", "",
+             "DuckDB:  SELECT count(*) FROM read_parquet('DEST/*/comments.parquet');",
+             "pandas:  pandas.read_parquet('DEST/<docket>/comments.parquet')", ""]
+    for table, columns in COLUMNS.items():
+        lines += [f"{table}.parquet / {table}.csv", "-" * (len(table) * 2 + 15)]
+        lines += [f"  {name:<24} {kind:<7} {doc}" for name, kind, doc in columns]
+        lines.append("")
+    return "\n".join(lines)

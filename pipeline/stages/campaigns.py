@@ -1,0 +1,147 @@
+"""Campaigns: the docket's comments in groups of the same or nearly the same text.
+
+Runs after the index. Its input is extract's output (the text each comment has); an item's
+fingerprint is extract's content hash, its submitter (left out of the compared text), the
+threshold and the grouping version, so an unchanged comment is never read again and a new or
+changed one is placed by ``pipeline.campaigns.grouping`` against the stored groups. A comment
+whose body only says "see attached" is grouped by its attachments' text (``combined.md``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from pipeline.campaigns.text import points_to_attachment
+from pipeline.extract.combined import INLINE_HEADING, combined_sections
+from pipeline.fingerprints import RECORD, digest
+from pipeline.stages.base import Stage, StageContext, StageResult
+from pipeline.stages.extract import read_combined
+from pipeline.store import item_states, items
+from pipeline.store.markers import Probe, StateMarkers, stage_markers, vouches
+from pipeline.store.models import Docket
+
+log = logging.getLogger("docketeer")
+STAGE = "campaigns"
+INPUT = "extract"  # the stage whose output is its input (OCR, when on, merges into it)
+GROUPING_VERSION = "campaigns-1"
+GROUPABLE = ("ok", "ocr_needed", "failed", "unsupported", "too_large", "gone")
+METADATA_FIELDS = ("kind", "submitter", "posted_date")
+
+
+def config_id(threshold: float) -> str:
+    return f"{GROUPING_VERSION}:{threshold:g}"
+
+
+def item_fingerprint(extract_hash: str | None, submitter: str | None, config: str) -> str:
+    return digest(config, extract_hash or "", submitter or "")
+
+
+def plan(docket_id: str, config: str, force: bool) -> dict[str, tuple[str, dict]]:
+    """comment key -> (fingerprint, metadata) for the comments to place, from state rows."""
+    upstream = item_states.states_for_docket(INPUT, docket_id)
+    mine = item_states.states_for_docket(STAGE, docket_id)
+    metadata = items.search_metadata(docket_id, METADATA_FIELDS)
+    todo = {}
+    for key, row in upstream.items():
+        meta = metadata.get(key, {})
+        if row.state not in GROUPABLE or meta.get("kind", "comment") != "comment":
+            continue
+        fingerprint = item_fingerprint(row.content_hash, meta.get("submitter"), config)
+        done = mine.get(key)
+        if force or done is None or done.fingerprint != fingerprint or done.state == "stale":
+            todo[key] = (fingerprint, meta)
+    return todo
+
+
+def unfinished(docket_id: str, threshold: float) -> int:
+    return len(plan(docket_id, config_id(threshold), False))
+
+
+def group_docket(ctx: StageContext, docket: Docket) -> StageResult:
+    # datasketch and numpy load here, not when the tasks are declared: every luigi command
+    # and `docketeer` start would pay for them otherwise.
+    from pipeline.campaigns.grouping import Comment, Grouper
+
+    result = StageResult()
+    threshold = ctx.settings.campaign_threshold
+    todo = plan(docket.id, config_id(threshold), ctx.force)
+    if not todo:
+        return result
+    ctx.check_time()
+    ctx.progress.start(len(todo))
+    texts = grouping_texts(ctx, docket.id, sorted(todo))
+    comments = [Comment(k, todo[k][1].get("posted_date"), texts[k], todo[k][1].get("submitter"))
+                for k in sorted(todo) if texts[k].strip()]
+    empty = [k for k in sorted(todo) if not texts[k].strip()]
+    grouper = Grouper(docket.id, threshold, progress=lambda n: ctx.progress.advance("placed", n))
+    placement = grouper.place(comments, leaving=empty)
+    rows = [{"stage": STAGE, "item": k, "docket": docket.id, "state": "ok", "run_id": ctx.run_id,
+             "fingerprint": todo[k][0], "content_hash": placement.exact[k]} for k in placement.placed]
+    rows += [{"stage": STAGE, "item": k, "docket": docket.id, "state": "skipped", "run_id": ctx.run_id,
+              "fingerprint": todo[k][0], "reason": "no text to compare"} for k in empty]
+    item_states.transition_many(rows)
+    for outcome, n in (("placed", len(placement.placed)), ("groups_started", len(placement.started)),
+                       ("no_text", len(empty))):
+        if n:
+            result.add(outcome, n)
+    return result
+
+
+def grouping_texts(ctx: StageContext, docket_id: str, keys: list[str]) -> dict[str, str]:
+    """Each comment's body, or its attachments' text when the body only points at them."""
+    bodies = items.bodies_of(docket_id, keys)
+    texts = {}
+    for key in keys:
+        body = bodies.get(key) or ""
+        texts[key] = attachment_text(ctx, docket_id, key) or body if points_to_attachment(body) else body
+    return texts
+
+
+def attachment_text(ctx: StageContext, docket_id: str, key: str) -> str:
+    try:
+        _, combined = read_combined(ctx.blobs, docket_id, key)
+    except Exception as exc:  # noqa: BLE001 - a missing combined.md: grouped by the body alone
+        log.warning("campaigns %s %s: no combined text (%s)", docket_id, key, type(exc).__name__)
+        return ""
+    sections = combined_sections(combined, skip_placeholders=True)
+    return "\n\n".join(text for heading, text in sections if heading != INLINE_HEADING and text.strip())
+
+
+# --- the declaration ---------------------------------------------------------------------------
+
+class CampaignMarkers(StateMarkers):
+    """State-DB markers whose input is extract's output under this grouping configuration, so
+    a new threshold or grouping version makes a docket's marker stale, sealed or not."""
+
+    def __init__(self, threshold: float) -> None:
+        super().__init__(STAGE, INPUT)
+        self.config = config_id(threshold)
+
+    def _expected(self, extract_output: str | None) -> str | None:
+        return None if extract_output is None else digest(extract_output, self.config, sep=RECORD)
+
+    def probe(self, docket_id: str) -> Probe:
+        found = super().probe(docket_id)
+        return replace(found, upstream_output=self._expected(found.upstream_output))
+
+    def input_fingerprint(self, docket_id: str) -> str | None:
+        return self._expected(super().input_fingerprint(docket_id))
+
+    def claims(self, dockets: dict[str, Docket]) -> list[str]:
+        inputs = stage_markers(INPUT)
+        return sorted(d for d, m in stage_markers(STAGE).items()
+                      if d in inputs and vouches(m.input_fingerprint,
+                                                 self._expected(inputs[d].output_fingerprint)))
+
+
+def _markers(stage: str, input_stage: str | None, runtime, invocation) -> CampaignMarkers:
+    return CampaignMarkers(runtime.settings.campaign_threshold)
+
+
+DECLARATION = Stage(
+    name=STAGE, upstream="index", run=group_docket, task="CampaignGroups", wrapper="CampaignsAll",
+    doc="Form-letter campaign groups of new or changed comments (exact and near-duplicate text).",
+    unfinished=lambda runtime, docket_id, now: unfinished(docket_id, runtime.settings.campaign_threshold),
+    markers=_markers,
+)

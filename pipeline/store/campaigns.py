@@ -1,0 +1,252 @@
+"""Every query of the campaign groups (``campaign_member``, ``campaign_band``, ``campaign``):
+what the CampaignGroups stage reads and writes, and the read side others call —
+``campaigns_of(docket, limit)``, ``campaign_of_item(item_id)``, ``members_of(campaign_id)``.
+
+Reads are by docket, by band key or by item, each one indexed query (chunked ``IN`` lists),
+so a run with 40 new comments reads what those 40 need, not the docket.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import peewee
+from peewee import fn
+
+from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.store.models import Campaign, CampaignBand, CampaignMember, database
+
+IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
+
+
+def _chunks(values: Iterable, size: int = IN_CHUNK):
+    values = list(values)
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+@dataclass(frozen=True)
+class Member:
+    item: str
+    campaign: str
+    order_key: str
+    posted_date: str | None
+    text: str
+    normalised: str
+    signature: str
+    added_sentences: list[str]
+
+
+def _member(row: CampaignMember) -> Member:
+    return Member(row.item, row.campaign, row.order_key, row.posted_date, row.text,
+                  row.normalised, row.signature, json.loads(row.added_sentences or "[]"))
+
+
+# --- what the stage reads ----------------------------------------------------------------------
+
+def count_members(docket_id: str) -> int:
+    return CampaignMember.select().where(CampaignMember.docket == docket_id).count()
+
+
+def campaigns_by_exact_hash(docket_id: str, hashes: Iterable[str]) -> dict[str, str]:
+    """exact hash -> the campaign of a stored member with that normalised text."""
+    found: dict[str, str] = {}
+    for chunk in _chunks(sorted(set(hashes))):
+        query = (CampaignMember.select(CampaignMember.exact_hash, CampaignMember.campaign)
+                 .where((CampaignMember.docket == docket_id) & CampaignMember.exact_hash.in_(chunk))
+                 .order_by(CampaignMember.order_key).tuples())
+        for exact, campaign in query:
+            found.setdefault(exact, campaign)
+    return found
+
+
+def members_by_band(docket_id: str, keys: Iterable[str]) -> dict[str, list[tuple[str, str, str]]]:
+    """band key -> the stored members with that key, as (item, campaign, signature hex)."""
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    for chunk in _chunks(sorted(set(keys))):
+        query = (CampaignBand.select(CampaignBand.key, CampaignBand.item, CampaignMember.campaign,
+                                     CampaignMember.signature)
+                 .join(CampaignMember, on=(CampaignMember.item == CampaignBand.item))
+                 .where((CampaignBand.docket == docket_id) & CampaignBand.key.in_(chunk)).tuples())
+        for key, item, campaign, signature in query:
+            found.setdefault(key, []).append((item, campaign, signature))
+    return found
+
+
+def normalised_texts(items: Iterable[str]) -> dict[str, str]:
+    found = {}
+    for chunk in _chunks(sorted(set(items))):
+        found.update(CampaignMember.select(CampaignMember.item, CampaignMember.normalised)
+                     .where(CampaignMember.item.in_(chunk)).tuples())
+    return found
+
+
+def members(items: Iterable[str]) -> dict[str, Member]:
+    found = {}
+    for chunk in _chunks(sorted(set(items))):
+        for row in CampaignMember.select().where(CampaignMember.item.in_(chunk)):
+            found[row.item] = _member(row)
+    return found
+
+
+def earliest_members(campaign_id: str, limit: int) -> list[Member]:
+    query = (CampaignMember.select().where(CampaignMember.campaign == campaign_id)
+             .order_by(CampaignMember.order_key).limit(limit))
+    return [_member(row) for row in query]
+
+
+def campaign_rows(campaign_ids: Iterable[str]) -> dict[str, Campaign]:
+    found = {}
+    for chunk in _chunks(sorted(set(campaign_ids))):
+        found.update({c.id: c for c in Campaign.select().where(Campaign.id.in_(chunk))})
+    return found
+
+
+# --- what the stage writes ---------------------------------------------------------------------
+
+def remove_members(items: Iterable[str]) -> set[str]:
+    """Take items out of their groups (a changed comment is placed again): the campaigns
+    they were in."""
+    left: set[str] = set()
+    for chunk in _chunks(sorted(set(items))):
+        left |= {c for (c,) in CampaignMember.select(CampaignMember.campaign)
+                 .where(CampaignMember.item.in_(chunk)).tuples()}
+        CampaignBand.delete().where(CampaignBand.item.in_(chunk)).execute()
+        CampaignMember.delete().where(CampaignMember.item.in_(chunk)).execute()
+    return left
+
+
+def add_members(docket_id: str, rows: list[dict], bands: list[tuple[str, str]]) -> None:
+    """Member rows (CampaignMember's fields, ``added_sentences`` a list) and their band keys
+    ((key, item)), each table in one prepared statement run for every row."""
+    members = [{**r, "docket": docket_id, "added_sentences": json.dumps(r["added_sentences"])}
+               for r in rows]
+    fields = [CampaignMember.item, CampaignMember.docket, CampaignMember.campaign,
+              CampaignMember.order_key, CampaignMember.posted_date, CampaignMember.exact_hash,
+              CampaignMember.text, CampaignMember.normalised, CampaignMember.signature,
+              CampaignMember.added_sentences]
+    with database.atomic():
+        _execute_many(CampaignMember.insert_many, fields,
+                      [tuple(m[f.name] for f in fields) for m in members])
+        _execute_many(CampaignBand.insert_many, [CampaignBand.docket, CampaignBand.key, CampaignBand.item],
+                      [(docket_id, key, item) for key, item in bands])
+
+
+def set_added_sentences(added: dict[str, list[str]]) -> None:
+    if not added:
+        return
+    sql, _ = (CampaignMember.update(added_sentences="x").where(CampaignMember.item == "y").sql())
+    with database.atomic(), peewee.__exception_wrapper__:
+        database.cursor().executemany(sql, [(json.dumps(s), item) for item, s in sorted(added.items())])
+    counters.incr(ROWS_WRITTEN)
+
+
+def _execute_many(insert_many, fields: list, values: list[tuple]) -> None:
+    """One statement, prepared once and run for every row: peewee builds the SQL of a bulk
+    insert value by value, which for 20,000 members costs more than the insert itself."""
+    if not values:
+        return
+    sql, _ = insert_many(values[:1], fields=fields).sql()
+    with peewee.__exception_wrapper__:
+        database.cursor().executemany(sql, values)
+    counters.incr(ROWS_WRITTEN)
+
+
+def group_facts(campaign_id: str) -> tuple[int, str | None, str | None]:
+    """(size, first seen, last seen) from the members."""
+    return (CampaignMember.select(fn.COUNT(CampaignMember.item), fn.MIN(CampaignMember.posted_date),
+                                  fn.MAX(CampaignMember.posted_date))
+            .where(CampaignMember.campaign == campaign_id).tuples().first())
+
+
+def save_campaign(campaign_id: str, docket_id: str, *, size: int, representative: str,
+                  first_seen: str | None, last_seen: str | None) -> None:
+    values = {Campaign.docket: docket_id, Campaign.size: size, Campaign.representative: representative,
+              Campaign.first_seen: first_seen, Campaign.last_seen: last_seen}
+    Campaign.insert({Campaign.id: campaign_id, **values}).on_conflict(
+        conflict_target=[Campaign.id], update=values).execute()
+
+
+def rename_campaign(old: str, new: str) -> None:
+    """A group's id is its earliest member's: it changes when that member left or an earlier
+    one joined."""
+    with database.atomic():
+        CampaignMember.update(campaign=new).where(CampaignMember.campaign == old).execute()
+        Campaign.update(id=new).where(Campaign.id == old).execute()
+
+
+def save_singletons(docket_id: str, founders: list[tuple[str, str | None]]) -> None:
+    """New groups of one comment each ((its id, posted date)): the comment is the group's
+    id and representative, and its dates are the group's."""
+    _execute_many(Campaign.insert_many, [Campaign.id, Campaign.docket, Campaign.size,
+                                         Campaign.representative, Campaign.first_seen, Campaign.last_seen],
+                  [(key, docket_id, 1, key, posted, posted) for key, posted in founders])
+
+
+def merge_campaign(other: str, into: str) -> None:
+    """A comment similar to members of two groups joins them: ``other``'s members move."""
+    with database.atomic():
+        CampaignMember.update(campaign=into).where(CampaignMember.campaign == other).execute()
+        Campaign.delete().where(Campaign.id == other).execute()
+
+
+def delete_campaign(campaign_id: str) -> None:
+    Campaign.delete().where(Campaign.id == campaign_id).execute()
+
+
+# --- the read side: docketeer export, docketeer serve --------------------------------------------
+
+@dataclass(frozen=True)
+class CampaignSummary:
+    id: str
+    docket: str
+    size: int
+    representative: str
+    representative_text: str
+    first_seen: str | None
+    last_seen: str | None
+
+
+def campaigns_of(docket_id: str, limit: int | None = None, min_size: int = 2) -> list[CampaignSummary]:
+    """The docket's groups of at least ``min_size`` comments, largest first."""
+    query = (Campaign.select(Campaign, CampaignMember.text)
+             .join(CampaignMember, on=(CampaignMember.item == Campaign.representative))
+             .where((Campaign.docket == docket_id) & (Campaign.size >= min_size))
+             .order_by(Campaign.size.desc(), Campaign.id))
+    if limit is not None:
+        query = query.limit(limit)
+    return [CampaignSummary(c.id, c.docket, c.size, c.representative, c.campaignmember.text,
+                            c.first_seen, c.last_seen) for c in query]
+
+
+def campaign_of_item(item_id: str) -> CampaignSummary | None:
+    row = CampaignMember.get_or_none(CampaignMember.item == item_id)
+    if row is None:
+        return None
+    found = campaign_rows([row.campaign]).get(row.campaign)
+    if found is None:
+        return None
+    rep = CampaignMember.get_or_none(CampaignMember.item == found.representative)
+    return CampaignSummary(found.id, found.docket, found.size, found.representative,
+                           rep.text if rep else "", found.first_seen, found.last_seen)
+
+
+def members_of(campaign_id: str) -> list[Member]:
+    """Every member, earliest first, with the sentences each adds to the representative."""
+    query = (CampaignMember.select().where(CampaignMember.campaign == campaign_id)
+             .order_by(CampaignMember.order_key))
+    return [_member(row) for row in query]
+
+
+def docket_membership(docket_id: str) -> dict[str, tuple[str, int]]:
+    """item -> (campaign id, group size), for every grouped comment of the docket (export)."""
+    query = (CampaignMember.select(CampaignMember.item, Campaign.id, Campaign.size)
+             .join(Campaign, on=(Campaign.id == CampaignMember.campaign))
+             .where(CampaignMember.docket == docket_id).tuples())
+    return {item: (campaign, size) for item, campaign, size in query}
+
+
+def docket_campaigns(docket_id: str) -> list[Campaign]:
+    return list(Campaign.select().where(Campaign.docket == docket_id).order_by(Campaign.id))
