@@ -183,6 +183,24 @@ def test_read_queries_give_groups_largest_first_with_members_and_their_signal(rt
     assert campaigns.campaign_of_item("NOPE-2026-0001-0001") is None
 
 
+def test_the_web_pages_read_the_stored_campaigns(rt):
+    from pipeline.web import campaigns as web_campaigns
+
+    assert not web_campaigns.available()  # nothing grouped yet: the pages show no campaign parts
+    seed_store(rt, D, campaign_comments(D, 150))
+    group(rt)
+    biggest = campaigns.campaigns_of(D, limit=1)[0]
+    members = [m.item for m in campaigns.members_of(biggest.id)]
+    assert web_campaigns.available()
+    assert web_campaigns.campaign_members(biggest.id) == members
+    assert web_campaigns.campaign_members("NOPE") is None
+    info = web_campaigns.campaign_info(members[:3] + ["NOPE-2026-0001-0001"])
+    assert set(info) == set(members[:3])
+    assert {v["id"] for v in info.values()} == {biggest.id} and info[members[0]]["size"] == biggest.size
+    top = web_campaigns.largest_campaigns(D, 2)
+    assert top[0] == {"id": biggest.id, "size": biggest.size, "representative": biggest.representative_text}
+
+
 # --- the task over the real chain ----------------------------------------------------------------
 
 def test_campaigns_all_runs_once_then_is_pruned_and_a_new_threshold_redoes_it(tmp_path, pg_server):

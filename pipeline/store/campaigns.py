@@ -250,3 +250,21 @@ def docket_membership(docket_id: str) -> dict[str, tuple[str, int]]:
 
 def docket_campaigns(docket_id: str) -> list[Campaign]:
     return list(Campaign.select().where(Campaign.docket == docket_id).order_by(Campaign.id))
+
+
+def memberships(items: Iterable[str]) -> dict[str, tuple[str, int, list[str]]]:
+    """item -> (campaign id, group size, sentences it adds), for the grouped ones among
+    ``items`` (the web pages' campaign column), a bounded IN list per query."""
+    found: dict[str, tuple[str, int, list[str]]] = {}
+    for chunk in _chunks(items):
+        query = (CampaignMember.select(CampaignMember.item, CampaignMember.added_sentences,
+                                       Campaign.id, Campaign.size)
+                 .join(Campaign, on=(Campaign.id == CampaignMember.campaign))
+                 .where(CampaignMember.item.in_(chunk)).tuples())
+        for item, added, campaign, size in query:
+            found[item] = (campaign, size, json.loads(added or "[]"))
+    return found
+
+
+def any_campaign() -> bool:
+    return Campaign.select().exists()
