@@ -87,6 +87,18 @@ def item_failure(exc: Exception) -> Failure:
     return failure
 
 
+def original_error(exc: BaseException) -> BaseException:
+    """The first run-stopping error in ``exc``'s chain, else ``exc``: SQLite on a full disk
+    rolls its transaction back itself, so the ``cannot rollback`` raised while unwinding
+    hides the "database or disk is full" that caused it."""
+    chain: list[BaseException] = []
+    found: BaseException | None = exc
+    while found is not None and found not in chain:
+        chain.append(found)
+        found = found.__cause__ or found.__context__
+    return next((e for e in reversed(chain) if _stops_run(e)), exc)
+
+
 def _stops_run(exc: BaseException) -> bool:
     if isinstance(exc, (RunStopping, ConfigError, MemoryError)):
         return True

@@ -30,7 +30,7 @@ from pipeline.command_line import (
 )
 from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
 from pipeline.errors import BudgetSpent, ConfigError, DocketeerError
-from pipeline.failures import classify
+from pipeline.failures import classify, original_error
 from pipeline.invocation import Invocation, InvocationParameter
 from pipeline.progress import Progress
 from pipeline.runtime import get_runtime
@@ -79,6 +79,7 @@ class OneLineFailures(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         if isinstance(exc, DocketeerError) or (isinstance(exc, Exception) and classify(exc).stops_run):
+            exc = original_error(exc)
             record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
             record.args, record.exc_info, record.exc_text = (), None, None
         return True

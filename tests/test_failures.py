@@ -136,3 +136,21 @@ def test_auto_seal_waits_for_items_waiting_to_retry():
     today = datetime(2026, 12, 1).date()
     assert should_seal(facts, today, 30)
     assert not should_seal(SealFacts("2026-01-01", "2026-12-01T00:00:00Z", 0, None, waiting=1), today, 30)
+
+
+def test_a_rollback_error_while_unwinding_names_the_full_disk_that_caused_it():
+    import sqlite3
+
+    import peewee
+
+    from pipeline.failures import original_error
+
+    try:
+        try:
+            raise peewee.OperationalError("database or disk is full") from sqlite3.OperationalError("full")
+        except peewee.OperationalError:
+            raise peewee.OperationalError("cannot rollback - no transaction is active")  # noqa: B904
+    except peewee.OperationalError as exc:
+        assert "disk is full" in str(original_error(exc))
+    plain = ValueError("x")
+    assert original_error(plain) is plain
