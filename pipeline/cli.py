@@ -441,6 +441,7 @@ def parse_port(text: str) -> int:
     return int(text)
 
 
+@command
 def cmd_export(args) -> int:
     from pipeline.export import FORMATS, export
 

@@ -21,6 +21,8 @@ from pipeline.store.models import Item
 class HybridSource:
     def __init__(self, mirror: MirrorSource, api: ApiSource) -> None:
         self.mirror, self.api = mirror, api
+        # One item at a time: the API side is paced and budgeted per key, not thread-safe.
+        self.concurrency = 1
         self._from_api: set[str] = set()  # items whose detail came from the API
 
     def detail(self, item: Item) -> dict:

@@ -10,7 +10,6 @@ whose body only says "see attached" is grouped by its attachments' text (``combi
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 from pipeline.campaigns.text import points_to_attachment
 from pipeline.extract.combined import INLINE_HEADING, combined_sections
@@ -123,7 +122,7 @@ class CampaignMarkers(StateMarkers):
 
     def probe(self, docket_id: str) -> Probe:
         found = super().probe(docket_id)
-        return replace(found, upstream_output=self._expected(found.upstream_output))
+        return found._replace(upstream_output=self._expected(found.upstream_output))
 
     def input_fingerprint(self, docket_id: str) -> str | None:
         return self._expected(super().input_fingerprint(docket_id))
