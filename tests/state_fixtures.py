@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
@@ -75,3 +76,28 @@ def sqlite_state(tmp_path):
     yield runtime
     set_runtime(previous)
     runtime.close()
+
+
+REAL_KEY = "test-key"
+
+
+@contextlib.contextmanager
+def real_mirror_runtime(tmp_path, pg_server, realdata):
+    """The real dockets of ``../shared/realdata/mirror`` served by the stand-in (key
+    ``REAL_KEY``), details and files from the mirror: yields (runtime, docket ids), the
+    runtime current while the block runs."""
+    from devtools.standin_server import StandinServer
+
+    mirror = realdata / "mirror"
+    ids = sorted(p.name for p in mirror.glob("raw-data/*/*") if p.is_dir())
+    with StandinServer(mirror, api_keys=(REAL_KEY,)) as server:
+        runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base=server.api_base,
+                               api_key=REAL_KEY, discover="list", dockets=",".join(ids), source="mirror",
+                               mirror_url=str(mirror), extract_workers=1, ocr="false", http_attempts=1)
+        previous = set_runtime(runtime)
+        runtime.state  # noqa: B018 - bind the models to this store before any test reads it
+        try:
+            yield runtime, ids
+        finally:
+            set_runtime(previous)
+            runtime.close()

@@ -16,7 +16,7 @@ from devtools.standin_server import StandinServer
 from pipeline.runtime import set_runtime
 from pipeline.stages.extract import read_combined
 from pipeline.store.models import Attachment, Docket, Item, ItemState
-from tests.state_fixtures import make_runtime, new_pg_database
+from tests.state_fixtures import make_runtime, new_pg_database, real_mirror_runtime
 from tests.test_unfinished_work import KEY, run_at
 
 DOCKETS = {
@@ -85,26 +85,16 @@ def stored_item(item: Item) -> tuple:
 
 
 def test_every_real_record_is_stored_as_it_says(tmp_path, pg_server, realdata):
-    mirror = realdata / "mirror"
-    ids = sorted(p.name for p in mirror.glob("raw-data/*/*") if p.is_dir())
-    assert set(ids) == set(DOCKETS)  # a new real docket needs its rows in the table
-    with StandinServer(mirror, api_keys=(KEY,)) as server:
-        runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base=server.api_base,
-                               api_key=KEY, discover="list", dockets=",".join(ids), source="mirror",
-                               mirror_url=str(mirror), extract_workers=1, ocr="false", http_attempts=1)
-        previous = set_runtime(runtime)
-        try:
-            run_at(1)
-            dockets = {d.id: (d.agency, d.title, d.comment_start_date, d.comment_end_date) for d in Docket.select()}
-            assert dockets == DOCKETS
-            assert {i.key: stored_item(i) for i in Item.select()} == ITEMS
-            html = Item.get_by_id("USTR-2015-0010-0004").body_html
-            assert html.startswith("See attached file(s)<br/><br/>Notice")  # the original is kept
-            assert "&#39;" in Item.get_by_id("USTR-2015-0010-0003").body_html
-            assert_combined_is_text_and_labelled(runtime)
-        finally:
-            set_runtime(previous)
-            runtime.close()
+    with real_mirror_runtime(tmp_path, pg_server, realdata) as (runtime, ids):
+        assert set(ids) == set(DOCKETS)  # a new real docket needs its rows in the table
+        run_at(1)
+        dockets = {d.id: (d.agency, d.title, d.comment_start_date, d.comment_end_date) for d in Docket.select()}
+        assert dockets == DOCKETS
+        assert {i.key: stored_item(i) for i in Item.select()} == ITEMS
+        html = Item.get_by_id("USTR-2015-0010-0004").body_html
+        assert html.startswith("See attached file(s)<br/><br/>Notice")  # the original is kept
+        assert "&#39;" in Item.get_by_id("USTR-2015-0010-0003").body_html
+        assert_combined_is_text_and_labelled(runtime)
 
 
 def assert_combined_is_text_and_labelled(runtime) -> None:

@@ -26,7 +26,7 @@ from pipeline.counters import API_CALLS, STAGE_CALLS, counters
 from pipeline.runtime import set_runtime
 from pipeline.store import dockets as docket_rows
 from pipeline.store.models import DocketStage, Item, ItemState, Run
-from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
+from tests.state_fixtures import make_runtime, new_pg_database, real_mirror_runtime, run_invocation
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "test-key"
@@ -340,29 +340,18 @@ def test_each_hostile_record_fails_its_item_and_every_other_item_is_indexed(tmp_
 
 def test_real_dockets_flow_through_and_the_file_the_mirror_lacks_waits(tmp_path, pg_server, realdata):
     """ACF, USTR and DOS as the mirror holds them: the DOS attachment is not in the mirror."""
-    mirror = realdata / "mirror"
-    ids = sorted(p.name for p in mirror.glob("raw-data/*/*") if p.is_dir())
-    with StandinServer(mirror, api_keys=(KEY,)) as server:
-        runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base=server.api_base,
-                               api_key=KEY, discover="list", dockets=",".join(ids), source="mirror",
-                               mirror_url=str(mirror), extract_workers=1, ocr="false", http_attempts=1)
-        previous = set_runtime(runtime)
-        runtime.state  # noqa: B018 - bind the models to this store before any test reads it
-        try:
-            assert run_at(1) and run_at(2)  # two pulls: the quiet, closed dockets may seal
-            lacking = set()
-            for docket in ids:
-                rows = states("backfill", docket)
-                waiting = {k for k, r in rows.items() if r.state == "retry"}
-                assert all("not in the mirror yet" in rows[k].reason for k in waiting)
-                sealed = docket_rows.get_docket(docket).sealed_at
-                assert (sealed is None) == bool(waiting), (docket, sealed, waiting)
-                # Items waiting for their files are extracted and indexed by what they have (titles).
-                assert set(states("extract", docket)) == set(rows)
-                assert comment_keys(docket) <= indexed(runtime, docket)
-                lacking |= waiting
-            assert lacking == {"DOS-2022-0004-0001", "DOS-2022-0004-0003"}  # what the README says is absent
-            verify_passes(runtime)
-        finally:
-            set_runtime(previous)
-            runtime.close()
+    with real_mirror_runtime(tmp_path, pg_server, realdata) as (runtime, ids):
+        assert run_at(1) and run_at(2)  # two pulls: the quiet, closed dockets may seal
+        lacking = set()
+        for docket in ids:
+            rows = states("backfill", docket)
+            waiting = {k for k, r in rows.items() if r.state == "retry"}
+            assert all("not in the mirror yet" in rows[k].reason for k in waiting)
+            sealed = docket_rows.get_docket(docket).sealed_at
+            assert (sealed is None) == bool(waiting), (docket, sealed, waiting)
+            # Items waiting for their files are extracted and indexed by what they have (titles).
+            assert set(states("extract", docket)) == set(rows)
+            assert comment_keys(docket) <= indexed(runtime, docket)
+            lacking |= waiting
+        assert lacking == {"DOS-2022-0004-0001", "DOS-2022-0004-0003"}  # what the README says is absent
+        verify_passes(runtime)
