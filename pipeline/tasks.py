@@ -128,6 +128,20 @@ class DocketStageTask(CheckedParameters, luigi.Task):
     def current_invocation(self) -> Invocation:
         return self.invocation or Invocation.of_process()
 
+    @property
+    def task_family(self) -> str:
+        """The name luigid shows for this task (the D3 graph's node label, the sidebar's
+        families, the execution summary): the stage task and its docket, so the tasks of two
+        dockets differ at a glance; grouped by stage under the sidebar's dotted prefix. Luigi's
+        registry, task ids and config sections go by the class (``get_task_family``)."""
+        return f"{type(self).get_task_family()}.{self.docket}"
+
+    def as_dynamic_dependency(self) -> DocketStageTask:
+        """This task, to be yielded from a run(): Luigi sends a yielded task to its worker as
+        (module, family, params) and loads it by that family from its registry, which knows
+        the class name only (``stage_tasks`` makes the class this returns)."""
+        return _yielded[type(self)](**self.param_kwargs)
+
     # --- versions -------------------------------------------------------------------------
     @property
     def asked_version(self) -> int:
@@ -348,8 +362,6 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         return [d.strip() for d in self.docket.split(",") if d.strip()]
 
     def requires(self):
-        if self.named():
-            return []
         # Once discovery is current the docket tasks are known when Luigi schedules: required
         # here, a failed one is traced to this wrapper, which Luigi's summary then names once,
         # under "had failed dependencies". Yielded from run() only (right after a discovery),
@@ -357,12 +369,26 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         # run permission" (luigi.execution_summary cannot see dynamic dependencies).
         # Decided once per invocation: Luigi asks again before run() and fails the task if
         # the answer grew (the docket tasks, once a discovery of this run completed).
+        # Named dockets need no discovery: their tasks are always required here.
         invocation = self.current_invocation
         if getattr(self, "_required_for", (None,))[0] is not invocation:
-            discover = DiscoverDockets()
-            required = [discover, *self.docket_tasks()] if discover.complete() else [discover]
+            if self.named():
+                self._admit_named()
+                required = self.docket_tasks()
+            else:
+                discover = DiscoverDockets()
+                required = [discover, *self.docket_tasks()] if discover.complete() else [discover]
             self._required_for = (invocation, required)
         return self._required_for[1]
+
+    def _admit_named(self) -> None:
+        """Named on the command line: known from now on, forgotten or not found no longer."""
+        named = self.named()
+        docket_rows.ensure_dockets(named, discovered_by="cli")
+        # Luigi may ask again once tasks ran (a fresh process rebuilding the wrapper): a docket
+        # a task of this run just found missing upstream stays out of the known set.
+        ran = runs.dockets_run_since(named, self.current_invocation.started_at)
+        docket_rows.readmit([d for d in named if d not in ran])
 
     def docket_tasks(self) -> list[DocketStageTask]:
         """A task for each docket with work; the finished ones never become tasks."""
@@ -428,14 +454,8 @@ class DocketWrapper(CheckedParameters, luigi.Task):
                 log.info("%s: sealed %s, skipping (use --force to redo)", docket, sealed)
 
     def run(self):
-        named = self.named()
-        if named:
-            docket_rows.ensure_dockets(named, discovered_by="cli")
-            # Luigi calls run() again once the yielded tasks are done: a docket a task of this
-            # run just found missing upstream stays out of the known set.
-            ran = runs.dockets_run_since(named, self.current_invocation.started_at)
-            docket_rows.readmit([d for d in named if d not in ran])
-        yield self.docket_tasks()
+        if not self.named():  # named dockets' tasks were required, so they are done by now
+            yield [task.as_dynamic_dependency() for task in self.docket_tasks()]
 
 
 @contextlib.contextmanager
@@ -468,6 +488,11 @@ def log_skipped(wrapper: str, done: list[str], with_work: int) -> None:
 # --- the tasks of each declared stage --------------------------------------------------------
 
 _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {}  # stage name -> tasks
+_yielded: dict[type[DocketStageTask], type[DocketStageTask]] = {}  # see as_dynamic_dependency
+
+
+def _class_family(self) -> str:
+    return type(self).get_task_family()
 
 
 def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageTask], type[DocketWrapper]]:
@@ -482,6 +507,10 @@ def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageT
             stage_task=task, __module__=module,
             __doc__=f"{stage.task} for every known docket (after discovery), or the named ones."))
         _made[stage.name] = (task, wrapper)
+        # The same task, named by its class alone (what a yielded task's family must be);
+        # outside the registry, like luigi.task.externalize's copies, so names stay unique.
+        _yielded[task] = types.new_class(stage.task, (task,), exec_body=lambda ns: ns.update(
+            task_family=property(_class_family), _visible_in_registry=False, __module__=module))
     return _made[stage.name]
 
 

@@ -47,3 +47,21 @@ def test_a_failed_fetch_leaves_index_all_named_once_under_failed_dependencies(st
     group = [g for g in text.split(line)[0].splitlines() if g.strip().startswith("*")][-1]
     assert "had failed dependencies" in group, text
     assert "missing external dependencies" not in text and "not granted run permission" not in text
+
+
+def test_named_dockets_with_one_failed_fetch_name_index_all_once(store):
+    good, bad = store.dockets
+    store.server.path_faults[f"/v4/dockets/{bad}"] = "403"  # this docket's fetch fails
+    result = luigi(store, "IndexAll", "--docket", f"{good},{bad}")
+    assert result.returncode != 0
+    text = summary(result.stderr)
+    failed = text.split(" failed:")[1].split("*")[0]
+    assert f"FetchComments(docket={bad}," in failed and good not in failed, text
+    # Under one heading, the failed dependency's: not also "missing external dependencies"
+    # and "not granted run permission", as when the named dockets' tasks were yielded.
+    [line] = index_all_lines(text)
+    assert line.startswith("- 1 IndexAll(")
+    group = [g for g in text.split(line)[0].splitlines() if g.strip().startswith("*")][-1]
+    assert "had failed dependencies" in group, text
+    assert "missing external dependencies" not in text and "not granted run permission" not in text
+    assert f"IndexDocket(docket={good}," in text.split("ran successfully:")[1].split("*")[0], text

@@ -58,27 +58,54 @@ def luigid(tmp_path):
         daemon.wait(timeout=10)
 
 
+def run_index_all(store, port: int, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+    env.update(store.env(), PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"))
+    return subprocess.run(
+        [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll", *args,
+         "--scheduler-host", "127.0.0.1", "--scheduler-port", str(port)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+STAGES = (("FetchComments", "fetch"), ("BackfillComments", "backfill"),
+          ("ExtractText", "extract"), ("IndexDocket", "index"))
+
+
 def test_index_all_against_luigid_reports_tasks_status_and_progress(luigid, tmp_path, pg_server):
-    with built_store(tmp_path, pg_server, dockets=1, comments=5, build=False) as store:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
-        env.update(store.env(), PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"))
-        done = subprocess.run(
-            [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
-             "--scheduler-host", "127.0.0.1", "--scheduler-port", str(luigid)],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    with built_store(tmp_path, pg_server, dockets=2, comments=3, build=False) as store:
+        # After a discovery, so the docket tasks are yielded from IndexAll.run(): Luigi loads
+        # them again by the family they send, which must still find their class.
+        done = run_index_all(store, luigid)
         assert done.returncode == 0, done.stderr[-3000:]
     tasks = api(luigid, "task_list", status="DONE")
     by_name: dict[str, list[dict]] = {}
     for task in tasks.values():
         by_name.setdefault(task["name"], []).append(task)
-    assert {"IndexAll", "DiscoverDockets", "FetchComments", "BackfillComments", "ExtractText",
-            "IndexDocket"} <= set(by_name)
-    docket = store.dockets[0]
-    for name, stage in (("FetchComments", "fetch"), ("BackfillComments", "backfill"),
-                        ("ExtractText", "extract"), ("IndexDocket", "index")):
-        [task] = by_name[name]
-        assert task["params"]["docket"] == docket
-        assert task["status_message"].startswith(f"{stage} {docket}: ")  # the summary line
-        assert task["progress_percentage"] == 100
+    assert {"IndexAll", "DiscoverDockets"} <= set(by_name)
+    for docket in store.dockets:
+        for family, stage in STAGES:
+            [task] = by_name[f"{family}.{docket}"]  # the name the graph and sidebar show
+            assert task["params"]["docket"] == docket
+            assert task["status_message"].startswith(f"{stage} {docket}: ")  # the summary line
+            assert task["progress_percentage"] == 100
     assert api(luigid, "task_list", status="FAILED") == {}
     assert api(luigid, "task_list", status="PENDING") == {}
+
+
+def test_the_graph_labels_tell_two_dockets_apart(luigid, tmp_path, pg_server):
+    with built_store(tmp_path, pg_server, dockets=2, comments=3, build=False) as store:
+        first, second = store.dockets
+        done = run_index_all(store, luigid, "--docket", f"{first},{second}")
+        assert done.returncode == 0, done.stderr[-3000:]
+        # A task id does not depend on its label: the same command again finds every task
+        # complete under the ids of the first run.
+        again = run_index_all(store, luigid, "--docket", f"{first},{second}")
+        assert again.returncode == 0 and "Did not run any tasks" in again.stderr, again.stderr
+    [root] = [tid for tid, t in api(luigid, "task_list", status="DONE").items()
+              if t["name"] == "IndexAll"]
+    graph = api(luigid, "dep_graph", task_id=root)  # what the D3 graph draws, node by node
+    labels = {task["name"] for task in graph.values()}
+    for family, _ in STAGES:
+        assert {f"{family}.{first}", f"{family}.{second}"} <= labels, labels
+    # The ids are the class family's, as before labels carried the docket.
+    assert all(tid.startswith(task["name"].split(".")[0] + "_") for tid, task in graph.items())
