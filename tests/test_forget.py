@@ -3,6 +3,8 @@ the source answers 404 for is recorded once as not found and skipped, not a fail
 
 from __future__ import annotations
 
+import logging
+
 import pipeline
 from pipeline import cli, verify
 from pipeline.store import dockets
@@ -42,7 +44,7 @@ def test_a_docket_that_is_not_found_is_recorded_once_and_skipped(tmp_path, pg_se
         assert "NOPE-2026-0001" not in caplog.text
 
 
-def test_forget_keeps_the_data_and_the_next_run_leaves_it_alone(tmp_path, pg_server, capsys):
+def test_forget_keeps_the_data_and_the_next_run_leaves_it_alone(tmp_path, pg_server, capsys, caplog):
     with built_store(tmp_path, pg_server) as store:
         gone, kept = store.dockets
         before = _state_rows_of(gone)
@@ -53,8 +55,11 @@ def test_forget_keeps_the_data_and_the_next_run_leaves_it_alone(tmp_path, pg_ser
         assert dockets.all_docket_ids() == [kept]
         assert _state_rows_of(gone) == before
         runs = _runs_of(gone)
-        assert store.run(pipeline.IndexAll())
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            assert store.run(pipeline.IndexAll())
         assert _runs_of(gone) == runs
+        assert kept in caplog.text and gone not in caplog.text  # the run names nothing of it
 
 
 def test_forget_purge_leaves_no_row_blob_or_chunk_and_verify_passes(tmp_path, pg_server, capsys):
