@@ -88,6 +88,8 @@ def test_index_all_against_luigid_reports_tasks_status_and_progress(luigid, tmp_
             assert task["params"]["docket"] == docket
             assert task["status_message"].startswith(f"{stage} {docket}: ")  # the summary line
             assert task["progress_percentage"] == 100
+            # Luigi's summary lists every docket's task, none hidden behind "..."
+            assert f"{family}(docket={docket}," in done.stderr.split("Execution Summary")[1]
     assert api(luigid, "task_list", status="FAILED") == {}
     assert api(luigid, "task_list", status="PENDING") == {}
 
