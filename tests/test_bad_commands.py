@@ -157,3 +157,28 @@ def test_a_full_disk_under_the_index_server_stops_a_luigi_run(tmp_path, full_dis
         embedded_server.acquire(full_disk / "data")
     assert classify(raised.value).stops_run
     assert "initdb: could not write to file" in str(raised.value)
+
+
+def test_a_luigi_run_whose_index_server_meets_a_full_disk_says_so_in_one_line(tmp_path, pg_server):
+    from tests.pipeline_fixtures import built_store
+
+    with built_store(tmp_path, pg_server, dockets=1, comments=2, build=False) as store:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+        env.update(store.env(), PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"))
+        del env["DOCKETEER_INDEX_URL"]  # the embedded server, its pgdata on the full disk
+        pgdata = store.root / "data" / "index-pg"
+        pgdata.mkdir(parents=True)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M", "tmpfs", str(pgdata)],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip()}")
+        try:
+            done = subprocess.run([sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
+                                   "--local-scheduler"], cwd=tmp_path, env=env, capture_output=True,
+                                  text=True, timeout=300)
+        finally:
+            subprocess.run(["umount", str(pgdata)], check=True)
+    assert done.returncode == 30, done.stderr[-3000:]  # luigi.cfg [retcode] task_failed
+    assert "Traceback" not in done.stderr and "Failed postgres command" not in done.stderr, done.stderr
+    [line] = [x for x in done.stderr.splitlines() if "No space left on device" in x]
+    assert "initdb: could not write to file" in line
