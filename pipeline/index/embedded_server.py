@@ -158,9 +158,11 @@ def _postgres_failure_as_one_line(pgdata: Path):
     logger.propagate = False
     try:
         yield
-    except subprocess.CalledProcessError as exc:
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
         program = Path(str(exc.cmd[0] if isinstance(exc.cmd, list | tuple) else exc.cmd)).name
-        reason = _postgres_reason([r.getMessage() for r in kept.records]) or f"exit status {exc.returncode}"
+        fallback = (f"exit status {exc.returncode}" if isinstance(exc, subprocess.CalledProcessError)
+                    else f"no answer within {exc.timeout} s")
+        reason = _postgres_reason([r.getMessage() for r in kept.records]) or fallback
         message = f"the embedded index server under {pgdata} cannot start: {program}: {reason}"
         if "No space left on device" in reason:
             # A full disk stops the run (failures.classify), whoever meets it.
