@@ -111,3 +111,22 @@ def test_the_graph_labels_tell_two_dockets_apart(luigid, tmp_path, pg_server):
         assert {f"{family}.{first}", f"{family}.{second}"} <= labels, labels
     # The ids are the class family's, as before labels carried the docket.
     assert all(tid.startswith(task["name"].split(".")[0] + "_") for tid, task in graph.items())
+
+
+def test_a_yielded_docket_task_is_loaded_again_as_the_same_task(tmp_path):
+    """Luigi rebuilds a task yielded from run() by (module, family, params): the family it
+    is sent under must be the class's, and the task it rebuilds the one with the label."""
+    from luigi.task_register import Register, load_task
+
+    import pipeline
+    from pipeline.runtime import set_runtime
+    from tests.state_fixtures import make_runtime
+
+    set_runtime(make_runtime(tmp_path))
+    task = pipeline.FetchComments(docket="AB-2026-0001")
+    yielded = task.as_dynamic_dependency()
+    assert (task.task_family, yielded.task_family) == ("FetchComments.AB-2026-0001", "FetchComments")
+    loaded = load_task(yielded.task_module, yielded.task_family, yielded.to_str_params())
+    assert type(loaded) is pipeline.FetchComments and loaded.task_id == task.task_id == yielded.task_id
+    assert loaded.task_family == "FetchComments.AB-2026-0001"
+    assert Register.get_task_cls("FetchComments") is pipeline.FetchComments  # one class by that name
