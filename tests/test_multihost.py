@@ -35,7 +35,7 @@ from tests.test_luigid import LUIGID, api, free_port
 
 s3_endpoint = s3_fixtures.s3_endpoint
 s3_client = s3_fixtures.s3_client
-s3_bucket = s3_fixtures.s3_bucket
+s3_credentials_env = s3_fixtures.s3_credentials_env
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("fetch", "backfill", "extract", "index")
@@ -154,8 +154,9 @@ def test_luigi_refuses_a_shared_state_db_with_the_embedded_index_in_one_line(tmp
 
 # --------------------------------------------------------------------------- two hosts, one luigid
 LUIGID_CFG = """[scheduler]
-# A dead worker's running task fails after a few seconds without a ping and is retried at once.
-worker_disconnect_delay = 4
+# A dead worker's running task fails after seconds without a ping (more than the workers'
+# ping_interval, 5 s in luigi.cfg, or a busy worker would count as gone) and is retried at once.
+worker_disconnect_delay = 10
 retry_delay = 1
 prune_on_get_work = true
 """
@@ -205,7 +206,7 @@ class Cluster:
 
     def env(self, host: str, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
-        return {**env, "PYTHONPATH": str(ROOT), "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg"),
+        return {**env, "PYTHONPATH": str(ROOT), "LUIGI_CONFIG_PATH": str(worker_host_cfg(self.folder)),
                 "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                 "DOCKETEER_HOST_ID": host, "DOCKETEER_DATA_DIR": str(self.folder / host),
                 "DOCKETEER_STATE_URL": self.state_url, "DOCKETEER_INDEX_URL": self.index_url,
@@ -253,6 +254,22 @@ class Cluster:
                     "blobs": blobs, "runs": runs}
 
 
+
+
+def worker_host_cfg(folder: Path) -> Path:
+    """The project's luigi.cfg as the README's worker hosts change it: keep_alive, or a
+    worker leaves as soon as what is left is being run by the other host; already_running
+    and not_run = 0, since Luigi's summary files the tasks the other host ran as "being run
+    by another worker" or "not granted run permission" (a failed task still exits 30)."""
+    text = (ROOT / "luigi.cfg").read_text()
+    for old, new in (("keep_alive = false", "keep_alive = true"), ("not_run = 25", "not_run = 0"),
+                     ("already_running = 10", "already_running = 0")):
+        assert old in text, old
+        text = text.replace(old, new)
+    path = folder / "worker-host.cfg"
+    path.write_text(text)
+    return path
+
 STAGE_LINE = re.compile(r"\b(fetch|backfill|extract|index) ([A-Z]+-\d{4}-\d{4}): .* in \d+\.\d+s")
 
 
@@ -271,13 +288,14 @@ def corpus(tmp_path):
 
 
 @pytest.fixture
-def cluster(tmp_path, pg_server, corpus, s3_endpoint, s3_client):
+def cluster(tmp_path, pg_server, corpus, s3_endpoint, s3_client, s3_credentials_env):
     """A factory of fresh shared stores on the one PostgreSQL server and S3 endpoint."""
     server, dockets = corpus
     bucket = f"multihost-{tmp_path.name[-20:].lower().replace('_', '-')}"
     s3_client.create_bucket(Bucket=bucket)
 
     def make(name: str) -> Cluster:
+        (tmp_path / name).mkdir()
         return Cluster(tmp_path / name, new_pg_database(pg_server), new_pg_database(pg_server),
                        f"s3://{bucket}/{name}", s3_endpoint, server, dockets)
     return make
@@ -304,6 +322,8 @@ def test_two_hosts_split_the_dockets_and_end_as_one_process_would(cluster, refer
         shared.discover(port)
         hosts = {h: shared.luigi(h, "IndexAll", "--workers", "2", port=port) for h in ("a", "b")}
         outputs = {h: p.communicate(timeout=300)[0] for h, p in hosts.items()}
+        for host, out in outputs.items():
+            (shared.folder / f"{host}.log").write_text(out)
         for host, process in hosts.items():
             assert process.returncode == 0, outputs[host][-3000:]
         assert api(port, "task_list", status="FAILED") == {}
@@ -335,9 +355,9 @@ def test_a_killed_host_lease_expires_and_the_other_host_finishes_its_docket(clus
         assert held.stage == "backfill" and held.holder.startswith("a:")
         # Host b keeps asking luigid until every task is done: the dead host's task comes
         # back once luigid has given up on host a, and b may take its lease once it expired.
-        survivor = shared.luigi("b", "IndexAll", "--workers", "2", "--worker-keep-alive",
-                                "--worker-wait-interval", "1", port=port, **short)
+        survivor = shared.luigi("b", "IndexAll", "--workers", "2", port=port, **short)
         out, _ = survivor.communicate(timeout=300)
+        (shared.folder / "b.log").write_text(out)
         assert "Traceback" not in out, out[-3000:]
     ran_b = stage_runs(out)
     assert ("backfill", held.docket) in ran_b and ("index", held.docket) in ran_b
