@@ -18,15 +18,17 @@ from pathlib import Path
 
 import pytest
 
+import pipeline
 from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
 from pipeline.clock import iso, utcnow
+from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
 from pipeline.errors import ConfigError, LeaseHeld
 from pipeline.runtime import check_layout, set_runtime
 from pipeline.stages import registry
 from pipeline.stages.base import Stage, StageResult
-from pipeline.store import leases
-from pipeline.store.models import Lease, Run
+from pipeline.store import claims, leases
+from pipeline.store.models import ItemClaim, Lease, Run
 from pipeline.tasks import stage_tasks
 from tests import s3_fixtures
 from tests.state_fixtures import make_runtime, new_pg_database, run_invocation, state  # noqa: F401
@@ -368,3 +370,118 @@ def test_a_killed_host_lease_expires_and_the_other_host_finishes_its_docket(clus
         assert not Lease.select().exists()
     # every (stage, docket) finished once; the killed backfill left one unfinished run row
     assert got["runs"] - Counter({("backfill", held.docket): 1}) == reference["runs"]
+
+
+# --------------------------------------------------------------------------- item claims
+@pytest.fixture
+def pg_state(tmp_path, pg_url):
+    runtime = make_runtime(tmp_path, pg_url, host_id="host-a", lease_seconds=60, claim_batch=3)
+    runtime.state  # noqa: B018
+    previous = set_runtime(runtime)
+    yield runtime
+    set_runtime(previous)
+    runtime.close()
+
+
+ITEMS = [f"AB-2026-0001-{n:04d}" for n in range(10)]
+
+
+def _claim(session: str, claimer: str, limit: int = 3) -> list[str]:
+    return claims.claim("extract", "AB-2026-0001", session, claimer, ITEMS, limit, 60)
+
+
+def test_claims_split_the_items_skip_locked_rows_and_retake_expired_ones(pg_state, pg_url):
+    import psycopg2
+
+    session = leases.acquire("extract", "AB-2026-0001", 60)
+    assert claims.offer("extract", "AB-2026-0001", session, ITEMS) == 10
+    assert _claim(session, "h1") == ITEMS[0:3]
+    assert _claim(session, "h2") == ITEMS[3:6]
+    other = psycopg2.connect(pg_url)  # another worker, mid-claim: its rows are locked
+    try:
+        with other.cursor() as cur:
+            cur.execute("SELECT item FROM item_claim WHERE item IN %s FOR UPDATE", (tuple(ITEMS[6:8]),))
+            assert _claim(session, "h2") == ITEMS[8:10]  # skipped, not waited for
+    finally:
+        other.rollback()
+        other.close()
+    claims.finish("extract", session, ITEMS[0:3])
+    ItemClaim.update(expires_at=iso(utcnow() - timedelta(seconds=1))).where(
+        ItemClaim.claimer == "h2").execute()  # h2 died: its claims expire
+    assert _claim(session, "h1", limit=10) == ITEMS[3:10]  # never the finished three
+    leases.release("extract", "AB-2026-0001", session)
+    assert claims.offer("extract", "AB-2026-0001", session, ITEMS) == 0  # the session is over
+    ItemClaim.update(expires_at="").execute()
+    assert _claim(session, "h3") == []
+
+
+def test_a_new_session_resets_the_rows_of_an_old_one(pg_state):
+    old = leases.acquire("extract", "AB-2026-0001", 60)
+    claims.offer("extract", "AB-2026-0001", old, ITEMS)
+    claims.finish("extract", old, _claim(old, "h1"))
+    leases.release("extract", "AB-2026-0001", old)  # a holder that died never cleared them
+    new = leases.acquire("extract", "AB-2026-0001", 60)
+    claims.offer("extract", "AB-2026-0001", new, ITEMS)
+    assert _claim(new, "h2", limit=10) == ITEMS  # done in the old session is no answer now
+
+
+def test_the_holder_waits_for_a_helper_and_takes_its_items_once_they_expire(pg_state):
+    session = leases.acquire("extract", "AB-2026-0001", 60)
+    claims.offer("extract", "AB-2026-0001", session, ITEMS)
+    helper_took = _claim(session, "helper", limit=2)
+    holder = claims.ItemClaims("extract", "AB-2026-0001", session, "holder", holder=True, batch=3, seconds=60)
+    taken = holder.take(ITEMS)
+    assert [next(taken) for _ in range(8)] == ITEMS[2:]
+    helper = claims.ItemClaims("extract", "AB-2026-0001", session, "late", holder=False, batch=3, seconds=60)
+    assert list(helper.take(ITEMS)) == []  # a helper leaves when nothing is free
+    ItemClaim.update(expires_at=iso(utcnow() - timedelta(seconds=1))).where(
+        ItemClaim.claimer == "helper").execute()
+    assert list(taken) == helper_took  # the holder waited, then took the dead helper's items
+
+
+@pytest.fixture
+def backfilled(tmp_path, pg_url, pg_server):
+    """One docket backfilled by the pipeline on a PostgreSQL state DB (extract to do)."""
+    manifest = make_corpus(tmp_path / "mirror", dockets=1, comments_per_docket=8,
+                           corrupt_share=0.0, image_only_share=0.0)
+    with StandinServer(tmp_path / "mirror") as server:
+        runtime = make_runtime(tmp_path, pg_url, index_url=new_pg_database(pg_server),
+                               api_base=server.api_base, api_key="DEMO_KEY", extract_workers=1,
+                               ocr="false", claim_batch=2, host_id="host-b")
+        runtime.state  # noqa: B018
+        previous = set_runtime(runtime)
+        docket = manifest.dockets[0].id
+        try:
+            assert run_invocation(pipeline.BackfillAll(docket=docket))
+            yield runtime, docket
+        finally:
+            set_runtime(previous)
+            runtime.close()
+
+
+def test_a_second_worker_helps_the_lease_holder_then_the_holder_finishes(backfilled):
+    from pipeline.stages import extract
+    from pipeline.store import item_states, markers
+
+    runtime, docket = backfilled
+    todo = sorted(k for page, _ in extract.planned(docket, False, extract.EXTRACTOR_VERSION) for k in page)
+    assert len(todo) >= 6
+    # Another host holds extract's lease on the docket and is working its first two items.
+    session = leases.acquire("extract", docket, 600)
+    Lease.update(holder="host-a:1").execute()
+    claims.offer("extract", docket, session, todo)
+    mine = claims.claim("extract", docket, session, "host-a:1", todo, 2, 600)
+    with counters.measure() as io:
+        assert run_invocation(pipeline.ExtractText(docket=docket))  # helps; no LeaseHeld
+    assert io[STAGE_CALLS] == 1
+    assert set(item_states.states_for_docket("extract", docket)) == set(todo) - set(mine)
+    assert markers.read_marker(docket, "extract") is None  # the holder writes it, not a helper
+    assert not ItemClaim.select().where(~ItemClaim.done & (ItemClaim.item.not_in(mine))).exists()
+    # The holder ends without having finished its two (it died): the next run does them.
+    leases.release("extract", docket, session)
+    with counters.measure() as io:
+        assert run_invocation(pipeline.ExtractText(docket=docket))
+    assert io[ITEM_STATE_WRITES] and set(item_states.states_for_docket("extract", docket)) == set(todo)
+    assert markers.read_marker(docket, "extract") is not None
+    assert not ItemClaim.select().exists()  # the holder's session is cleared with its lease
+    assert [r.docket for r in Run.select().where(Run.stage == "extract") if not r.clean] == []

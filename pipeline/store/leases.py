@@ -96,3 +96,13 @@ def held(stage: str, docket_id: str, seconds: int):
         yield token
     finally:
         release(stage, docket_id, token)
+        _clear_claims(stage, docket_id, token)
+
+
+def _clear_claims(stage: str, docket_id: str, token: str) -> None:
+    """The item claims of the run that held the lease: released first, so that no helper
+    offers or claims in its session any more (pipeline/store/claims.py)."""
+    from pipeline.store import claims
+
+    if claims.supported():
+        claims.clear(stage, docket_id, session=token)
