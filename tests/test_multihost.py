@@ -485,3 +485,19 @@ def test_a_second_worker_helps_the_lease_holder_then_the_holder_finishes(backfil
     assert markers.read_marker(docket, "extract") is not None
     assert not ItemClaim.select().exists()  # the holder's session is cleared with its lease
     assert [r.docket for r in Run.select().where(Run.stage == "extract") if not r.clean] == []
+
+
+def test_hosts_starting_at_once_on_a_new_state_db_create_its_schema_once(tmp_path, pg_server):
+    url = new_pg_database(pg_server)
+    opener = ("import sys; from pathlib import Path; from pipeline.store import db; "
+              "db.open_state_db(sys.argv[1], Path(sys.argv[2]))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    starting = [subprocess.Popen([sys.executable, "-c", opener, url, str(tmp_path)], env=env,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    errors = [p.communicate(timeout=120)[1] for p in starting]
+    assert [p.returncode for p in starting] == [0] * 6, errors
+    runtime = make_runtime(tmp_path, url)
+    from pipeline.store import db as state_db
+
+    assert state_db.schema_version(runtime.state) == state_db.SCHEMA_VERSION
+    runtime.close()
