@@ -285,10 +285,10 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         if not (self.stage.splits_items and claims.supported()):
             return None
         claims.clear(self.stage.name, self.docket, keep=token)  # earlier sessions are over
+        renew_lease = ctx.progress.on_tick
         mine = claims.ItemClaims(self.stage.name, self.docket, token, leases.holder_name(),
                                  holder=True, batch=settings.claim_batch,
-                                 seconds=settings.lease_seconds)
-        renew_lease = ctx.progress.on_tick
+                                 seconds=settings.lease_seconds, on_wait=renew_lease)
         ctx.progress.on_tick = lambda: (renew_lease(), mine.renew())
         return mine
 

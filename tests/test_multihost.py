@@ -428,15 +428,17 @@ def test_a_new_session_resets_the_rows_of_an_old_one(pg_state):
 def test_the_holder_waits_for_a_helper_and_takes_its_items_once_they_expire(pg_state):
     session = leases.acquire("extract", "AB-2026-0001", 60)
     claims.offer("extract", "AB-2026-0001", session, ITEMS)
-    helper_took = _claim(session, "helper", limit=2)
-    holder = claims.ItemClaims("extract", "AB-2026-0001", session, "holder", holder=True, batch=3, seconds=60)
+    # a helper that will die: its claims run out in two seconds
+    helper_took = claims.claim("extract", "AB-2026-0001", session, "helper", ITEMS, 2, 2)
+    waited: list[int] = []
+    holder = claims.ItemClaims("extract", "AB-2026-0001", session, "holder", holder=True, batch=3,
+                               seconds=60, on_wait=lambda: waited.append(1))
     taken = holder.take(ITEMS)
     assert [next(taken) for _ in range(8)] == ITEMS[2:]
     helper = claims.ItemClaims("extract", "AB-2026-0001", session, "late", holder=False, batch=3, seconds=60)
     assert list(helper.take(ITEMS)) == []  # a helper leaves when nothing is free
-    ItemClaim.update(expires_at=iso(utcnow() - timedelta(seconds=1))).where(
-        ItemClaim.claimer == "helper").execute()
     assert list(taken) == helper_took  # the holder waited, then took the dead helper's items
+    assert waited  # ... renewing its lease while it waited
 
 
 @pytest.fixture

@@ -144,12 +144,14 @@ def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: s
             for key in (ctx.claims.take(todo) if ctx.claims else sorted(todo))
         )
         for batch in pool.batches(jobs, BATCH):
+            written = []
             for key, state in writer.write(batch, bodies, todo):
-                if ctx.claims:
-                    ctx.claims.done([key])
+                written.append(key)
                 shutil.rmtree(Path(scratch, key), ignore_errors=True)  # S3 copies of its files
                 result.add(state)
                 ctx.progress.advance(state)
+            if ctx.claims:  # one statement per batch: no other worker takes them again
+                ctx.claims.done(written)
             ctx.check_time()
 
 

@@ -130,9 +130,10 @@ class ItemClaims:
     """One worker's share of a (stage, docket) run; a stage takes its todo through it."""
 
     def __init__(self, stage: str, docket_id: str, session: str, claimer: str, *,
-                 holder: bool, batch: int, seconds: int) -> None:
+                 holder: bool, batch: int, seconds: int, on_wait=None) -> None:
         self.stage, self.docket_id, self.session, self.claimer = stage, docket_id, session, claimer
         self.holder, self.batch, self.seconds = holder, batch, seconds
+        self.on_wait = on_wait  # the holder's lease renewal: waiting for helpers is not dying
 
     def take(self, todo: Iterable[str]) -> Iterator[str]:
         """The keys of ``todo`` this worker claims, a batch at a time, in key order. The
@@ -147,6 +148,8 @@ class ItemClaims:
                 continue
             if not (self.holder and held_by_others(self.stage, self.session, self.claimer, keys)):
                 return
+            if self.on_wait:
+                self.on_wait()
             time.sleep(WAIT_SECONDS)
 
     def done(self, keys: list[str]) -> None:
