@@ -94,6 +94,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_body_chars", int, 2_000_000, "characters of an inline comment body kept (the rest is cut, with a reason)", minimum=1000),
     Setting("max_item_chars", int, 5_000_000, "characters kept per item, its body and every file together (the rest is cut, with a reason)", minimum=1000),
     Setting("campaign_threshold", float, 0.5, "word-shingle Jaccard similarity at which a comment joins a campaign group", minimum=0.05),
+    Setting("host_id", str, "", "this host's name in leases and item claims (empty = the hostname); "
+            "a holder with another host id is known dead only when its lease expires"),
+    Setting("claim_batch", int, 20, "items a second worker on a docket stage claims at once (PostgreSQL state)", minimum=1),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

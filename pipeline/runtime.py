@@ -7,6 +7,7 @@ import os
 from functools import cached_property
 
 from pipeline.config import Settings, ensure_data_dir, load_settings
+from pipeline.errors import ConfigError
 from pipeline.store import db as state_db
 from pipeline.store.models import database
 
@@ -79,11 +80,35 @@ _current: Runtime | None = None
 _inherited: list = []
 
 
+def check_layout(settings: Settings) -> None:
+    """A shared (PostgreSQL) state DB means several hosts may work it: each needs the same
+    index DB and blob store, so the embedded index server and a local blob folder, which
+    only this host sees, are refused."""
+    if not settings.state_url.startswith(("postgresql:", "postgres:")):
+        return
+    if not settings.index_url:
+        raise ConfigError("state_url is a shared PostgreSQL DB but index_url is empty (the embedded "
+                          "index server is for one host only): set index_url = postgresql://... "
+                          "with pgvector, reachable from every host")
+    if not settings.blob_url.startswith("s3://"):
+        raise ConfigError(f"state_url is a shared PostgreSQL DB but blob_url is "
+                          f"{'a local folder' if settings.blob_url else 'empty (data_dir/blobs)'}: "
+                          "set blob_url = s3://bucket/prefix (and s3_endpoint_url if not AWS), "
+                          "the same on every host")
+
+
 def get_runtime() -> Runtime:
     """The process's runtime, built from the settings on first use."""
     global _current
     if _current is None:
-        _current = Runtime(load_settings())
+        runtime = Runtime(load_settings())
+        runtime.state  # noqa: B018 - an unreachable state DB is named before the layout
+        try:
+            check_layout(runtime.settings)
+        except ConfigError:
+            runtime.close()
+            raise
+        _current = runtime
     _current.after_fork()
     _current.state  # noqa: B018 - bind the models before anyone queries
     return _current

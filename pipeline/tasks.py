@@ -36,8 +36,8 @@ from pipeline.progress import Progress
 from pipeline.runtime import get_runtime
 from pipeline.stages import registry
 from pipeline.stages.base import Stage, StageContext, StageResult
+from pipeline.store import claims, item_states, leases, leftovers, runs
 from pipeline.store import dockets as docket_rows
-from pipeline.store import item_states, leases, leftovers, runs
 from pipeline.store.markers import MarkerStore
 from targets import DocketTarget, FingerprintTarget, SealedDocketTarget, probed_complete
 
@@ -217,6 +217,8 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         docket = docket_rows.require_docket(self.docket)
         if removed := leftovers.remove_for_run(rt.data_dir, rt.blobs):  # a dead run's scratch
             log.info("removed %d leftovers of dead runs", removed)
+        if self._helped_running_holder(rt, settings, docket):
+            return
         # Fingerprint the input before the work reads it: a change during the run is seen
         # as a change by the next run.
         input_fp = self.input_fingerprint()
@@ -225,6 +227,7 @@ class DocketStageTask(CheckedParameters, luigi.Task):
             store = self.marker_store()
             held = store.hold_output(self.docket)  # cleared until the run ends well
             ctx = self._context(rt, settings, token)
+            ctx.claims = self._holder_claims(ctx, settings, token)
             result, io = self._call_stage(ctx, docket)
             ctx.progress.finish()
             wrote_rows = bool(io.get(ITEM_STATE_WRITES))
@@ -260,6 +263,48 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         if self.set_status_message:
             self.set_status_message(line)
         return True
+
+    def _helped_running_holder(self, rt, settings, docket) -> bool:
+        """On a shared state DB, a live run holding this (stage, docket) lease is helped, not
+        fought: this worker takes its share of the items through claims and writes no marker
+        (the holder does). True while that run still holds the lease afterwards; False when
+        there is none, or it ended meanwhile: this task then runs as the holder."""
+        if not (self.stage.splits_items and claims.supported()):
+            return False
+        session = claims.session_of(self.stage.name, self.docket)
+        if session is None:
+            return False
+        log.info("%s %s: its lease is held by a live run; taking a share of its items",
+                 self.stage.name, self.docket)
+        started = time.monotonic()
+        ctx = self._context(rt, settings, session)
+        ctx.claims = claims.ItemClaims(self.stage.name, self.docket, session, leases.holder_name(),
+                                       holder=False, batch=settings.claim_batch,
+                                       seconds=settings.lease_seconds)
+        ctx.progress.on_tick = ctx.claims.renew  # its claims, never the holder's lease
+        result, io = self._call_stage(ctx, docket)
+        ctx.progress.finish()
+        if io.get(ITEM_STATE_WRITES):
+            item_states.refresh_retry_due(self.docket)
+        summary = {**result.counts, **io}
+        runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
+                        message=rt.settings.mask(result.message), budget_spent=result.budget_spent)
+        self._log_summary(result, summary, time.monotonic() - started)
+        if not result.clean and not result.budget_spent:
+            raise StageIncomplete(f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
+        return claims.session_of(self.stage.name, self.docket) == session
+
+    def _holder_claims(self, ctx: StageContext, settings, token: str):
+        """The lease holder's claims (a splitting stage on PostgreSQL), renewed with its lease."""
+        if not (self.stage.splits_items and claims.supported()):
+            return None
+        claims.clear(self.stage.name, self.docket, keep=token)  # earlier sessions are over
+        renew_lease = ctx.progress.on_tick
+        mine = claims.ItemClaims(self.stage.name, self.docket, token, leases.holder_name(),
+                                 holder=True, batch=settings.claim_batch,
+                                 seconds=settings.lease_seconds, on_wait=renew_lease)
+        ctx.progress.on_tick = lambda: (renew_lease(), mine.renew())
+        return mine
 
     def _context(self, rt, settings, lease_token: str) -> StageContext:
         """A new run row, and progress whose every report renews the lease: a long run

@@ -48,6 +48,9 @@ class StageContext:
     deadline: float | None = None  # time.monotonic() after which the run stops
     # The run's settings: the runtime's, with the invocation's budgets (--budget-seconds).
     settings: object = None
+    # pipeline.store.claims.ItemClaims when the run shares its items with other workers
+    # (a stage with splits_items, on PostgreSQL): the todo is taken through it.
+    claims: object = None
 
     def __post_init__(self) -> None:
         if self.settings is None:
@@ -120,3 +123,6 @@ class Stage:
     # their input, and its own marker vouches for that output as the run left it.
     merges_into_upstream: bool = False
     redrive: Redrivable | None = STATE_ROWS  # None: nothing Redrive may send back
+    # Its run takes its todo through ctx.claims, so a second worker on a shared state DB
+    # helps the lease holder instead of failing (pipeline/store/claims.py).
+    splits_items: bool = False

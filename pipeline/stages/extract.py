@@ -141,13 +141,17 @@ def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: s
                      render=render_args(docket.id, key, bodies.get(key), todo[key], version,
                                         kinds.get(key, "comment"), caps_from(ctx.settings))
                      if workers_render else None)
-            for key in sorted(todo)
+            for key in (ctx.claims.take(todo) if ctx.claims else sorted(todo))
         )
         for batch in pool.batches(jobs, BATCH):
+            written = []
             for key, state in writer.write(batch, bodies, todo):
+                written.append(key)
                 shutil.rmtree(Path(scratch, key), ignore_errors=True)  # S3 copies of its files
                 result.add(state)
                 ctx.progress.advance(state)
+            if ctx.claims:  # one statement per batch: no other worker takes them again
+                ctx.claims.done(written)
             ctx.check_time()
 
 
@@ -293,4 +297,5 @@ DECLARATION = Stage(
     name=STAGE, upstream=UPSTREAM, run=extract_docket, task="ExtractText", wrapper="ExtractAll",
     doc="Text of every new or changed comment into combined.md, in a process pool.",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
+    splits_items=True,
 )

@@ -25,7 +25,8 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
+SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
@@ -101,6 +102,13 @@ def ensure_schema(db: peewee.Database) -> None:
     if current == SCHEMA_VERSION:
         return
     with db.atomic():
+        if is_postgres(db):
+            # Hosts starting at once on a new shared state DB: one creates or upgrades the
+            # schema, the others wait here and find it done.
+            db.execute_sql("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+            current = schema_version(db)
+            if current == SCHEMA_VERSION:
+                return
         if current == 0:
             db.create_tables(MODELS, safe=True)
             Meta.insert(key="instance_id", value=uuid.uuid4().hex).on_conflict_ignore().execute()
@@ -175,5 +183,10 @@ def _upgrade_to_6(db: peewee.Database) -> None:
     db.create_tables([CampaignMember, CampaignBand, Campaign], safe=True)
 
 
+def _upgrade_to_7(db: peewee.Database) -> None:
+    """v7: item claims, so that two workers on one docket stage split it (PostgreSQL)."""
+    db.create_tables([models.ItemClaim], safe=True)
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
-            6: _upgrade_to_6}
+            6: _upgrade_to_6, 7: _upgrade_to_7}

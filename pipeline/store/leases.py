@@ -1,4 +1,9 @@
-"""(stage, docket) leases: two independent invocations never work the same docket stage at once."""
+"""(stage, docket) leases: two independent invocations never work the same docket stage at once.
+
+A holder is ``host_id:pid``. A holder on this host id whose process is gone is taken over at
+once; one on another host id cannot be asked, so it is known dead only when its lease
+expires (renewed on every progress report while it lives).
+"""
 
 from __future__ import annotations
 
@@ -13,8 +18,16 @@ from pipeline.errors import LeaseHeld
 from pipeline.store.models import Lease, database
 
 
+def host_id() -> str:
+    """This host's identity: the ``host_id`` setting, else the hostname. Two processes on one
+    machine with different ids act as two hosts (tests, containers sharing a kernel)."""
+    from pipeline.runtime import current_settings
+
+    return current_settings().host_id or socket.gethostname()
+
+
 def holder_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{host_id()}:{os.getpid()}"
 
 
 def acquire(stage: str, docket_id: str, seconds: int) -> str:
@@ -46,7 +59,7 @@ def _drop_if_holder_died(here) -> None:
     if current is None:
         return
     host, _, pid = current.holder.rpartition(":")
-    if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+    if host == host_id() and pid.isdigit() and not _alive(int(pid)):
         Lease.delete().where(here & (Lease.token == current.token)).execute()
 
 
@@ -83,3 +96,13 @@ def held(stage: str, docket_id: str, seconds: int):
         yield token
     finally:
         release(stage, docket_id, token)
+        _clear_claims(stage, docket_id, token)
+
+
+def _clear_claims(stage: str, docket_id: str, token: str) -> None:
+    """The item claims of the run that held the lease: released first, so that no helper
+    offers or claims in its session any more (pipeline/store/claims.py)."""
+    from pipeline.store import claims
+
+    if claims.supported():
+        claims.clear(stage, docket_id, session=token)

@@ -218,5 +218,24 @@ class Campaign(BaseModel):
     last_seen = TextField(null=True)
 
 
+class ItemClaim(BaseModel):
+    """One item of a (stage, docket) run offered to the workers that share it (schema v7,
+    used on PostgreSQL only): ``session`` is the token of the lease whose run offered it,
+    ``claimer`` the worker working it until ``expires_at`` ('' = free), ``done`` once its
+    state is written. Claimed with FOR UPDATE SKIP LOCKED (pipeline/store/claims.py)."""
+
+    stage = TextField()
+    item = TextField()
+    docket = TextField()
+    session = TextField()
+    claimer = TextField(null=True)
+    expires_at = TextField(default="")
+    done = BooleanField(default=False)
+
+    class Meta:
+        primary_key = CompositeKey("stage", "item")
+        indexes = ((("stage", "docket", "session"), False),)
+
+
 MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
-          CampaignMember, CampaignBand, Campaign)
+          CampaignMember, CampaignBand, Campaign, ItemClaim)

@@ -12,6 +12,7 @@ from pipeline.store.models import (
     Docket,
     DocketStage,
     Item,
+    ItemClaim,
     ItemState,
     Lease,
     MirrorObject,
@@ -39,6 +40,7 @@ def _queries(docket_id: str) -> dict[str, object]:
         "markers": DocketStage.docket == docket_id,
         "runs": Run.docket == docket_id,
         "leases": Lease.docket == docket_id,
+        "item claims": ItemClaim.docket == docket_id,
         "items": Item.docket == docket_id,
         "docket": Docket.id == docket_id,
         "mirror objects": MirrorObject.docket == docket_id,
@@ -48,7 +50,7 @@ def _queries(docket_id: str) -> dict[str, object]:
 _MODELS = {"attachments": Attachment, "campaign members": CampaignMember,
            "campaign bands": CampaignBand, "campaigns": Campaign, "item states": ItemState,
            "markers": DocketStage, "runs": Run, "leases": Lease, "items": Item, "docket": Docket,
-           "mirror objects": MirrorObject}
+           "mirror objects": MirrorObject, "item claims": ItemClaim}
 
 
 def count_rows(docket_id: str) -> dict[str, int]:
