@@ -56,15 +56,14 @@ class IndexMarkers:
         rows = markers.input_rows(self.input_stage, docket_ids, window_start, now)
         count_completion_read(COMPLETION_READS_INDEX)
         current = self.runtime.index_db().current_markers(self.probe_collection, version)
-        # Set operations in C, no Python step per finished docket: an open docket (seal None)
-        # matches a marker for its expected input under any seal, a sealed one only under
-        # its own seal.
-        vouching = {(d, s, fp) for d, s, _, fp in current}
-        vouching.update((d, None, fp) for d, _, _, fp in current)
+        # Set operations in C, no Python step per finished docket: a sealed docket matches a
+        # marker for its expected input under its own seal, an open one (seal None) under any.
         ids, seals, outputs = zip(*rows, strict=True) if rows else ((), (), ())
         expected = set(zip(ids, seals, self.expected_inputs(outputs), strict=True))
-        with_work = expected - vouching  # a None input is in no marker: work
-        pending = {d: s for d, s, _ in with_work}
+        with_work = expected.difference((d, s, fp) for d, s, _, fp in current)
+        if any(s is None for _, s, _ in with_work):  # open dockets whose marker has a seal
+            with_work -= {(d, None, fp) for d, _, _, fp in current}
+        pending = {d: s for d, s, _ in with_work}  # a None input is in no marker: work
         if docket_ids is not None:  # a named docket without a row: all to do
             known = set(ids)
             pending.update((d, None) for d in docket_ids if d not in known)
