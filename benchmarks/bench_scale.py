@@ -206,12 +206,14 @@ class _stages_measured:
 
 def memory(bench: Bench, grown: GrownDocket, sizes: list[int]) -> None:
     """Peak Python memory of each stage's function over the grown docket (targets bypassed:
-    the stage plans over every row and finds nothing to do)."""
+    the stage plans over every row and finds nothing to do), and of backfill's and extract's
+    reads for a forced run over every item (``--force``: the todo is the whole docket)."""
     peaks: dict[str, dict[int, int]] = {}
     for n in sizes:
         with grown.store(n) as store:
-            for stage in ("fetch", "backfill", "extract"):
-                peak, seconds = _stage_peak(store.rt, stage, grown.docket)
+            for stage in ("fetch", "backfill", "extract", "backfill --force", "extract --force"):
+                peak, seconds = (_forced_reads_peak(stage.split()[0], grown.docket) if "force" in stage
+                                 else _stage_peak(store.rt, stage, grown.docket))
                 peaks.setdefault(stage, {})[n] = peak
                 rec = bench.add(record(f"memory {stage} ({n:,} comments)", n, seconds, {}))
                 rec.extra["peak_bytes"] = peak
@@ -220,6 +222,32 @@ def memory(bench: Bench, grown: GrownDocket, sizes: list[int]) -> None:
         low, high = by_size[min(sizes)], by_size[max(sizes)]
         rec = next(r for r in bench.records if r.scenario == f"memory {stage} ({max(sizes):,} comments)")
         target(rec, high <= 1.2 * low, f"within 20 % of {min(sizes):,} ({high / low:.2f} x)")
+
+
+def _forced_reads_peak(stage_name: str, docket_id: str) -> tuple[int, float]:
+    """What a forced run of the stage reads for its work, page by page, without the work
+    itself (the API calls of backfill, the PDF reads of extract): the pages it holds."""
+    import time
+
+    from pipeline.clock import iso, utcnow
+    from pipeline.extract.readers import EXTRACTOR_VERSION
+    from pipeline.stages import backfill, extract
+    from pipeline.store import items
+
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        if stage_name == "backfill":
+            for page in backfill._todo_pages(docket_id, True, iso(utcnow())):  # noqa: SLF001
+                items.attachments_of([item.key for item in page], docket_id)
+        else:
+            for todo in extract.work_pages(docket_id, True, EXTRACTOR_VERSION):
+                items.bodies_of(docket_id, todo), items.kinds_of(docket_id, todo)
+                items.attachments_of(todo, docket_id)
+                extract._file_rows_by_item(docket_id, todo.keys())  # noqa: SLF001
+        return tracemalloc.get_traced_memory()[1], time.perf_counter() - started
+    finally:
+        tracemalloc.stop()
 
 
 def _stage_peak(runtime, stage_name: str, docket_id: str) -> tuple[int, float]:

@@ -59,6 +59,7 @@ class Counters:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self._peaks: dict[str, int] = {}
         # Statements are counted only when asked (benchmarks, the tests of what a no-op
         # reads): other tests assert that a no-op's counters are empty.
         self.queries = False
@@ -75,6 +76,26 @@ class Counters:
     def incr(self, name: str, n: int = 1) -> None:
         with self._lock:
             self._counts[name] += n
+
+    def note_peak(self, name: str, n: int) -> None:
+        """Keep the largest ``n`` seen under ``name`` (a batch's size: what a test asserts is
+        bounded, where a count would only grow)."""
+        with self._lock:
+            self._peaks[name] = max(self._peaks.get(name, 0), n)
+
+    @contextmanager
+    def peaks(self):
+        """Yield a dict that, on exit, holds the peaks noted inside the block."""
+        with self._lock:
+            before, self._peaks = self._peaks, {}
+        seen: dict[str, int] = {}
+        try:
+            yield seen
+        finally:
+            with self._lock:
+                seen.update(self._peaks)
+                for name, n in before.items():
+                    self._peaks[name] = max(self._peaks.get(name, 0), n)
 
     def get(self, name: str) -> int:
         with self._lock:

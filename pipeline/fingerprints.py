@@ -20,6 +20,14 @@ def digest(*parts: str, sep: str = UNIT) -> str:
     return hashlib.sha256(sep.join(parts).encode()).hexdigest()
 
 
+def digest_each(firsts, *rest: str, sep: str = UNIT) -> list[str | None]:
+    """``digest(first, *rest, sep=sep)`` for each of ``firsts`` (a None first stays None):
+    a wrapper fingerprints 100,000 dockets' inputs at once, one hash call each, not three."""
+    tail = "".join(sep + part for part in rest)
+    sha256 = hashlib.sha256
+    return [None if first is None else sha256((first + tail).encode()).hexdigest() for first in firsts]
+
+
 def bytes_digest(data: bytes) -> str:
     """The content hash of a blob (combined.md)."""
     return hashlib.sha256(data).hexdigest()

@@ -39,7 +39,7 @@ from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import claims, item_states, leases, leftovers, runs
 from pipeline.store import dockets as docket_rows
 from pipeline.store.markers import MarkerStore
-from targets import DocketTarget, FingerprintTarget, SealedDocketTarget, probed_complete
+from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
 
 log = logging.getLogger("docketeer")
 
@@ -458,27 +458,26 @@ class DocketWrapper(CheckedParameters, luigi.Task):
             stage_task.stage.name, lambda: stage_task.next_forced_version(self.current_invocation))
 
     def _dockets_with_work(self, version: int) -> list[str]:
-        """Every docket's completion facts in one read per store, judged by the targets' own
-        rule: the finished dockets are counted in one line, the others returned (ids)."""
-        with _collector_paused():
-            return self._judge(self.marker_store().probes(self.named() or None), version)
-
-    def _judge(self, probes: dict, version: int) -> list[str]:
+        """Every docket judged by the targets' own rule in one read per store: the finished
+        dockets are counted in one line, the others returned (ids)."""
         invocation = self.current_invocation
         stage = self.stage_task.stage
-        start = window_start(utcnow(), runtime_or_exit().settings.freshness_seconds)
-        now = iso(utcnow())
-        has_upstream = stage.upstream is not None
-        done = {d for d, probe in probes.items()
-                if probed_complete(probe, version, start, has_upstream, now)}
-        if len(done) < len(probes):
+        named = self.named()
+        with _collector_paused():
+            judged = self.marker_store().judge(
+                named or None, version=version, now=iso(utcnow()),
+                window_start=window_start(utcnow(), runtime_or_exit().settings.freshness_seconds),
+                has_upstream=stage.upstream is not None, sample=max(SKIPPED_SHOWN, len(named)))
+        pending, done = judged.pending, judged.done
+        if pending:
             # Ran in this invocation: done for this run (see DocketStageTask.complete).
-            done |= runs.dockets_finished_since(stage.name, invocation.started_at) & probes.keys()
-        pending = [d for d in probes if d not in done]
-        invocation.note_scheduled({d: probes[d].docket_sealed_at for d in pending})
-        log_skipped(type(self).__name__, sorted(done), len(pending))
-        self._notice_sealed(probes)
-        return pending
+            ran = runs.dockets_finished_since(stage.name, invocation.started_at) & pending.keys()
+            pending = {d: sealed for d, sealed in pending.items() if d not in ran}
+            done += len(ran)
+        invocation.note_scheduled(pending)
+        log_skipped(type(self).__name__, done, [d for d, _ in judged.done_sample], len(pending))
+        self._notice_sealed(judged.done_sample)
+        return list(pending)
 
     def marker_store(self) -> MarkerStore:
         return registry.marker_store(self.stage_task.stage, runtime_or_exit(),
@@ -490,11 +489,11 @@ class DocketWrapper(CheckedParameters, luigi.Task):
             return False
         return not self.docket_tasks()
 
-    def _notice_sealed(self, probes: dict) -> None:
-        if self.force:
+    def _notice_sealed(self, done_sample: list[tuple[str, str | None]]) -> None:
+        """A named docket skipped under its seal is said so (the sample holds every named one)."""
+        if self.force or not self.named():
             return
-        for docket in self.named():
-            sealed = probes[docket].docket_sealed_at
+        for docket, sealed in done_sample:
             if sealed:
                 log.info("%s: sealed %s, skipping (use --force to redo)", docket, sealed)
 
@@ -520,14 +519,14 @@ def _collector_paused():
 SKIPPED_SHOWN = 5  # finished dockets named in the skipped line; the rest are counted
 
 
-def log_skipped(wrapper: str, done: list[str], with_work: int) -> None:
+def log_skipped(wrapper: str, done: int, first: list[str], with_work: int) -> None:
     """One line for every finished docket, however many: counted, the first few named."""
     if not done:
         return
-    shown = ", ".join(done[:SKIPPED_SHOWN])
-    more = f" and {len(done) - SKIPPED_SHOWN:,} more" if len(done) > SKIPPED_SHOWN else ""
-    log.info("%s: %s docket%s complete, skipped (%s%s); %s with work", wrapper, f"{len(done):,}",
-             "" if len(done) == 1 else "s", shown, more, f"{with_work:,}")
+    shown = ", ".join(first[:SKIPPED_SHOWN])
+    more = f" and {done - len(first[:SKIPPED_SHOWN]):,} more" if done > len(first[:SKIPPED_SHOWN]) else ""
+    log.info("%s: %s docket%s complete, skipped (%s%s); %s with work", wrapper, f"{done:,}",
+             "" if done == 1 else "s", shown, more, f"{with_work:,}")
 
 
 # --- the tasks of each declared stage --------------------------------------------------------

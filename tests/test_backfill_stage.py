@@ -647,3 +647,25 @@ def test_a_kill_between_an_attachment_row_and_its_file_state_leaves_neither(
 
     assert backfill(runtime, ids, run_id="after-kill").clean
     assert dump(stable=True) == expected
+
+
+def test_a_forced_backfill_holds_a_page_of_items_at_a_time(runtimes, standin, manifest, monkeypatch):
+    """Items and their attachment rows are read a page at a time (keyset pages of the item
+    table): every item is done, and no pass held more than a page (noted by the stage)."""
+    from pipeline.stages import backfill as stage
+
+    ids = docket_ids(manifest)[:1]
+    runtime = runtimes.open("api", api_base=standin.api_base)
+    fetch(runtime, ids)
+    monkeypatch.setattr(stage, "TODO_PAGE", 3)
+    with counters.peaks() as held:
+        first = backfill(runtime, ids)
+    assert first.clean and held[stage.BACKFILL_HELD] == 3
+    assert stage.unfinished(ids[0], "2999-01-01T00:00:00Z") == 0
+    standin.reset_log()
+    with counters.peaks() as held:
+        forced = backfill_docket(StageContext(runtime, "forced", force=True), dockets.require_docket(ids[0]))
+    assert forced.clean and held[stage.BACKFILL_HELD] == 3
+    asked = {path for _, path, _ in standin.request_log if path.startswith("/v4/comments/")}
+    every = Item.select().where((Item.docket == ids[0]) & (Item.kind == "comment")).count()
+    assert len(asked) == every > 3  # every comment's detail again, across several pages

@@ -71,3 +71,31 @@ def test_a_stage_task_asked_directly_judges_by_its_own_one_row_read(sealed_runti
         assert IndexDocket(docket=ids[1]).complete()
     assert io.get(STATE_QUERIES) == 2  # its seal, then its probe
     assert io.get(INDEX_QUERIES) == 1  # its own marker, not every docket's
+
+
+def test_the_index_wrapper_judges_each_docket_as_its_task_does(sealed_runtime):
+    """IndexAll compares the index DB's markers with the state DB's facts in bulk (sets, not a
+    probe per docket); each way a marker stops vouching must leave exactly that docket."""
+    from benchmarks.sealed_state import build_sealed as build
+    from pipeline.clock import iso, utcnow
+    from pipeline.stages import registry
+
+    ids = docket_ids(8)
+    build(sealed_runtime.index_db(), ids, 16)
+    index_db = sealed_runtime.index_db()
+    marker = index_db.docket_marker("comments", ids[0])
+    index_db.write_docket_marker("comments", ids[0], marker.sealed_at, 1, "another input")
+    index_db.write_docket_marker("comments", ids[1], "2020-01-01T00:00:00Z", 1, marker.input_fingerprint)
+    Docket.update(retry_due_at="2000-01-01T00:00:00Z").where(Docket.id == ids[2]).execute()
+    Docket.update(sealed_at=None, last_pull_at=iso(utcnow())).where(Docket.id == ids[3]).execute()
+    Docket.update(sealed_at=None, last_pull_at="2000-01-01T00:00:00Z").where(Docket.id == ids[4]).execute()
+    index_db.clear_docket_marker("comments", ids[5])
+    with_work = {d for d in ids if not IndexDocket(docket=d).output().exists()}
+    assert ids[3] not in with_work  # open, pulled in this window, its marker vouches: done
+    assert with_work == {ids[0], ids[1], ids[2], ids[4], ids[5]}
+    assert {t.docket for t in IndexAll().docket_tasks()} == with_work
+    store = registry.marker_store(registry.get("index"), sealed_runtime)
+    named = store.judge([ids[0], ids[6], "NEW-2026-0001"], version=1, window_start="2000-01-01",
+                        now=iso(utcnow()), has_upstream=True, sample=3)
+    assert set(named.pending) == {ids[0], "NEW-2026-0001"}
+    assert named.done == 1 and named.done_sample[0][0] == ids[6]

@@ -419,3 +419,25 @@ def test_the_real_pdfs_extract_ok_with_their_text(rt, realdata):
     assert "Indian Child Welfare Act" in notice_md[1]
     assert comment_md[0]["attachments"][0]["pages"] == 2
     assert "Division of Safety and Permanence" in comment_md[1]
+
+
+def test_a_big_todo_is_extracted_a_page_at_a_time(rt, monkeypatch):
+    """Bodies, files and results of one page of items are held at once, never the docket's:
+    every item is done, and no pass held more than a page (noted by the stage itself)."""
+    from pipeline.stages import extract
+
+    comments = {f"{DOCKET}-{n:04d}": (f"Comment {n}. {PROSE}", {"attachment_1.txt": b"Plain text."})
+                for n in range(1, 26)}
+    setup_docket(rt, comments)
+    monkeypatch.setattr(extract, "WORK_PAGE", 6)
+    # A removed file's row is dropped by the page that holds its item.
+    run_extract(rt)
+    gone = f"{DOCKET}-0013"
+    Attachment.delete().where(Attachment.item == gone).execute()
+    record_backfill(gone)
+    with counters.peaks() as first_peaks:
+        rerun, _ = run_extract(rt, run_id="run-2", force=True)
+    assert rerun.counts == {"ok": 25}
+    assert first_peaks[extract.EXTRACT_HELD] == 6
+    assert f"{gone}/attachment_1.txt" not in rows(FILE_STAGE)
+    assert len(rows(FILE_STAGE)) == 24 and len(rows(STAGE)) == 25

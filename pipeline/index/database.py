@@ -530,6 +530,17 @@ class IndexDB:
             )
             return {row[1]: DocketMarker(*row) for row in cur.fetchall()}
 
+    def current_markers(self, collection: str, min_version: int) -> list[tuple]:
+        """(docket, sealed_at, version, input_fingerprint) of each marker at ``min_version`` or
+        later, as plain tuples: a wrapper compares 100,000 of them with the state DB's facts."""
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(
+                """SELECT docket, sealed_at, version, input_fingerprint FROM index_docket_state
+                   WHERE collection = %s AND version >= %s""",
+                (collection, min_version),
+            )
+            return cur.fetchall()
+
     def write_docket_marker(
         self,
         collection: str,

@@ -20,10 +20,11 @@ from __future__ import annotations
 import logging
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from pipeline.clock import iso
+from pipeline.counters import counters
 from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
 from pipeline.extract.readers import can_read
 from pipeline.failures import RETRY, Failure, RetryPolicy, classify, item_failure
@@ -58,22 +59,25 @@ class FileRef:
 
 
 def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None) -> StageResult:
-    todo = _todo(docket.id, ctx.force, iso(ctx.clock()))
+    now = iso(ctx.clock())
+    owed = sum(len(page) for page in _todo_pages(docket.id, ctx.force, now))
     result = StageResult()
-    if not todo:
+    if not owed:
         return result
     if docket.sealed_at:
-        log.info("%s: sealed %s with %d items left to backfill", docket.id, docket.sealed_at, len(todo))
+        log.info("%s: sealed %s with %d items left to backfill", docket.id, docket.sealed_at, owed)
     source = _make_source(ctx, docket, api, mirror)
     reader = ItemReader(ctx, source)
-    reader.read_stored(docket.id, todo)
-    ctx.progress.start(len(todo))
+    ctx.progress.start(owed)
     try:
-        # The reads of the next items overlap (pipeline/read_ahead.py); each item's
-        # decision and rows are taken here, in order, as a plain loop would.
-        for job, read in read_ahead(reader.read, todo, source.concurrency, ctx.check_time, reader.job):
-            outcome = backfill_item(ctx, job.item, read, result)
-            ctx.progress.advance(outcome)
+        for todo in _todo_pages(docket.id, ctx.force, now):
+            counters.note_peak(BACKFILL_HELD, len(todo))
+            reader.read_stored(docket.id, todo)
+            # The reads of the next items overlap (pipeline/read_ahead.py); each item's
+            # decision and rows are taken here, in order, as a plain loop would.
+            for job, read in read_ahead(reader.read, todo, source.concurrency, ctx.check_time, reader.job):
+                outcome = backfill_item(ctx, job.item, read, result)
+                ctx.progress.advance(outcome)
     except BudgetSpent as exc:
         # The item in hand stays pending (or untouched): the next run picks it up.
         result.budget_spent, result.message = True, str(exc)
@@ -82,27 +86,33 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
     return result
 
 
-def _todo(docket_id: str, force: bool, now: str) -> list[Item]:
+TODO_PAGE = 2000  # items (and their attachment rows) one backfill pass holds at once
+BACKFILL_HELD = "backfill.items_held"  # peak: the most items one pass held
+
+
+def _todo_pages(docket_id: str, force: bool, now: str) -> Iterator[list[Item]]:
     """Items without a decided state for their current summary: never fetched, changed,
-    left pending, re-driven, or waiting to retry and due. Items whose retry is not due yet
-    wait (``--force`` does not wait)."""
-    todo = {item.key: item for item in items.items_needing_detail(docket_id, force)}
+    left pending, re-driven, or waiting to retry and due; at most ``TODO_PAGE`` at a time.
+    Items whose retry is not due yet wait (``--force`` does not wait)."""
     # Only rows that wait or ask to be redone decide anything here: an index range of them,
     # not every row of a docket of a million comments.
     rows = item_states.rows_in_states(STAGE, docket_id, (RETRY, "pending", "stale"))
-    if not force:
-        for key in [k for k in todo if k in rows and rows[k].waits(now)]:
-            del todo[key]
-    redo = [key for key, row in rows.items()
-            if row.state in ("pending", "stale") and key not in todo]
-    if redo:
-        todo.update({item.key: item for item in items.items_by_key(redo)})
-    return [todo[key] for key in sorted(todo)]
+    waiting = set() if force else {key for key, row in rows.items() if row.waits(now)}
+    for page in items.items_needing_detail(docket_id, force, TODO_PAGE):
+        if todo := [item for item in page if item.key not in waiting]:
+            yield todo
+    # Rows left pending or re-driven whose item's detail is current (the others came above).
+    redo = sorted(key for key, row in rows.items() if row.state in ("pending", "stale"))
+    for start in range(0, len(redo), TODO_PAGE):
+        found = items.items_by_key(redo[start:start + TODO_PAGE])
+        if todo := sorted((item for item in found if not force and items.has_current_detail(item)),
+                          key=lambda item: item.key):
+            yield todo
 
 
 def unfinished(docket_id: str, now: str) -> int:
     """Items backfill still owes the docket now (0 before its marker may be written)."""
-    return len(_todo(docket_id, False, now))
+    return sum(len(page) for page in _todo_pages(docket_id, False, now))
 
 
 def _make_source(ctx: StageContext, docket: Docket, api, mirror):

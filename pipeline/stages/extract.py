@@ -10,6 +10,7 @@ every attachment gets a status (ok, ocr_needed, failed, unsupported) in its own
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shutil
@@ -104,55 +105,83 @@ def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTO
                    reader: Reader | None = None) -> StageResult:
     """Extract the docket's new and changed items. ``version`` and ``reader`` exist for
     tests and benchmarks; the pipeline always runs the current extractor."""
-    todo: dict[str, str] = {}
-    redone = 0  # items of the todo that have a row of this stage
+    owed = redone = 0  # items to do, and those of them that have a row of this stage
     for page_todo, with_row in planned(docket.id, ctx.force, version):
-        todo.update(page_todo)
+        owed += len(page_todo)
         redone += with_row
     result = StageResult()
     unchanged = item_states.count_rows(STAGE, docket.id) - redone
     if unchanged:
         result.add("unchanged", unchanged)
-    if todo:
-        ctx.progress.start(len(todo))
+    if owed:
+        ctx.progress.start(owed)
         try:
-            _extract(ctx, docket, todo, version, reader, result)
+            _extract(ctx, docket, version, reader, result, owed)
         except BudgetSpent as exc:  # the items written so far are kept; the next run goes on
             result.budget_spent, result.message = True, str(exc)
     return result
 
 
-def _extract(ctx: StageContext, docket: Docket, todo: dict[str, str], version: str,
-             reader: Reader | None, result: StageResult) -> None:
+WORK_PAGE = 2000  # items whose bodies, files and results one extract pass holds at once
+
+
+def work_pages(docket_id: str, force: bool, version: str,
+               size: int | None = None) -> Iterator[dict[str, str]]:
+    """The docket's todo (item key -> fingerprint) in key order, at most ``size`` items at a
+    time: a first extract of 200,000 comments holds a page of them, not the docket."""
+    size = size or WORK_PAGE
+    todo: dict[str, str] = {}  # planned in key order, so its first keys are the lowest
+    for page_todo, _ in planned(docket_id, force, version):
+        todo.update(page_todo)
+        while len(todo) >= size:
+            page = {key: todo.pop(key) for key in list(itertools.islice(todo, size))}
+            counters.note_peak(EXTRACT_HELD, len(page))
+            yield page
+    if todo:
+        counters.note_peak(EXTRACT_HELD, len(todo))
+        yield todo
+
+
+EXTRACT_HELD = "extract.items_held"  # peak: the most items one pass held
+
+
+def _extract(ctx: StageContext, docket: Docket, version: str, reader: Reader | None,
+             result: StageResult, owed: int) -> None:
     from pipeline.extract.pool import ExtractPool, worker_count
 
-    bodies = items.bodies_of(docket.id, todo)
-    kinds = items.kinds_of(docket.id, todo)
-    files = items.attachments_of(todo, docket.id)
-    writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id), kinds)
-    workers = min(worker_count(ctx.settings.extract_workers), len(todo))
+    workers = min(worker_count(ctx.settings.extract_workers), owed)
     # combined.md is rendered where a core is free: by this process beside fewer workers
     # than cores, else by the workers, so that this process never holds up their reads.
     workers_render = workers >= (os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(**scratch_args(ctx)) as scratch, \
             ExtractPool(limits_from(ctx.settings), workers, reader=reader) as pool:
-        jobs = (
-            item_job(ctx, key, files.get(key, []), Path(scratch),
-                     render=render_args(docket.id, key, bodies.get(key), todo[key], version,
-                                        kinds.get(key, "comment"), caps_from(ctx.settings))
-                     if workers_render else None)
-            for key in (ctx.claims.take(todo) if ctx.claims else sorted(todo))
-        )
-        for batch in pool.batches(jobs, BATCH):
-            written = []
-            for key, state in writer.write(batch, bodies, todo):
-                written.append(key)
-                shutil.rmtree(Path(scratch, key), ignore_errors=True)  # S3 copies of its files
-                result.add(state)
-                ctx.progress.advance(state)
-            if ctx.claims:  # one statement per batch: no other worker takes them again
-                ctx.claims.done(written)
-            ctx.check_time()
+        for todo in work_pages(docket.id, ctx.force, version):
+            _extract_page(ctx, docket, todo, version, pool, Path(scratch), workers_render, result)
+
+
+def _extract_page(ctx: StageContext, docket: Docket, todo: dict[str, str], version: str, pool,
+                  scratch: Path, workers_render: bool, result: StageResult) -> None:
+    bodies = items.bodies_of(docket.id, todo)
+    kinds = items.kinds_of(docket.id, todo)
+    files = items.attachments_of(todo, docket.id)
+    writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id, todo.keys()), kinds)
+    jobs = (
+        item_job(ctx, key, files.get(key, []), scratch,
+                 render=render_args(docket.id, key, bodies.get(key), todo[key], version,
+                                    kinds.get(key, "comment"), caps_from(ctx.settings))
+                 if workers_render else None)
+        for key in (ctx.claims.take(todo) if ctx.claims else sorted(todo))
+    )
+    for batch in pool.batches(jobs, BATCH):
+        written = []
+        for key, state in writer.write(batch, bodies, todo):
+            written.append(key)
+            shutil.rmtree(Path(scratch, key), ignore_errors=True)  # S3 copies of its files
+            result.add(state)
+            ctx.progress.advance(state)
+        if ctx.claims:  # one statement per batch: no other worker takes them again
+            ctx.claims.done(written)
+        ctx.check_time()
 
 
 def render_args(docket_id: str, item_key: str, body: str | None, fingerprint: str,
@@ -206,10 +235,11 @@ def scratch_args(ctx: StageContext) -> dict:
 # --- results ------------------------------------------------------------------------------
 
 
-def _file_rows_by_item(docket_id: str) -> dict[str, list[str]]:
-    """item key -> its ``extract.file`` row keys, in one query (to drop rows of removed files)."""
+def _file_rows_by_item(docket_id: str, item_keys) -> dict[str, list[str]]:
+    """item key -> its ``extract.file`` row keys, for one page of items (to drop rows of
+    removed files), in one query."""
     by_item: dict[str, list[str]] = {}
-    for key in item_states.states_for_docket(FILE_STAGE, docket_id):
+    for key in item_states.keys_under(FILE_STAGE, docket_id, set(item_keys)):
         by_item.setdefault(key.rsplit("/", 1)[0], []).append(key)
     return by_item
 

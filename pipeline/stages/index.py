@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import combined_sections
 from pipeline.failures import item_failure
-from pipeline.fingerprints import RECORD, canonical_json, digest, json_digest
+from pipeline.fingerprints import RECORD, canonical_json, digest, digest_each, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
 from pipeline.stages.base import Redrivable, Stage, StageContext, StageResult
@@ -80,6 +80,11 @@ def marker_input_fingerprint(extract_output: str | None, config_id: str) -> str:
     so that switching the embedder or the chunker invalidates a docket's marker, not only
     its items."""
     return digest(extract_output or "", config_id, sep=RECORD)
+
+
+def marker_input_fingerprints(extract_outputs, config_id: str) -> list[str | None]:
+    """``marker_input_fingerprint`` of many outputs at once (None where there is none)."""
+    return digest_each(extract_outputs, config_id, sep=RECORD)
 
 
 def item_fingerprint(extract_hash: str | None, config_id: str, metadata: dict) -> str:
@@ -311,7 +316,8 @@ def _markers(stage: str, input_stage: str | None, runtime, invocation) -> IndexM
 
     return IndexMarkers(stage, runtime, invocation, input_stage=input_stage,
                         collections=tuple(sorted(set(COLLECTIONS.values()))),
-                        probe_collection=MARKER_COLLECTION, expected_input=expected_input)
+                        probe_collection=MARKER_COLLECTION, expected_input=expected_input,
+                        expected_inputs=lambda outputs: marker_input_fingerprints(outputs, config_id()))
 
 
 def _mark_stale(runtime, stage: str, docket_id: str, states: list[str], limit: int,

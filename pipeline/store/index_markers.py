@@ -9,11 +9,13 @@ sealed docket too (the sealed rule alone ignores inputs).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 from pipeline.counters import COMPLETION_READS_INDEX, count_completion_read
+from pipeline.index.database import DocketMarker
 from pipeline.store import markers
-from pipeline.store.markers import Probe, vouches
+from pipeline.store.markers import Judged, Probe, vouches
 from pipeline.store.models import Docket
 
 
@@ -22,12 +24,15 @@ class IndexMarkers:
 
     def __init__(self, stage: str, runtime, invocation, *, input_stage: str,
                  collections: tuple[str, ...], probe_collection: str,
-                 expected_input: Callable[[str | None], str | None]) -> None:
+                 expected_input: Callable[[str | None], str | None],
+                 expected_inputs: Callable[[list], list] | None = None) -> None:
         self.stage, self.runtime, self.invocation = stage, runtime, invocation
         self.input_stage = input_stage
         self.collections = collections  # a marker row in each, written and cleared together
         self.probe_collection = probe_collection  # the one the targets read
         self.expected_input = expected_input
+        # The same for a wrapper's 100,000 dockets at once (None stays None).
+        self.expected_inputs = expected_inputs or (lambda outputs: [expected_input(o) for o in outputs])
 
     @property
     def _shared_key(self) -> tuple[str, str]:
@@ -42,20 +47,43 @@ class IndexMarkers:
                                  state_side.upstream_output, state_side.retry_due_at,
                                  self._marker(docket_id))
 
-    def probes(self, docket_ids: list[str] | None = None) -> dict[str, Probe]:
-        """Every docket's probe: one state-DB query and one index-DB query (the markers of
-        every docket, kept for the rest of the invocation as ``probe`` reads them)."""
-        every = self._every_marker()
-        if every is None:
-            count_completion_read(COMPLETION_READS_INDEX)
-            every = self.runtime.index_db().docket_markers(self.probe_collection)
-        found = {docket: self._with_marker(sealed_at, last_pull_at, output, retry_due_at,
-                                           every.get(docket))
-                 for docket, sealed_at, last_pull_at, _, _, _, output, retry_due_at
-                 in markers.probe_rows("", self.input_stage, docket_ids)}
-        if docket_ids is None:
-            return found
-        return {d: found.get(d, Probe(docket_exists=False)) for d in docket_ids}
+    def judge(self, docket_ids: list[str] | None, *, version: int, window_start: str, now: str,
+              has_upstream: bool, sample: int) -> Judged:
+        """The targets' rule over every docket: one state-DB query (each docket's seal and the
+        input's output, None where the docket row already says there is work) and one
+        index-DB query (the markers at ``version`` or later). A docket is done when its
+        marker vouches for the input expected now, under the docket's seal when it has one."""
+        rows = markers.input_rows(self.input_stage, docket_ids, window_start, now)
+        count_completion_read(COMPLETION_READS_INDEX)
+        current = self.runtime.index_db().current_markers(self.probe_collection, version)
+        # Set operations in C, no Python step per finished docket: a sealed docket matches a
+        # marker for its expected input under its own seal, an open one (seal None) under any.
+        ids, seals, outputs = zip(*rows, strict=True) if rows else ((), (), ())
+        expected = set(zip(ids, seals, self.expected_inputs(outputs), strict=True))
+        with_work = expected.difference((d, s, fp) for d, s, _, fp in current)
+        if any(s is None for _, s, _ in with_work):  # open dockets whose marker has a seal
+            with_work -= {(d, None, fp) for d, _, _, fp in current}
+        pending = {d: s for d, s, _ in with_work}  # a None input is in no marker: work
+        if docket_ids is not None:  # a named docket without a row: all to do
+            known = set(ids)
+            pending.update((d, None) for d in docket_ids if d not in known)
+        finished = zip(ids, seals, strict=True)
+        if pending:
+            finished = (row for row in finished if row[0] not in pending)
+        first = heapq.nsmallest(sample, finished)
+        self._keep_markers_of(pending, current)
+        return Judged(dict(sorted(pending.items())), len(expected) - len(with_work), first)
+
+    def _keep_markers_of(self, pending: dict[str, str | None], current: list[tuple]) -> None:
+        """The markers of the dockets with work, for their tasks' probes in this invocation
+        (a docket without one here has no current marker)."""
+        if self.invocation is None:
+            return
+        kept = {d: DocketMarker(self.probe_collection, d, s, v, fp, None)
+                for d, s, v, fp in current if d in pending}
+        kept.update((d, None) for d in pending if d not in kept)
+        self.invocation.forget(self._shared_key)
+        self.invocation.read_shared(self._shared_key, lambda: kept)
 
     def _with_marker(self, sealed_at: str | None, last_pull_at: str | None, output: str | None,
                      retry_due_at: str | None, marker) -> Probe:
@@ -69,26 +97,18 @@ class IndexMarkers:
                      expected, retry_due_at)
 
     def _marker(self, docket_id: str):
-        # A scheduler pass over a thousand sealed dockets costs one index-DB read, not a
-        # thousand: every docket's marker, once per invocation (re-read after this process
-        # writes one). A wiped index DB is still noticed by the next invocation.
-        every = self._every_marker()
-        if every is not None:
-            return every.get(docket_id)
+        # A wrapper that judged this docket kept its marker for the invocation (re-read after
+        # this process writes one); any other docket reads its own row.
+        kept = self._kept_markers()
+        if kept is not None and docket_id in kept:
+            return kept[docket_id]
         count_completion_read(COMPLETION_READS_INDEX)
         return self.runtime.index_db().docket_marker(self.probe_collection, docket_id)
 
-    def _every_marker(self) -> dict | None:
-        """Every docket's marker, read once per invocation; None for a task asked alone."""
+    def _kept_markers(self) -> dict | None:
         if self.invocation is None:
             return None
-        index_db = self.runtime.index_db()
-
-        def every_marker():
-            count_completion_read(COMPLETION_READS_INDEX)
-            return index_db.docket_markers(self.probe_collection)
-
-        return self.invocation.read_shared(self._shared_key, every_marker)
+        return self.invocation.read_shared(self._shared_key, dict)
 
     def input_fingerprint(self, docket_id: str) -> str | None:
         return self.expected_input(markers.output_fingerprint(docket_id, self.input_stage))

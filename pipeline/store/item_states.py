@@ -66,6 +66,22 @@ def paired_pages(stage: str, other: str, docket_id: str,
         after = high
 
 
+def keys_under(stage: str, docket_id: str, item_keys: set[str], sep: str = "/") -> Iterator[str]:
+    """The keys of ``stage``'s rows that belong to ``item_keys`` (``<item key><sep>...``, an
+    item's file rows), streamed over the key range of those items: the rows of the items
+    between them pass by without being kept."""
+    if not item_keys:
+        return
+    low, high = min(item_keys), max(item_keys) + chr(ord(sep) + 1)
+    query = (ItemState.select(ItemState.item)
+             .where((ItemState.stage == stage) & (ItemState.docket == docket_id)
+                    & (ItemState.item > low) & (ItemState.item < high))
+             .tuples())
+    for (key,) in query.iterator():
+        if key.rsplit(sep, 1)[0] in item_keys:
+            yield key
+
+
 def rows_in_states(stage: str, docket_id: str, states: Iterable[str]) -> dict[str, StateRow]:
     """The docket's rows of ``stage`` in ``states`` only (an index range, not every row)."""
     return {row[0]: StateRow(*row)

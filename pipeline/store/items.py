@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Literal
 
 from pipeline.clock import iso, utcnow
@@ -57,14 +57,33 @@ def search_metadata(docket_id: str, fields: tuple[str, ...]) -> dict[str, dict]:
     return {row[0]: {k: v for k, v in zip(fields, row[1:], strict=True) if v} for row in query}
 
 
-def items_needing_detail(docket_id: str, force: bool) -> list[Item]:
-    """Items whose detail was never fetched or whose list summary changed since."""
-    query = Item.select().where(Item.docket == docket_id)
-    if not force:
-        query = query.where(
-            Item.detail_summary_hash.is_null() | (Item.detail_summary_hash != Item.summary_hash)
-        )
-    return list(query.order_by(Item.key))
+def items_needing_detail(docket_id: str, force: bool, size: int = 5000) -> Iterator[list[Item]]:
+    """Items whose detail was never fetched or whose list summary changed since (``force``:
+    every item), ``size`` at a time in key order (keyset pagination): a forced backfill of a
+    million comments holds a page of rows, not the docket's."""
+    after = None
+    while True:
+        query = Item.select().where(Item.docket == docket_id)
+        if not force:
+            query = query.where(~detail_current())
+        if after is not None:
+            query = query.where(Item.key > after)
+        page = list(query.order_by(Item.key).limit(size))
+        if page:
+            yield page
+        if len(page) < size:
+            return
+        after = page[-1].key
+
+
+def detail_current():
+    """The item's detail was fetched for its current list summary (``has_current_detail``
+    as SQL)."""
+    return Item.detail_summary_hash.is_null(False) & (Item.detail_summary_hash == Item.summary_hash)
+
+
+def has_current_detail(item: Item) -> bool:
+    return item.detail_summary_hash is not None and item.detail_summary_hash == item.summary_hash
 
 
 def update_detail(key: str, fields: dict, detail_hash: str, summary_hash: str | None) -> bool:
@@ -79,9 +98,10 @@ def update_detail(key: str, fields: dict, detail_hash: str, summary_hash: str | 
     return True
 
 
-# Above this many keys, a lookup reads the docket's rows and keeps the wanted ones here
+# Above this many keys, a lookup streams the rows in the keys' range and keeps the wanted ones
 # instead of listing the keys in the query: peewee builds an IN list at ~15 us a key, and
-# SQLite refuses a statement with more than 250,000 (a docket's first extract can ask more).
+# SQLite refuses a statement with more than 250,000. (A stage asks a page of keys in key
+# order, so the range is about the page, not the docket.)
 KEYS_IN_QUERY = 500
 
 
@@ -98,28 +118,33 @@ def kinds_of(docket_id: str, item_keys: Iterable[str]) -> dict[str, str]:
 def _column_of(docket_id: str, item_keys: Iterable[str], column) -> dict:
     """item key -> ``column`` for the given items: by key for a few, by docket for many."""
     wanted = set(item_keys)
+    if not wanted:
+        return {}
     query = Item.select(Item.key, column)
     if len(wanted) <= KEYS_IN_QUERY:
         query = query.where(Item.key.in_(sorted(wanted)))
     else:
-        query = query.where(Item.docket == docket_id)
-    return {key: value for key, value in query.tuples() if key in wanted}
+        query = query.where((Item.docket == docket_id) & Item.key.between(min(wanted), max(wanted)))
+    return {key: value for key, value in query.tuples().iterator() if key in wanted}
 
 
 def attachments_of(item_keys: Iterable[str], docket_id: str | None = None) -> dict[str, list[Attachment]]:
     """item key -> its attachment rows ordered by filename, in one query. Give the items'
     ``docket_id`` when the keys may be many (see KEYS_IN_QUERY)."""
     wanted = set(item_keys)
-    if docket_id is not None and len(wanted) > KEYS_IN_QUERY:
-        return {key: rows for key, rows in docket_attachments(docket_id).items() if key in wanted}
     rows: dict[str, list[Attachment]] = {}
     if not wanted:
         return rows
-    query = Attachment.select().where(Attachment.item.in_(sorted(wanted))).order_by(
+    if docket_id is not None and len(wanted) > KEYS_IN_QUERY:
+        which = Attachment.item.between(min(wanted), max(wanted))
+    else:
+        which = Attachment.item.in_(sorted(wanted))
+    query = Attachment.select().where(which).order_by(
         Attachment.item, Attachment.ordinal, Attachment.filename
     )
-    for row in query:
-        rows.setdefault(row.item, []).append(row)
+    for row in query.iterator():
+        if row.item in wanted:
+            rows.setdefault(row.item, []).append(row)
     return rows
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Protocol
 
-from peewee import JOIN, fn
+from peewee import JOIN, Case, Select, Value, fn
 
 from pipeline.clock import iso, utcnow
 from pipeline.counters import COMPLETION_READS_STATE, count_completion_read
@@ -33,6 +33,16 @@ class Probe(NamedTuple):
     retry_due_at: str | None = None  # the docket's earliest next attempt of a waiting item
 
 
+class Judged(NamedTuple):
+    """A wrapper's verdict over many dockets, read in one query per database: the dockets
+    with work (id -> sealed_at), how many are done, and the first few of those (id,
+    sealed_at, by id) to name in the log line. Nothing is made per finished docket."""
+
+    pending: dict[str, str | None]
+    done: int
+    done_sample: list[tuple[str, str | None]]
+
+
 class MarkerStore(Protocol):
     """Where one stage records the dockets it has done, and under which input."""
 
@@ -41,9 +51,11 @@ class MarkerStore(Protocol):
 
     def probe(self, docket_id: str) -> Probe: ...
 
-    def probes(self, docket_ids: list[str] | None = None) -> dict[str, Probe]:
-        """``probe`` of many dockets (None: the known set) in one read per database: the
-        wrappers prune finished dockets with it before Luigi sees a task."""
+    def judge(self, docket_ids: list[str] | None, *, version: int, window_start: str, now: str,
+              has_upstream: bool, sample: int) -> Judged:
+        """The targets' rule (``targets.probed_complete``) over many dockets (None: the known
+        set) in one read per database: the wrappers prune finished dockets with it before
+        Luigi sees a task. ``sample``: how many finished dockets to name."""
 
     def input_fingerprint(self, docket_id: str) -> str | None:
         """What a marker written now would vouch for: the stage's input as recorded now."""
@@ -82,8 +94,10 @@ class StateMarkers:
     def probe(self, docket_id: str) -> Probe:
         return probe(docket_id, self.stage, self.input_stage)
 
-    def probes(self, docket_ids: list[str] | None = None) -> dict[str, Probe]:
-        return probes(self.stage, self.input_stage, docket_ids)
+    def judge(self, docket_ids: list[str] | None, *, version: int, window_start: str, now: str,
+              has_upstream: bool, sample: int) -> Judged:
+        done = completion_expression(version, window_start, now, has_upstream)
+        return judge(self.stage, self.input_stage, docket_ids, done, sample)
 
     def input_fingerprint(self, docket_id: str) -> str | None:
         return output_fingerprint(docket_id, self.input_stage) if self.input_stage else None
@@ -160,30 +174,108 @@ def probe(docket_id: str, stage: str, upstream: str | None) -> Probe:
     return Probe(True, *row[1:])
 
 
-def probes(stage: str, upstream: str | None, docket_ids: list[str] | None = None) -> dict[str, Probe]:
-    """``probe`` of every docket of the known set (or of ``docket_ids``; a missing one is
-    ``Probe(docket_exists=False)``), in one query."""
-    found = {row[0]: Probe(True, *row[1:]) for row in probe_rows(stage, upstream, docket_ids)}
-    if docket_ids is None:
-        return found
-    return {d: found.get(d, Probe(docket_exists=False)) for d in docket_ids}
+def judge(stage: str, upstream: str | None, docket_ids: list[str] | None, done,
+          sample: int) -> Judged:
+    """``done`` (a 1/0 expression over ``mine``, ``up`` and ``Docket``) for every docket of
+    the known set, or of ``docket_ids`` (a docket without a row has work): the rows with
+    work, the first ``sample`` finished ones and their count, in one query."""
+    if docket_ids is not None and len(docket_ids) > _IN_LIST_MAX:
+        parts = [judge(stage, upstream, docket_ids[i:i + _IN_LIST_MAX], done, sample)
+                 for i in range(0, len(docket_ids), _IN_LIST_MAX)]
+        return Judged({d: s for part in parts for d, s in part.pending.items()},
+                      sum(part.done for part in parts),
+                      sorted(r for part in parts for r in part.done_sample)[:sample])
+    pending, finished, sampled = {}, 0, []
+    for kind, docket, sealed_at, count in database.execute(_judged_query(stage, upstream, docket_ids,
+                                                                         done, sample)):
+        if kind == _WORK:
+            pending[docket] = sealed_at
+        elif kind == _SAMPLE:
+            sampled.append((docket, sealed_at))
+        else:
+            finished = count
+    if docket_ids is not None:  # every named docket is judged (the sample holds them all)
+        seen = pending.keys() | {d for d, _ in sampled}
+        pending.update((d, None) for d in docket_ids if d not in seen)  # no row yet: all to do
+    return Judged(dict(sorted(pending.items())), finished, sampled)
 
 
-def probe_rows(stage: str, upstream: str | None, docket_ids: list[str] | None = None) -> list[tuple]:
-    """The rows ``probes`` makes its probes of: (docket id, then a probe's fields after
-    ``docket_exists``), sorted by docket id."""
-    query = _probe_query(stage, upstream)
-    if docket_ids is None:
-        query = query.where(docket_rows.in_known_set())
-    elif len(docket_ids) <= _IN_LIST_MAX:
-        query = query.where(Docket.id.in_(docket_ids))
-    # Raw rows, sorted here: a scan of 100,000 docket rows costs half as much unordered, and
-    # the columns are text and integers already (no conversion per value).
-    return sorted(database.execute(query).fetchall())
+_WORK, _SAMPLE, _COUNT = 0, 1, 2
 
 
-# A longer list of named dockets reads the whole table instead (SQLite caps the parameters
-# of one statement): still one query.
+def _judged_query(stage: str, upstream: str | None, docket_ids: list[str] | None, done, sample: int):
+    """WITH judged AS (each docket, its seal, done 1/0) SELECT the ones with work UNION ALL
+    the first finished ones UNION ALL their count: a finished docket costs the database a
+    row, not Python an object. (A CTE read three times is materialised once by SQLite and
+    PostgreSQL.)"""
+    count_completion_read(COMPLETION_READS_STATE)
+    mine, up = _MINE, _UP
+    query = (Docket.select(Docket.id, Docket.sealed_at, done.alias("done"))
+             .join(mine, JOIN.LEFT_OUTER, on=(mine.docket == Docket.id) & (mine.stage == stage))
+             .switch(Docket)
+             .join(up, JOIN.LEFT_OUTER, on=(up.docket == Docket.id) & (up.stage == (upstream or "")))
+             .where(_which(docket_ids)))
+    judged = query.cte("judged")
+    work = Select([judged], [Value(_WORK), judged.c.id, judged.c.sealed_at, Value(0)]).where(
+        judged.c.done == 0)
+    first = (Select([judged], [judged.c.id, judged.c.sealed_at]).where(judged.c.done == 1)
+             .order_by(judged.c.id).limit(sample).alias("first_done"))
+    shown = Select([first], [Value(_SAMPLE), first.c.id, first.c.sealed_at, Value(0)])
+    counted = Select([judged], [Value(_COUNT), Value(None), Value(None), fn.COUNT(judged.c.id)]).where(
+        judged.c.done == 1)
+    return (work + shown + counted).with_cte(judged)
+
+
+def _which(docket_ids: list[str] | None):
+    return docket_rows.in_known_set() if docket_ids is None else Docket.id.in_(docket_ids)
+
+
+_MINE = DocketStage.alias("m")
+_UP = DocketStage.alias("u")
+
+
+def completion_expression(version: int, window_start: str, now: str, has_upstream: bool):
+    """``targets.probed_complete`` as SQL over a docket row, its stage marker ``m`` and its
+    upstream's ``u``: 1 when done, else 0 (a NULL never counts as done, as None never
+    equals a value there). Pinned to the Python rule case by case by the tests."""
+    mine, up = _MINE, _UP
+    current = mine.version >= version
+    sealed = Docket.sealed_at.is_null(False) & current & (mine.sealed_at == Docket.sealed_at)
+    fresh = Docket.sealed_at.is_null() & current & (Docket.last_pull_at >= window_start)
+    if has_upstream:
+        fresh &= up.output_fingerprint.is_null(False) & (mine.input_fingerprint == up.output_fingerprint)
+    done = sealed | fresh
+    if has_upstream and now:
+        done &= not_retry_due(now)
+    return Case(None, [(done, 1)], 0)
+
+
+def not_retry_due(now: str):
+    """``targets.retry_due`` negated, as SQL over the docket row."""
+    return Docket.retry_due_at.is_null() | (Docket.retry_due_at > now)
+
+
+def input_rows(upstream: str, docket_ids: list[str] | None, window_start: str, now: str) -> list[tuple]:
+    """(docket id, sealed_at, the upstream's output) of every docket of the known set (or of
+    ``docket_ids``), the output None where the docket row alone says the stage after it has
+    work (an item's retry has come; open and not pulled in this window): what a store whose
+    markers live in another database compares its markers with."""
+    if docket_ids is not None and len(docket_ids) > _IN_LIST_MAX:
+        return [row for i in range(0, len(docket_ids), _IN_LIST_MAX)
+                for row in input_rows(upstream, docket_ids[i:i + _IN_LIST_MAX], window_start, now)]
+    count_completion_read(COMPLETION_READS_STATE)
+    up = _UP
+    state_ok = not_retry_due(now) & (Docket.sealed_at.is_null(False) | (Docket.last_pull_at >= window_start))
+    query = (Docket.select(Docket.id, Docket.sealed_at, Case(None, [(state_ok, up.output_fingerprint)], None))
+             .join(up, JOIN.LEFT_OUTER, on=(up.docket == Docket.id) & (up.stage == upstream))
+             .where(_which(docket_ids))
+             .tuples())
+    # Raw rows: the columns are text already (no conversion per value).
+    return database.execute(query).fetchall()
+
+
+# A longer list of named dockets is judged in parts of this many (SQLite caps the parameters
+# of one statement).
 _IN_LIST_MAX = 5000
 
 
