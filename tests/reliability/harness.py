@@ -81,8 +81,10 @@ class World:
                 "DOCKETEER_EXTRACT_WORKERS": "1", "DOCKETEER_OCR": "false",
                 "DOCKETEER_HTTP_ATTEMPTS": "1", **extra}
 
-    def luigi(self, *args: str, wait: bool = True, scheduler_port: int | None = None, **env: str):
-        """``luigi ... IndexAll`` in a subprocess: with its own scheduler, or a luigid's."""
+    def luigi(self, *args: str, wait: bool = True, scheduler_port: int | None = None,
+              log_file: Path | None = None, **env: str):
+        """``luigi ... IndexAll`` in a subprocess: with its own scheduler, or a luigid's; with
+        ``log_file``, its output is also appended there (as cron.example's line does)."""
         scheduler = (["--local-scheduler"] if scheduler_port is None else
                      ["--scheduler-host", "127.0.0.1", "--scheduler-port", str(scheduler_port)])
         command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
@@ -95,6 +97,10 @@ class World:
         if not wait:
             return process
         out, err = process.communicate(timeout=300)
+        if log_file is not None:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            with log_file.open("a") as log:
+                log.write(out + err)
         return process.returncode, out + err
 
     def docketeer(self, *args: str) -> str:

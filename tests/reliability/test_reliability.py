@@ -9,6 +9,7 @@ import json
 import multiprocessing.util
 import os
 import signal
+import subprocess
 import time
 from datetime import timedelta
 
@@ -23,7 +24,7 @@ from tests.reliability.audit.write_audit import watching
 from tests.reliability.harness import lost, problems, record, snapshot, trials, world
 from tests.state_fixtures import run_invocation
 from tests.test_hardening import Recorder
-from tests.test_luigid import api, luigid  # noqa: F401 - a real luigid is a fixture here
+from tests.test_luigid import LUIGID, api, free_port
 
 STAGES = ("backfill", "extract", "index")
 SENTINEL = "SENTINELkey7f3a9c2e"
@@ -152,15 +153,51 @@ def test_api_faults_are_retried_until_the_store_equals_an_uninterrupted_run(tmp_
         assert not failures and not outside, (failures, outside)
 
 
-def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, luigid, elsewhere):  # noqa: F811
+@pytest.fixture
+def luigid_files(tmp_path):
+    """A real luigid as cron's @reboot line starts it: its task history in --state-path (a
+    pickle written when it stops) and its own log output in a file; ``stop()`` ends it
+    (SIGTERM: it saves its state) so both can be read."""
+    if not LUIGID.is_file():
+        pytest.skip("luigid is not installed beside this python")
+    port, folder = free_port(), tmp_path / "luigid"
+    folder.mkdir()
+    state, log = folder / "state.pickle", folder / "luigid.log"
+    with log.open("ab") as out:
+        daemon = subprocess.Popen([str(LUIGID), "--port", str(port), "--address", "127.0.0.1",
+                                   "--state-path", str(state)], stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            api(port, "task_list", status="DONE")
+            break
+        except OSError:
+            if time.monotonic() > deadline or daemon.poll() is not None:
+                raise RuntimeError("luigid did not start") from None
+            time.sleep(0.2)
+
+    def stop() -> tuple[bytes, bytes]:
+        if daemon.poll() is None:
+            daemon.terminate()
+            daemon.wait(timeout=30)
+        return (state.read_bytes() if state.exists() else b""), log.read_bytes()
+
+    try:
+        yield port, stop
+    finally:
+        stop()
+
+
+def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, luigid_files, elsewhere):
+    luigid, stop_luigid = luigid_files
     with world(tmp_path, pg_server, key=SENTINEL) as w:
         # Errors too, whose texts are a channel: 5xx, the key rejected, a redirect elsewhere.
         _redirected_to_another_host(w, elsewhere)
         w.server.path_faults[_detail_paths(w)[3]] = "503"
         w.server.path_faults[_detail_paths(w)[4]] = "403"
-        outputs = []
+        outputs, job_log = [], w.runtime.data_dir / "logs" / "indexall.log"  # as cron.example appends it
         for _ in range(4):  # the failed first run, then until a run is clean
-            code, output = w.luigi("--log-level", "DEBUG", scheduler_port=luigid)
+            code, output = w.luigi("--log-level", "DEBUG", scheduler_port=luigid, log_file=job_log)
             outputs.append(output)
             w.server.path_faults.clear()
             if code == 0:
@@ -171,7 +208,11 @@ def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, lu
         scheduler += [api(luigid, "graph"), api(luigid, "task_search", task_str="")]
         dest = w.folder / "snap"
         taken = w.docketeer("snapshot", str(dest))
+        luigid_state, luigid_log = stop_luigid()
         channels = {
+            "the job's log file": job_log.read_text(errors="replace"),
+            "luigid's state file": luigid_state.decode("latin-1"),
+            "luigid's log": luigid_log.decode("latin-1"),
             "logs, task ids, exception texts": "".join(outputs),
             "luigid's task list and graph": json.dumps(scheduler),
             "state DB dump": str(snapshot(w)["state"]),
@@ -189,6 +230,7 @@ def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, lu
         assert len(outputs) > 1 and "rejected" in outputs[0], outputs[0][-3000:]  # the errors happened
         assert elsewhere.seen and any(t["name"] == "IndexAll" for t in scheduler[0].values())
         assert (dest / "snapshot.json").is_file(), taken
+        assert b"IndexAll" in luigid_state and "IndexAll" in channels["the job's log file"]  # both were written
         record("sentinel API key in " + ", ".join(channels), len(channels),
                [f"leaked in {n}" for n in leaked], 0, 0, w.written_outside(), ok="absent from every channel")
         assert not leaked and not w.written_outside(), (leaked, w.writes_outside())
