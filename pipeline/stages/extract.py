@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING
 
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import BudgetSpent
-from pipeline.extract.combined import capped_of, parse_combined, render_combined
+from pipeline.extract.combined import capped_of, parse_combined, render_combined, uncapped_texts
 from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractLimits, Reader
-from pipeline.extract.text_caps import TextCaps
-from pipeline.fingerprints import bytes_digest, digest
+from pipeline.extract.text_caps import ItemSizes, TextCaps, caps_biting, sizes_of, with_caps
+from pipeline.fingerprints import RECORD, bytes_digest, digest
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items, leftovers
 from pipeline.store.blobs import attachment_key, combined_key
+from pipeline.store.markers import Probe, StateMarkers, stage_markers, vouches
 from pipeline.store.models import Attachment, Docket, database
 
 if TYPE_CHECKING:  # the pool imports PyMuPDF: loaded when a run has files to read
@@ -65,14 +66,19 @@ def limits_from(settings) -> ExtractLimits:
 
 
 def caps_from(settings) -> TextCaps:
-    return TextCaps(max_body_chars=settings.max_body_chars, max_item_chars=settings.max_item_chars)
+    return TextCaps(max_body_chars=settings.max_body_chars, max_item_chars=settings.max_item_chars,
+                    max_file_chars=settings.max_file_chars)
 
 
 REDO_STATES = ("pending", "stale")  # a process died mid-item, or Redrive asked again
 
 
-def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSION) -> dict[str, str]:
-    """item key -> fingerprint for the items with work, from state rows alone (no file).
+def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSION,
+         caps: TextCaps | None = None) -> dict[str, str]:
+    """item key -> fingerprint (before caps: ``with_caps``) for the items with work, from
+    state rows alone (no file). A done item's recorded fingerprint carries the caps that bit
+    it; it is compared with the caps that would bite it now, judged by its recorded sizes,
+    so a changed cap redoes exactly the items whose text it changes.
 
     A seal changes nothing here: it says no new comments will come, not that this stage
     has done its work (a docket can seal while backfill's items are still arriving)."""
@@ -83,20 +89,27 @@ def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSI
         if row.state not in EXTRACTABLE and not (row.state in WAITING and (done is None or redo)):
             continue
         fingerprint = item_fingerprint(row.content_hash, version)
-        if redo or force or done is None or done.fingerprint != fingerprint:
+        if redo or force or done is None or done.fingerprint != _capped_fingerprint(fingerprint, done, caps):
             todo[key] = fingerprint
     return todo
 
 
-def unfinished(docket_id: str) -> int:
+def _capped_fingerprint(fingerprint: str, done, caps: TextCaps | None) -> str:
+    if caps is None:
+        return fingerprint
+    return with_caps(fingerprint, caps_biting(ItemSizes.from_detail(done.detail), caps))
+
+
+def unfinished(docket_id: str, caps: TextCaps | None = None) -> int:
     """Items backfill vouches for that have no decided extract state for their input."""
-    return sum(len(todo) for todo, _ in planned(docket_id, False, EXTRACTOR_VERSION))
+    return sum(len(todo) for todo, _ in planned(docket_id, False, EXTRACTOR_VERSION, caps))
 
 
-def planned(docket_id: str, force: bool, version: str) -> Iterator[tuple[dict[str, str], int]]:
+def planned(docket_id: str, force: bool, version: str,
+            caps: TextCaps | None = None) -> Iterator[tuple[dict[str, str], int]]:
     """``plan`` one page of state rows at a time: (its todo, how many of those have a row)."""
     for upstream, mine in item_states.paired_pages(UPSTREAM, STAGE, docket_id):
-        todo = plan(upstream, mine, force, version)
+        todo = plan(upstream, mine, force, version, caps)
         yield todo, sum(1 for key in todo if key in mine)
 
 
@@ -106,7 +119,7 @@ def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTO
     tests and benchmarks; the pipeline always runs the current extractor."""
     todo: dict[str, str] = {}
     redone = 0  # items of the todo that have a row of this stage
-    for page_todo, with_row in planned(docket.id, ctx.force, version):
+    for page_todo, with_row in planned(docket.id, ctx.force, version, caps_from(ctx.settings)):
         todo.update(page_todo)
         redone += with_row
     result = StageResult()
@@ -240,7 +253,7 @@ class _Writer:
             state = item_state(done.texts)
             states.append((done.key, state))
             final.extend(self._file_row(done.key, text) for text in done.texts)
-            final.append(self._item_row(done.key, done.texts, state, todo[done.key], data))
+            final.append(self._item_row(done.key, bodies.get(done.key), done.texts, state, todo[done.key], data))
             gone |= set(self.known_files.get(done.key, ())) - {file_key(done.key, t.file) for t in done.texts}
         with database.atomic():
             item_states.transition_many(final)
@@ -265,12 +278,15 @@ class _Writer:
         return self._row(FILE_STAGE, file_key(item_key, text.file), text.status, reason=text.reason or None,
                          detail=f"chars={text.chars} pages={text.pages}")
 
-    def _item_row(self, item_key: str, texts: list[AttachmentText], state: str, fingerprint: str,
-                  data: bytes) -> dict:
+    def _item_row(self, item_key: str, body: str | None, texts: list[AttachmentText], state: str,
+                  fingerprint: str, data: bytes) -> dict:
         # A cap that bit is said on the item's row too (the file rows say only their own cuts).
         reasons = "; ".join([f"{t.file}: {t.status}" for t in texts if t.status != "ok"] + capped_of(data))
-        return self._row(STAGE, item_key, state, fingerprint=fingerprint,
-                         content_hash=bytes_digest(data), reason=reasons or None)
+        # Its sizes and the caps biting it now, so that a changed cap finds exactly this item.
+        sizes = sizes_of(uncapped_texts(body or "", texts), texts)
+        biting = caps_biting(sizes, caps_from(self.ctx.settings))
+        return self._row(STAGE, item_key, state, fingerprint=with_caps(fingerprint, biting),
+                         content_hash=bytes_digest(data), reason=reasons or None, detail=sizes.detail())
 
 
 def item_state(texts: list[AttachmentText]) -> str:
@@ -289,8 +305,80 @@ def read_combined(blobs, docket_id: str, item_key: str) -> tuple[dict, str]:
 
 # --- the declaration -------------------------------------------------------------------------
 
+
+class ExtractMarkers(StateMarkers):
+    """State-DB markers whose input is backfill's output under these caps: a changed cap makes
+    a docket's marker stale, sealed or not, so extract plans it again from its state rows
+    (no file read) and redoes the items the cap bites or bit (``plan``). Under the default
+    caps the input is backfill's output as it always was: markers written before caps
+    counted stay valid."""
+
+    def __init__(self, caps: TextCaps) -> None:
+        super().__init__(STAGE, UPSTREAM)
+        self.config = caps_config(caps)
+
+    def _expected(self, backfill_output: str | None) -> str | None:
+        return under_caps(backfill_output, self.config)
+
+    def probe(self, docket_id: str) -> Probe:
+        return self._under_caps(super().probe(docket_id))
+
+    def probes(self, docket_ids: list[str] | None = None) -> dict[str, Probe]:
+        return {d: self._under_caps(p) for d, p in super().probes(docket_ids).items()}
+
+    def _under_caps(self, probe: Probe) -> Probe:
+        expected = self._expected(probe.upstream_output)
+        if probe.docket_sealed_at is not None and probe.marker_input not in (None, expected):
+            # A seal vouches for "no new comments", not for text cut under other caps: a
+            # marker recorded for another input is no marker, sealed or not.
+            return probe._replace(upstream_output=expected, marker_version=None)
+        return probe._replace(upstream_output=expected)
+
+    def input_fingerprint(self, docket_id: str) -> str | None:
+        return self._expected(super().input_fingerprint(docket_id))
+
+    def claims(self, dockets: dict[str, Docket]) -> list[str]:
+        if not self.config:
+            return super().claims(dockets)
+        inputs = stage_markers(UPSTREAM)
+        return sorted(d for d, m in stage_markers(STAGE).items()
+                      if d in inputs and vouches(m.input_fingerprint, self._expected(inputs[d].output_fingerprint)))
+
+
+def caps_config(caps: TextCaps) -> str:
+    """The caps as a marker's part: empty under the defaults."""
+    if caps == caps_from(_DEFAULT_SETTINGS):
+        return ""
+    return f"caps:{caps.max_body_chars}:{caps.max_item_chars}:{caps.max_file_chars}"
+
+
+def under_caps(fingerprint: str | None, config: str) -> str | None:
+    """A docket marker's input under these caps (the index folds them in too, so that a
+    changed cap reaches extract through IndexAll, whose index marker is asked first)."""
+    if fingerprint is None or not config:
+        return fingerprint
+    return digest(fingerprint, config, sep=RECORD)
+
+
+class _Defaults:
+    """The caps' default values, as settings (what ``ExtractMarkers`` leaves out)."""
+
+    def __getattr__(self, name: str):
+        from pipeline.config import SETTINGS
+
+        return next(s.default for s in SETTINGS if s.name == name)
+
+
+_DEFAULT_SETTINGS = _Defaults()
+
+
+def _markers(stage: str, input_stage: str | None, runtime, invocation) -> ExtractMarkers:
+    return ExtractMarkers(caps_from(runtime.settings))
+
+
 DECLARATION = Stage(
     name=STAGE, upstream=UPSTREAM, run=extract_docket, task="ExtractText", wrapper="ExtractAll",
     doc="Text of every new or changed comment into combined.md, in a process pool.",
-    unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
+    unfinished=lambda runtime, docket_id, now: unfinished(docket_id, caps_from(runtime.settings)),
+    markers=_markers,
 )
