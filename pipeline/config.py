@@ -94,6 +94,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_body_chars", int, 2_000_000, "characters of an inline comment body kept (the rest is cut, with a reason)", minimum=1000),
     Setting("max_item_chars", int, 5_000_000, "characters kept per item, its body and every file together (the rest is cut, with a reason)", minimum=1000),
     Setting("campaign_threshold", float, 0.5, "word-shingle Jaccard similarity at which a comment joins a campaign group", minimum=0.05),
+    Setting("mirror_request_budget", int, 0, "mirror requests (LIST pages, GETs) allowed per fetch run (0 = unlimited; "
+            "--request-budget on the command line sets it too)", minimum=0),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

@@ -189,7 +189,7 @@ class BucketAccess:
                 raise self._refused(where, listing) from None
             raise
 
-    def pages(self, where: str, **params) -> Iterator[dict]:
+    def pages(self, where: str, spend=lambda: None, **params) -> Iterator[dict]:
         """A ``list_objects_v2`` listing, one request per page, each through ``call``: the
         first page decides how the bucket is read, and a refusal on any later page is the
         same one-line ``BucketRefused`` as on the first (never a raw ``ClientError``)."""
@@ -199,6 +199,7 @@ class BucketAccess:
             params["MaxKeys"] = page_size
         token = None
         while True:
+            spend()  # a run's budget, before each page (it raises BudgetSpent)
             asked = {**params, "ContinuationToken": token} if token else params
             page = self.call(lambda client, asked=asked: list_page(client, **asked), where, listing=True)
             yield page

@@ -227,4 +227,4 @@ def test_upgrade_from_version_4_adds_the_campaign_tables(state):  # noqa: F811
     Meta.update(value="4").where(Meta.key == "schema_version").execute()
     state_db.ensure_schema(db)  # v5 (reserved for the mirror-object table) and v6
     assert {"campaign_member", "campaign_band", "campaign"} <= set(db.get_tables())
-    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION == 6
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION == 7

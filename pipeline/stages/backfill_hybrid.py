@@ -25,9 +25,18 @@ class HybridSource:
         self.concurrency = 1
         self._from_api: set[str] = set()  # items whose detail came from the API
 
-    def detail(self, item: Item) -> dict:
+    def expect(self, todo: list[Item]) -> None:
+        self.mirror.expect(todo)
+
+    def record_for(self, item: Item) -> str | None:
+        return self.mirror.record_for(item)
+
+    def release(self) -> None:
+        self.mirror.release()
+
+    def detail(self, item: Item, record: str | None = None) -> dict:
         try:
-            return self.mirror.detail(item)
+            return self.mirror.detail(item, record)
         except NotMirroredYet:
             self._from_api.add(item.key)
             return self.api.detail(item)
