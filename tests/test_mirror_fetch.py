@@ -24,7 +24,7 @@ from pipeline.stages.extract import read_combined
 from pipeline.store import dockets as docket_rows
 from pipeline.store.models import Attachment, Docket, Item, ItemState, MirrorObject
 from tests import s3_fixtures
-from tests.state_fixtures import make_runtime, new_pg_database
+from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
 from tests.test_unfinished_work import run_at
 
 s3_endpoint = s3_fixtures.s3_endpoint
@@ -46,7 +46,7 @@ def mirror_runtime(tmp_path: Path, pg_server, mirror_url: str, monkeypatch, **se
     monkeypatch.delenv("REGULATIONS_GOV_API_KEY", raising=False)
     monkeypatch.delenv("DOCKETEER_API_KEY", raising=False)
     runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base=NO_API,
-                           source="mirror", mirror_url=mirror_url, discover="mirror",
+                           source="mirror", mirror_url=mirror_url, discover=settings.pop("discover", "mirror"),
                            extract_workers=1, ocr="false", http_attempts=1,
                            retry_base_seconds=86400, **settings)  # DOS files wait a day: reruns see no due retry
     previous = set_runtime(runtime)
@@ -338,3 +338,53 @@ def test_the_luigi_command_fetches_from_the_mirror_without_a_key(tmp_path, pg_se
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "REGULATIONS_GOV_API_KEY" not in done.stderr
     assert "fetch USTR-2015-0010: created=4" in done.stderr
+
+
+def test_a_request_budget_stops_a_mirror_fetch_cleanly_and_the_next_run_reads_only_the_rest(
+        tmp_path, pg_server, realdata, monkeypatch, caplog):
+    from pipeline.sources.mirror import LocalMirror
+    from pipeline.store.models import DocketStage
+    from pipeline.tasks import FetchAll
+
+    mirror = local_copy(realdata, tmp_path)
+    docket = "USTR-2015-0010"
+    records = {p.relative_to(mirror).as_posix() for p in (mirror / "raw-data/USTR" / docket).rglob("text-*/*/*.json")}
+    read = []
+    real = LocalMirror._read_bytes
+    monkeypatch.setattr(LocalMirror, "_read_bytes", lambda self, key: read.append(key) or real(self, key))
+    with mirror_runtime(tmp_path, pg_server, str(mirror), monkeypatch, discover="none") as runtime:
+        runtime.state  # noqa: B018 - open the state DB
+        docket_rows.ensure_dockets([docket], "list")
+        with counters.measure() as first:
+            assert run_invocation(FetchAll(docket=docket, request_budget=6))  # a spent budget exits 0
+        # 6 requests: the folder walk and 5 records; the walk stopped before the 7th.
+        assert first.get(MIRROR_WALKS) == 1 and len(read) == 5
+        assert not DocketStage.select().where((DocketStage.docket == docket) & (DocketStage.stage == "fetch")).exists()
+        lines = [r.getMessage() for r in caplog.records if "budget spent" in r.getMessage()]
+        assert len(lines) == 1 and "request budget spent (6 requests)" in lines[0] and "\n" not in lines[0]
+        assert MirrorObject.select().where(MirrorObject.key.in_(read)).count() == 5  # what it read is kept
+        created_first = Item.select().where(Item.docket == docket).count()
+        assert run_invocation(FetchAll(docket=docket))
+        # Every record read exactly once over the two runs, every item there, the marker written.
+        assert sorted(read) == sorted(records)
+        assert Item.select().where(Item.docket == docket).count() == len(records) - 1  # all but the docket's own
+        assert created_first > 0
+        assert DocketStage.select().where((DocketStage.docket == docket) & (DocketStage.stage == "fetch")).exists()
+
+
+def test_a_spent_time_budget_stops_a_mirror_fetch_before_its_listing(tmp_path, pg_server, realdata, monkeypatch):
+    import time
+
+    from pipeline.stages.base import StageContext
+    from pipeline.stages.fetch_mirror import fetch_from_mirror
+
+    mirror = local_copy(realdata, tmp_path)
+    with mirror_runtime(tmp_path, pg_server, str(mirror), monkeypatch, discover="none") as runtime:
+        runtime.state  # noqa: B018 - open the state DB
+        docket_rows.ensure_dockets(["USTR-2015-0010"], "list")
+        with counters.measure() as io:
+            result = fetch_from_mirror(StageContext(runtime, "run", deadline=time.monotonic() - 1),
+                                       docket_rows.require_docket("USTR-2015-0010"))
+        assert result.budget_spent and not result.complete and result.message == "time budget spent"
+        assert io.get(MIRROR_WALKS, 0) == 0 and io.get(MIRROR_READS, 0) == 0
+        assert not MirrorObject.select().exists() and not Item.select().exists()

@@ -83,13 +83,15 @@ def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> St
         log.warning(result.message)
         return result
     diff = _diff(docket.id, listing, ctx.force)
+    resolved: set[str] = set()
     if _needs_resolve(docket, listing, diff, ctx.force):
         docket = _resolve(ctx, mirror, docket, listing, result, reads, fetch)
+        resolved = _record_resolved(ctx, docket.id, listing, diff, reads, result)
     fresh = diff.fresh_keys()
     walked = _walk_comments(ctx, mirror, docket, listing, diff, result, reads, fetch)
     _record_tombstones(ctx, docket.id, listing, fresh, result)
-    _send_back_to_backfill(ctx, docket.id, listing, diff, result, skip=walked)
-    _record_listing(ctx, docket.id, diff, reads, result, skip=walked)
+    _send_back_to_backfill(ctx, docket.id, listing, diff, result, skip=walked | resolved)
+    _record_listing(ctx, docket.id, diff, reads, result, skip=walked | resolved)
     if reads.failed:
         result.clean = False
         result.message = f"{len(reads.failed)} mirror objects could not be read; the next run reads them again"
@@ -133,6 +135,21 @@ def _resolve(ctx, mirror, docket: Docket, listing: DocketListing, result: StageR
         except BadRecord as exc:
             _failed(ctx, docket.id, document_id, f"document {document_id}: {exc}", "permanent", result)
     return fetch.record_resolution(docket, data, documents, ctx, result)
+
+
+def _record_resolved(ctx, docket_id: str, listing: DocketListing, diff: ListingDiff, reads: _Reads,
+                     result: StageResult) -> set[str]:
+    """The docket and documents JSON just read, recorded at once with the changed
+    documents sent back to backfill: a run stopped later (its budget) reads none again."""
+    entries = {e.key: e for e in (*diff.new, *diff.changed)}
+    keys = {key for key in (listing.docket_key, *listing.documents.values())
+            if key in entries and key not in reads.failed}
+    changed = {e.key for e in diff.changed}
+    with database.atomic():
+        mirror_objects.record_listed(docket_id, [entries[key] for key in sorted(keys)], iso(ctx.clock()),
+                                     {key: reads.bodies.pop(key) for key in keys if key in reads.bodies})
+        _mark_stale(ctx, docket_id, sorted(d for d, key in listing.documents.items() if key in changed), result)
+    return keys
 
 
 def _as_list_item(body: dict, item_id: str) -> dict:
