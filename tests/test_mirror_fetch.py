@@ -289,13 +289,16 @@ def _has_combined(runtime, item) -> bool:
     return True
 
 
-def test_hybrid_lists_from_the_api_and_takes_from_it_only_what_the_mirror_lacks(tmp_path, pg_server):
+@pytest.mark.parametrize("concurrency", [1, 16])
+def test_hybrid_lists_from_the_api_and_takes_from_it_only_what_the_mirror_lacks(tmp_path, pg_server, concurrency,
+                                                                               monkeypatch):
+    """At any concurrency: the mirror's reads on the pool, the API's in the stage's thread."""
     from devtools.standin_server import REAL_DOWNLOADS
     from tests.test_unfinished_work import chain, comment_with_attachment, states
 
     lagging = tmp_path / "lagging"
     with chain(tmp_path, pg_server, mirror=lagging, comments=8, list_source="api",
-               mirror_fallback="true") as (runtime, server, docket, root):
+               mirror_fallback="true", mirror_concurrency=concurrency) as (runtime, server, docket, root):
         late, binary = comment_with_attachment(root, docket)
         (lagging / binary.relative_to(root)).unlink()  # the mirror has the record, not the file
         record = next(lagging.glob(f"raw-data/*/{docket}/text-{docket}/comments/{late}.json"))
@@ -304,13 +307,37 @@ def test_hybrid_lists_from_the_api_and_takes_from_it_only_what_the_mirror_lacks(
         unlisted = sorted(p for p in (lagging / binary.relative_to(root)).parents[2].glob("text-*/comments/*.json")
                           if p.stem != late)[0]
         unlisted.unlink()  # nor this record yet
+        threads = {"mirror": set(), "api": set()}
+        _spy_threads(monkeypatch, threads)
         with counters.measure() as io:
             assert run_at(1)
+        assert threads["api"] == {"MainThread"}
+        assert {name.startswith("read-ahead") for name in threads["mirror"]} == {concurrency > 1}
         assert {r.state for r in states("backfill", docket).values()} == {"ok"}
         assert io.get("api.comments.detail", 0) == 1  # only the record the mirror lacks
         assert io.get("api.downloads", 0) == 1 + _files_of(unlisted.stem)
         assert io.get("api.documents.detail", 0) == 0
         assert Attachment.select().where(Attachment.item == late).count() >= 1
+
+
+def _spy_threads(monkeypatch, threads: dict[str, set]) -> None:
+    """Which threads read the mirror's files and asked the API."""
+    import threading
+
+    from pipeline.sources.mirror import LocalMirror
+    from pipeline.stages.backfill import ApiSource
+
+    def spied(cls, name: str, kind: str) -> None:
+        real = getattr(cls, name)
+
+        def call(self, *args, **kwargs):
+            threads[kind].add(threading.current_thread().name)
+            return real(self, *args, **kwargs)
+        monkeypatch.setattr(cls, name, call)
+
+    spied(LocalMirror, "open_binary", "mirror")
+    spied(ApiSource, "detail", "api")
+    spied(ApiSource, "fetch_file", "api")
 
 
 def _files_of(item_key: str) -> int:

@@ -74,7 +74,7 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
         # The reads of the next items overlap (pipeline/read_ahead.py); each item's
         # decision and rows are taken here, in order, as a plain loop would.
         for job, read in read_ahead(reader.read, todo, source.concurrency, ctx.check_time, reader.job):
-            outcome = backfill_item(ctx, job.item, read, result)
+            outcome = backfill_item(ctx, job.item, reader.in_stage_thread(job, read), result)
             ctx.progress.advance(outcome)
     except BudgetSpent as exc:
         # The item in hand stays pending (or untouched): the next run picks it up.
@@ -252,6 +252,10 @@ def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: Stag
 # --------------------------------------------------------------------------- reading an item
 
 
+class ReadInStageThread(Exception):  # noqa: N818 - a hand-over, not an error
+    """A reader thread met a read only the stage's thread may make (the API's)."""
+
+
 @dataclass(frozen=True)
 class ItemJob:
     """One item to read, with its stored files as the state DB held them when the stage began."""
@@ -273,6 +277,8 @@ class FileFetch:
     later: Callable[[], IngestResult] | None = None
 
     def result(self) -> IngestResult:
+        if isinstance(self.error, ReadInStageThread):  # the stage's thread fetches it now
+            return self.later()
         if self.error is not None:
             raise self.error
         if self.stored is None:  # the reader skipped it, the stage wants it: fetch it now
@@ -314,6 +320,16 @@ class ItemReader:
         rows = self._stored.pop(item.key, [])
         return ItemJob(item, {row.filename: row for row in rows if row.sha256}, self.source.record_for(item))
 
+    def in_stage_thread(self, job: ItemJob, read):
+        """``read``, or, when its reader thread left the item to the stage's thread
+        (``ReadInStageThread``: the API side of a hybrid source), the item read here."""
+        def result() -> ItemRead:
+            try:
+                return read()
+            except ReadInStageThread:
+                return self.read(job)
+        return result
+
     def read(self, job: ItemJob) -> ItemRead:
         body = self.source.detail(job.item, job.record)
         fields = records.detail_fields(body)
@@ -337,7 +353,7 @@ class ItemReader:
         try:
             return FileFetch(ref, stored=fetch())
         except Exception as exc:  # noqa: BLE001 - the stage classifies it, in its thread
-            return FileFetch(ref, error=exc)
+            return FileFetch(ref, error=exc, later=fetch)
 
 
 def _stops_item(exc: Exception) -> bool:
