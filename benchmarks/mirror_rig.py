@@ -33,8 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bucket", required=True)
     parser.add_argument("--keys-from", type=Path, required=True, help="a file of keys, one a line")
     args = parser.parse_args(argv)
+    import logging
+
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not a line per LIST request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     fill(args.bucket, args.keys_from.read_text().split())
