@@ -1,15 +1,18 @@
 """Backfill from an S3 mirror whose every request costs 20 ms, at several concurrencies.
 
     .venv/bin/python -m benchmarks mirror_backfill [--comments 2000] [--delay-ms 20]
-        [--concurrency 1,16] [--corpus DIR] [--json OUT]
+        [--concurrency 1,16] [--list-from api|mirror] [--corpus DIR] [--json OUT] [--profile OUT]
 
 A generated docket (``devtools/make_corpus.py``: ``--comments`` comments, about three in
 four with an attachment) is uploaded to a moto S3 server, and read through
 ``devtools/latency_proxy.py``, which adds ``--delay-ms`` to every request as S3's own
 latency would; both run as their own processes, so the backfill process has its two cores
 to itself as far as this machine allows. For each concurrency a fresh store takes the
-comment list from the stand-in API (not timed), then ``backfill_docket`` is timed:
-details and attachments from the bucket, blobs into a local folder, rows into SQLite.
+comment list from the stand-in API (not timed; ``--list-from mirror``: from the bucket,
+as a no-key run does, which hands the records it read to backfill), then
+``backfill_docket`` is timed: details and attachments from the bucket, blobs into a local
+folder, rows into SQLite. ``--profile OUT`` writes a cProfile of the timed backfill
+(meaningful at concurrency 1, where every read is in the profiled thread).
 
 Reported per concurrency: wall seconds, the requests the proxy forwarded, the most it had
 in flight, and the floor — requests x delay / concurrency, what the latency alone costs
@@ -52,13 +55,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--concurrency", default="1,16", help="comma-separated")
     parser.add_argument("--corpus", type=Path, help="a corpus folder to reuse (made there if empty)")
     parser.add_argument("--json", type=Path, help="write the records here")
+    parser.add_argument("--list-from", choices=("api", "mirror"), default="api",
+                        help="where the untimed fetch lists the docket")
+    parser.add_argument("--profile", type=Path, help="cProfile of each timed backfill: OUT.<concurrency>")
     args = parser.parse_args(argv)
     os.environ.update(CREDENTIALS)
     work = Path(tempfile.mkdtemp(prefix="bench-mirror-"))
     try:
         corpus = _corpus(args.corpus or work / "corpus", args.comments)
         records = _run_all(corpus, work, args.delay_ms / 1000,
-                           [int(c) for c in args.concurrency.split(",")])
+                           [int(c) for c in args.concurrency.split(",")], args.list_from, args.profile)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _print(records, args.delay_ms)
@@ -77,21 +83,25 @@ def _corpus(root: Path, comments: int) -> Path:
     return root
 
 
-def _run_all(corpus: Path, work: Path, delay: float, concurrencies: list[int]) -> list[dict]:
+def _run_all(corpus: Path, work: Path, delay: float, concurrencies: list[int], list_from: str,
+             profile: Path | None) -> list[dict]:
     docket_id = Manifest.load(corpus).dockets[0].id
     with _process(["-m", "moto.server", "-H", "127.0.0.1", "-p", str(_free_port())], "Running on") as moto:
         _upload(moto.url, corpus)
         proxy_argv = ["-m", "devtools.latency_proxy", "--upstream", moto.url, "--delay-ms", str(delay * 1000)]
         with _process(proxy_argv, "http://") as proxy, StandinServer(corpus) as standin:
             servers = {"moto": moto, "proxy": proxy}
-            return [_backfill_once(work / f"c{c}", standin.api_base, servers, docket_id, c, delay)
+            return [_backfill_once(work / f"c{c}", standin.api_base, servers, docket_id, c, delay, list_from,
+                                   profile and profile.with_suffix(f".{c}"))
                     for c in concurrencies]
 
 
 def _backfill_once(data_dir: Path, api_base: str, servers: dict, docket_id: str, concurrency: int,
-                   delay: float) -> dict:
+                   delay: float, list_from: str, profile: Path | None) -> dict:
+    import cProfile
+
     proxy = servers["proxy"]
-    runtime = open_runtime({
+    runtime = open_runtime({"DOCKETEER_LIST_SOURCE": list_from,
         "DOCKETEER_DATA_DIR": str(data_dir), "DOCKETEER_DISCOVER": "none", "DOCKETEER_PACE_SECONDS": "0",
         "DOCKETEER_REQUEST_BUDGET": "0", "REGULATIONS_GOV_API_KEY": "DEMO_KEY", "DOCKETEER_API_BASE": api_base,
         "DOCKETEER_SOURCE": "mirror", "DOCKETEER_MIRROR_URL": f"s3://{BUCKET}",
@@ -103,10 +113,16 @@ def _backfill_once(data_dir: Path, api_base: str, servers: dict, docket_id: str,
         assert fetch_docket(StageContext(runtime, "fetch"), dockets.require_docket(docket_id)).clean
         proxy.stats(reset=True)
         cpu_before = _cpu_seconds(servers)
-        with counters.measure() as io:
+        profiler = cProfile.Profile() if profile else None
+        with counters.measure() as io, counters.counting_queries():
             started = time.perf_counter()
+            if profiler:
+                profiler.enable()
             result = backfill_docket(StageContext(runtime, "bench"), dockets.require_docket(docket_id))
             wall = time.perf_counter() - started
+        if profiler:
+            profiler.disable()
+            profiler.dump_stats(profile)
         cpu = {name: round(after - cpu_before[name], 1) for name, after in _cpu_seconds(servers).items()}
         traffic = proxy.stats()
     finally:
@@ -114,7 +130,8 @@ def _backfill_once(data_dir: Path, api_base: str, servers: dict, docket_id: str,
         set_runtime(None)
     requests = traffic["requests"]
     floor = requests * delay / concurrency
-    return {"concurrency": concurrency, "wall_s": round(wall, 2), "requests": requests, "cpu_s": cpu,
+    return {"concurrency": concurrency, "list_from": list_from, "wall_s": round(wall, 2), "requests": requests,
+            "cpu_s": cpu, "state_statements": io.get("state_queries", 0),
             "max_in_flight": traffic["max_in_flight"], "floor_s": round(floor, 2),
             "of_floor": round(wall / floor, 2) if floor else None, "clean": result.clean,
             "counts": result.counts, "s3_get": io.get("s3_get", 0), "s3_list": io.get("s3_list", 0)}

@@ -2,7 +2,8 @@
 request cost what a real one does: a fixed delay, as S3 answers in tens of milliseconds.
 
 It counts what passed through (requests, and the most ever in flight at once: the proof
-that readers overlap; ``GET /__traffic__`` answers them as JSON) and can refuse unsigned requests with S3's own 403 AccessDenied, as
+that readers overlap; ``GET /__traffic__`` answers them as JSON) and can refuse unsigned requests
+(or any whose path holds a given text, e.g. a listing's later pages) with S3's own 403 AccessDenied, as
 a private bucket does (moto does not refuse an unsigned listing). Requests and answers
 are forwarded as they are, Host header included, so signatures stay whatever they were.
 
@@ -77,7 +78,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             time.sleep(self.server.delay_seconds)
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self.server.refuse_unsigned and not _signed(self):
+            if (self.server.refuse_unsigned and not _signed(self)) or self.server.refuses(self.path):
                 with traffic._lock:
                     traffic.refused += 1
                 self._answer(403, [("Content-Type", "application/xml")], ACCESS_DENIED)
@@ -109,13 +110,20 @@ class LatencyProxyServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, address, upstream_url: str, delay_seconds: float, refuse_unsigned: bool) -> None:
+    def __init__(self, address, upstream_url: str, delay_seconds: float, refuse_unsigned: bool,
+                 refuse_containing: str | None = None) -> None:
         super().__init__(address, _Handler)
+        # Requests whose path holds this text are refused too, signed or not: e.g.
+        # "continuation-token" refuses a listing's later pages and only those.
+        self.refuse_containing = refuse_containing
         parsed = urlparse(upstream_url)
         self.upstream_host, self.upstream_port = parsed.hostname, parsed.port or 80
         self.delay_seconds, self.refuse_unsigned = delay_seconds, refuse_unsigned
         self.traffic = Traffic()
         self._connections = threading.local()
+
+    def refuses(self, path: str) -> bool:
+        return bool(self.refuse_containing) and self.refuse_containing in path
 
     def upstream(self, method: str, path: str, body: bytes, headers) -> tuple[int, list, bytes]:
         """The upstream's answer; a kept-open connection the upstream closed is reopened once."""
@@ -147,8 +155,9 @@ class LatencyProxy:
     """The proxy on 127.0.0.1 and a free port, served from a thread: ``with LatencyProxy(...)``."""
 
     def __init__(self, upstream_url: str, *, delay_seconds: float = 0.02, refuse_unsigned: bool = False,
-                 port: int = 0) -> None:
-        self.server = LatencyProxyServer(("127.0.0.1", port), upstream_url, delay_seconds, refuse_unsigned)
+                 port: int = 0, refuse_containing: str | None = None) -> None:
+        self.server = LatencyProxyServer(("127.0.0.1", port), upstream_url, delay_seconds, refuse_unsigned,
+                                         refuse_containing)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.traffic = self.server.traffic
         self._thread = threading.Thread(target=self.server.serve_forever, name="latency-proxy", daemon=True)
@@ -168,9 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: a free one, printed)")
     parser.add_argument("--delay-ms", type=float, default=20.0, help="added to every request")
     parser.add_argument("--refuse-unsigned", action="store_true", help="answer 403 to unsigned requests")
+    parser.add_argument("--refuse-containing", metavar="TEXT",
+                        help="answer 403 to requests whose path holds TEXT (e.g. continuation-token)")
     args = parser.parse_args(argv)
     proxy = LatencyProxy(args.upstream, delay_seconds=args.delay_ms / 1000, refuse_unsigned=args.refuse_unsigned,
-                         port=args.port)
+                         port=args.port, refuse_containing=args.refuse_containing)
     print(proxy.url, flush=True)
     try:
         proxy.server.serve_forever()

@@ -97,6 +97,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("host_id", str, "", "this host's name in leases and item claims (empty = the hostname); "
             "a holder with another host id is known dead only when its lease expires"),
     Setting("claim_batch", int, 20, "items a second worker on a docket stage claims at once (PostgreSQL state)", minimum=1),
+    Setting("mirror_request_budget", int, 0, "mirror requests (LIST pages, GETs) allowed per fetch run (0 = unlimited; "
+            "--request-budget on the command line sets it too)", minimum=0),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

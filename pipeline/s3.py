@@ -115,6 +115,12 @@ def list_pages(client, operation: str, **params) -> Iterator[dict]:
         yield page
 
 
+def list_page(client, **params) -> dict:
+    """One ``list_objects_v2`` page (one request, one S3_LIST count)."""
+    counters.incr(S3_LIST)
+    return client.list_objects_v2(**params)
+
+
 def is_s3_refusal(error) -> bool:
     """Whether a botocore ClientError means 'you may not' (403): S3's AccessDenied, or the
     bare 403 a HEAD answers with (it has no body to name the code)."""
@@ -183,15 +189,23 @@ class BucketAccess:
                 raise self._refused(where, listing) from None
             raise
 
-    def pages(self, where: str, **params) -> Iterator[dict]:
-        """A ``list_objects_v2`` listing; the first page decides how the bucket is read."""
-        import itertools
-
-        def first_page(client):
-            pages = list_pages(client, "list_objects_v2", **params)
-            return itertools.chain([next(pages)], pages)
-
-        return self.call(first_page, where, listing=True)
+    def pages(self, where: str, spend=lambda: None, **params) -> Iterator[dict]:
+        """A ``list_objects_v2`` listing, one request per page, each through ``call``: the
+        first page decides how the bucket is read, and a refusal on any later page is the
+        same one-line ``BucketRefused`` as on the first (never a raw ``ClientError``)."""
+        params = dict(params)
+        page_size = params.pop("PaginationConfig", {}).get("PageSize")
+        if page_size:
+            params["MaxKeys"] = page_size
+        token = None
+        while True:
+            spend()  # a run's budget, before each page (it raises BudgetSpent)
+            asked = {**params, "ContinuationToken": token} if token else params
+            page = self.call(lambda client, asked=asked: list_page(client, **asked), where, listing=True)
+            yield page
+            token = page.get("NextContinuationToken") if page.get("IsTruncated") else None
+            if not token:
+                return
 
     def _fall_back(self, refused_client):
         """The signed client to try after an unsigned refusal, or None when there is none."""

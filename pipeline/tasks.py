@@ -441,7 +441,8 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         # invocation is there for every forked worker, which yields the very same tasks.
         invocation = self.current_invocation
         invocation.override_budgets(budget_seconds=self.budget_seconds,
-                                    request_budget=self.request_budget)
+                                    request_budget=self.request_budget,
+                                    mirror_request_budget=self.request_budget)
         invocation.note_scheduled({})  # from here on, reads every docket shares are made once
         stage_task = self.stage_task
         version = self.asked_version()

@@ -5,6 +5,7 @@ cost exactly their reads."""
 
 from __future__ import annotations
 
+import collections
 import json
 import shutil
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from pipeline.stages.extract import read_combined
 from pipeline.store import dockets as docket_rows
 from pipeline.store.models import Attachment, Docket, Item, ItemState, MirrorObject
 from tests import s3_fixtures
-from tests.state_fixtures import make_runtime, new_pg_database
+from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
 from tests.test_unfinished_work import run_at
 
 s3_endpoint = s3_fixtures.s3_endpoint
@@ -45,7 +46,7 @@ def mirror_runtime(tmp_path: Path, pg_server, mirror_url: str, monkeypatch, **se
     monkeypatch.delenv("REGULATIONS_GOV_API_KEY", raising=False)
     monkeypatch.delenv("DOCKETEER_API_KEY", raising=False)
     runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base=NO_API,
-                           source="mirror", mirror_url=mirror_url, discover="mirror",
+                           source="mirror", mirror_url=mirror_url, discover=settings.pop("discover", "mirror"),
                            extract_workers=1, ocr="false", http_attempts=1,
                            retry_base_seconds=86400, **settings)  # DOS files wait a day: reruns see no due retry
     previous = set_runtime(runtime)
@@ -132,8 +133,19 @@ def test_index_all_from_a_bucket_with_no_key(tmp_path, pg_server, realdata, monk
     with mirror_runtime(tmp_path, pg_server, f"s3://{s3_bucket}", monkeypatch, s3_endpoint_url=s3_endpoint,
                         mirror_unsigned="false") as runtime:
         counters.reset()
+        read = []
+        monkeypatch.setattr("pipeline.sources.mirror.get_object", spy_get(read))
         assert run_at(1)
         assert_everything_went_through(runtime, mirror)
+        # Each object is read once by fetch and backfill (fetch's JSON is handed to backfill
+        # through the store; discovery reads the documents for the close dates first), and
+        # each docket listed once by them (backfill classifies the listing fetch stored).
+        twice = {key for key, n in collections.Counter(read).items() if n > 1}
+        assert twice == {p.relative_to(mirror).as_posix() for p in mirror.rglob("documents/*.json")}
+        assert max(collections.Counter(read).values()) == 2
+        assert {key for key in read if key.endswith(".json")} == {
+            p.relative_to(mirror).as_posix() for p in mirror.rglob("*.json")}
+        assert not MirrorObject.select().where(MirrorObject.body.is_null(False)).exists()  # used, dropped
         with counters.measure() as second:
             assert run_at(3)
         assert second.get(S3_GET, 0) == 0, second
@@ -166,9 +178,13 @@ def test_a_changed_record_and_a_new_attachment_cost_exactly_their_reads(
                                    "USTR-2015-0010-0003_attachment_1.pdf").read_bytes())
         read = []
         monkeypatch.setattr("pipeline.sources.mirror.get_object", spy_get(read))
-        assert run_at(3)
-        # The record is read twice: by fetch for its list fields, by backfill for its detail.
-        assert sorted(read) == sorted([record_key, record_key, file_key])
+        with counters.measure() as io:
+            assert run_at(3)
+        # The record is read once: fetch hands what it read to backfill through the store;
+        # and only fetch lists (one LIST per docket): backfill classifies the stored listing.
+        assert sorted(read) == sorted([record_key, file_key])
+        assert io.get(S3_LIST) == len(DOCKETS) and io.get(S3_GET) == 2, io
+        assert MirrorObject.get_by_id(record_key).body is None  # used, then dropped
         after = stage_rows()
         moved = {key for key in after if after[key] != before.get(key)}
         assert moved == {(stage, "USTR-2015-0010-0005") for stage in STAGES}
@@ -273,13 +289,16 @@ def _has_combined(runtime, item) -> bool:
     return True
 
 
-def test_hybrid_lists_from_the_api_and_takes_from_it_only_what_the_mirror_lacks(tmp_path, pg_server):
+@pytest.mark.parametrize("concurrency", [1, 16])
+def test_hybrid_lists_from_the_api_and_takes_from_it_only_what_the_mirror_lacks(tmp_path, pg_server, concurrency,
+                                                                               monkeypatch):
+    """At any concurrency: the mirror's reads on the pool, the API's in the stage's thread."""
     from devtools.standin_server import REAL_DOWNLOADS
     from tests.test_unfinished_work import chain, comment_with_attachment, states
 
     lagging = tmp_path / "lagging"
     with chain(tmp_path, pg_server, mirror=lagging, comments=8, list_source="api",
-               mirror_fallback="true") as (runtime, server, docket, root):
+               mirror_fallback="true", mirror_concurrency=concurrency) as (runtime, server, docket, root):
         late, binary = comment_with_attachment(root, docket)
         (lagging / binary.relative_to(root)).unlink()  # the mirror has the record, not the file
         record = next(lagging.glob(f"raw-data/*/{docket}/text-{docket}/comments/{late}.json"))
@@ -288,13 +307,37 @@ def test_hybrid_lists_from_the_api_and_takes_from_it_only_what_the_mirror_lacks(
         unlisted = sorted(p for p in (lagging / binary.relative_to(root)).parents[2].glob("text-*/comments/*.json")
                           if p.stem != late)[0]
         unlisted.unlink()  # nor this record yet
+        threads = {"mirror": set(), "api": set()}
+        _spy_threads(monkeypatch, threads)
         with counters.measure() as io:
             assert run_at(1)
+        assert threads["api"] == {"MainThread"}
+        assert {name.startswith("read-ahead") for name in threads["mirror"]} == {concurrency > 1}
         assert {r.state for r in states("backfill", docket).values()} == {"ok"}
         assert io.get("api.comments.detail", 0) == 1  # only the record the mirror lacks
         assert io.get("api.downloads", 0) == 1 + _files_of(unlisted.stem)
         assert io.get("api.documents.detail", 0) == 0
         assert Attachment.select().where(Attachment.item == late).count() >= 1
+
+
+def _spy_threads(monkeypatch, threads: dict[str, set]) -> None:
+    """Which threads read the mirror's files and asked the API."""
+    import threading
+
+    from pipeline.sources.mirror import LocalMirror
+    from pipeline.stages.backfill import ApiSource
+
+    def spied(cls, name: str, kind: str) -> None:
+        real = getattr(cls, name)
+
+        def call(self, *args, **kwargs):
+            threads[kind].add(threading.current_thread().name)
+            return real(self, *args, **kwargs)
+        monkeypatch.setattr(cls, name, call)
+
+    spied(LocalMirror, "open_binary", "mirror")
+    spied(ApiSource, "detail", "api")
+    spied(ApiSource, "fetch_file", "api")
 
 
 def _files_of(item_key: str) -> int:
@@ -322,3 +365,53 @@ def test_the_luigi_command_fetches_from_the_mirror_without_a_key(tmp_path, pg_se
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "REGULATIONS_GOV_API_KEY" not in done.stderr
     assert "fetch USTR-2015-0010: created=4" in done.stderr
+
+
+def test_a_request_budget_stops_a_mirror_fetch_cleanly_and_the_next_run_reads_only_the_rest(
+        tmp_path, pg_server, realdata, monkeypatch, caplog):
+    from pipeline.sources.mirror import LocalMirror
+    from pipeline.store.models import DocketStage
+    from pipeline.tasks import FetchAll
+
+    mirror = local_copy(realdata, tmp_path)
+    docket = "USTR-2015-0010"
+    records = {p.relative_to(mirror).as_posix() for p in (mirror / "raw-data/USTR" / docket).rglob("text-*/*/*.json")}
+    read = []
+    real = LocalMirror._read_bytes
+    monkeypatch.setattr(LocalMirror, "_read_bytes", lambda self, key: read.append(key) or real(self, key))
+    with mirror_runtime(tmp_path, pg_server, str(mirror), monkeypatch, discover="none") as runtime:
+        runtime.state  # noqa: B018 - open the state DB
+        docket_rows.ensure_dockets([docket], "list")
+        with counters.measure() as first:
+            assert run_invocation(FetchAll(docket=docket, request_budget=6))  # a spent budget exits 0
+        # 6 requests: the folder walk and 5 records; the walk stopped before the 7th.
+        assert first.get(MIRROR_WALKS) == 1 and len(read) == 5
+        assert not DocketStage.select().where((DocketStage.docket == docket) & (DocketStage.stage == "fetch")).exists()
+        lines = [r.getMessage() for r in caplog.records if "budget spent" in r.getMessage()]
+        assert len(lines) == 1 and "request budget spent (6 requests)" in lines[0] and "\n" not in lines[0]
+        assert MirrorObject.select().where(MirrorObject.key.in_(read)).count() == 5  # what it read is kept
+        created_first = Item.select().where(Item.docket == docket).count()
+        assert run_invocation(FetchAll(docket=docket))
+        # Every record read exactly once over the two runs, every item there, the marker written.
+        assert sorted(read) == sorted(records)
+        assert Item.select().where(Item.docket == docket).count() == len(records) - 1  # all but the docket's own
+        assert created_first > 0
+        assert DocketStage.select().where((DocketStage.docket == docket) & (DocketStage.stage == "fetch")).exists()
+
+
+def test_a_spent_time_budget_stops_a_mirror_fetch_before_its_listing(tmp_path, pg_server, realdata, monkeypatch):
+    import time
+
+    from pipeline.stages.base import StageContext
+    from pipeline.stages.fetch_mirror import fetch_from_mirror
+
+    mirror = local_copy(realdata, tmp_path)
+    with mirror_runtime(tmp_path, pg_server, str(mirror), monkeypatch, discover="none") as runtime:
+        runtime.state  # noqa: B018 - open the state DB
+        docket_rows.ensure_dockets(["USTR-2015-0010"], "list")
+        with counters.measure() as io:
+            result = fetch_from_mirror(StageContext(runtime, "run", deadline=time.monotonic() - 1),
+                                       docket_rows.require_docket("USTR-2015-0010"))
+        assert result.budget_spent and not result.complete and result.message == "time budget spent"
+        assert io.get(MIRROR_WALKS, 0) == 0 and io.get(MIRROR_READS, 0) == 0
+        assert not MirrorObject.select().exists() and not Item.select().exists()

@@ -397,3 +397,22 @@ def test_a_refused_listing_through_luigi_exits_non_zero_with_one_line(
     assert done.returncode != 0 and "Traceback" not in output, output[-3000:]
     lines = [line for line in output.splitlines() if "listing raw-data/" in line]
     assert len(lines) == 1 and "BucketRefused" in lines[0] and "no AWS credentials" in lines[0], output[-3000:]
+
+
+@pytest.mark.usefixtures("aws_credentials")
+def test_a_listing_refused_on_a_later_page_is_the_same_one_line_as_a_refused_bucket(
+        corpus, docket_ids, s3_client, s3_endpoint, s3_bucket):
+    from pipeline.sources.mirror import open_mirror
+
+    upload_mirror(s3_client, s3_bucket, corpus)
+    # The first page is answered; every page after it (asked with a continuation token) is 403.
+    with LatencyProxy(s3_endpoint, delay_seconds=0, refuse_containing="continuation-token") as proxy:
+        mirror = open_mirror(f"s3://{s3_bucket}", s3_endpoint_url=proxy.url, unsigned=False)
+        mirror.page_size = 5
+        with counters.measure() as io, pytest.raises(BucketRefused) as refused:
+            mirror.docket_listing(docket_ids[0])
+        assert proxy.traffic.refused >= 1
+    message = str(refused.value)
+    assert io.get("s3_list") >= 2  # the first page was read, the refusal came on a later one
+    assert classify(refused.value).stops_run and "\n" not in message
+    assert message.startswith(f"s3://{s3_bucket}: listing raw-data/") and "refused (403)" in message

@@ -22,7 +22,7 @@ import os
 import re
 import stat
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -57,6 +57,10 @@ MIRROR_WALKS = "mirror_walks"
 
 _COMMENT_BINARY = re.compile(r"^(?P<id>.+)_attachment_(?P<n>\d+)(?:\.(?P<ext>[A-Za-z0-9]+))?$")
 _DOCUMENT_BINARY = re.compile(r"^(?P<id>.+)_content(?:_(?P<n>\d+))?(?:\.(?P<ext>[A-Za-z0-9]+))?$")
+
+
+def _free() -> None:
+    """No budget: a request costs nothing to ask for."""
 
 
 @dataclass(frozen=True)
@@ -191,8 +195,9 @@ class Mirror(ABC):
     """Read-only access to a mirror; keys are relative to the mirror root."""
 
     @abstractmethod
-    def _list_entries(self, prefix: str) -> Iterator[ListedObject]:
-        """Every object under ``prefix`` with its size and version, in key order."""
+    def _list_entries(self, prefix: str, spend: Callable[[], None] = _free) -> Iterator[ListedObject]:
+        """Every object under ``prefix`` with its size and version, in key order;
+        ``spend()`` before each request (a run's budget: it raises ``BudgetSpent``)."""
 
     def _list_objects(self, prefix: str) -> Iterator[tuple[str, int]]:
         """(key, size) for every object under ``prefix``, in key order."""
@@ -218,8 +223,17 @@ class Mirror(ABC):
 
     def read_json(self, key: str) -> dict:
         """A mirror JSON file within the size and depth limits (``parse_json_object``)."""
-        return parse_json_object(self._read_bytes(validate_key(key)), f"mirror file {key}",
-                                 max_bytes=self.max_json_bytes, max_depth=self.max_json_depth)
+        return self.parse_json(self._read_bytes(validate_key(key)), key)
+
+    def read_record(self, key: str) -> tuple[dict, bytes]:
+        """A mirror JSON file parsed, and its bytes as read (fetch hands them to backfill
+        through the store, so the object is read once)."""
+        raw = self._read_bytes(validate_key(key))
+        return self.parse_json(raw, key), raw
+
+    def parse_json(self, raw: bytes, key: str) -> dict:
+        return parse_json_object(raw, f"mirror file {key}", max_bytes=self.max_json_bytes,
+                                 max_depth=self.max_json_depth)
 
     def list_dockets(self) -> list[DocketRef]:
         """Every docket folder in the mirror; unsafe folder names are logged and skipped."""
@@ -243,18 +257,27 @@ class Mirror(ABC):
                 log.warning("mirror: skipping %s%s: %s", prefix, name, error)
         return names
 
-    def docket_listing(self, docket_id: str, agency: str | None = None) -> DocketListing:
+    def docket_listing(self, docket_id: str, agency: str | None = None, *,
+                       spend: Callable[[], None] = _free) -> DocketListing:
         """One walk of the docket's folder, classified; call it only for open dockets."""
-        validate_id(docket_id, "docket id")
         agency = validate_id(agency or default_agency(docket_id), "agency")
-        prefix = f"{RAW_DATA}{agency}/{docket_id}/"
-        listing = DocketListing(agency=agency, docket_id=docket_id, prefix=prefix)
-        for entry in self._list_entries(prefix):
-            listing.objects[entry.key] = entry
-            _classify(listing, entry.key, entry.size)
-        for files in listing.attachments.values():
-            files.sort(key=lambda a: (a.n or 0, a.ext, a.key))
-        return listing
+        prefix = f"{RAW_DATA}{agency}/{validate_id(docket_id, 'docket id')}/"
+        return listing_of(docket_id, agency, self._list_entries(prefix, spend))
+
+
+def listing_of(docket_id: str, agency: str, entries: Iterable[ListedObject]) -> DocketListing:
+    """A docket's objects classified: from a walk of its folder, or as the state DB recorded
+    its last walk (``pipeline.store.mirror_objects``: backfill after a mirror fetch lists
+    nothing again)."""
+    validate_id(docket_id, "docket id")
+    prefix = f"{RAW_DATA}{validate_id(agency, 'agency')}/{docket_id}/"
+    listing = DocketListing(agency=agency, docket_id=docket_id, prefix=prefix)
+    for entry in entries:
+        listing.objects[entry.key] = entry
+        _classify(listing, entry.key, entry.size)
+    for files in listing.attachments.values():
+        files.sort(key=lambda a: (a.n or 0, a.ext, a.key))
+    return listing
 
 
 def _classify(listing: DocketListing, key: str, size: int) -> None:
@@ -349,8 +372,9 @@ class LocalMirror(Mirror):
     def _path(self, key: str) -> Path:
         return self.root / validate_key(key)
 
-    def _list_entries(self, prefix: str) -> Iterator[ListedObject]:
+    def _list_entries(self, prefix: str, spend: Callable[[], None] = _free) -> Iterator[ListedObject]:
         validate_prefix(prefix)
+        spend()  # one walk of the folder
         found = []
         # os.walk never descends into a symlinked folder; lstat never follows a link or
         # blocks on a FIFO. Whatever is not a regular file is listed as found and refused
@@ -427,17 +451,18 @@ class S3Mirror(Mirror):
     def client(self):
         return self.access.client
 
-    def _pages(self, prefix: str, **extra) -> Iterator[dict]:
+    def _pages(self, prefix: str, spend: Callable[[], None] = _free, **extra) -> Iterator[dict]:
         return self.access.pages(
             self.prefix + validate_prefix(prefix),
             Bucket=self.bucket,
             Prefix=self.prefix + validate_prefix(prefix),
             PaginationConfig={"PageSize": self.page_size},
+            spend=spend,
             **extra,
         )
 
-    def _list_entries(self, prefix: str) -> Iterator[ListedObject]:
-        for page in self._pages(prefix):
+    def _list_entries(self, prefix: str, spend: Callable[[], None] = _free) -> Iterator[ListedObject]:
+        for page in self._pages(prefix, spend):
             for item in page.get("Contents", []):
                 yield ListedObject(item["Key"][len(self.prefix) :], int(item["Size"]),
                                    item.get("ETag") or None, item["LastModified"].isoformat())

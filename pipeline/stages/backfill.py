@@ -31,8 +31,9 @@ from pipeline.failures import RETRY, Failure, RetryPolicy, classify, item_failur
 from pipeline.ids import validate_filename
 from pipeline.read_ahead import read_ahead
 from pipeline.sources import connect, records
+from pipeline.sources.mirror import ListedObject, default_agency, listing_of
 from pipeline.stages.base import Stage, StageContext, StageResult
-from pipeline.store import item_states, items
+from pipeline.store import item_states, items, mirror_objects
 from pipeline.store.blobs import IngestResult, attachment_key
 from pipeline.store.models import Attachment, Docket, Item, database
 
@@ -73,16 +74,18 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
         for todo in _todo_pages(docket.id, ctx.force, now):
             counters.note_peak(BACKFILL_HELD, len(todo))
             reader.read_stored(docket.id, todo)
+            source.expect(todo)
             # The reads of the next items overlap (pipeline/read_ahead.py); each item's
             # decision and rows are taken here, in order, as a plain loop would.
             for job, read in read_ahead(reader.read, todo, source.concurrency, ctx.check_time, reader.job):
-                outcome = backfill_item(ctx, job.item, read, result)
+                outcome = backfill_item(ctx, job.item, reader.in_stage_thread(job, read), result)
                 ctx.progress.advance(outcome)
     except BudgetSpent as exc:
         # The item in hand stays pending (or untouched): the next run picks it up.
         result.budget_spent, result.message = True, str(exc)
     finally:
         source.add_calls(result)
+        source.release()
     return result
 
 
@@ -117,7 +120,11 @@ def unfinished(docket_id: str, now: str) -> int:
 
 def _make_source(ctx: StageContext, docket: Docket, api, mirror):
     if ctx.settings.source == "mirror":
-        from_mirror = MirrorSource(mirror or connect.mirror(ctx.settings), docket, ctx.settings.mirror_concurrency)
+        # Fetch listed the docket from the mirror: its listing is in the state DB (no LIST
+        # again), with the JSON fetch read (no GET again).
+        stored = connect.list_source(ctx.settings) == "mirror" and mirror_objects.has_listing(docket.id)
+        from_mirror = MirrorSource(mirror or connect.mirror(ctx.settings), docket, ctx.settings.mirror_concurrency,
+                                   stored_listing=stored)
         if not (ctx.settings.mirror_fallback and ctx.settings.api_key):
             return from_mirror
         from pipeline.stages.backfill_hybrid import HybridSource  # it builds on this module
@@ -255,12 +262,17 @@ def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: Stag
 # --------------------------------------------------------------------------- reading an item
 
 
+class ReadInStageThread(Exception):  # noqa: N818 - a hand-over, not an error
+    """A reader thread met a read only the stage's thread may make (the API's)."""
+
+
 @dataclass(frozen=True)
 class ItemJob:
     """One item to read, with its stored files as the state DB held them when the stage began."""
 
     item: Item
     stored: dict[str, Attachment]  # its files already stored: filename -> row (with a sha256)
+    record: str | None = None  # its JSON as fetch read it from the mirror (handed over)
 
 
 @dataclass
@@ -275,6 +287,8 @@ class FileFetch:
     later: Callable[[], IngestResult] | None = None
 
     def result(self) -> IngestResult:
+        if isinstance(self.error, ReadInStageThread):  # the stage's thread fetches it now
+            return self.later()
         if self.error is not None:
             raise self.error
         if self.stored is None:  # the reader skipped it, the stage wants it: fetch it now
@@ -314,10 +328,20 @@ class ItemReader:
 
     def job(self, item: Item) -> ItemJob:
         rows = self._stored.pop(item.key, [])
-        return ItemJob(item, {row.filename: row for row in rows if row.sha256})
+        return ItemJob(item, {row.filename: row for row in rows if row.sha256}, self.source.record_for(item))
+
+    def in_stage_thread(self, job: ItemJob, read):
+        """``read``, or, when its reader thread left the item to the stage's thread
+        (``ReadInStageThread``: the API side of a hybrid source), the item read here."""
+        def result() -> ItemRead:
+            try:
+                return read()
+            except ReadInStageThread:
+                return self.read(job)
+        return result
 
     def read(self, job: ItemJob) -> ItemRead:
-        body = self.source.detail(job.item)
+        body = self.source.detail(job.item, job.record)
         fields = records.detail_fields(body)
         refs = self.source.files(job.item, body, self.formats)
         if self.inline:  # as before any pool: pending once the record is in hand, before downloads
@@ -339,7 +363,7 @@ class ItemReader:
         try:
             return FileFetch(ref, stored=fetch())
         except Exception as exc:  # noqa: BLE001 - the stage classifies it, in its thread
-            return FileFetch(ref, error=exc)
+            return FileFetch(ref, error=exc, later=fetch)
 
 
 def _stops_item(exc: Exception) -> bool:
@@ -411,7 +435,16 @@ class ApiSource:
     def __init__(self, api) -> None:
         self.api = api
 
-    def detail(self, item: Item) -> dict:
+    def expect(self, todo: list[Item]) -> None:
+        pass
+
+    def record_for(self, item: Item) -> None:
+        return None  # nothing is handed over: every detail is asked for
+
+    def release(self) -> None:
+        pass
+
+    def detail(self, item: Item, record: str | None = None) -> dict:
         if item.kind == "document":
             return self.api.get_document(item.key)
         return self.api.get_comment(item.key)
@@ -440,9 +473,12 @@ class MirrorSource:
     """Details and files from a mirrulations-layout mirror; the docket is listed once, lazily.
 
     Only a docket with items to do gets here, so a docket with nothing to do lists nothing.
+    With ``stored_listing`` (fetch listed the docket from the mirror) the listing is the one
+    fetch recorded, read from the state DB in the stage's thread, and the records fetch read
+    are handed over (``record_for``): neither is asked of the mirror again.
     """
 
-    def __init__(self, mirror, docket: Docket, concurrency: int = 1) -> None:
+    def __init__(self, mirror, docket: Docket, concurrency: int = 1, *, stored_listing: bool = False) -> None:
         self.mirror = mirror
         self.docket = docket
         self.concurrency = concurrency  # readers at once: S3 and folder reads mostly wait
@@ -450,24 +486,54 @@ class MirrorSource:
         self._listing_lock = threading.Lock()  # the first reader lists; the others wait for it
         self._gone_items: set[str] = set()
         self._gone_files: set[tuple[str, str]] = set()
+        self._handover = None
+        if stored_listing:
+            agency = docket.agency or default_agency(docket.id)
+            self._keep(listing_of(docket.id, agency, (ListedObject(*row)
+                                                      for row in mirror_objects.listed_objects(docket.id))))
+            self._handover = HandedOver()
+
+    def _keep(self, listing) -> None:
+        self._gone_items = listing.gone_items()
+        self._gone_files = listing.gone_attachments()
+        self._listing = listing
 
     @property
     def listing(self):
         with self._listing_lock:
             if self._listing is None:
-                listing = self.mirror.docket_listing(self.docket.id, self.docket.agency)
-                self._gone_items = listing.gone_items()
-                self._gone_files = listing.gone_attachments()
-                self._listing = listing
+                self._keep(self.mirror.docket_listing(self.docket.id, self.docket.agency))
             return self._listing
 
-    def detail(self, item: Item) -> dict:
+    def _record_key(self, item: Item) -> str | None:
+        table = self.listing.documents if item.kind == "document" else self.listing.comments
+        return table.get(item.key)
+
+    def expect(self, todo: list[Item]) -> None:
+        """The items in the order their jobs will be made (stage thread)."""
+        if self._handover is not None:
+            self._handover.expect([self._record_key(item) for item in todo])
+
+    def record_for(self, item: Item) -> str | None:
+        """The record fetch read for the item, if it is still held (stage thread)."""
+        if self._handover is None or item.key in self._gone_items:
+            return None
+        return self._handover.take(self._record_key(item))
+
+    def release(self) -> None:
+        if self._handover is not None:
+            self._handover.release()
+
+    def detail(self, item: Item, record: str | None = None) -> dict:
         table = self.listing.documents if item.kind == "document" else self.listing.comments
         if item.key in self._gone_items:
             raise Gone(f"{item.key}: marked unavailable in the mirror")
         if item.key not in table:
             raise NotMirroredYet(f"{item.key}: not in the mirror yet")
-        body = self.mirror.read_json(table[item.key])
+        if record is not None:
+            body = self.mirror.parse_json(record, table[item.key])
+        else:
+            body = self.mirror.read_json(table[item.key])
         if not isinstance(body, dict) or not isinstance(body.get("data"), dict):
             raise BadRecord(f"{item.key}: mirror JSON has no data object")
         return body
@@ -516,6 +582,44 @@ class MirrorSource:
 
     def add_calls(self, result: StageResult) -> None:
         pass
+
+
+class HandedOver:
+    """The JSON fetch read for backfill (``mirror_object.body``), read a page at a time in
+    the order the items are handled, and dropped once used: memory holds one page."""
+
+    PAGE = 500
+
+    def __init__(self) -> None:
+        self._order: list[str] = []
+        self._position: dict[str, int] = {}
+        self._next = 0
+        self._loaded: dict[str, str] = {}
+        self._used: list[str] = []
+
+    def expect(self, keys: list[str | None]) -> None:
+        # Called once per todo page (backfill pages its todo): each page starts afresh.
+        self._order = [key for key in keys if key]
+        self._position = {key: n for n, key in enumerate(self._order)}
+        self._next, self._loaded = 0, {}
+
+    def take(self, key: str | None) -> str | None:
+        position = self._position.get(key) if key else None
+        if position is None:
+            return None
+        while self._next <= position:
+            page = self._order[self._next:self._next + self.PAGE]
+            self._next += self.PAGE
+            self._loaded.update(mirror_objects.handed_over(page))
+        record = self._loaded.pop(key, None)
+        if record is not None:
+            self._used.append(key)
+        return record
+
+    def release(self) -> None:
+        if self._used:
+            mirror_objects.release_handed_over(self._used)
+            self._used = []
 
 
 # --- the declaration -------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from pipeline.errors import BadRecord, BudgetSpent
 from pipeline.failures import RETRY, item_failure
 from pipeline.ids import validate_id
 from pipeline.sources import connect, records
+from pipeline.sources.http import RequestBudget
 from pipeline.sources.mirror import DocketListing, ListedObject
 from pipeline.sources.mirror_listing import ListingDiff, diff_listing
 from pipeline.stages.base import StageContext, StageResult
@@ -54,27 +55,46 @@ def fetch_from_mirror(ctx: StageContext, docket: Docket, *, mirror=None) -> Stag
         return result
 
 
+class _Reads:
+    """What this walk read: the run's request budget (``mirror_request_budget``, and the
+    time budget), the keys whose read failed transiently, and the JSON read, handed to
+    backfill through ``mirror_object.body``."""
+
+    def __init__(self, ctx: StageContext) -> None:
+        self.budget = RequestBudget(ctx.settings.mirror_request_budget or None, ctx.deadline)
+        self.failed: set[str] = set()
+        self.bodies: dict[str, str] = {}  # key -> JSON text, until recorded
+
+    def record(self, key: str, raw: bytes) -> None:
+        try:
+            self.bodies[key] = raw.decode("utf-8")
+        except UnicodeDecodeError:  # parsed as another encoding: backfill reads it itself
+            pass
+
+
 def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> StageResult:
     from pipeline.stages import fetch  # the API walk's Walk, resolution and finish are shared
 
-    listing = mirror.docket_listing(docket.id, docket.agency)
+    reads = _Reads(ctx)
+    listing = mirror.docket_listing(docket.id, docket.agency, spend=reads.budget.spend)
     result.add("mirror.listed", len(listing.objects))
     if not listing.objects:
         result.message = f"{docket.id}: not in the mirror {mirror!r} (yet)"
         log.warning(result.message)
         return result
     diff = _diff(docket.id, listing, ctx.force)
-    failed_reads: set[str] = set()
+    resolved: set[str] = set()
     if _needs_resolve(docket, listing, diff, ctx.force):
-        docket = _resolve(ctx, mirror, docket, listing, result, failed_reads, fetch)
+        docket = _resolve(ctx, mirror, docket, listing, result, reads, fetch)
+        resolved = _record_resolved(ctx, docket.id, listing, diff, reads, result)
     fresh = diff.fresh_keys()
-    _walk_comments(ctx, mirror, docket, listing, fresh, result, failed_reads, fetch)
+    walked = _walk_comments(ctx, mirror, docket, listing, diff, result, reads, fetch)
     _record_tombstones(ctx, docket.id, listing, fresh, result)
-    _send_back_to_backfill(ctx, docket.id, listing, diff, result)
-    _record_listing(ctx, docket.id, diff, failed_reads, result)
-    if failed_reads:
+    _send_back_to_backfill(ctx, docket.id, listing, diff, result, skip=walked | resolved)
+    _record_listing(ctx, docket.id, diff, reads, result, skip=walked | resolved)
+    if reads.failed:
         result.clean = False
-        result.message = f"{len(failed_reads)} mirror objects could not be read; the next run reads them again"
+        result.message = f"{len(reads.failed)} mirror objects could not be read; the next run reads them again"
     fetch._finish_clean_walk(ctx, docket, docket.pull_watermark, result)
     return result
 
@@ -97,16 +117,17 @@ def _needs_resolve(docket: Docket, listing: DocketListing, diff: ListingDiff, fo
 
 
 def _resolve(ctx, mirror, docket: Docket, listing: DocketListing, result: StageResult,
-             failed_reads: set[str], fetch) -> Docket:
+             reads: _Reads, fetch) -> Docket:
     data = {}
     if listing.docket_key:
         # The docket record is the docket's own: unreadable, the walk breaks off (unclean).
+        reads.budget.spend()
         body = mirror.read_json(listing.docket_key)
         result.add("mirror.read")
         data = body["data"] if isinstance(body.get("data"), dict) else {}
     documents = []
     for document_id, key in sorted(listing.documents.items()):
-        body = _read(mirror, key, ctx, docket.id, document_id, result, failed_reads)
+        body = _read(mirror, key, ctx, docket.id, document_id, result, reads)
         if body is None:
             continue
         try:
@@ -114,6 +135,21 @@ def _resolve(ctx, mirror, docket: Docket, listing: DocketListing, result: StageR
         except BadRecord as exc:
             _failed(ctx, docket.id, document_id, f"document {document_id}: {exc}", "permanent", result)
     return fetch.record_resolution(docket, data, documents, ctx, result)
+
+
+def _record_resolved(ctx, docket_id: str, listing: DocketListing, diff: ListingDiff, reads: _Reads,
+                     result: StageResult) -> set[str]:
+    """The docket and documents JSON just read, recorded at once with the changed
+    documents sent back to backfill: a run stopped later (its budget) reads none again."""
+    entries = {e.key: e for e in (*diff.new, *diff.changed)}
+    keys = {key for key in (listing.docket_key, *listing.documents.values())
+            if key in entries and key not in reads.failed}
+    changed = {e.key for e in diff.changed}
+    with database.atomic():
+        mirror_objects.record_listed(docket_id, [entries[key] for key in sorted(keys)], iso(ctx.clock()),
+                                     {key: reads.bodies.pop(key) for key in keys if key in reads.bodies})
+        _mark_stale(ctx, docket_id, sorted(d for d, key in listing.documents.items() if key in changed), result)
+    return keys
 
 
 def _as_list_item(body: dict, item_id: str) -> dict:
@@ -125,20 +161,23 @@ def _as_list_item(body: dict, item_id: str) -> dict:
 
 
 def _read(mirror, key: str, ctx, docket_id: str, item_id: str, result: StageResult,
-          failed_reads: set[str]) -> dict | None:
-    """One mirror JSON; None (and the key left unrecorded) when the read failed transiently,
-    or a ``failed`` fetch row with the reason when it failed for good."""
+          reads: _Reads) -> dict | None:
+    """One mirror JSON (its bytes kept for backfill); None (and the key left unrecorded)
+    when the read failed transiently, or a ``failed`` fetch row with the reason when it
+    failed for good. A spent budget goes up: the walk stops before the request."""
+    reads.budget.spend()
     try:
-        body = mirror.read_json(key)
+        body, raw = mirror.read_record(key)
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
         if failure.state == RETRY:
-            failed_reads.add(key)
+            reads.failed.add(key)
             log.warning("%s: reading %s failed (%s); read again next run", item_id, key, failure.reason)
         else:
             _failed(ctx, docket_id, item_id, failure.reason, failure.kind, result)
         return None
     result.add("mirror.read")
+    reads.record(key, raw)
     return body
 
 
@@ -152,24 +191,48 @@ def _failed(ctx, docket_id: str, item_id: str, reason: str, kind: str, result: S
 # --------------------------------------------------------------------------- comments
 
 
-def _walk_comments(ctx, mirror, docket: Docket, listing: DocketListing, fresh: set[str],
-                   result: StageResult, failed_reads: set[str], fetch) -> None:
-    todo = sorted((item_id, key) for item_id, key in listing.comments.items() if key in fresh)
+def _walk_comments(ctx, mirror, docket: Docket, listing: DocketListing, diff: ListingDiff,
+                   result: StageResult, reads: _Reads, fetch) -> set[str]:
+    """Read and upsert the new or changed comment records; returns their keys, each recorded
+    (with the JSON, for backfill) batch by batch as its items are written, so a run stopped
+    at its budget leaves nothing half done: the next reads only what this one did not."""
+    entries = {e.key: e for e in (*diff.new, *diff.changed)}
+    changed = {e.key for e in diff.changed}
+    todo = sorted((item_id, key) for item_id, key in listing.comments.items() if key in entries)
     walk = fetch.Walk(ctx, docket, result)
     by_object = _windows_by_object(docket)
+    batch: list[tuple[str, str]] = []
     ctx.progress.start(len(todo))
     try:
-        for n, (comment_id, key) in enumerate(todo, start=1):
-            body = _read(mirror, key, ctx, docket.id, comment_id, result, failed_reads)
+        for comment_id, key in todo:
+            ctx.check_time()
+            body = _read(mirror, key, ctx, docket.id, comment_id, result, reads)
             outcome = "unread" if body is None else _upsert_comment(walk, body, comment_id, by_object)
             if body is not None:
                 result.add(outcome)
+            if key not in reads.failed:  # read, or failed for good: recorded, not read again
+                batch.append((comment_id, key))
             ctx.progress.advance(outcome)
-            if n % fetch.WRITE_BATCH == 0:
-                walk.flush()
-                ctx.check_time()
+            if len(batch) >= fetch.WRITE_BATCH:
+                _record_batch(ctx, docket.id, walk, batch, entries, changed, reads, result)
     finally:
-        walk.flush()
+        _record_batch(ctx, docket.id, walk, batch, entries, changed, reads, result)
+    return {key for _item, key in todo}
+
+
+def _record_batch(ctx, docket_id: str, walk, batch: list[tuple[str, str]], entries: dict, changed: set[str],
+                  reads: _Reads, result: StageResult) -> None:
+    """The batch's items written, then its objects recorded as read (with their JSON) and
+    its changed records sent back to backfill, in one transaction."""
+    walk.flush()
+    if not batch:
+        return
+    keys = [key for _item, key in batch]
+    with database.atomic():
+        mirror_objects.record_listed(docket_id, [entries[key] for key in keys], iso(ctx.clock()),
+                                     {key: reads.bodies.pop(key) for key in keys if key in reads.bodies})
+        _mark_stale(ctx, docket_id, [item for item, key in batch if key in changed], result)
+    batch.clear()
 
 
 def _windows_by_object(docket: Docket) -> dict[str, str]:
@@ -210,17 +273,22 @@ def _record_tombstones(ctx, docket_id: str, listing: DocketListing, fresh: set[s
 
 
 def _send_back_to_backfill(ctx, docket_id: str, listing: DocketListing, diff: ListingDiff,
-                           result: StageResult) -> None:
+                           result: StageResult, skip: set[str]) -> None:
     """Known items whose attachment (or tombstone) is new or changed, or whose record
-    changed: backfill reads them again. New items need no mark: they have no detail yet."""
+    changed: backfill reads them again (the comment records of ``skip`` were sent back
+    batch by batch as they were read)."""
     files = _file_owners(listing)
-    changed = {e.key for e in diff.changed}
+    changed = {e.key for e in diff.changed} - skip
     touched = {files[key] for key in diff.fresh_keys() if key in files}
     touched |= {item_id for item_id, key in (*listing.comments.items(), *listing.documents.items())
                 if key in changed}
+    _mark_stale(ctx, docket_id, sorted(touched), result)
+
+
+def _mark_stale(ctx, docket_id: str, touched: list[str], result: StageResult) -> None:
     # An item never backfilled (no detail yet) is backfilled anyway: only the others are marked.
-    known = [i.key for i in items.items_by_key(sorted(touched))
-             if i.docket == docket_id and i.detail_hash is not None]
+    known = [i.key for i in items.items_by_key(touched)
+             if i.docket == docket_id and i.detail_hash is not None] if touched else []
     if known:
         item_states.transition_many([{"stage": BACKFILL, "item": key, "docket": docket_id, "state": "stale",
                                       "run_id": ctx.run_id, "reason": "changed in the mirror listing"}
@@ -235,11 +303,14 @@ def _file_owners(listing: DocketListing) -> dict[str, str]:
     return owners
 
 
-def _record_listing(ctx, docket_id: str, diff: ListingDiff, failed_reads: set[str], result: StageResult) -> None:
+def _record_listing(ctx, docket_id: str, diff: ListingDiff, reads: _Reads, result: StageResult,
+                    skip: set[str]) -> None:
+    """The rest of the listing (the comment records of ``skip`` are recorded already)."""
     now = iso(ctx.clock())
-    read: list[ListedObject] = [e for e in (*diff.new, *diff.changed) if e.key not in failed_reads]
+    read: list[ListedObject] = [e for e in (*diff.new, *diff.changed)
+                                if e.key not in reads.failed and e.key not in skip]
     with database.atomic():
-        mirror_objects.record_listed(docket_id, read, now)
+        mirror_objects.record_listed(docket_id, read, now, reads.bodies)
     if diff.gone:
         mirror_objects.record_gone(diff.gone, now, GONE_REASON)
         result.add("mirror.gone", len(diff.gone))

@@ -25,7 +25,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -188,5 +188,12 @@ def _upgrade_to_7(db: peewee.Database) -> None:
     db.create_tables([models.ItemClaim], safe=True)
 
 
+def _upgrade_to_8(db: peewee.Database) -> None:
+    """v8: a mirror JSON fetch read, kept for backfill (read once, not twice)."""
+    columns = {c.name for c in db.get_columns(models.MirrorObject._meta.table_name)}
+    if "body" not in columns:
+        migrate(_migrator(db).add_column(models.MirrorObject._meta.table_name, "body", models.MirrorObject.body))
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
-            6: _upgrade_to_6, 7: _upgrade_to_7}
+            6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8}

@@ -6,7 +6,7 @@ diffing a listing of 200,000 objects costs a few statements, not 200,000.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import peewee
@@ -36,12 +36,47 @@ def stored_objects(docket_id: str) -> dict[str, StoredObject]:
             for key, size, etag, modified, state in query.iterator()}
 
 
-def record_listed(docket_id: str, entries: Iterable, now: str) -> int:
-    """Upsert the objects (``ListedObject``s) as listed now; returns how many rows.
+def listed_objects(docket_id: str) -> Iterator[tuple[str, int, str | None, str]]:
+    """(key, size, etag, modified) of every object the docket's last listing showed: what
+    backfill classifies instead of listing the docket again after a mirror fetch."""
+    query = (MirrorObject.select(MirrorObject.key, MirrorObject.size, MirrorObject.etag, MirrorObject.modified)
+             .where((MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED))
+             .order_by(MirrorObject.key).tuples())
+    return query.iterator()
+
+
+def has_listing(docket_id: str) -> bool:
+    return MirrorObject.select().where(MirrorObject.docket == docket_id).exists()
+
+
+def handed_over(keys: list[str]) -> dict[str, str]:
+    """key -> the JSON fetch read, for those of ``keys`` that hold one (one query per page)."""
+    found: dict[str, str] = {}
+    for start in range(0, len(keys), WRITE_BATCH):
+        query = (MirrorObject.select(MirrorObject.key, MirrorObject.body)
+                 .where(MirrorObject.key.in_(keys[start:start + WRITE_BATCH]) & MirrorObject.body.is_null(False))
+                 .tuples())
+        found.update(query.iterator())
+    return found
+
+
+def release_handed_over(keys: list[str]) -> None:
+    """Bodies backfill has used: dropped, so the state DB keeps no second copy of the mirror."""
+    with database.atomic():
+        for start in range(0, len(keys), WRITE_BATCH):
+            (MirrorObject.update(body=None)
+             .where(MirrorObject.key.in_(keys[start:start + WRITE_BATCH])).execute())
+
+
+def record_listed(docket_id: str, entries: Iterable, now: str, bodies: dict[str, str] | None = None) -> int:
+    """Upsert the objects (``ListedObject``s) as listed now, with the JSON read of each
+    (``bodies``: key -> text) kept for backfill; returns how many rows.
 
     peewee writes the statement for one row and the driver runs it for every row: building
     the SQL of 200,000 rows value by value in Python cost ten times the insert itself."""
-    rows = [(e.key, docket_id, e.size, e.etag, e.modified, LISTED, None, now) for e in entries]
+    bodies = bodies or {}
+    rows = [(e.key, docket_id, e.size, e.etag, e.modified, LISTED, None, now, bodies.get(e.key))
+            for e in entries]
     if not rows:
         return 0
     statement = _upsert_statement(rows[0])
@@ -58,7 +93,7 @@ def record_listed(docket_id: str, entries: Iterable, now: str) -> int:
 
 
 _FIELDS = (MirrorObject.key, MirrorObject.docket, MirrorObject.size, MirrorObject.etag, MirrorObject.modified,
-           MirrorObject.state, MirrorObject.reason, MirrorObject.seen_at)
+           MirrorObject.state, MirrorObject.reason, MirrorObject.seen_at, MirrorObject.body)
 
 
 def _upsert_statement(row: tuple) -> str:

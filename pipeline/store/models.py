@@ -172,6 +172,9 @@ class MirrorObject(BaseModel):
     state = TextField()  # "listed" or "gone" (no longer in the listing; rows are never deleted)
     reason = TextField(null=True)
     seen_at = TextField()
+    # The JSON as fetch read it, until backfill has used it (schema v7): the object is
+    # read once, not by fetch and again by backfill.
+    body = TextField(null=True)
 
 
 class CampaignMember(BaseModel):
