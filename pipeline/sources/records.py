@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 
-from pipeline.errors import BadRecord
+from pipeline.errors import BadRecord, InvalidIdentifier
 from pipeline.html_text import html_to_text
 from pipeline.ids import validate_id
 from pipeline.sources.watermark import EASTERN, parse_api_time
@@ -104,6 +104,24 @@ def file_url(file_format: dict) -> str:
 # --------------------------------------------------------------------------- list items
 
 
+def rendering(value: object, limit: int = 60) -> str:
+    """A short, safe rendering of an untrusted value for reasons and logs: ASCII only (a NUL
+    or a newline is escaped, never written), cut to ``limit`` characters."""
+    if isinstance(value, str):
+        value = value[: limit * 2]  # never render a megabyte to keep sixty characters of it
+    shown = ascii(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+def list_item_label(raw: object) -> str:
+    """What names a list item that has no safe id: its id rendered, or what it lacks."""
+    if not isinstance(raw, dict):
+        return f"a {type(raw).__name__}, not an object"
+    if raw.get("id") is None:
+        return "no id"
+    return f"id {rendering(raw['id'])}"
+
+
 def summary_fields(attrs: dict) -> dict:
     """The stored fields of a list item (comment or document)."""
     fields = {column: text(attrs, name) for name, column in SUMMARY_TEXT.items()}
@@ -139,9 +157,15 @@ def comment_window(doc: dict) -> dict:
     object_id = attrs.get("objectId")
     if object_id is None:
         log.warning("document %s has no objectId: its comments cannot be listed", document_id)
+    else:
+        try:
+            validate_id(object_id, "objectId")
+        except InvalidIdentifier:
+            # The document's own failure (its comments are not listed), never the docket's.
+            raise BadRecord(f"`objectId` is not a safe id: {rendering(object_id)}") from None
     return {
         "id": document_id,
-        "object_id": None if object_id is None else validate_id(object_id, f"objectId of document {document_id}"),
+        "object_id": object_id,
         # Eastern dates for people and the seal rule; the instants as the record gives them.
         "start": eastern_date(attrs, "commentStartDate"),
         "end": eastern_date(attrs, "commentEndDate"),

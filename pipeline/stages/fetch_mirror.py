@@ -63,6 +63,7 @@ def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> St
         result.message = f"{docket.id}: not in the mirror {mirror!r} (yet)"
         log.warning(result.message)
         return result
+    _name_rejected(ctx, docket.id, listing, result, fetch)
     diff = _diff(docket.id, listing, ctx.force)
     failed_reads: set[str] = set()
     if _needs_resolve(docket, listing, diff, ctx.force):
@@ -77,6 +78,16 @@ def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> St
         result.message = f"{len(failed_reads)} mirror objects could not be read; the next run reads them again"
     fetch._finish_clean_walk(ctx, docket, docket.pull_watermark, result)
     return result
+
+
+def _name_rejected(ctx, docket_id: str, listing: DocketListing, result: StageResult, fetch) -> None:
+    """Objects whose names are no safe key or id: skipped, each counted and named (as an API
+    list item without a safe id is), never the docket's failure."""
+    if listing.rejected:
+        bad = fetch.BadItems(ctx, docket_id, result)
+        for rejected in listing.rejected:
+            bad.unkeyed("mirror object", rejected.key, rejected.reason,
+                        label=f"key {records.rendering(rejected.key[len(listing.prefix):])}")
 
 
 def _diff(docket_id: str, listing: DocketListing, force: bool) -> ListingDiff:
@@ -180,16 +191,16 @@ def _upsert_comment(walk, body: dict, comment_id: str, by_object: dict[str, str]
     try:
         listed = _as_list_item(body, comment_id)
     except BadRecord as exc:
-        return walk.fail(comment_id, f"comment {comment_id}: {exc}", unclean=False)
+        return walk.fail(comment_id, f"comment {comment_id}: {exc}")
     attrs = listed["attributes"]
     # The API lists a comment under the document it was posted on; the record names it.
     document_id = attrs.get("commentOnDocumentId") or by_object.get(attrs.get("commentOn") or "")
     if not isinstance(document_id, str) or not document_id:
-        return walk.fail(comment_id, f"comment {comment_id}: names no document it comments on", unclean=False)
+        return walk.fail(comment_id, f"comment {comment_id}: names no document it comments on")
     try:
         validate_id(document_id, "commentOnDocumentId")
     except Exception as exc:  # noqa: BLE001 - InvalidIdentifier: this record's problem only
-        return walk.fail(comment_id, f"comment {comment_id}: {exc}", unclean=False)
+        return walk.fail(comment_id, f"comment {comment_id}: {exc}")
     return walk.upsert(listed, document_id)
 
 
