@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import logging
 
+from pipeline.clock import eastern_day
 from pipeline.errors import BadRecord, InvalidIdentifier
 from pipeline.html_text import html_to_text
 from pipeline.ids import validate_id
-from pipeline.sources.watermark import EASTERN, parse_api_time
+from pipeline.sources.watermark import parse_api_time
 
 log = logging.getLogger("docketeer")
 
@@ -70,7 +71,7 @@ def instant(attrs: dict, name: str) -> str | None:
 def eastern_date(attrs: dict, name: str) -> str | None:
     """The US Eastern calendar date (YYYY-MM-DD) of an API time: the date people read."""
     value = instant(attrs, name)
-    return None if value is None else parse_api_time(value).astimezone(EASTERN).date().isoformat()
+    return None if value is None else eastern_day(parse_api_time(value)).isoformat()
 
 
 def flag(attrs: dict, name: str) -> bool:
