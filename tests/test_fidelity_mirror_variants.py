@@ -67,6 +67,10 @@ def test_bad_records_in_a_mirror_folder_are_their_own_failures(tmp_path, realdat
         assert any("'text-USTR-2015-0010/comments/USTR 2015-0010-0099.json'" in r for r in unkeyed)
         assert any("0099\\n.json'" in r for r in unkeyed) and not any("\n" in r for r in unkeyed)
         assert "mirror object without a safe id" in result.message
+        again = fetch_docket(StageContext(runtime=runtime, run_id=uuid.uuid4().hex), dockets.require_docket(USTR))
+        # Nothing new in the folder: nothing read, nothing written, the bad files not named again.
+        assert again.clean and "malformed" not in again.counts and "mirror.read" not in again.counts
+        assert ItemState.select().where(ItemState.stage == "fetch.unkeyed").count() == 2
     finally:
         set_runtime(previous)
         runtime.close()

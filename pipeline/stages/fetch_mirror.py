@@ -63,8 +63,8 @@ def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> St
         result.message = f"{docket.id}: not in the mirror {mirror!r} (yet)"
         log.warning(result.message)
         return result
-    _name_rejected(ctx, docket.id, listing, result, fetch)
     diff = _diff(docket.id, listing, ctx.force)
+    _name_rejected(ctx, docket.id, listing, diff, result, fetch)
     failed_reads: set[str] = set()
     if _needs_resolve(docket, listing, diff, ctx.force):
         docket = _resolve(ctx, mirror, docket, listing, result, failed_reads, fetch)
@@ -80,14 +80,18 @@ def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> St
     return result
 
 
-def _name_rejected(ctx, docket_id: str, listing: DocketListing, result: StageResult, fetch) -> None:
-    """Objects whose names are no safe key or id: skipped, each counted and named (as an API
-    list item without a safe id is), never the docket's failure."""
-    if listing.rejected:
+def _name_rejected(ctx, docket_id: str, listing: DocketListing, diff: ListingDiff, result: StageResult,
+                   fetch) -> None:
+    """New or changed objects whose names are no safe key or id: skipped, each counted and
+    named (as an API list item without a safe id is), never the docket's failure. Recorded
+    with the listing, they are not named again while they stay as they are."""
+    fresh = diff.fresh_keys()
+    rejected = [r for r in listing.rejected if r.key in fresh]
+    if rejected:
         bad = fetch.BadItems(ctx, docket_id, result)
-        for rejected in listing.rejected:
-            bad.unkeyed("mirror object", rejected.key, rejected.reason,
-                        label=f"key {records.rendering(rejected.key[len(listing.prefix):])}")
+        for rejected_object in rejected:
+            bad.unkeyed("mirror object", rejected_object.key, rejected_object.reason,
+                        label=f"key {records.rendering(rejected_object.key[len(listing.prefix):])}")
 
 
 def _diff(docket_id: str, listing: DocketListing, force: bool) -> ListingDiff:
