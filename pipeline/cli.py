@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
+from pipeline.clock import eastern_date
 from pipeline.errors import DocketeerError
 
 COMMANDS: dict[str, Callable] = {}
@@ -108,7 +109,7 @@ def _docket_row(d, counts: dict[str, int], waiting: int, index_db) -> list:
     # One query per docket: the comments collection's index rows.
     indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"
     return [
-        d.id, d.agency or "", d.comment_end_date or "", counts.get("comments", 0),
+        d.id, d.agency or "", eastern_date(d.comment_end_date), counts.get("comments", 0),
         counts.get("detailed", 0), counts.get("extracted", 0), indexed,
         _retry_cell(waiting, d.retry_due_at), d.pull_watermark or "", (d.last_pull_at or "")[:19],
         _seal_cell(d),
@@ -238,13 +239,18 @@ def cmd_explain(args) -> int:
         print(f"{args.comment}  docket {rows[0].docket}  not stored: its fetch did not succeed")
         print(_table(stages, EXPLAIN_HEADER))
         return 0
-    print(f"{item.kind} {item.key}  docket {item.docket}  posted {item.posted_date or '-'}  "
-          f"modified {item.last_modified or '-'}" + ("  WITHDRAWN" if item.withdrawn else ""))
+    print(f"{item.kind} {item.key}  docket {item.docket}  posted {_day_and_instant(item.posted_date)}  "
+          f"modified {_day_and_instant(item.last_modified)}" + ("  WITHDRAWN" if item.withdrawn else ""))
     if item.title:
         print(f"title: {item.title}")
     print(_table([*_in_pipeline_order(stages), _index_row(rt, item)], EXPLAIN_HEADER))
     _print_attachments(item.key, files)
     return 0
+
+
+def _day_and_instant(stamp: str | None) -> str:
+    """'2025-09-22 (2025-09-23T03:59:59Z)': the Eastern date people read, the stored instant."""
+    return f"{eastern_date(stamp)} ({stamp})" if eastern_date(stamp) else (stamp or "-")
 
 
 def _in_pipeline_order(stages: list[list]) -> list[list]:

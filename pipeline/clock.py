@@ -1,10 +1,20 @@
-"""Time as the store writes it: ISO-8601 UTC text with microseconds and a trailing Z."""
+"""Time as the store writes it: ISO-8601 UTC text with microseconds and a trailing Z; and
+the one way a stored instant becomes the date people read: its US Eastern calendar date.
+
+regulations.gov sets its deadlines and days in Washington: a ``commentEndDate`` of
+``2025-09-23T03:59:59Z`` is the September 22 deadline, and a comment posted at 02:00 UTC was
+posted the day before. Wherever a date is shown (``docketeer dockets``, ``explain``, search
+results, the web pages) or counted (the seal's quiet period) it is ``eastern_day`` of the
+instant; the instant itself stays what is stored and what JSON carries."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+EASTERN = ZoneInfo("America/New_York")
 
 # Tests move the whole pipeline's clock forward (a retry comes due, a quiet period ends)
 # without sleeping; production never sets it.
@@ -32,6 +42,27 @@ def iso(moment: datetime) -> str:
 
 def parse_iso(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def eastern_day(moment: datetime | str) -> date:
+    """The US Eastern calendar date of an instant (an aware datetime, or an ISO string; a
+    naive one is UTC, as every time docketeer stores is)."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(EASTERN).date()
+
+
+def eastern_date(stamp: str | None) -> str:
+    """A stored instant as the Eastern date people read ('YYYY-MM-DD'); '' when absent or
+    unreadable. A value that is already a date (a comment period's end) is that date."""
+    if not stamp:
+        return ""
+    try:
+        return (eastern_day(stamp) if "T" in stamp else date.fromisoformat(stamp[:10])).isoformat()
+    except ValueError:
+        return ""
 
 
 def window_start(now: datetime, seconds: int) -> str:

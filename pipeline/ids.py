@@ -14,7 +14,8 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _check(value: object, pattern: re.Pattern[str], what: str) -> str:
-    if not isinstance(value, str) or not pattern.match(value) or ".." in value:
+    # fullmatch: `$` would let a trailing newline through ("X-1\n" is no id).
+    if not isinstance(value, str) or not pattern.fullmatch(value) or ".." in value:
         raise InvalidIdentifier(f"unsafe {what}: {value!r}")
     return value
 

@@ -9,9 +9,9 @@ UTC "today" would seal a docket (and stop fetching it) a day early.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
-from pipeline.sources.watermark import EASTERN
+from pipeline.clock import eastern_day
 
 
 @dataclass(frozen=True)
@@ -23,16 +23,6 @@ class SealFacts:
     last_pull_new: int | None
     sealed_at: str | None
     waiting: int = 0  # items waiting to retry, in any stage
-
-
-def eastern_day(moment: datetime | str) -> date:
-    """The US Eastern calendar date of an instant (an aware datetime, or an ISO string; a
-    naive one is UTC, as every time docketeer stores is)."""
-    if isinstance(moment, str):
-        moment = datetime.fromisoformat(moment.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(EASTERN).date()
 
 
 def should_seal(facts: SealFacts, now: datetime | date, quiet_days: int) -> bool:

@@ -303,7 +303,7 @@ def test_snapshot_writes_copies(store, capsys, tmp_path):
 
 
 RESULT_FIELDS = {"rank", "item_id", "docket", "collection", "kind", "score", "passage", "chunk", "page",
-                 "section", "attachment", "posted_date", "metadata", "link",
+                 "section", "attachment", "posted_date", "posted_day", "metadata", "link",
                  "vector_rank", "text_rank", "fused"}  # the hybrid ranking's parts
 
 

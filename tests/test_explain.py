@@ -35,7 +35,7 @@ def _ocr_comment() -> str:
 
 
 OCR_SNAPSHOT = """\
-comment CMS-2026-0001-0003  docket CMS-2026-0001  posted 2026-01-05T05:00:00Z  modified 2026-01-06T02:44:34Z
+comment CMS-2026-0001-0003  docket CMS-2026-0001  posted 2026-01-05 (2026-01-05T05:00:00Z)  modified 2026-01-05 (2026-01-06T02:44:34Z)
 title: National Nurses Forum
 stage     state       failure  attempts  first failed  next attempt  at                   reason
 fetch     ok                                                         XXXX-XX-XXTXX:XX:XX
@@ -54,7 +54,7 @@ def test_explain_a_comment_that_went_through_ocr(store, capsys):
 
 
 RETRY_SNAPSHOT = """\
-comment CMS-2026-0001-0002  docket CMS-2026-0001  posted 2026-01-05T05:00:00Z  modified 2026-01-05T10:51:55Z
+comment CMS-2026-0001-0002  docket CMS-2026-0001  posted 2026-01-05 (2026-01-05T05:00:00Z)  modified 2026-01-05 (2026-01-05T10:51:55Z)
 title: Coalition for Patient Rights
 stage     state    failure    attempts  first failed         next attempt         at                   reason
 fetch     ok                                                                      XXXX-XX-XXTXX:XX:XX

@@ -464,7 +464,8 @@ def test_a_bad_response_body_stops_the_walk_cleanly_with_the_reason(state, small
     assert tree(tmp_path, tmp_path / "data") == outside
 
 
-def test_bad_list_items_fail_per_item_or_stop_and_the_next_run_repairs(state, small, tmp_path):  # noqa: F811
+def test_bad_list_items_are_their_own_failures_the_docket_goes_on_and_the_next_run_repairs(
+        state, small, tmp_path):  # noqa: F811
     root, server, _ = small
     ids = sorted(comment_ids(root))
     server.replace = {
@@ -476,44 +477,69 @@ def test_bad_list_items_fail_per_item_or_stop_and_the_next_run_repairs(state, sm
         ids[5]: bad_item(ids[5], withdrawn="yes"),
         ids[6]: bad_item(ids[6], postedDate=20250801),
         ids[7]: {"id": ids[7], "type": "comments"},  # no attributes at all
+        ids[8]: bad_item(12345),  # a number where the id's string is due
+        ids[9]: {"type": "comments", "attributes": bad_item("x")["attributes"]},  # no id at all
     }
     dockets.ensure_dockets([SMALL], "list")
     outside = tree(tmp_path, tmp_path / "data")
     result = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
-    assert not result.clean and result.counts["malformed"] == 3 and result.counts["failed"] == 5
-    assert "bad list items, watermark kept" in result.message
-    assert result.counts["created"] == 692 and len(stored_comments(SMALL)) == 692
-    failed = {s.item: s.reason for s in ItemState.select().where(ItemState.state == "failed")}
+    # The docket's fetch is clean: every other item of the page and of the next pages is taken.
+    assert result.clean and result.counts["malformed"] == 5 and result.counts["failed"] == 5
+    assert result.counts["created"] == 690 and len(stored_comments(SMALL)) == 690
+    assert result.message.startswith("bad list items (the docket goes on): ")
+    assert "id 'CMS\\x00evil'" in result.message and "\x00" not in result.message
+    failed = {s.item: s.reason for s in ItemState.select().where(ItemState.state == "failed",
+                                                                 ItemState.stage == "fetch")}
     assert sorted(failed) == ids[3:8]
     assert "lastModifiedDate" in failed[ids[3]] and "`title` is a list" in failed[ids[4]]
     assert "`withdrawn` is not a boolean" in failed[ids[5]] and "no attributes" in failed[ids[7]]
-    assert Docket.get_by_id(SMALL).pull_watermark is None  # nothing lost behind a watermark
+    # Without a safe id: counted and named, one row each for stats and explain.
+    unkeyed = [s for s in ItemState.select().where(ItemState.stage == "fetch.unkeyed")]
+    assert len(unkeyed) == 5 and {s.docket for s in unkeyed} == {SMALL}
+    assert all(s.item.startswith(f"{SMALL}/list-item-") and s.state == "failed" for s in unkeyed)
+    labels = sorted(s.reason.split("(", 1)[1].split(")", 1)[0] for s in unkeyed)
+    assert labels == ["id '..'", "id 'CMS-2026-0200-0010/../../../evil'", "id 'CMS\\x00evil'", "id 12345",
+                      "no id"]
+    assert not any("\x00" in s.reason for s in unkeyed)
+    # The watermark is held at the earliest bad item's time: the next run lists them again.
+    assert Docket.get_by_id(SMALL).pull_watermark == "2025-08-01T00:00:00Z"
     assert not any("evil" in key or ".." in key for key in stored_comments(SMALL))
     assert tree(tmp_path, tmp_path / "data") == outside
     data_files = {p.name for p in (tmp_path / "data").rglob("*")}
     assert not any("evil" in name for name in data_files)
 
-    server.replace = {}  # upstream fixed its records
+    server.replace = {}  # upstream fixed its records (a fix moves their lastModifiedDate)
+    corpus_changes.modify_comments(root, ids[:10], CLOSED_LONG_AGO - timedelta(days=30))
+    server.reload()
     repaired = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
-    assert repaired.clean and repaired.counts["created"] == 8
+    assert repaired.clean and repaired.counts["created"] == 10, repaired.counts
     assert fetch_states(SMALL) == {"ok": 700} and set(stored_comments(SMALL)) == set(ids)
-    assert Docket.get_by_id(SMALL).pull_watermark is not None
+    assert Docket.get_by_id(SMALL).pull_watermark > "2025-08-01T00:00:00Z"
 
 
-def test_a_bad_document_or_docket_record_stops_the_resolve_with_the_reason(state, small):  # noqa: F811
+def test_a_bad_document_is_its_own_failure_and_a_bad_docket_record_stops_the_resolve(state, small):  # noqa: F811
     _, server, _ = small
     dockets.ensure_dockets([SMALL], "list")
     doc = f"{SMALL}-0001"
     server.replace = {doc: {"id": doc, "type": "documents",
                             "attributes": {"objectId": "../x", "commentEndDate": "2025-09-23T03:59:59Z"}}}
-    result = fetch(state, SMALL, client(server))
-    assert not result.clean and "objectId" in result.message and "'../x'" in result.message
-    assert Docket.get_by_id(SMALL).resolved_at is None and Item.select().count() == 0
+    result = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO)
+    assert result.clean and result.counts["documents.failed"] == 1 and "'../x'" in result.message
+    assert Docket.get_by_id(SMALL).resolved_at is not None and Docket.get_by_id(SMALL).sealed_at is None
+    row = ItemState.get(ItemState.stage == "fetch", ItemState.item == doc)
+    assert row.state == "failed" and "`objectId` is not a safe id: '../x'" in row.reason
+    assert "comments.list" not in str(result.counts)  # nothing is listed by an unsafe objectId
+
+    # A document list item without an id: counted, named, skipped; the docket resolves.
+    server.replace = {doc: {"type": "documents", "attributes": {"title": "x"}}}
+    result = fetch(state, SMALL, client(server), clock=CLOSED_LONG_AGO, force=True)
+    assert result.clean and result.counts["malformed"] == 1
+    assert "document list item without a safe id: no id" in result.message
     server.replace = {}
     server.raw_next = [Reply(200, json.dumps({"data": {"id": SMALL, "attributes": {"title": 7}}}).encode())]
-    result = fetch(state, SMALL, client(server))
-    assert not result.clean and "`title` is a int" in result.message
-    assert fetch(state, SMALL, client(server)).clean  # and once the server behaves, it resolves
+    result = fetch(state, SMALL, client(server), force=True)
+    assert not result.clean and "`title` is a int" in result.message  # the docket's own record
+    assert fetch(state, SMALL, client(server), force=True).clean  # and once the server behaves, it resolves
 
 
 def test_older_list_items_without_lastModifiedDate_are_stored_and_only_dated_ones_move_the_watermark(

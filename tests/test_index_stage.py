@@ -85,7 +85,7 @@ def put_item(rt, key: str, text: str, *, attachment: str = "", sources: str = "s
         conflict_target=[Item.key], update=fields).execute()
     files = [AttachmentText("attachment_1.pdf", "ok", "", len(attachment), 2, attachment)] if attachment else []
     data = render_combined(comment_id=key, docket_id=docket, inline_text=text, attachments=files,
-                           sources_fingerprint=sources, extractor_version="extract-1")
+                           sources_fingerprint=sources, extractor_version="extract-1", kind=kind)
     rt.blobs.put_bytes(combined_key(docket, key), data)
     item_states.transition("extract", key, docket, "ok", run_id="seed", fingerprint=sources,
                            content_hash=hashlib.sha256(data).hexdigest())

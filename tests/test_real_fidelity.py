@@ -28,18 +28,18 @@ DOCKETS = {
 }
 
 # key: kind, title, posted, received, withdrawn, submitter, organisation, comment-on document,
-#      body (text), attachments {filename: title}
+#      body (text), attachments {filename: (title, format)}
 ITEMS = {
     "ACF-2025-0038-0001": ("document", "Providing Technical Assistance Related to the Indian Child Welfare Act",
                            "2025-07-22T04:00:00Z", "2025-07-22T00:00:00Z", False, None, None, None, None,
-                           {"content.pdf": None}),
+                           {"content.pdf": (None, "pdf")}),
     "ACF-2025-0038-0004": ("comment", "Wisconsin Department of Children & Families", "2025-09-11T04:00:00Z",
                            "2025-09-05T04:00:00Z", False, None, None, "ACF-2025-0038-0001",
                            "See attached file(s)",
-                           {"attachment_1.pdf": "2025-13790 WI Department of Children  Families Comment"}),
+                           {"attachment_1.pdf": ("2025-13790 WI Department of Children  Families Comment", "pdf")}),
     "USTR-2015-0010-0001": ("document", "Public Hearing: China's Compliance with WTO Commitments",
                             "2015-08-10T04:00:00Z", "2015-08-10T04:00:00Z", False, None, None, None, None,
-                            {"content.pdf": None}),  # pdf + htm offered: the pdf is preferred
+                            {"content.pdf": (None, "pdf")}),  # pdf + htm offered: the pdf is preferred
     "USTR-2015-0010-0002": ("comment", "US China Business Council", "2015-09-30T04:00:00Z",
                             "2015-09-18T04:00:00Z", False, "Stephanie Henry", "US-China Business Council",
                             "USTR-2015-0010-0001", "See attached. ", {}),
@@ -50,13 +50,13 @@ ITEMS = {
                             "comments pursuant to the Office of the United States Trade Representative's (USTR) "
                             "and the Trade Policy Staff Committee's (TPSC) Request for Comments Concerning "
                             "China's Compliance with WTO Commitments, published August 10, 2015.",
-                            {"attachment_1.pdf": None}),  # no `included`: no title to store
+                            {"attachment_1.pdf": (None, "pdf")}),  # no `included`: no title to store
     "USTR-2015-0010-0004": ("comment", "Request to Testify - U.S. Rice, U.S. Wheat Associates, U.S. Grains Council",
                             "2015-09-30T04:00:00Z", "2015-09-23T04:00:00Z", False, "Robert Cummings",
                             "USA Rice, U.S. Wheat Associates, U.S. Grains Council", "USTR-2015-0010-0001",
                             "See attached file(s)\n\nNotice of intent to testify:\n\nCraig Thorn\nDTB Associates\n"
                             "1700 Pennsylvania Ave. NW\nSuite 200\nWashington, D.C. 20006\n202.684.2506",
-                            {"attachment_1.pdf": None}),
+                            {"attachment_1.pdf": (None, "pdf")}),
     "USTR-2015-0010-0005": ("comment", "American Iron and Steel Institute  - AISI", "2015-09-30T04:00:00Z",
                             "2015-09-23T04:00:00Z", False, "Kevin Dempsey", "American Iron and Steel Institute",
                             "USTR-2015-0010-0001",
@@ -65,10 +65,10 @@ ITEMS = {
     "USTR-2015-0010-0015": ("document", "China Public Hearing Agenda", "2015-10-05T00:00:00Z", None, True,
                             None, None, None, None, {}),
     "USTR-2015-0010-0016": ("document", "China Public Hearing Agenda, October 7, 2015", "2015-10-09T04:00:00Z",
-                            "2015-10-09T04:00:00Z", False, None, None, None, None, {"content.pdf": None}),
+                            "2015-10-09T04:00:00Z", False, None, None, None, None, {"content.pdf": (None, "pdf")}),
     "USTR-2015-0010-0017": ("document", "Hearing Transcript - China Compliance WTO Commitments",
                             "2015-12-10T05:00:00Z", "2015-12-10T05:00:00Z", False, None, None, None, None,
-                            {"content.pdf": None}),
+                            {"content.pdf": (None, "pdf")}),
     # The DOS files are not in the mirror: the details wait with their files (list fields only).
     "DOS-2022-0004-0001": ("document", "International Traffic in Arms: Consolidation and Restructuring of "
                            "Purposes and Definitions", "2022-03-23T04:00:00Z", None, False, None, None, None,
@@ -79,7 +79,7 @@ ITEMS = {
 
 
 def stored_item(item: Item) -> tuple:
-    files = {a.filename: a.title for a in Attachment.select().where(Attachment.item == item.key)}
+    files = {a.filename: (a.title, a.format) for a in Attachment.select().where(Attachment.item == item.key)}
     return (item.kind, item.title, item.posted_date, item.received_date, item.withdrawn, item.submitter,
             item.organization, item.comment_on_document_id, item.body, files)
 

@@ -44,7 +44,9 @@ def test_a_new_title_re_indexes_a_title_only_item_and_its_text_replaces_the_titl
     Item.update(title="Notice of Proposed Rulemaking: Wetlands Permits").where(Item.key == key).execute()
     assert run(rt)[0].counts == {"embedded": 1}
     assert chunks_by_item(rt)[key] == [(TITLE_HEADING, "Notice of Proposed Rulemaking: Wetlands Permits")]
-    put_item(rt, key, "The wetlands permit program is revised as follows.", kind="document", sources="s2")
+    # Its content file's text arrives: it replaces the title.
+    put_item(rt, key, "", kind="document", sources="s2",
+             attachment="The wetlands permit program is revised as follows.")
     Item.update(title="Notice of Proposed Rulemaking: Wetlands Permits").where(Item.key == key).execute()
     run(rt)
     assert TITLE_HEADING not in {section for section, _ in chunks_by_item(rt)[key]}
@@ -105,4 +107,5 @@ def test_a_documents_abstract_is_its_text_and_is_indexed_without_its_content_fil
     assert records.detail_fields(comment)["body"] == "Agreed."
     put_item(rt, f"{D}-0001", body, kind="document")  # its content file: none readable
     run(rt)
-    assert [text for _, text in chunks_by_item(rt)[f"{D}-0001"]] == [body]  # the abstract, not the title
+    # No file text: found by its title and its abstract.
+    assert [text for _, text in chunks_by_item(rt)[f"{D}-0001"]] == [f"Comment {D}-0001", body]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from pipeline.clock import eastern_date
 from pipeline.errors import DocketeerError
 from pipeline.index.database import IndexDB, SearchFilters, SearchHit
 from pipeline.index.embedders import Embedder
@@ -105,7 +106,9 @@ def format_hits(hits: list[SearchHit]) -> str:
 def _format_hit(rank: int, hit: SearchHit) -> str:
     who = _submitter(hit.metadata)
     page = f"  p.{hit.page}" if hit.page is not None else ""
-    header = f"{rank:>3}. {hit.score:.3f}  {hit.item_key}  [{hit.docket}]{page}"
+    # The day it was posted as people read it: Washington's (a 02:00 UTC post is the day before).
+    posted = eastern_date(hit.metadata.get("posted_date"))
+    header = f"{rank:>3}. {hit.score:.3f}  {hit.item_key}  [{hit.docket}]{page}" + (f"  {posted}" if posted else "")
     if who:
         header += f"  — {who}"
     return f"{header}\n     {_snippet(hit.text)}\n"

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
+from pipeline.clock import eastern_date
+
 if TYPE_CHECKING:
     from pipeline.index.database import SearchHit
 
@@ -32,8 +34,10 @@ def _record(rank: int, hit: SearchHit, from_file: bool, titles: dict) -> dict:
     attachment = None
     if from_file:
         attachment = {"file": hit.section, "title": titles.get((hit.item_key, hit.section))}
-    return {"rank": rank, **asdict(hit), "kind": kind, "attachment": attachment,
-            "posted_date": hit.metadata.get("posted_date"), "link": f"{WEB}/{kind}/{hit.item_key}"}
+    posted = hit.metadata.get("posted_date")
+    # The instant as stored (UTC) for scripts, and the Eastern date people read beside it.
+    return {"rank": rank, **asdict(hit), "kind": kind, "attachment": attachment, "posted_date": posted,
+            "posted_day": eastern_date(posted) or None, "link": f"{WEB}/{kind}/{hit.item_key}"}
 
 
 def search_document(query: str, k: int, docket: str | None, collection: str | None,

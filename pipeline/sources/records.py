@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import logging
 
-from pipeline.errors import BadRecord
+from pipeline.clock import eastern_day
+from pipeline.errors import BadRecord, InvalidIdentifier
 from pipeline.html_text import html_to_text
 from pipeline.ids import validate_id
-from pipeline.sources.watermark import EASTERN, parse_api_time
+from pipeline.sources.watermark import parse_api_time
 
 log = logging.getLogger("docketeer")
 
@@ -70,7 +71,7 @@ def instant(attrs: dict, name: str) -> str | None:
 def eastern_date(attrs: dict, name: str) -> str | None:
     """The US Eastern calendar date (YYYY-MM-DD) of an API time: the date people read."""
     value = instant(attrs, name)
-    return None if value is None else parse_api_time(value).astimezone(EASTERN).date().isoformat()
+    return None if value is None else eastern_day(parse_api_time(value)).isoformat()
 
 
 def flag(attrs: dict, name: str) -> bool:
@@ -102,6 +103,24 @@ def file_url(file_format: dict) -> str:
 
 
 # --------------------------------------------------------------------------- list items
+
+
+def rendering(value: object, limit: int = 60) -> str:
+    """A short, safe rendering of an untrusted value for reasons and logs: ASCII only (a NUL
+    or a newline is escaped, never written), cut to ``limit`` characters."""
+    if isinstance(value, str):
+        value = value[: limit * 2]  # never render a megabyte to keep sixty characters of it
+    shown = ascii(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
+def list_item_label(raw: object) -> str:
+    """What names a list item that has no safe id: its id rendered, or what it lacks."""
+    if not isinstance(raw, dict):
+        return f"a {type(raw).__name__}, not an object"
+    if raw.get("id") is None:
+        return "no id"
+    return f"id {rendering(raw['id'])}"
 
 
 def summary_fields(attrs: dict) -> dict:
@@ -139,9 +158,15 @@ def comment_window(doc: dict) -> dict:
     object_id = attrs.get("objectId")
     if object_id is None:
         log.warning("document %s has no objectId: its comments cannot be listed", document_id)
+    else:
+        try:
+            validate_id(object_id, "objectId")
+        except InvalidIdentifier:
+            # The document's own failure (its comments are not listed), never the docket's.
+            raise BadRecord(f"`objectId` is not a safe id: {rendering(object_id)}") from None
     return {
         "id": document_id,
-        "object_id": None if object_id is None else validate_id(object_id, f"objectId of document {document_id}"),
+        "object_id": object_id,
         # Eastern dates for people and the seal rule; the instants as the record gives them.
         "start": eastern_date(attrs, "commentStartDate"),
         "end": eastern_date(attrs, "commentEndDate"),

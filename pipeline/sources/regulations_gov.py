@@ -58,11 +58,13 @@ class TooLarge(PermanentHTTPError, InputTooLarge):
 
 
 class MalformedItem(BadResponse):
-    """One list item does not look like the API promises; ``item_id`` names it if it can."""
+    """One list item does not look like the API promises; ``item_id`` names it if it can,
+    ``raw`` is the item as listed (for a short rendering and its lastModifiedDate)."""
 
-    def __init__(self, message: str, item_id: str | None = None) -> None:
+    def __init__(self, message: str, item_id: str | None = None, raw: object = None) -> None:
         super().__init__(message)
         self.item_id = item_id
+        self.raw = raw
 
 
 # --------------------------------------------------------------------------- client
@@ -149,8 +151,12 @@ class RegulationsGovClient:
 
     # -- lists
 
-    def list_documents(self, docket_id: str) -> list[dict]:
-        """Every document of a docket (list items, summary attributes)."""
+    def list_documents(
+        self, docket_id: str, *, on_bad_item: Callable[[MalformedItem], None] | None = None
+    ) -> list[dict]:
+        """Every document of a docket (list items, summary attributes). A malformed item
+        raises MalformedItem, unless ``on_bad_item`` is given: then it is called with the
+        error and the rest are listed."""
         docket_id = validate_id(docket_id, "docket id")
         documents: list[dict] = []
         for page in range(1, MAX_PAGE_NUMBER + 1):
@@ -160,7 +166,7 @@ class RegulationsGovClient:
                 "page[number]": page,
             }
             items, has_next = self._get_page("documents.list", "/documents", params)
-            documents.extend(_check_list_item(item, "documents") for item in items)
+            documents.extend(_checked_items(items, check_document_item, on_bad_item))
             if not has_next:
                 return documents
         log.warning(
@@ -207,14 +213,7 @@ class RegulationsGovClient:
             if ge:
                 params["filter[lastModifiedDate][ge]"] = ge
             items, has_next = self._get_page("comments.list", "/comments", params)
-            for raw in items:
-                try:
-                    item = check_comment_item(raw)
-                except MalformedItem as exc:
-                    if on_bad_item is None:
-                        raise
-                    on_bad_item(exc)
-                    continue
+            for item in _checked_items(items, check_comment_item, on_bad_item):
                 lmd = item["attributes"].get("lastModifiedDate")
                 if lmd is not None:
                     first_lmd = first_lmd or lmd
@@ -334,6 +333,22 @@ class RegulationsGovClient:
         if not isinstance(data, dict):
             raise BadResponse(f"{what}: response has no `data` object")
         return data
+
+
+def _checked_items(raws: list, check: Callable[[object], dict], on_bad_item) -> Iterator[dict]:
+    """The list page's items that pass ``check``; the others go to ``on_bad_item`` (or raise)."""
+    for raw in raws:
+        try:
+            yield check(raw)
+        except MalformedItem as exc:
+            if on_bad_item is None:
+                raise
+            exc.raw = raw
+            on_bad_item(exc)
+
+
+def check_document_item(raw: object) -> dict:
+    return _check_list_item(raw, "documents")
 
 
 def check_comment_item(raw: object) -> dict:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
 
-EASTERN = ZoneInfo("America/New_York")
+from pipeline.clock import EASTERN  # the one zone, beside the one day helper (re-exported)
+
 EASTERN_FILTER_FORMAT = "%Y-%m-%d %H:%M:%S"
 API_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 

@@ -7,12 +7,15 @@ advance only after a clean walk, and only then may the docket auto-seal.
 
 What the server sends is untrusted; ``pipeline.sources.records`` makes the stored fields of
 it. A field an older response lacks (``lastModifiedDate``, a document's ``objectId``) is
-absent, not an error. A list item with a safe id but mistyped or unreadable fields becomes a
-per-item ``failed`` row with the reason; an item that cannot be keyed (an
-id with ``/``, ``..``, NUL, ...) is counted ``malformed``; a response that is not the
-promised JSON stops the walk. Each of these leaves the walk unclean, with the reason in the
-run row: the watermark stays where it was, so the next run lists the same records again and
-repairs what upstream fixed. Nothing is ever lost behind an advanced watermark.
+absent, not an error. One bad list item is never the docket's failure: an item with a safe
+id but mistyped or unreadable fields becomes a per-item ``failed`` row with the reason; an
+item that cannot be keyed (an id with ``/``, ``..``, NUL, a number, none at all) is counted
+``malformed`` and named, by a short safe rendering, in the run's message and in a
+``fetch.unkeyed`` row of the docket (``docketeer stats``, ``docketeer explain``). The rest of
+the page and the next pages are taken and the walk stays clean, but the watermark is held at
+the earliest bad item's lastModifiedDate, so the next run lists it again and takes it once
+upstream repairs it: nothing is ever lost behind an advanced watermark. A response that is
+not the promised JSON stops the walk (unclean, the watermark where it was).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pipeline.errors import (
     RunStopping,
     TransientHTTPError,
 )
+from pipeline.fingerprints import json_digest
 from pipeline.ids import validate_id
 from pipeline.seals import should_seal
 from pipeline.sources import connect, records
@@ -46,6 +50,10 @@ from pipeline.store.models import Docket, database
 
 log = logging.getLogger("docketeer")
 STAGE = "fetch"
+# List items without a safe id: one row each, named by a digest of the item as listed.
+UNKEYED_STAGE = "fetch.unkeyed"
+# How many bad items the run's message names (the rest are counted).
+NAMED_IN_MESSAGE = 5
 # Upserts are committed one list page at a time: one transaction per page instead of one
 # per row, and a crash loses at most a page that the unmoved watermark re-lists anyway.
 WRITE_BATCH = 250
@@ -135,15 +143,17 @@ def _get_docket(api, docket_id: str) -> dict:
 def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> Docket:
     """Learn the docket's documents, object ids and comment dates: once per docket."""
     data = _get_docket(api, docket.id)
-    documents = api.list_documents(docket.id)
-    return record_resolution(docket, data, documents, ctx, result)
+    bad = BadItems(ctx, docket.id, result)
+    documents = api.list_documents(docket.id, on_bad_item=bad.document)
+    return record_resolution(docket, data, documents, ctx, result, bad)
 
 
 def record_resolution(docket: Docket, data: dict, documents: list[dict], ctx: StageContext,
-                      result: StageResult) -> Docket:
+                      result: StageResult, bad: BadItems | None = None) -> Docket:
     """Store what a resolve learnt (from the API or the mirror): the docket's fields, its
     documents and the windows its comments are listed by."""
-    windows = _comment_windows(documents)
+    bad = bad or BadItems(ctx, docket.id, result)
+    windows = _comment_windows(documents, bad)
     starts = [w["start"] for w in windows if w["start"]]
     ends = [w["end"] for w in windows if w["end"]]
     docket_fields = _docket_fields(data)
@@ -164,15 +174,16 @@ def record_resolution(docket: Docket, data: dict, documents: list[dict], ctx: St
     return docket_rows.require_docket(docket.id)
 
 
-def _comment_windows(documents: list[dict]) -> list[dict]:
-    """The windows comments are listed by; a document's unreadable dates are that
-    document's problem, not the docket's."""
+def _comment_windows(documents: list[dict], bad: BadItems) -> list[dict]:
+    """The windows comments are listed by; a document's unreadable dates or unsafe objectId
+    are that document's failure (its comments are not listed), not the docket's."""
     windows = []
     for doc in comment_documents(documents):
         try:
             windows.append(records.comment_window(doc))
         except BadRecord as exc:
-            log.warning("document %s: %s; its comments are not listed", doc.get("id"), exc)
+            reason = f"document {doc['id']}: {exc}; its comments are not listed"
+            bad.result.add("documents." + bad.keyed(doc["id"], reason))
     return windows
 
 
@@ -201,6 +212,68 @@ def _upsert_document(doc: dict, docket_id: str, known: dict, run_id: str) -> str
 # --------------------------------------------------------------------------- walk
 
 
+class BadItems:
+    """The bad list items of one walk or resolve: each is its own failure, never the
+    docket's. A keyed one gets a ``failed`` row with the reason; one without a safe id a
+    ``fetch.unkeyed`` row named by a digest of the item, its reason naming it by a short safe
+    rendering. Both are counted and named in the run's message, and the earliest
+    lastModifiedDate among them is where the walk's watermark is held."""
+
+    def __init__(self, ctx: StageContext, docket_id: str, result: StageResult) -> None:
+        self.ctx, self.docket_id, self.result = ctx, docket_id, result
+        self.hold_at: Watermark | None = None
+        self.named = 0
+
+    def keyed(self, key: str, reason: str, listed: object = None) -> str:
+        """The item's ``failed`` row; the caller counts the outcome it returns."""
+        log.warning("%s: %s", self.docket_id, reason)
+        item_states.transition(STAGE, key, self.docket_id, "failed", run_id=self.ctx.run_id,
+                               reason=reason[:500], detail="permanent")
+        self._noted(reason, listed)
+        return "failed"
+
+    def unkeyed(self, kind: str, raw: object, reason: str, label: str | None = None) -> None:
+        label = label or records.list_item_label(raw)
+        name = f"{self.docket_id}/list-item-{json_digest(raw, ensure_ascii=True)[:12]}"
+        why = f"{kind} without a safe id ({label}) skipped: {reason[:200]}"
+        log.warning("%s: %s", self.docket_id, why)
+        item_states.transition(UNKEYED_STAGE, name, self.docket_id, "failed", run_id=self.ctx.run_id,
+                               reason=why[:500], detail="permanent")
+        self.result.add("malformed")
+        self._noted(f"{kind} without a safe id: {label}", raw)
+
+    def comment(self, exc: MalformedItem) -> None:
+        """The client's callback for a comment list item that failed its checks."""
+        self._bad("comment", exc)
+
+    def document(self, exc: MalformedItem) -> None:
+        """The client's callback for a document list item that failed its checks."""
+        self._bad("document", exc)
+
+    def _bad(self, kind: str, exc: MalformedItem) -> None:
+        if exc.item_id is not None:
+            self.result.add(self.keyed(exc.item_id, str(exc), exc.raw))
+        else:
+            self.unkeyed(f"{kind} list item", exc.raw, str(exc))
+
+    def _noted(self, what: str, listed: object) -> None:
+        self.named += 1
+        if self.named <= NAMED_IN_MESSAGE:
+            sep = "; " if self.result.message else "bad list items (the docket goes on): "
+            self.result.message += sep + what[:160]
+        self._hold(listed)
+
+    def _hold(self, listed: object) -> None:
+        attrs = listed.get("attributes") if isinstance(listed, dict) else None
+        lmd = attrs.get("lastModifiedDate") if isinstance(attrs, dict) else None
+        try:
+            seen = Watermark(lmd) if isinstance(lmd, str) else None
+        except ValueError:
+            seen = None  # unreadable: it cannot hold the watermark anywhere
+        if seen is not None and (self.hold_at is None or seen < self.hold_at):
+            self.hold_at = seen
+
+
 class Walk:
     """One walk: the stored state read one page at a time, and that page's writes staged.
 
@@ -210,6 +283,7 @@ class Walk:
 
     def __init__(self, ctx: StageContext, docket: Docket, result: StageResult) -> None:
         self.ctx, self.docket_id, self.result = ctx, docket.id, result
+        self.bad = BadItems(ctx, docket.id, result)
         # What is stored of the page being walked: a docket of a million comments is never
         # held in memory, and a walk that lists nothing new reads none of its rows.
         self.known: dict[str, str | None] = {}
@@ -229,7 +303,7 @@ class Walk:
         try:
             fields = records.comment_summary(summary["attributes"], document_id)
         except BadRecord as exc:
-            return self.fail(key, f"comment {key}: {exc}")
+            return self.fail(key, f"comment {key}: {exc}", summary)
         digest = items.content_digest({"kind": "comment", **fields})
         stored = self.known.get(key, False)
         if stored == digest and key not in self.failed:
@@ -251,32 +325,12 @@ class Walk:
                           "withdrawn by the submitter or agency" if withdrawn else None)
         return outcome
 
-    def fail(self, key: str, reason: str, *, unclean: bool = True) -> str:
-        """A per-item failure: a ``failed`` row with the reason; the walk goes on, unclean
-        (the watermark stays). A mirror walk has no watermark to keep: ``unclean=False``."""
-        log.warning("%s: %s", self.docket_id, reason)
-        self._stage_state(key, "failed", None, reason[:500])
+    def fail(self, key: str, reason: str, listed: object = None) -> str:
+        """A per-item failure: a ``failed`` row with the reason; the walk goes on, clean."""
+        self.new_states.pop(key, None)  # the failure is written now: nothing staged overwrites it
+        self.bad.keyed(key, reason, listed)
         self.failed.add(key)
-        if unclean:
-            self._unclean(reason)
         return "failed"
-
-    def bad_item(self, exc: MalformedItem) -> None:
-        """The client's callback for a list item that failed its checks."""
-        if exc.item_id is not None:
-            self.result.add(self.fail(exc.item_id, str(exc)))
-            return
-        # Without a safe id the item cannot be keyed or recorded: make the walk unclean so
-        # the watermark stays and the next run sees the same records (and the reason) again.
-        log.warning("%s: skipping a comment list item that cannot be keyed: %s", self.docket_id, exc)
-        self.result.add("malformed")
-        self._unclean(f"malformed comment list item: {exc}")
-
-    def _unclean(self, reason: str) -> None:
-        # The first reason names the problem; the counts say how many items had one.
-        if self.result.clean:
-            self.result.message = f"bad list items, watermark kept; first: {reason}"
-        self.result.clean = False
 
     def _stage_state(self, key: str, state: str, content_hash: str | None, reason: str | None) -> None:
         # The same columns item_states.transition writes, for a multi-row upsert.
@@ -312,7 +366,7 @@ def walk_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> 
         for window in json.loads(docket.documents or "[]"):
             if window["object_id"] is None:  # an older document record: nothing to list by
                 continue
-            listed = api.iter_comments(window["object_id"], since, on_bad_item=walk.bad_item)
+            listed = api.iter_comments(window["object_id"], since, on_bad_item=walk.bad.comment)
             for page in _batches(listed, WRITE_BATCH):
                 walk.look_up(page)
                 for summary in page:
@@ -325,7 +379,15 @@ def walk_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> 
                 ctx.check_time()
     finally:
         walk.flush()  # what was read before a break is kept: the next run absorbs it as unchanged
-    return newest
+    return _held(newest, walk.bad.hold_at, stored)
+
+
+def _held(newest: Watermark | None, hold_at: Watermark | None, stored: Watermark | None) -> Watermark | None:
+    """The watermark a walk with bad items may store: no later than the earliest of them
+    (the next run lists it again), never earlier than where this walk started."""
+    if hold_at is None or newest is None or not hold_at < newest:
+        return newest
+    return stored if stored is not None and hold_at < stored else hold_at
 
 
 def _batches(iterable: Iterable[dict], size: int) -> Iterator[list[dict]]:

@@ -84,6 +84,7 @@ def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> St
         return result
     diff = _diff(docket.id, listing, ctx.force)
     resolved: set[str] = set()
+    _name_rejected(ctx, docket.id, listing, diff, result, fetch)
     if _needs_resolve(docket, listing, diff, ctx.force):
         docket = _resolve(ctx, mirror, docket, listing, result, reads, fetch)
         resolved = _record_resolved(ctx, docket.id, listing, diff, reads, result)
@@ -97,6 +98,20 @@ def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> St
         result.message = f"{len(reads.failed)} mirror objects could not be read; the next run reads them again"
     fetch._finish_clean_walk(ctx, docket, docket.pull_watermark, result)
     return result
+
+
+def _name_rejected(ctx, docket_id: str, listing: DocketListing, diff: ListingDiff, result: StageResult,
+                   fetch) -> None:
+    """New or changed objects whose names are no safe key or id: skipped, each counted and
+    named (as an API list item without a safe id is), never the docket's failure. Recorded
+    with the listing, they are not named again while they stay as they are."""
+    fresh = diff.fresh_keys()
+    rejected = [r for r in listing.rejected if r.key in fresh]
+    if rejected:
+        bad = fetch.BadItems(ctx, docket_id, result)
+        for rejected_object in rejected:
+            bad.unkeyed("mirror object", rejected_object.key, rejected_object.reason,
+                        label=f"key {records.rendering(rejected_object.key[len(listing.prefix):])}")
 
 
 def _diff(docket_id: str, listing: DocketListing, force: bool) -> ListingDiff:
@@ -243,16 +258,16 @@ def _upsert_comment(walk, body: dict, comment_id: str, by_object: dict[str, str]
     try:
         listed = _as_list_item(body, comment_id)
     except BadRecord as exc:
-        return walk.fail(comment_id, f"comment {comment_id}: {exc}", unclean=False)
+        return walk.fail(comment_id, f"comment {comment_id}: {exc}")
     attrs = listed["attributes"]
     # The API lists a comment under the document it was posted on; the record names it.
     document_id = attrs.get("commentOnDocumentId") or by_object.get(attrs.get("commentOn") or "")
     if not isinstance(document_id, str) or not document_id:
-        return walk.fail(comment_id, f"comment {comment_id}: names no document it comments on", unclean=False)
+        return walk.fail(comment_id, f"comment {comment_id}: names no document it comments on")
     try:
         validate_id(document_id, "commentOnDocumentId")
     except Exception as exc:  # noqa: BLE001 - InvalidIdentifier: this record's problem only
-        return walk.fail(comment_id, f"comment {comment_id}: {exc}", unclean=False)
+        return walk.fail(comment_id, f"comment {comment_id}: {exc}")
     return walk.upsert(listed, document_id)
 
 

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass
 
 from pipeline.errors import BudgetSpent
-from pipeline.extract.combined import combined_sections
+from pipeline.extract.combined import LABELS, combined_sections, kind_of
 from pipeline.failures import item_failure
 from pipeline.fingerprints import RECORD, canonical_json, digest, digest_each, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
@@ -224,8 +224,8 @@ class Writer:
     def load(self, work: Work) -> Loaded | None:
         """Read and chunk combined.md; a missing or broken file fails the item, not the run."""
         try:
-            _, body = read_combined(self.ctx.blobs, self.docket_id, work.key)
-            sections = combined_sections(body, skip_placeholders=True) or title_section(work.metadata)
+            frontmatter, body = read_combined(self.ctx.blobs, self.docket_id, work.key)
+            sections = searchable_sections(frontmatter, body, work.metadata)
         except Exception as exc:  # noqa: BLE001 - one broken item never stops the docket
             self._failed(work.key, item_failure(exc).reason)
             return None
@@ -284,6 +284,22 @@ class Writer:
     def _advance(self, outcome: str, n: int = 1) -> None:
         self.result.add(outcome, n)
         self.ctx.progress.advance(outcome, n)
+
+
+def searchable_sections(frontmatter: dict, body: str, metadata: dict) -> list[tuple[str, str]]:
+    """What an item is found by: its text. While no file gives it any (a document's content
+    files missing, failed or waiting; a comment whose attachments did), its title comes
+    first, then its abstract or body, so that it is found by what it is called. A comment
+    without attachments is its body, as always. When a file's text arrives, the sections
+    change, so the content hash does: that item alone is re-embedded."""
+    sections = combined_sections(body, skip_placeholders=True)
+    kind = kind_of(frontmatter)
+    own_heading = LABELS[kind][1]
+    if any(heading != own_heading for heading, _ in sections):
+        return sections  # a file's text: the item is found by it
+    if sections and kind == "comment" and not frontmatter.get("attachments"):
+        return sections
+    return title_section(metadata) + sections
 
 
 def title_section(metadata: dict) -> list[tuple[str, str]]:

@@ -17,6 +17,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from pipeline.clock import eastern_date
 from pipeline.errors import DocketeerError
 from pipeline.web import campaigns, pages
 
@@ -35,6 +36,7 @@ def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
     """The application over ``runtime``'s stores, searching with ``engine`` (kept warm)."""
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined)
+    environment.filters["eastern"] = eastern_date  # dates people read are Washington's days
     templates = Jinja2Templates(env=environment)
 
     def render(request: Request, template: str, status: int = 200, **context) -> HTMLResponse:

@@ -10,14 +10,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from zoneinfo import ZoneInfo
 
-from pipeline.clock import iso, parse_iso
+from pipeline.clock import EASTERN, eastern_date, eastern_day, iso
 from pipeline.index.chunking import PAGE_MARKER
 from pipeline.index.database import SearchFilters, SearchHit
 from pipeline.web import campaigns, highlight, plots
 
-EASTERN = ZoneInfo("America/New_York")
 PAGE_SIZE = 20
 CAMPAIGN_READ = 200  # hits read per page when one result per campaign is asked
 MAX_PAGE = 50  # 1,000 results: past that a narrower query or a filter serves better
@@ -176,7 +174,7 @@ def eastern_days(per_hour: dict[str, int]) -> dict[str, int]:
             moment = datetime.fromisoformat(f"{hour}:00:00+00:00")
         except ValueError:
             continue  # a malformed stored date: not plotted, still counted elsewhere
-        day = moment.astimezone(EASTERN).date().isoformat()
+        day = eastern_day(moment).isoformat()
         days[day] = days.get(day, 0) + count
     return days
 
@@ -264,16 +262,6 @@ def status_page(runtime) -> list[DocketStatus]:
 
 
 # --- values ---------------------------------------------------------------------------------
-
-
-def eastern_date(stamp: str | None) -> str:
-    """A stored UTC instant as its US Eastern date ('' when absent or unreadable)."""
-    if not stamp:
-        return ""
-    try:
-        return parse_iso(stamp).astimezone(EASTERN).date().isoformat()
-    except ValueError:
-        return ""
 
 
 def _eastern_midnight(day: str, days_after: int = 0) -> str:
