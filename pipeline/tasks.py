@@ -477,7 +477,8 @@ class DocketWrapper(CheckedParameters, luigi.Task):
             done += len(ran)
         invocation.note_scheduled(pending)
         log_skipped(type(self).__name__, done, [d for d, _ in judged.done_sample], len(pending))
-        self._notice_sealed(judged.done_sample)
+        # Every named sealed docket is said so, finished or not (fetch does not pull it).
+        self._notice_sealed(sorted([*judged.done_sample, *judged.pending.items()]))
         return list(pending)
 
     def marker_store(self) -> MarkerStore:

