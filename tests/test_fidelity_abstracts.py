@@ -5,6 +5,7 @@ that item alone is re-indexed by it (its content hash decides; nothing else is r
 from __future__ import annotations
 
 import hashlib
+import shutil
 
 from pipeline.extract.combined import DOCUMENT_HEADING, INLINE_HEADING, render_combined
 from pipeline.extract.readers import AttachmentText
@@ -65,3 +66,61 @@ def test_a_comment_whose_attachment_failed_is_found_by_title_and_body(rt):  # no
     run(rt)
     assert chunks_by_item(rt)[key] == [(TITLE_HEADING, "Wisconsin Department of Children & Families"),
                                        (INLINE_HEADING, "See attached file(s)")]
+
+
+def test_a_real_notice_without_its_content_file_is_found_by_title_and_abstract(tmp_path, pg_server, realdata):
+    """Through the real chain (stand-in API over a copy of the real ACF mirror folder): the
+    notice's content PDF is not in the mirror yet. Backfill waits for it, yet stores what the
+    record says, so the notice is indexed by its title and its abstract (`docAbstract`) and
+    found by a phrase of it. The PDF arrives: the notice alone is redone, found by its text."""
+    from devtools.standin_server import StandinServer
+    from pipeline.counters import COMBINED_READS, counters
+    from pipeline.index.embedders import HashingEmbedder
+    from pipeline.index.search import search
+    from pipeline.runtime import set_runtime
+    from pipeline.store.models import ItemState
+    from tests.state_fixtures import make_runtime, new_pg_database
+    from tests.test_real_fidelity import ACF_ABSTRACT, ITEMS
+    from tests.test_unfinished_work import KEY, run_at
+
+    acf, notice, comment = "ACF-2025-0038", "ACF-2025-0038-0001", "ACF-2025-0038-0004"
+    mirror = tmp_path / "mirror"
+    shutil.copytree(realdata / "mirror/raw-data/ACF", mirror / "raw-data/ACF")
+    pdf = mirror / f"raw-data/ACF/{acf}/binary-{acf}/documents_attachments/{notice}_content.pdf"
+    held = tmp_path / "held.pdf"
+    pdf.rename(held)
+    with StandinServer(mirror, api_keys=(KEY,)) as server:
+        runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base=server.api_base,
+                               api_key=KEY, discover="list", dockets=acf, source="mirror", mirror_url=str(mirror),
+                               extract_workers=1, ocr="false", http_attempts=1, embedder="hashing")
+        previous = set_runtime(runtime)
+        try:
+            run_at(1)
+            waiting = ItemState.get(ItemState.stage == "backfill", ItemState.item == notice)
+            assert (waiting.state, waiting.detail) == ("retry", "transient")
+            stored = Item.get_by_id(notice)
+            assert (stored.body, stored.received_date) == (ACF_ABSTRACT, ITEMS[notice][3])
+            title = ITEMS[notice][1]
+            assert chunks_by_item(runtime)[notice] == [(TITLE_HEADING, title), (DOCUMENT_HEADING, ACF_ABSTRACT.strip())]
+            hits = search(runtime.index_db(), HashingEmbedder(), "Title IV-E Prevention Services Clearinghouse",
+                          collection="documents", k=1)
+            assert [h.item_key for h in hits] == [notice]
+            before = chunks_by_item(runtime)[comment]
+            run_at(3)  # the retry comes due, the file is still missing: the record changes no row
+            assert ItemState.get(ItemState.stage == "backfill", ItemState.item == notice).attempts == 2
+            assert Item.get_by_id(notice).updated_at == stored.updated_at
+
+            held.rename(pdf)  # the mirror catches up; the retry comes due within the day
+            with counters.measure() as io:
+                run_at(30)
+            assert ItemState.get(ItemState.stage == "backfill", ItemState.item == notice).state == "ok"
+            sections = [section for section, _ in chunks_by_item(runtime)[notice]]
+            assert TITLE_HEADING not in sections and "content.pdf" in sections
+            assert sections[0] == DOCUMENT_HEADING  # the abstract stays its first section
+            assert io.get(COMBINED_READS) == 1 and chunks_by_item(runtime)[comment] == before  # it alone
+            with counters.measure() as io:
+                run_at(31)
+            assert io.get(COMBINED_READS, 0) == 0  # and then nothing is redone
+        finally:
+            set_runtime(previous)
+            runtime.close()

@@ -66,6 +66,33 @@ LAST_PAGE = Reply(200, json.dumps({"data": [], "meta": {"hasNextPage": False}}).
                   "application/vnd.api+json")
 
 
+API, STAGING = "https://api.regulations.gov/v4", "https://api-staging.regulations.gov/v4"
+KEYED = "?api_key=<API_KEY>&"
+# Every recorded exchange (file, request URI) and what speaks for it: a test here, or why
+# docketeer reads nothing of it (test_real_fidelity checks that none is left out).
+RECORDED = {
+    ("v4_docket_and_documents.yml", f"{API}/dockets/EPA-HQ-OAR-2003-0129?api_key=<API_KEY>"):
+        "test_the_recorded_docket_and_documents_are_stored_as_they_say",
+    ("v4_docket_and_documents.yml", f"{API}/documents{KEYED}filter%5BdocketId%5D=EPA-HQ-OAR-2003-0129"):
+        "test_the_recorded_docket_and_documents_are_stored_as_they_say",
+    ("v4_comments_list.yml", f"{API}/comments{KEYED}filter%5BcommentOnId%5D={FAA_OBJECT}"):
+        "test_the_recorded_comment_list_is_stored_as_it_says, test_spoilt_variants_of_the_recorded_list_...",
+    ("v4_comments_list.yml", f"{API}/comments{KEYED}filter%5BSearchTerm%5D=1k5-9l2j-gnbc"):
+        "the 400 for a wrong filter name: test_regulations_gov_client, test_standin_server",
+    ("v4_comments_list.yml", f"{API}/comments{KEYED}filter%5BsearchTerm%5D=1k5-9l2j-gnbc"):
+        "test_the_older_and_the_newer_recorded_shape_of_one_comment_are_one_record",
+    ("v4_comments_list.yml", f"{STAGING}/comments{KEYED}filter%5BsearchTerm%5D=1k5-9l2j-gnbc"):
+        "test_the_older_and_the_newer_recorded_shape_of_one_comment_are_one_record",
+    ("v4_comments_list.yml", f"{STAGING}/document-comments-received-counts/HHS-OCR-2021-0006-0001"
+                             "?api_key=<API_KEY>"): "a count of comments received: no record docketeer reads",
+}
+
+
+def exchanges(path) -> list[str]:
+    """The request URIs of a recording, in order."""
+    return [e["request"]["uri"] for e in yaml.safe_load(path.read_text(encoding="utf-8"))["http_interactions"]]
+
+
 def recorded(realdata, name: str, uri_part: str) -> dict:
     """The parsed body of the first recorded 200 exchange whose URI contains ``uri_part``."""
     exchanges = yaml.safe_load((realdata / "api-recordings" / name).read_text(encoding="utf-8"))
@@ -127,13 +154,29 @@ def test_the_recorded_comment_list_is_stored_as_it_says(state, server, realdata)
     assert Docket.get_by_id(FAA).pull_watermark is None
 
 
-def test_the_staging_recording_has_the_newer_fields(realdata):
-    body = recorded(realdata, "v4_comments_list.yml", "api-staging.regulations.gov/v4/comments")
-    [item] = body["data"]
-    assert records.comment_summary(item["attributes"], "FINCEN-2020-0020-0001") == {
-        "title": "Comment on FR Doc # 2020-28437", "object_id": "09000064849e17d5",
-        "posted_date": "2021-01-07T05:00:00Z", "last_modified": "2021-01-07T19:57:55Z", "withdrawn": False,
-        "comment_on_document_id": "FINCEN-2020-0020-0001"}
+FINCEN = "FINCEN-2020-0020"
+FINCEN_COMMENT = ("comment", "Comment on FR Doc # 2020-28437", "2021-01-07T05:00:00Z", None, False)
+
+
+def test_the_older_and_the_newer_recorded_shape_of_one_comment_are_one_record(state, server, realdata):  # noqa: F811
+    """The production recording of FINCEN-2020-0020-5871 lacks `lastModifiedDate` (older),
+    the staging one has it: walked by the real fetch, the older gives the stored row, the
+    newer the same fields plus the instant."""
+    dockets.ensure_dockets([FINCEN], "list")
+    window = {"id": f"{FINCEN}-0001", "object_id": "09000064849e0000", "start": None, "end": None,
+              "opens_at": None, "closes_at": None}
+    dockets.record_resolve(FINCEN, documents=json.dumps([window]), resolved_at="2026-01-01T00:00:00Z")
+    older = recorded(realdata, "v4_comments_list.yml", f"{API}/comments{KEYED}filter%5BsearchTerm%5D")
+    server.raw_next = [reply(older), LAST_PAGE]
+    result = fetch(state, FINCEN, client(server), clock=CLOSED_LONG_AGO)
+    assert result.clean and result.counts["created"] == 1, result.message
+    assert stored("comment") == {f"{FINCEN}-5871": FINCEN_COMMENT}
+    [item] = recorded(realdata, "v4_comments_list.yml", f"{STAGING}/comments")["data"]
+    newer = records.comment_summary(item["attributes"], f"{FINCEN}-0001")
+    assert newer == {"title": FINCEN_COMMENT[1], "object_id": "09000064849e17d5", "posted_date": FINCEN_COMMENT[2],
+                     "last_modified": "2021-01-07T19:57:55Z", "withdrawn": False,
+                     "comment_on_document_id": f"{FINCEN}-0001"}
+    assert Item.get_by_id(f"{FINCEN}-5871").object_id == newer["object_id"]
 
 
 def variant(body: dict) -> tuple[dict, dict[str, str]]:

@@ -1,10 +1,12 @@
 """Fidelity on real records: every real record in ../shared/realdata, run through the real
 chain (the stand-in server over the real mirror, ``source=mirror``), is stored as it says.
 
-The table below is written by hand from the records themselves (not from what docketeer
-stored): ids, titles, dates, agency, submitter, organisation, attachments with their titles,
-bodies as text without markup. Comment periods are Eastern calendar dates: a
-``commentEndDate`` of ``…T03:59:59Z`` is the day before in Washington.
+The tables below are written by hand from the records and files themselves (not from what
+docketeer stored): ids, titles, dates, agency, submitter, organisation, attachments with their
+titles, bodies as text without markup, and what each file's text says. Comment periods are
+Eastern calendar dates: a ``commentEndDate`` of ``…T03:59:59Z`` is the day before in
+Washington. ``test_no_real_file_is_left_without_an_expectation`` fails when a file appears in
+``../shared/realdata`` that no table here (or in ``test_fidelity_recordings.py``) speaks for.
 """
 
 from __future__ import annotations
@@ -13,12 +15,20 @@ import json
 import shutil
 
 from devtools.standin_server import StandinServer
+from pipeline.extract.combined import combined_sections
 from pipeline.runtime import set_runtime
 from pipeline.stages.extract import read_combined
 from pipeline.store.models import Attachment, Docket, Item, ItemState
 from tests.state_fixtures import make_runtime, new_pg_database, real_mirror_runtime
 from tests.test_unfinished_work import KEY, run_at
 
+ACF_ABSTRACT = (" The Administration for Children and Families (ACF), Children’s Bureau (CB) is seeking public "
+                "comment, in particular from State and Tribal title IV–B agencies and Indian Tribes, Tribal "
+                "organizations and consortia (Tribes), and State and Tribal courts on providing technical "
+                "assistance related to the Indian Child Welfare Act of 1978 (ICWA), removing undue burden related "
+                "to meeting the requirements of title IV– B of the Social Security Act (the Act), changes to the "
+                "Court Improvement Program, and amendments aimed at increasing the number of studies of programs "
+                "and services eligible for review by the Title IV–E Prevention Services Clearinghouse.")
 DOCKETS = {
     "ACF-2025-0038": ("ACF", "Providing Technical Assistance Related to the Indian Child Welfare Act",
                       "2025-07-22", "2025-09-22"),  # ends 2025-09-23T03:59:59Z
@@ -31,7 +41,8 @@ DOCKETS = {
 #      body (text), attachments {filename: (title, format)}
 ITEMS = {
     "ACF-2025-0038-0001": ("document", "Providing Technical Assistance Related to the Indian Child Welfare Act",
-                           "2025-07-22T04:00:00Z", "2025-07-22T00:00:00Z", False, None, None, None, None,
+                           "2025-07-22T04:00:00Z", "2025-07-22T00:00:00Z", False, None, None, None,
+                           ACF_ABSTRACT,  # the notice's `docAbstract`, as the record writes it
                            {"content.pdf": (None, "pdf")}),
     "ACF-2025-0038-0004": ("comment", "Wisconsin Department of Children & Families", "2025-09-11T04:00:00Z",
                            "2025-09-05T04:00:00Z", False, None, None, "ACF-2025-0038-0001",
@@ -69,12 +80,42 @@ ITEMS = {
     "USTR-2015-0010-0017": ("document", "Hearing Transcript - China Compliance WTO Commitments",
                             "2015-12-10T05:00:00Z", "2015-12-10T05:00:00Z", False, None, None, None, None,
                             {"content.pdf": (None, "pdf")}),
-    # The DOS files are not in the mirror: the details wait with their files (list fields only).
+    # The DOS files are not in the mirror: the items wait for them, their records already stored
+    # (no attachment row until a file arrives).
     "DOS-2022-0004-0001": ("document", "International Traffic in Arms: Consolidation and Restructuring of "
-                           "Purposes and Definitions", "2022-03-23T04:00:00Z", None, False, None, None, None,
-                           None, {}),
-    "DOS-2022-0004-0003": ("comment", "Comment on DOS-2022-0004-0001", "2022-05-10T04:00:00Z", None, False,
-                           None, None, "DOS-2022-0004-0001", None, {}),
+                           "Purposes and Definitions", "2022-03-23T04:00:00Z", "2022-03-23T04:00:00Z", False,
+                           None, None, None, None, {}),
+    "DOS-2022-0004-0003": ("comment", "Comment on DOS-2022-0004-0001", "2022-05-10T04:00:00Z",
+                           "2022-05-09T04:00:00Z", False, None, "Raytheon Technologies Corporation",
+                           "DOS-2022-0004-0001", "See attached file(s)", {}),
+}
+
+# (item, file): extract state, pages, the words its text begins with (its first page's text layer)
+FILES = {
+    ("ACF-2025-0038-0001", "content.pdf"): ("ok", 4, "34506 Federal Register / Vol. 90, No. 138 / Tuesday, "
+                                            "July 22, 2025 / Notices DEPARTMENT OF HEALTH AND HUMAN SERVICES"),
+    ("ACF-2025-0038-0004", "attachment_1.pdf"): ("ok", 2, "Division of Safety and Permanence 201 West "
+                                                 "Washington Avenue"),
+    ("USTR-2015-0010-0001", "content.pdf"): ("ok", 2, "47985 Federal Register / Vol. 80, No. 153 / Monday, "
+                                             "August 10, 2015 / Notices"),
+    ("USTR-2015-0010-0003", "attachment_1.pdf"): ("ok", 2, "2101 L Street NW Suite 400 Washington, DC 20037"),
+    ("USTR-2015-0010-0004", "attachment_1.pdf"): ("ok", 11, "Joint Submission In Response to Federal Register "
+                                                  "Notice USTR – 2015 – 0010"),
+    ("USTR-2015-0010-0016", "content.pdf"): ("ok", 1, "Public Hearing before the Trade Policy Staff Committee "
+                                             "on China’s WTO Compliance"),
+    ("USTR-2015-0010-0017", "content.pdf"): ("ok", 135, "1 Free State Reporting, Inc. 1378 Cape St. Claire Road"),
+}
+# (item, file): the backfill state of a file the record declares and the mirror lacks
+WAITING_FILES = {("DOS-2022-0004-0001", "content.pdf"): "missing",
+                 ("DOS-2022-0004-0003", "attachment_1.pdf"): "missing"}
+# Real files the chain does not store, and why (each is read by the test named).
+NOT_STORED = {
+    "USTR/USTR-2015-0010/binary-USTR-2015-0010/documents_attachments/USTR-2015-0010-0016_content.doc":
+        "the PDF of the same document is preferred (format_preference); test_more_readers reads it",
+    "USTR/USTR-2015-0010/binary-USTR-2015-0010/documents_attachments/USTR-2015-0010-0017_content.doc":
+        "the PDF of the same document is preferred (format_preference); test_more_readers reads it",
+    "USTR/USTR-2015-0010/text-USTR-2015-0010/documents/USTR-2015-0010-0001_content.htm":
+        "an older layout's copy in the text folder; the PDF from binary- is taken; test_formats reads it",
 }
 
 
@@ -95,6 +136,24 @@ def test_every_real_record_is_stored_as_it_says(tmp_path, pg_server, realdata):
         assert html.startswith("See attached file(s)<br/><br/>Notice")  # the original is kept
         assert "&#39;" in Item.get_by_id("USTR-2015-0010-0003").body_html
         assert_combined_is_text_and_labelled(runtime)
+        assert_files_read_as_they_say(runtime)
+
+
+def assert_files_read_as_they_say(runtime) -> None:
+    """Every file stored was read to its text; every file the mirror lacks waits, named."""
+    rows = {r.item: r for r in ItemState.select().where(ItemState.stage == "extract.file")}
+    assert set(rows) == {f"{item}/{name}" for item, name in FILES}
+    for (item, name), (state, pages, opening) in FILES.items():
+        row = rows[f"{item}/{name}"]
+        assert (row.state, row.detail.split()[1]) == (state, f"pages={pages}"), (item, name)
+        _, body = read_combined(runtime.blobs, item.rsplit("-", 1)[0], item)
+        section = dict(combined_sections(body))[name]
+        # Page by page, as a hit names its page: the first page's marker, then its words.
+        assert " ".join(section.split()).startswith(f"<!-- page 1 --> {opening}"), (item, name, section[:200])
+        assert section.count("<!-- page ") == pages
+    waiting = {tuple(r.item.split("/")): r.state for r in ItemState.select().where(
+        ItemState.stage == "backfill.file", ItemState.state != "ok")}
+    assert waiting == WAITING_FILES
 
 
 def assert_combined_is_text_and_labelled(runtime) -> None:
@@ -106,6 +165,8 @@ def assert_combined_is_text_and_labelled(runtime) -> None:
     assert frontmatter["document_id"] == "USTR-2015-0010-0016" and "comment_id" not in frontmatter
     assert body.startswith("## Document\n") and "Inline comment" not in body
     assert "Public Hearing before the Trade" in body  # from the PDF beside the .doc
+    frontmatter, body = read_combined(runtime.blobs, "ACF-2025-0038", "ACF-2025-0038-0001")
+    assert body.startswith(f"## Document\n\n{ACF_ABSTRACT.strip()}\n\n## content.pdf\n")  # its abstract
 
 
 def test_variant_shapes_of_the_real_records_give_the_same_rows_or_that_items_failure(
@@ -150,3 +211,37 @@ def edit(path, **attributes) -> None:
         else:
             body["data"]["attributes"][name] = value
     path.write_text(json.dumps(body))
+
+
+def test_no_real_file_is_left_without_an_expectation(realdata):
+    """Every file in ../shared/realdata is spoken for by a table: a docket or record here, a
+    stored or waiting file, a file not stored (and why), or a recorded API exchange in
+    ``test_fidelity_recordings.RECORDED``. A new real file fails here until it gets one."""
+    from tests.test_fidelity_recordings import RECORDED, exchanges
+
+    mirror = realdata / "mirror" / "raw-data"
+    left_out = []
+    for path in sorted(p for p in realdata.rglob("*") if p.is_file()):
+        relative = path.relative_to(realdata).as_posix()
+        if relative == "README.md":
+            continue
+        if relative.startswith("api-recordings/"):
+            left_out += [f"{path.name}: {uri}" for uri in exchanges(path) if (path.name, uri) not in RECORDED]
+            continue
+        within = path.relative_to(mirror).as_posix() if path.is_relative_to(mirror) else relative
+        if not mirror_file_expected(within):
+            left_out.append(relative)
+    assert left_out == []
+
+
+def mirror_file_expected(within: str) -> bool:
+    """Is this mirror file (``AGENCY/DOCKET/...``) in one of the tables above?"""
+    name = within.rsplit("/", 1)[-1]
+    if within in NOT_STORED:
+        return True
+    if "/text-" in within and name.endswith(".json"):
+        return name.removesuffix(".json") in DOCKETS.keys() | ITEMS.keys()
+    if "/binary-" in within:
+        item, _, rest = name.partition("_")  # <id>_attachment_<n>.<ext> or <id>_content.<ext>
+        return (item, rest) in FILES
+    return False

@@ -25,6 +25,14 @@ def test_a_real_html_body_becomes_text_and_the_original_is_kept(realdata):
     assert fields["submitter"] == "Robert Cummings" and fields["withdrawn"] is False
 
 
+def test_a_real_documents_docAbstract_is_what_it_says_itself(realdata):
+    fields = records.detail_fields(load(realdata, f"{ACF}/documents/ACF-2025-0038-0001.json"))
+    assert fields["body"].startswith(" The Administration for Children and Families (ACF), Children’s Bureau")
+    assert fields["body_html"] is None  # plain text: nothing else to keep
+    dos = load(realdata, "mirror/raw-data/DOS/DOS-2022-0004/text-DOS-2022-0004/documents/DOS-2022-0004-0001.json")
+    assert records.detail_fields(dos)["body"] is None  # no abstract in the record: absent
+
+
 def test_entities_and_paragraphs_are_decoded():
     body = {"data": {"attributes": {"comment": "<p>We&rsquo;re A&amp;B.</p><p>Second&nbsp;one<br/>line</p>"}}}
     assert records.detail_fields(body)["body"] == "We’re A&B.\n\nSecond one\nline"

@@ -29,6 +29,9 @@ log = logging.getLogger("docketeer")
 # String fields of a list summary (API name -> column); each may be absent, never another type.
 SUMMARY_TEXT = {"title": "title", "objectId": "object_id"}
 SUMMARY_INSTANTS = {"postedDate": "posted_date", "lastModifiedDate": "last_modified"}
+# A document's own summary: v4 details call it ``docAbstract`` (ACF-2025-0038-0001's
+# detail, real); ``abstract`` is read too, as other shapes of the record name it.
+ABSTRACTS = ("docAbstract", "abstract")
 # What a record may say of an attachment's order and size before it reaches the database.
 MAX_ORDINAL = 100_000
 MAX_SIZE = 2**62
@@ -186,7 +189,7 @@ def detail_fields(body: dict) -> dict:
     # says itself, so it is indexed even when its content file is missing or unreadable.
     original = text(attrs, "comment")
     if original is None:
-        original = text(attrs, "abstract") or None
+        original = next((a for a in (text(attrs, name) for name in ABSTRACTS) if a and a.strip()), None)
     body = html_to_text(original) if original is not None else None
     return {
         "body": body,

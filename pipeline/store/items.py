@@ -98,6 +98,19 @@ def update_detail(key: str, fields: dict, detail_hash: str, summary_hash: str | 
     return True
 
 
+def update_waiting_detail(key: str, fields: dict) -> bool:
+    """Store what a detail says while the item's files wait to retry, leaving its detail
+    hash alone: the item stays due for backfill, and meanwhile it is found by its fields (a
+    notice whose content file the mirror lacks: its abstract). Writes nothing when they are
+    already stored (a rerun changes no row)."""
+    row = Item.get(Item.key == key)
+    changed = {name: value for name, value in fields.items() if getattr(row, name) != value}
+    if not changed:
+        return False
+    Item.update(**changed, updated_at=iso(utcnow())).where(Item.key == key).execute()
+    return True
+
+
 # Above this many keys, a lookup streams the rows in the keys' range and keeps the wanted ones
 # instead of listing the keys in the query: peewee builds an IN list at ~15 us a key, and
 # SQLite refuses a statement with more than 250,000. (A stage asks a page of keys in key
