@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 EASTERN = ZoneInfo("America/New_York")
@@ -63,6 +63,18 @@ def eastern_date(stamp: str | None) -> str:
         return (eastern_day(stamp) if "T" in stamp else date.fromisoformat(stamp[:10])).isoformat()
     except ValueError:
         return ""
+
+
+def eastern_day_bounds(first: str | None, last: str | None) -> tuple[str | None, str | None]:
+    """Eastern calendar days ``first``..``last`` (YYYY-MM-DD, inclusive; either may be None:
+    open) as the UTC instants a stored instant is compared with: (from, inclusive; before,
+    exclusive). People give the dates they read: September 22 in Washington runs from
+    ``2025-09-22T04:00:00Z`` to ``2025-09-23T04:00:00Z`` (EDT), January 15 from 05:00Z (EST)."""
+    def midnight(day: str, after: int) -> str:
+        start = datetime.combine(date.fromisoformat(day) + timedelta(days=after), time(), EASTERN)
+        return start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # as instants are stored
+
+    return (midnight(first, 0) if first else None, midnight(last, 1) if last else None)
 
 
 def window_start(now: datetime, seconds: int) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime
 
-from pipeline.clock import EASTERN, eastern_date, eastern_day, iso
+from pipeline.clock import eastern_date, eastern_day, eastern_day_bounds
 from pipeline.index.chunking import PAGE_MARKER
 from pipeline.index.database import SearchFilters, SearchHit
 from pipeline.web import campaigns, highlight, plots
@@ -49,11 +49,12 @@ class SearchForm:
 
     def filters(self) -> SearchFilters:
         members = campaigns.campaign_members(self.campaign) if self.campaign else None
+        # The dates people give are Washington's: the UTC instants bounding those days.
+        posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return SearchFilters(
             items=None if members is None else tuple(members),
             collection="comments", docket=self.docket or None, organization=self.org or None,
-            posted_from=_eastern_midnight(self.date_from) if self.date_from else None,
-            posted_before=_eastern_midnight(self.date_to, days_after=1) if self.date_to else None)
+            posted_from=posted_from, posted_before=posted_before)
 
     def query_string(self, **changes) -> dict[str, str]:
         """The parameters of this search (for links to other pages of it)."""
@@ -262,11 +263,6 @@ def status_page(runtime) -> list[DocketStatus]:
 
 
 # --- values ---------------------------------------------------------------------------------
-
-
-def _eastern_midnight(day: str, days_after: int = 0) -> str:
-    midnight = datetime.combine(date.fromisoformat(day) + timedelta(days=days_after), time(), EASTERN)
-    return iso(midnight)[:19] + "Z"  # posted dates are stored to the second: compare like them
 
 
 def _valid_date(text: str) -> str:
