@@ -80,14 +80,14 @@ ITEMS = {
     "USTR-2015-0010-0017": ("document", "Hearing Transcript - China Compliance WTO Commitments",
                             "2015-12-10T05:00:00Z", "2015-12-10T05:00:00Z", False, None, None, None, None,
                             {"content.pdf": (None, "pdf")}),
-    # The DOS files are not in the mirror: the items wait for them, their records already stored
-    # (no attachment row until a file arrives).
+    # The DOS files are not in the mirror: the items wait for them (no attachment row until a
+    # file arrives). The document's record is stored meanwhile (it has no abstract); the
+    # comment waits whole, its list fields only (see items.update_waiting_detail).
     "DOS-2022-0004-0001": ("document", "International Traffic in Arms: Consolidation and Restructuring of "
                            "Purposes and Definitions", "2022-03-23T04:00:00Z", "2022-03-23T04:00:00Z", False,
                            None, None, None, None, {}),
-    "DOS-2022-0004-0003": ("comment", "Comment on DOS-2022-0004-0001", "2022-05-10T04:00:00Z",
-                           "2022-05-09T04:00:00Z", False, None, "Raytheon Technologies Corporation",
-                           "DOS-2022-0004-0001", "See attached file(s)", {}),
+    "DOS-2022-0004-0003": ("comment", "Comment on DOS-2022-0004-0001", "2022-05-10T04:00:00Z", None, False,
+                           None, None, "DOS-2022-0004-0001", None, {}),
 }
 
 # (item, file): extract state, pages, the words its text begins with (its first page's text layer)
@@ -245,3 +245,51 @@ def mirror_file_expected(within: str) -> bool:
         item, _, rest = name.partition("_")  # <id>_attachment_<n>.<ext> or <id>_content.<ext>
         return (item, rest) in FILES
     return False
+
+
+def relaid(source, mirror, old: str, new: str) -> None:
+    """A copy of a real docket folder under another docket id (names and JSON text)."""
+    agency = old.split("-")[0]
+    for path in sorted((source / agency / old).rglob("*")):
+        if path.is_file():
+            target = mirror / "raw-data" / agency / new / path.relative_to(source / agency / old).as_posix().replace(old, new)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = path.read_bytes()
+            target.write_bytes(data.replace(old.encode(), new.encode()) if path.suffix == ".json" else data)
+
+
+def test_an_frdoc_docket_and_a_comment_without_included_give_the_same_records(tmp_path, pg_server, realdata):
+    """ACF-2025-0038 re-laid as ``ACF_FRDOC_0001`` (Federal Register dockets are named so): its
+    agency is ACF from the first row on, and the mirror is read in ACF's folder; its comment's
+    JSON without ``included`` (as fetched without include=attachments) gives the same record,
+    its file found in the binary folder, without the title only ``included`` gives."""
+    old, new = "ACF-2025-0038", "ACF_FRDOC_0001"
+    mirror = tmp_path / "mirror"
+    relaid(realdata / "mirror/raw-data", mirror, old, new)
+    comment = mirror / f"raw-data/ACF/{new}/text-{new}/comments/{new}-0004.json"
+    body = json.loads(comment.read_text())
+    del body["included"]
+    comment.write_text(json.dumps(body))
+    runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), discover="list", dockets=new,
+                           source="mirror", list_source="mirror", mirror_url=str(mirror), extract_workers=1,
+                           ocr="false", embedder="hashing")
+    previous = set_runtime(runtime)
+    try:
+        runtime.state  # noqa: B018
+        from pipeline.store import dockets
+
+        dockets.ensure_dockets([new], "list")
+        assert Docket.get_by_id(new).agency == "ACF"  # before any resolve
+        assert run_at(1)
+        docket = Docket.get_by_id(new)
+        assert (docket.agency, docket.title, docket.comment_start_date, docket.comment_end_date) == DOCKETS[old]
+        expected = {key.replace(old, new): tuple(v.replace(old, new) if isinstance(v, str) else v for v in row)
+                    for key, row in ITEMS.items() if key.startswith(old)}
+        untitled = f"{new}-0004"
+        expected[untitled] = (*expected[untitled][:9], {"attachment_1.pdf": (None, "pdf")})
+        assert {i.key: stored_item(i) for i in Item.select()} == expected
+        assert {s.item: s.state for s in ItemState.select().where(ItemState.stage == "extract")} == {
+            key: "ok" for key in expected}
+    finally:
+        set_runtime(previous)
+        runtime.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-from pipeline.extract.combined import INLINE_HEADING
 from pipeline.index.embedders import HashingEmbedder
 from pipeline.index.search import search
 from pipeline.runtime import set_runtime
@@ -71,8 +70,7 @@ def test_real_items_without_text_are_found_by_their_titles(tmp_path, pg_server, 
             notice = ("International Traffic in Arms: Consolidation and Restructuring of Purposes and "
                       "Definitions")
             assert chunks["DOS-2022-0004-0001"] == [(TITLE_HEADING, notice)]
-            # A comment whose files wait is found by its body, as one without attachments.
-            assert chunks["DOS-2022-0004-0003"] == [(INLINE_HEADING, "See attached file(s)")]
+            assert chunks["DOS-2022-0004-0003"] == [(TITLE_HEADING, "Comment on DOS-2022-0004-0001")]
             assert chunks["USTR-2015-0010-0015"] == [(TITLE_HEADING, "China Public Hearing Agenda")]
             assert TITLE_HEADING not in {s for s, _ in chunks["USTR-2015-0010-0016"]}  # its PDF's text
             hits = search(runtime.index_db(), HashingEmbedder(), notice, collection="documents", k=1)

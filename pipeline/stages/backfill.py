@@ -157,9 +157,8 @@ def _backfill(ctx: StageContext, item: Item, got: ItemRead, result: StageResult)
     outcomes = [_have_file(ctx, item, fetched, result) for fetched in got.files]
     state = _item_state([file_state for file_state, _reason in outcomes])
     if state == RETRY:
-        # The record itself is kept while its files wait: a notice whose content file the
-        # mirror lacks is found by its title and abstract meanwhile (it stays due here).
-        items.update_waiting_detail(item.key, got.fields)
+        if item.kind == "document":  # see items.update_waiting_detail: a comment waits whole
+            items.update_waiting_detail(item.key, got.fields)
         why = "; ".join(reason for file_state, reason in outcomes if file_state == RETRY)
         return _finish(ctx, item, result, Failure("transient", RETRY, why[:500]))
     _record_detail(ctx, item, got.fields, state)
