@@ -145,12 +145,41 @@ def test_the_ocr_stage_merges_a_scanned_image_into_combined_md(rt, tmp_path):
     assert words(sections["attachment_2.png"]) == LINES[0]
 
 
-def test_without_its_library_a_format_is_unsupported_naming_the_pip_package(tmp_path, monkeypatch):
-    path = write_sample(tmp_path / "a.pptx", LINES)
-    monkeypatch.setitem(readers.LIBRARIES, "pptx", ("no_such_module_pptx", "python-pptx"))
-    result = read_attachment(path, "attachment_1.pptx")
-    assert result.status == "unsupported" and "python-pptx" in result.reason
-    assert not readers.can_read("pptx")
+@pytest.mark.parametrize("fmt", sorted(readers.LIBRARIES))
+def test_without_its_library_a_format_is_unsupported_naming_the_pip_package(tmp_path, monkeypatch, fmt):
+    if fmt == "xls":
+        pytest.importorskip("xlwt", reason="xlwt (the test extra) writes the .xls fixture")
+    path = write_sample(tmp_path / f"a.{fmt}", LINES)
+    module, package = readers.LIBRARIES[fmt]
+    monkeypatch.setitem(readers.LIBRARIES, fmt, (f"no_such_module_{module}", package))
+    result = read_attachment(path, f"attachment_1.{fmt}")
+    assert result.status == "unsupported" and f"Python package {package}" in result.reason
+    assert not readers.can_read(fmt)
+
+
+@pytest.mark.parametrize("fmt", sorted(readers.PROGRAMS))
+def test_without_its_program_a_format_is_unsupported_naming_the_debian_package(tmp_path, monkeypatch, fmt):
+    path = write_sample(tmp_path / f"a.{fmt}", LINES) if fmt != "doc" else tmp_path / "a.doc"
+    if fmt == "doc":  # no writer of Word 97 files: a compound file's signature is enough here
+        path.write_bytes(b"\xd0\xcf\x11\xe0" * 50)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))  # the program is nowhere
+    program, package = readers.PROGRAMS[fmt]
+    result = read_attachment(path, f"attachment_1.{fmt}")
+    assert result.status == "unsupported" and f"Debian package {package}" in result.reason
+    assert f"`{program}`" in result.reason and not readers.can_read(fmt)
+
+
+USTR_TEXT = "mirror/raw-data/USTR/USTR-2015-0010/text-USTR-2015-0010/documents"
+
+
+def test_the_real_htm_of_a_federal_register_notice_reads_as_text(realdata):
+    """USTR-2015-0010-0001's notice as the GPO's HTML page (a <pre> with links in it)."""
+    result = read_attachment(realdata / USTR_TEXT / "USTR-2015-0010-0001_content.htm", "content.htm")
+    assert result.status == "ok", result.reason
+    assert result.text.startswith("[Federal Register Volume 80, Number 153 (Monday, August 10, 2015)]\n[Notices]")
+    assert "From the Federal Register Online via the Government Publishing Office [www.gpo.gov]" in result.text
+    assert "OFFICE OF THE UNITED STATES TRADE REPRESENTATIVE" in result.text
+    assert "<" not in result.text and "&amp;" not in result.text
 
 
 def test_without_wpd2text_a_wpd_is_unsupported_and_the_pdf_beside_it_is_taken(tmp_path, monkeypatch):
