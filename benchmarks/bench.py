@@ -1,6 +1,6 @@
 """Benchmarks: named scenarios, the I/O each one did (the package's own counters), wall time.
 
-    .venv/bin/python -m benchmarks bench [--scale small|full] [--only a,b] [--json OUT]
+    .venv/bin/python -m benchmarks bench [SCENARIO ...] [--scale small|full] [--only a,b] [--json OUT]
         [--work DIR] [--keep] [--strict] [--per-comment-sizes N,M] [--ocr]
 
 Run it from the root of a clean checkout: ``-m`` puts that folder first on sys.path, so
@@ -18,7 +18,9 @@ Scenarios (sizes for small / full):
                         corpus's modification times are first moved into the past: upstream
                         never stamps ahead, and changes are stamped "now")
 * ``incremental``       +40 new and 3 changed comments (devtools/corpus_changes.py) on that docket
-* ``extract-throughput`` the extract stage (forced) vs a plain PyMuPDF loop over the same files
+* ``extract-throughput`` the extract stage (forced) vs a plain PyMuPDF loop over the same files;
+                        then issue #15's format mix (400 attachments, benchmarks/formats.py):
+                        the stages' time and, per format, its ``ok`` share and reading speed
 * ``index-noop``        IndexDocket.run() over the open docket's unchanged items (target bypassed)
 * ``langchain``         LangChain's index() + SQLRecordManager vs IndexDocket: full, no-op, one changed
 * ``per-comment``       the obvious Luigi design (one task per comment and stage, LocalTargets)
@@ -385,6 +387,31 @@ def extract_throughput(bench: Bench, docket: OpenDocket) -> None:
         rec.extra["overhead_vs_plain"] = round(overhead, 3)
         rec.note = f"overhead {overhead:+.0%} vs plain loop"
         target(rec, overhead <= 0.10, "overhead at most 10 %")
+    format_mix(bench)
+
+
+MIX_FILES = 400
+
+
+def format_mix(bench: Bench) -> None:
+    """Issue #15's mix (benchmarks/formats.py): extract + OCR over 400 attachments in the
+    formats regulations.gov carries; per format its ``ok`` share after the stages and its
+    one-process reading speed (pdf: PDF text pages, images: OCR)."""
+    from benchmarks.formats import measure_mix
+
+    mix = measure_mix(fresh(bench.work / "formats"), MIX_FILES, 2, ROOT.parent / "shared" / "realdata",
+                      log=lambda line: print(f"  {line}", flush=True))
+    stages = bench.add(record("extract-throughput mix: stages (2 proc)", mix.files, mix.extract_s + mix.ocr_s, {}))
+    stages.note = (f"extract {mix.extract_s:.1f} s + OCR {mix.ocr_s:.1f} s, {mix.pages} pages, "
+                   f"{mix.pages / (mix.extract_s + mix.ocr_s):.1f} pages/s; ok {mix.ok}/{mix.files}")
+    stages.extra.update(pages=mix.pages, ok=mix.ok, extract_s=round(mix.extract_s, 3), ocr_s=round(mix.ocr_s, 3))
+    for row in mix.rows:
+        rec = bench.add(record(f"extract-throughput mix: {row.fmt} (1 proc)", row.files, row.seconds, {}))
+        rec.note = f"ok {row.ok_share:.0%}" + ("" if row.others == "-" else f" ({row.others})") + (
+            f"; {row.pages} pages, {row.pages / row.seconds:.1f} pages/s")
+        rec.extra.update(format=row.fmt, ok_share=round(row.ok_share, 4), states=dict(row.states), pages=row.pages)
+        # Every generated file is sound: one not ok is a reader (or its package) missing or broken.
+        target(rec, row.ok_share == 1.0, "every sound file ok")
 
 
 def _forced_extract(store: Store, docket_id: str) -> dict:
@@ -489,6 +516,7 @@ def _per_comment_pair(bench: Bench, root: Path, docket_id: str, count: int) -> N
 # --- driver ---------------------------------------------------------------------------------
 
 OPEN_SCENARIOS = ("noop-open", "incremental", "extract-throughput", "index-noop", "langchain")
+SCENARIOS = ("cold-small", "noop-sealed", *OPEN_SCENARIOS, "per-comment")
 
 
 def run(bench: Bench) -> None:
@@ -529,6 +557,8 @@ def _row(r: Record) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                        help="scenario names to run (as --only): e.g. extract-throughput")
     parser.add_argument("--only", default="", help="comma-separated scenario names")
     parser.add_argument("--json", type=Path, help="write one JSON record per scenario here")
     parser.add_argument("--work", type=Path, help="working folder (default: a temporary one)")
@@ -546,7 +576,11 @@ def main(argv: list[str] | None = None) -> int:
     scale = dict(SCALES[args.scale])
     if args.per_comment_sizes:
         scale["per_comment"] = tuple(int(n) for n in args.per_comment_sizes.split(","))
-    bench = Bench(work, scale, {s for s in args.only.split(",") if s})
+    only = {s for s in args.only.split(",") if s} | set(args.scenarios)
+    unknown = only - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenario {', '.join(sorted(unknown))}; scenarios: {', '.join(SCENARIOS)}")
+    bench = Bench(work, scale, only)
     print(f"scale {args.scale}, ocr {'on' if args.ocr else 'off'}, work folder {work}\n{HEADER}",
           flush=True)
     from pipeline.counters import counters

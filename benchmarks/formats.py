@@ -2,6 +2,9 @@
 
     .venv/bin/python -m benchmarks formats [--files 400] [--workers 2] [--realdata DIR]
 
+(``python -m benchmarks bench extract-throughput`` runs the same mix, 400 files, beside its
+PDF comparison with a plain PyMuPDF loop, and reports it in the bench table.)
+
 Issue #15 lists what regulations.gov really carries: PDF and DOCX mostly, and also DOC,
 WPD, RTF, TXT, HTM, XLSX/XLS, CSV, PPTX, JPG/PNG/TIF/GIF (scanned letters) and MSG. ``MIX``
 gives each format its share (per 100 attachments); one comment has one attachment. Every
@@ -28,6 +31,7 @@ import random
 import tempfile
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.common import open_runtime
@@ -36,7 +40,7 @@ from devtools.format_samples import write_sample
 from devtools.make_corpus import text_pdf, topic_prose
 from pipeline.extract import ocr as ocr_lib
 from pipeline.extract.readers import STATUS_OCR_NEEDED, read_attachment
-from pipeline.runtime import Runtime
+from pipeline.runtime import Runtime, set_runtime
 from pipeline.stages.base import StageContext
 from pipeline.stages.extract import FILE_STAGE, extract_docket
 from pipeline.stages.ocr import STAGE as OCR_STAGE
@@ -140,6 +144,73 @@ def per_format(paths: list[Path], fmt: str) -> tuple[float, int, int]:
     return time.perf_counter() - started, pages, ok
 
 
+@dataclass
+class FormatRow:
+    """One format's figures: files, states after the stages, one-process reading speed."""
+
+    fmt: str
+    files: int
+    states: Counter
+    seconds: float  # reading this format's files in one process (OCR included for images)
+    pages: int
+
+    @property
+    def ok_share(self) -> float:
+        return self.states["ok"] / max(1, sum(self.states.values()))
+
+    @property
+    def others(self) -> str:
+        return ", ".join(f"{s} {c}" for s, c in sorted(self.states.items()) if s != "ok") or "-"
+
+
+@dataclass
+class MixResult:
+    rows: list[FormatRow]
+    extract_s: float
+    ocr_s: float
+    workers: int
+
+    @property
+    def files(self) -> int:
+        return sum(r.files for r in self.rows)
+
+    @property
+    def pages(self) -> int:
+        return sum(r.pages for r in self.rows)
+
+    @property
+    def ok(self) -> int:
+        return sum(r.states["ok"] for r in self.rows)
+
+
+def measure_mix(folder: Path, files: int, workers: int, realdata: Path, seed: int = 2026,
+                log=print) -> MixResult:
+    """A corpus of ``files`` attachments in the issue's mix, extracted (and OCRed) by the
+    stages in a store under ``folder``; then each format read alone in this process."""
+    real_docs = sorted((realdata / USTR_DOCS).glob("*.doc"))
+    if not real_docs:
+        log(f"no real .doc files under {realdata}: DOC is left out of the mix")
+    rt = open_runtime({"DOCKETEER_DATA_DIR": str(folder / "data"), "DOCKETEER_DISCOVER": "none",
+                       "DOCKETEER_EXTRACT_WORKERS": str(workers)})
+    try:
+        formats = corpus_formats(files, bool(real_docs), random.Random(seed))
+        started = time.perf_counter()
+        paths = generate(rt, formats, real_docs, seed)
+        log(f"{len(formats)} attachments generated in {time.perf_counter() - started:.1f} s; "
+            f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        extract_s, ocr_s = run_stages(rt)
+        outcomes = stage_outcomes()
+        rows = []
+        for fmt in sorted(paths, key=lambda f: -len(paths[f])):
+            per_format(paths[fmt][:1], fmt)  # imports its library (once per process) untimed
+            seconds, pages, _ok = per_format(paths[fmt], fmt)
+            rows.append(FormatRow(fmt, len(paths[fmt]), outcomes[fmt], seconds, pages))
+        return MixResult(rows, extract_s, ocr_s, workers)
+    finally:
+        set_runtime(None)
+        rt.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=400)
@@ -147,42 +218,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--realdata", type=Path, default=Path("../shared/realdata"))
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args(argv)
-    real_docs = sorted((args.realdata / USTR_DOCS).glob("*.doc"))
-    if not real_docs:
-        print(f"no real .doc files under {args.realdata}: DOC is left out of the mix")
     with tempfile.TemporaryDirectory() as folder:
-        rt = open_runtime({"DOCKETEER_DATA_DIR": str(Path(folder) / "data"), "DOCKETEER_DISCOVER": "none",
-                           "DOCKETEER_EXTRACT_WORKERS": str(args.workers)})
-        formats = corpus_formats(args.files, bool(real_docs), random.Random(args.seed))
-        started = time.perf_counter()
-        paths = generate(rt, formats, real_docs, args.seed)
-        print(f"{len(formats)} attachments generated in {time.perf_counter() - started:.1f} s; "
-              f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-        report(rt, paths, args.workers)
-        rt.close()
+        report(measure_mix(Path(folder), args.files, args.workers, args.realdata, args.seed))
     return 0
 
 
-def report(rt: Runtime, paths: dict[str, list[Path]], workers: int) -> None:
-    extract_s, ocr_s = run_stages(rt)
-    outcomes = stage_outcomes()
+def report(mix: MixResult) -> None:
     print("\n| format | files | ok (stages) | other states | files/s | pages | pages/s (1 process) |")
     print("|---|---:|---:|---|---:|---:|---:|")
-    all_pages = 0
-    for fmt in sorted(paths, key=lambda f: -len(paths[f])):
-        per_format(paths[fmt][:1], fmt)  # imports its library (once per process) untimed
-        seconds, pages, _ok = per_format(paths[fmt], fmt)
-        all_pages += pages
-        states = outcomes[fmt]
-        n = sum(states.values())
-        others = ", ".join(f"{s} {c}" for s, c in sorted(states.items()) if s != "ok") or "-"
-        print(f"| {fmt} | {n} | {states['ok'] / n:.0%} | {others} | {len(paths[fmt]) / seconds:.1f} | "
-              f"{pages} | {pages / seconds:.1f} |")
-    total = sum(len(p) for p in paths.values())
-    ok = sum(c["ok"] for c in outcomes.values())
-    print(f"\nstages, {workers} workers: extract {extract_s:.1f} s + OCR {ocr_s:.1f} s for {total} files, "
-          f"{all_pages} pages: {all_pages / (extract_s + ocr_s):.1f} pages/s "
-          f"({all_pages / extract_s:.1f} pages/s extract alone); ok {ok}/{total} = {ok / total:.1%}")
+    for row in mix.rows:
+        print(f"| {row.fmt} | {row.files} | {row.ok_share:.0%} | {row.others} | {row.files / row.seconds:.1f} | "
+              f"{row.pages} | {row.pages / row.seconds:.1f} |")
+    stages_s = mix.extract_s + mix.ocr_s
+    print(f"\nstages, {mix.workers} workers: extract {mix.extract_s:.1f} s + OCR {mix.ocr_s:.1f} s for {mix.files} "
+          f"files, {mix.pages} pages: {mix.pages / stages_s:.1f} pages/s "
+          f"({mix.pages / mix.extract_s:.1f} pages/s extract alone); ok {mix.ok}/{mix.files} = "
+          f"{mix.ok / mix.files:.1%}")
 
 
 if __name__ == "__main__":
