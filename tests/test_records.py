@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.errors import BadRecord
 from pipeline.sources import records
+from tests.conftest import REALDATA as CONFTEST_REALDATA
 
 USTR = "mirror/raw-data/USTR/USTR-2015-0010/text-USTR-2015-0010"
 ACF = "mirror/raw-data/ACF/ACF-2025-0038/text-ACF-2025-0038"
@@ -111,3 +112,48 @@ def test_orders_sizes_and_urls_are_checked_before_the_database():
     assert records.file_url({"fileUrl": "https://downloads.regulations.gov/X-1/attachment_1.pdf"})
     with pytest.raises(BadRecord, match="http"):
         records.file_url({"fileUrl": "file:///etc/passwd"})
+
+
+# Which stored fields each attribute of a real record feeds (any other attribute feeds none).
+FEEDS = {
+    "firstName": {"submitter"}, "lastName": {"submitter"}, "organization": {"organization"},
+    "receiveDate": {"received_date"}, "comment": {"body", "body_html"}, "docAbstract": {"body", "body_html"},
+    "commentOnDocumentId": {"comment_on_document_id"}, "withdrawn": {"withdrawn"}, "title": {"title"},
+    "objectId": {"object_id"}, "postedDate": {"posted_date"}, "modifyDate": {"last_modified"},
+    "commentStartDate": {"start", "opens_at"}, "commentEndDate": {"end", "closes_at"},
+}
+REAL_RECORDS = sorted(f"{p.parent.parent.parent.name}/{p.parent.name}/{p.name}" for p in
+                      (CONFTEST_REALDATA / "mirror/raw-data").glob("*/*/text-*/*/*.json")
+                      if p.parent.name in ("comments", "documents")) if CONFTEST_REALDATA.is_dir() else []
+
+
+def stored_fields(body: dict) -> dict:
+    """Everything the normaliser makes of a detail record: its detail fields, its fields as a
+    list would show them, and (a document) its comment window."""
+    data = body["data"]
+    fields = {**records.detail_fields(body), **records.summary_fields(records.listed_attributes(data, "data"))}
+    if data["type"] == "documents":
+        fields.update({k: v for k, v in records.comment_window(data).items() if k != "id"})
+    return fields
+
+
+@pytest.mark.parametrize("record", REAL_RECORDS)
+def test_every_attribute_of_every_real_record_may_be_absent(realdata, record):
+    """Older shapes generated from each real record: any one attribute removed gives the same
+    stored fields but those it feeds, which become absent — never an error."""
+    docket, kind, name = record.split("/")
+    path = next((realdata / "mirror/raw-data").glob(f"*/{docket}/text-{docket}/{kind}/{name}"))
+    body = json.loads(path.read_text())
+    full = stored_fields(body)
+    for attribute in list(body["data"]["attributes"]):
+        older = copy.deepcopy(body)
+        del older["data"]["attributes"][attribute]
+        fields = stored_fields(older)
+        changed = {k for k in full if full[k] != fields[k]}
+        assert changed <= FEEDS.get(attribute, set()), (attribute, changed)
+        absent = {k: fields[k] for k in changed if k not in ("submitter", "last_modified")}
+        assert all(v in (None, False) for v in absent.values()), (attribute, absent)
+        if attribute == "modifyDate":  # a detail without it is listed as of its posting
+            assert fields["last_modified"] == full["posted_date"]
+    without_included = {k: v for k, v in body.items() if k != "included"}
+    assert stored_fields(without_included) == full and records.included_attachments(without_included) == []
