@@ -189,7 +189,8 @@ def detail_fields(body: dict) -> dict:
     # says itself, so it is indexed even when its content file is missing or unreadable.
     original = text(attrs, "comment")
     if original is None:
-        original = next((a for a in (text(attrs, name) for name in ABSTRACTS) if a and a.strip()), None)
+        given = (text(attrs, name) for name in ABSTRACTS)
+        original = next((abstract for abstract in given if abstract and abstract.strip()), None)
     body = html_to_text(original) if original is not None else None
     return {
         "body": body,

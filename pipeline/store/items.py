@@ -101,11 +101,11 @@ def update_detail(key: str, fields: dict, detail_hash: str, summary_hash: str | 
 def update_waiting_detail(key: str, fields: dict) -> bool:
     """Store what a document's detail says while its files wait to retry, leaving its detail
     hash alone: the item stays due for backfill, and meanwhile it is found by its title and
-    abstract (a notice whose content file the mirror lacks). Not for comments: a comment's
-    body mostly points at the files it waits for ("See attached file(s)"), and found or
-    grouped by that pointer alone every waiting comment would look like one form letter; it
-    waits whole and is found by its title meanwhile. Writes nothing when the fields are
-    already stored (a rerun changes no row)."""
+    abstract (a notice whose content file the mirror lacks). Backfill asks it for documents
+    only: a comment's body mostly points at the files it waits for ("See attached file(s)"),
+    and found or grouped by that pointer alone every waiting comment would look like one
+    form letter; it waits whole and is found by its title meanwhile. Writes nothing when the
+    fields are already stored (a rerun changes no row)."""
     row = Item.get(Item.key == key)
     changed = {name: value for name, value in fields.items() if getattr(row, name) != value}
     if not changed:
