@@ -33,6 +33,9 @@ def run_many(name: str, build: Callable[[tuple], peewee.Query], rows: Sequence[t
     row and cached under ``name`` per kind of database."""
     if not rows:
         return 0
+    if len(rows) == 1:  # one statement is atomic by itself: no transaction around it
+        run_one(name, build, rows[0])
+        return 1
     sql = statement(name, build, rows[0])
     with database.atomic(), peewee.__exception_wrapper__:  # driver errors as peewee's
         cursor = database.cursor()
