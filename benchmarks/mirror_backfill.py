@@ -2,6 +2,7 @@
 
     .venv/bin/python -m benchmarks mirror_backfill [--comments 2000] [--delay-ms 20]
         [--concurrency 1,16] [--list-from api|mirror] [--corpus DIR] [--json OUT] [--profile OUT]
+        [--mirror-unsigned auto|true|false]
 
 A generated docket (``devtools/make_corpus.py``: ``--comments`` comments, about three in
 four with an attachment) is uploaded to a moto S3 server, and read through
@@ -11,8 +12,10 @@ to itself as far as this machine allows. For each concurrency a fresh store take
 comment list from the stand-in API (not timed; ``--list-from mirror``: from the bucket,
 as a no-key run does, which hands the records it read to backfill), then
 ``backfill_docket`` is timed: details and attachments from the bucket, blobs into a local
-folder, rows into SQLite. ``--profile OUT`` writes a cProfile of the timed backfill
-(meaningful at concurrency 1, where every read is in the profiled thread).
+folder, rows into SQLite. Requests go unsigned as they do to the public mirrulations bucket
+(``--mirror-unsigned false``: each one signed, as for a private copy). ``--profile OUT``
+writes a cProfile of the timed backfill (meaningful at concurrency 1, where every read is
+in the profiled thread).
 
 Reported per concurrency: wall seconds, the requests the proxy forwarded, the most it had
 in flight, and the floor — requests x delay / concurrency, what the latency alone costs
@@ -58,13 +61,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--list-from", choices=("api", "mirror"), default="api",
                         help="where the untimed fetch lists the docket")
     parser.add_argument("--profile", type=Path, help="cProfile of each timed backfill: OUT.<concurrency>")
+    parser.add_argument("--mirror-unsigned", choices=("auto", "true", "false"), default="auto",
+                        help="auto (default): read unsigned, as the public mirrulations bucket is; "
+                             "false: every request signed (SigV4), as a private copy is")
     args = parser.parse_args(argv)
     os.environ.update(CREDENTIALS)
     work = Path(tempfile.mkdtemp(prefix="bench-mirror-"))
     try:
         corpus = _corpus(args.corpus or work / "corpus", args.comments)
         records = _run_all(corpus, work, args.delay_ms / 1000,
-                           [int(c) for c in args.concurrency.split(",")], args.list_from, args.profile)
+                           [int(c) for c in args.concurrency.split(",")], args.list_from, args.profile,
+                           args.mirror_unsigned)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _print(records, args.delay_ms)
@@ -84,7 +91,7 @@ def _corpus(root: Path, comments: int) -> Path:
 
 
 def _run_all(corpus: Path, work: Path, delay: float, concurrencies: list[int], list_from: str,
-             profile: Path | None) -> list[dict]:
+             profile: Path | None, unsigned: str) -> list[dict]:
     docket_id = Manifest.load(corpus).dockets[0].id
     with _process(["-m", "moto.server", "-H", "127.0.0.1", "-p", str(_free_port())], "Running on") as moto:
         _upload(moto.url, corpus)
@@ -92,12 +99,12 @@ def _run_all(corpus: Path, work: Path, delay: float, concurrencies: list[int], l
         with _process(proxy_argv, "http://") as proxy, StandinServer(corpus) as standin:
             servers = {"moto": moto, "proxy": proxy}
             return [_backfill_once(work / f"c{c}", standin.api_base, servers, docket_id, c, delay, list_from,
-                                   profile and profile.with_suffix(f".{c}"))
+                                   profile and profile.with_suffix(f".{c}"), unsigned)
                     for c in concurrencies]
 
 
 def _backfill_once(data_dir: Path, api_base: str, servers: dict, docket_id: str, concurrency: int,
-                   delay: float, list_from: str, profile: Path | None) -> dict:
+                   delay: float, list_from: str, profile: Path | None, unsigned: str) -> dict:
     import cProfile
 
     proxy = servers["proxy"]
@@ -106,7 +113,7 @@ def _backfill_once(data_dir: Path, api_base: str, servers: dict, docket_id: str,
         "DOCKETEER_REQUEST_BUDGET": "0", "REGULATIONS_GOV_API_KEY": "DEMO_KEY", "DOCKETEER_API_BASE": api_base,
         "DOCKETEER_SOURCE": "mirror", "DOCKETEER_MIRROR_URL": f"s3://{BUCKET}",
         "DOCKETEER_S3_ENDPOINT_URL": proxy.url, "DOCKETEER_MIRROR_CONCURRENCY": str(concurrency),
-        "DOCKETEER_MIRROR_UNSIGNED": "false",
+        "DOCKETEER_MIRROR_UNSIGNED": unsigned,
     })
     try:
         dockets.ensure_dockets([docket_id], "list")
@@ -130,7 +137,7 @@ def _backfill_once(data_dir: Path, api_base: str, servers: dict, docket_id: str,
         set_runtime(None)
     requests = traffic["requests"]
     floor = requests * delay / concurrency
-    return {"concurrency": concurrency, "list_from": list_from, "wall_s": round(wall, 2), "requests": requests,
+    return {"concurrency": concurrency, "list_from": list_from, "unsigned": unsigned, "wall_s": round(wall, 2), "requests": requests,
             "cpu_s": cpu, "state_statements": io.get("state_queries", 0),
             "max_in_flight": traffic["max_in_flight"], "floor_s": round(floor, 2),
             "of_floor": round(wall / floor, 2) if floor else None, "clean": result.clean,
@@ -208,6 +215,10 @@ def _upload(endpoint: str, corpus: Path) -> None:
 
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
     client.create_bucket(Bucket=BUCKET)
+    # Public, as the mirrulations bucket is: anyone may list and read it, unsigned.
+    client.put_bucket_policy(Bucket=BUCKET, Policy=json.dumps({"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": "*", "Action": ["s3:GetObject", "s3:ListBucket"],
+        "Resource": [f"arn:aws:s3:::{BUCKET}", f"arn:aws:s3:::{BUCKET}/*"]}]}))
     paths = sorted(p for p in (corpus / "raw-data").rglob("*") if p.is_file())
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda p: client.upload_file(str(p), BUCKET, p.relative_to(corpus).as_posix()), paths))

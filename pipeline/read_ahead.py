@@ -11,7 +11,10 @@ overlap (S3 and folder reads are latency-bound: tens of milliseconds each, mostl
 
 ``prepare(item)`` makes each job in the caller's thread as it is submitted, so a job may
 carry what the caller read from the state DB for it (which this run only changes when it
-records that same job). ``before_each()`` runs in the caller's thread before each job is submitted (a
+records that same job). ``before_reading(jobs)`` runs in the caller's thread with each
+batch of jobs before any of them is read (a stage marks them ``pending`` there, in one
+statement): jobs go out in batches of ``concurrency``, whenever no more than
+``concurrency`` are left queued or running, so every reader stays busy. ``before_each()`` runs in the caller's thread before each job is submitted (a
 time budget's check): once it raises, nothing more is submitted, the jobs in flight are
 handed back, and then its exception is raised. When the caller stops early (a run-stopping
 failure), jobs not started are cancelled and those running are waited for: a job's own
@@ -37,20 +40,22 @@ AHEAD_PER_WORKER = 2  # jobs queued per worker: one running, one ready when it f
 def read_ahead(
     read: Callable[[J], R], items: Iterable[Any], concurrency: int,
     before_each: Callable[[], Any] = lambda: None, prepare: Callable[[Any], J] = lambda item: item,
+    before_reading: Callable[[list[J]], Any] = lambda jobs: None,
 ) -> Iterator[tuple[J, Callable[[], R]]]:
-    """For each of ``items`` in order: ``before_each()``, ``job = prepare(item)`` (both in
-    the caller's thread; preparing may write, e.g. a pending row), then ``read(job)`` on
-    the pool; yields ``(job, result)``."""
+    """For each of ``items`` in order: ``before_each()``, ``job = prepare(item)``, and for
+    each batch of jobs ``before_reading(jobs)`` (all in the caller's thread; they may
+    write, e.g. pending rows), then ``read(job)`` on the pool; yields ``(job, result)``."""
     if concurrency <= 1:
-        yield from _inline(read, items, before_each, prepare)
+        yield from _inline(read, items, before_each, prepare, before_reading)
         return
-    yield from _pooled(read, items, concurrency, before_each, prepare)
+    yield from _pooled(read, items, concurrency, before_each, prepare, before_reading)
 
 
-def _inline(read, items, before_each, prepare):
+def _inline(read, items, before_each, prepare, before_reading):
     for item in items:
         before_each()
         job = prepare(item)
+        before_reading([job])
         try:
             value = read(job)
         except Exception as exc:  # noqa: BLE001 - handed to the caller, as the pool does
@@ -65,25 +70,32 @@ def _raiser(exc: Exception):
     return result
 
 
-def _pooled(read, items, concurrency: int, before_each, prepare):
+def _pooled(read, items, concurrency: int, before_each, prepare, before_reading):
     window = concurrency * AHEAD_PER_WORKER
     pending: deque = deque()
     source = iter(items)
     stopped: BaseException | None = None
+    ended = False
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="read-ahead")
     try:
         while True:
-            while stopped is None and len(pending) < window:
+            batch = []
+            # Refilled a batch at a time: one ``before_reading`` per batch, not per job.
+            while stopped is None and not ended and len(pending) <= window - concurrency \
+                    and len(pending) + len(batch) < window:
                 item = next(source, _END)
                 if item is _END:
+                    ended = True
                     break
                 try:
                     before_each()
                 except Exception as exc:  # noqa: BLE001 - raised after the jobs in flight
                     stopped = exc
                     break
-                job = prepare(item)
-                pending.append((job, pool.submit(read, job)))
+                batch.append(prepare(item))
+            if batch:
+                before_reading(batch)
+                pending.extend((job, pool.submit(read, job)) for job in batch)
             if not pending:
                 break
             job, future = pending.popleft()

@@ -631,17 +631,20 @@ def test_a_kill_between_an_attachment_row_and_its_file_state_leaves_neither(
 
     runtime = runtimes.open("killed", api_base=standin.api_base)
     fetch(runtime, ids)
-    real_transition = backfill_stage.item_states.transition
+    real_transition = backfill_stage.item_states.transition_many
 
-    def killed_at_the_file_state(stage, key, *args, **kwargs):
-        if stage == backfill_stage.FILE_STAGE and kwargs.get("content_hash"):
+    def killed_at_the_file_state(rows):
+        # the item's attachment rows are written by now, in the same transaction
+        rows = list(rows)
+        if any(row["stage"] == backfill_stage.FILE_STAGE and row.get("content_hash") for row in rows):
+            assert Attachment.select().count() > 0
             raise _Killed
-        return real_transition(stage, key, *args, **kwargs)
+        return real_transition(rows)
 
-    monkeypatch.setattr(backfill_stage.item_states, "transition", killed_at_the_file_state)
+    monkeypatch.setattr(backfill_stage.item_states, "transition_many", killed_at_the_file_state)
     with pytest.raises(_Killed):
         backfill(runtime, ids, run_id="killed")
-    monkeypatch.setattr(backfill_stage.item_states, "transition", real_transition)
+    monkeypatch.setattr(backfill_stage.item_states, "transition_many", real_transition)
     file_rows = {r.item for r in ItemState.select().where(ItemState.stage == backfill_stage.FILE_STAGE)}
     assert all(f"{a.item}/{a.filename}" in file_rows for a in Attachment.select())
 

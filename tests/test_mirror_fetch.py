@@ -124,6 +124,11 @@ def test_index_all_from_a_local_mirror_with_no_key(tmp_path, pg_server, realdata
             assert run_at(3)
         assert second.get(MIRROR_READS, 0) == 0 and second.get(API_CALLS, 0) == 0
         assert second.get(MIRROR_WALKS, 0) >= 1
+        # A sealed docket: complete before anything runs, so its folder is not even walked.
+        docket_rows.seal("USTR-2015-0010", "manual", clock.utcnow())
+        with counters.measure() as sealed:
+            assert run_at(5, docket="USTR-2015-0010")
+        assert sealed.get(MIRROR_WALKS, 0) == 0 and sealed.get(MIRROR_READS, 0) == 0, sealed
 
 
 def test_index_all_from_a_bucket_with_no_key(tmp_path, pg_server, realdata, monkeypatch, s3_client,

@@ -3,6 +3,8 @@ SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.sources.mirror import ListedObject
 from pipeline.sources.mirror_listing import diff_listing
 from pipeline.store import mirror_objects
@@ -52,3 +54,19 @@ def test_a_folder_object_changes_with_its_size_or_mtime(state):  # noqa: F811
     assert diff_listing(listed(obj("a.json", etag=None, modified="100")), stored).unchanged == 1
     assert len(diff_listing(listed(obj("a.json", etag=None, modified="200")), stored).changed) == 1
     assert len(diff_listing(listed(obj("a.json", size=11, etag=None, modified="100")), stored).changed) == 1
+
+
+@pytest.mark.parametrize("value", [
+    "2026-12-01T20:08:44.000Z", "2026-12-01T20:08:44.123Z", "2026-12-01T20:08:44Z",  # listings
+    "Tue, 01 Dec 2026 20:08:44 GMT",  # headers
+    "2026-12-01T20:08:44+01:00", "1700000000", "2026-12-01 20:08:44",  # anything else: botocore's
+])
+def test_s3_timestamps_parse_as_botocores_own_parser_parses_them(value):
+    """The S3 clients' faster timestamp parser (pipeline.s3.s3_timestamp) gives what
+    botocore's default gives, to the microsecond and the zone: stored listings compare equal."""
+    from botocore.utils import parse_timestamp
+
+    from pipeline.s3 import s3_timestamp
+
+    ours, theirs = s3_timestamp(value), parse_timestamp(value)
+    assert ours == theirs and ours.isoformat() == theirs.isoformat() and ours.utcoffset() == theirs.utcoffset()

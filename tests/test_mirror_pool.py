@@ -21,7 +21,7 @@ from devtools.latency_proxy import LatencyProxy
 from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
 from pipeline import s3 as s3_module
-from pipeline.counters import counters
+from pipeline.counters import ITEM_STATE_WRITES, counters
 from pipeline.errors import AccessRefused, BucketRefused, BudgetSpent
 from pipeline.failures import classify
 from pipeline.read_ahead import read_ahead
@@ -217,7 +217,7 @@ def test_s3_backfill_at_concurrency_1_4_16_writes_the_same_rows_blobs_and_counte
             proxy.traffic.reset()
             with counters.measure() as io:
                 result = fetch_and_backfill(runtime, docket_ids)
-            runs[concurrency] = (result.counts, io, dump(), blob_dump(runtime.blobs),
+            runs[concurrency] = (result.counts, io_done(io), dump(), blob_dump(runtime.blobs),
                                  proxy.traffic.requests, proxy.traffic.max_in_flight)
     one, four, sixteen = runs[1], runs[4], runs[16]
     assert one[0]["files_stored"] > 0 and one[0]["files_deduplicated"] > 0  # the shared file
@@ -235,8 +235,48 @@ def test_folder_backfill_at_concurrency_1_and_16_writes_the_same_rows_blobs_and_
         with counters.measure() as io:
             result = fetch_and_backfill(runtime, docket_ids)
         assert io.get("mirror_reads", 0) > 0
-        runs.append((result.counts, io, dump(), blob_dump(runtime.blobs)))
+        runs.append((result.counts, io_done(io), dump(), blob_dump(runtime.blobs)))
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("db", ["sqlite", "postgres"])
+def test_mirror_backfill_records_a_batch_of_items_in_a_few_statements(opened, standin, corpus, docket_ids,
+                                                                       request, db):
+    """The rows of decided items go in batches (pending marks per batch handed to the
+    readers, then attachment rows, details and states per RECORD_BATCH items): far fewer
+    statements than items. One statement per item or more means the batching broke. The
+    rows are those of a run at concurrency 1 (SQLite's executemany, psycopg2's batches)."""
+    state_url = request.getfixturevalue("pg_url") if db == "postgres" else ""
+    one = opened("one", api_base=standin.api_base, source="mirror", mirror_url=str(corpus), mirror_concurrency=1)
+    fetch_and_backfill(one, docket_ids)
+    expected = dump()
+    runtime = opened("batched", api_base=standin.api_base, source="mirror", mirror_url=str(corpus),
+                     mirror_concurrency=16, state_url=state_url)
+    dockets.ensure_dockets(docket_ids, "list")
+    for docket_id in docket_ids:
+        assert fetch_docket(StageContext(runtime, "fetch"), dockets.require_docket(docket_id)).clean
+    items = Item.select().count()
+    with counters.measure() as io, counters.counting_queries():
+        for docket_id in docket_ids:
+            assert backfill_docket(StageContext(runtime, "run"), dockets.require_docket(docket_id)).clean
+    states = [row.state for row in ItemState.select().where(ItemState.stage == STAGE)]
+    assert len(states) == items and "pending" not in states and states.count("ok") >= items - 2
+    # per docket of 15 items: one pending batch of 15, one record batch (pending, decided)
+    assert io[ITEM_STATE_WRITES] <= 3 * len(docket_ids) < items
+    # the rest is per docket (its todo pages, listing, handed-over records), not per item:
+    # one statement per item or more (as before the batching: 6.8) would pass 100 per docket
+    assert io["state_queries"] <= 25 * len(docket_ids)
+    assert dump() == expected
+
+
+# Statements the state DB ran: how many depends on how rows are batched (concurrency 1 marks
+# each item pending alone), not on what the run did.
+STATEMENT_COUNTERS = {"rows_written", "item_state_writes", "state_queries"}
+
+
+def io_done(io: dict) -> dict:
+    """The work a run did (requests, reads, blobs written), without its statement counts."""
+    return {name: n for name, n in io.items() if name not in STATEMENT_COUNTERS}
 
 
 class SpendsAfter(StageContext):
@@ -416,3 +456,57 @@ def test_a_listing_refused_on_a_later_page_is_the_same_one_line_as_a_refused_buc
     assert io.get("s3_list") >= 2  # the first page was read, the refusal came on a later one
     assert classify(refused.value).stops_run and "\n" not in message
     assert message.startswith(f"s3://{s3_bucket}: listing raw-data/") and "refused (403)" in message
+
+
+# --------------------------------------------------------------------------- killed mid-batch
+
+
+KILLED_RUN = """
+import sys
+import pipeline.stages.backfill as backfill
+from pipeline.progress import Progress
+from pipeline.runtime import get_runtime
+from pipeline.stages.base import StageContext
+from pipeline.store import dockets
+backfill.RECORD_BATCH = int(sys.argv[2])
+progress = Progress("backfill " + sys.argv[1])  # the kill hook counts backfill's items
+backfill.backfill_docket(StageContext(get_runtime(), "killed", progress=progress),
+                         dockets.require_docket(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize(("batch", "after"), [(100, 9), (4, 11)])
+def test_sigkill_mid_batch_on_a_pool_then_one_rerun_equals_an_uninterrupted_run(
+        opened, standin, corpus, docket_ids, batch, after):
+    """Killed after ``after`` items were decided: the batches written by then hold whole
+    items, the rest of what was handed out is pending, and one rerun makes the store an
+    uninterrupted run makes."""
+    settings = {"api_base": standin.api_base, "source": "mirror", "mirror_url": str(corpus),
+                "mirror_concurrency": 16}
+    whole = opened("whole", **settings)
+    fetch_and_backfill(whole, docket_ids[:1])
+    expected, expected_blobs = dump(), blob_dump(whole.blobs)
+
+    runtime = opened("killed", **settings)
+    dockets.ensure_dockets(docket_ids[:1], "list")
+    assert fetch_docket(StageContext(runtime, "fetch"), dockets.require_docket(docket_ids[0])).clean
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "DOCKETEER_TEST_KILL_AFTER": f"backfill:{after}"}
+    env.update({f"DOCKETEER_{k.upper()}": str(v) for k, v in runtime.settings.values.items()
+                if isinstance(v, str | int | float) and not isinstance(v, bool)})
+    killed = subprocess.run([sys.executable, "-c", KILLED_RUN, docket_ids[0], str(batch)], env=env,
+                            cwd=Path(__file__).resolve().parents[1], capture_output=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr.decode()[-2000:]
+
+    rows = {row.item: row.state for row in ItemState.select().where(ItemState.stage == STAGE)}
+    decided = [key for key, state in rows.items() if state != "pending"]
+    assert len(decided) == after // batch * batch  # whole batches only, each of whole items
+    assert "pending" in rows.values()  # handed out, never recorded: the next run redoes them
+    recorded = {a.item for a in Attachment.select()}
+    assert recorded <= set(decided)  # no attachment row of an item the kill left pending
+    file_rows = {r.item for r in ItemState.select().where(ItemState.stage == "backfill.file")}
+    assert all(f"{a.item}/{a.filename}" in file_rows for a in Attachment.select())
+
+    assert fetch_and_backfill(runtime, docket_ids[:1]).clean
+    assert dump() == expected and blob_dump(runtime.blobs) == expected_blobs
+    assert not ItemState.select().where(ItemState.state == "pending").exists()

@@ -69,6 +69,7 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
         log.info("%s: sealed %s with %d items left to backfill", docket.id, docket.sealed_at, owed)
     source = _make_source(ctx, docket, api, mirror)
     reader = ItemReader(ctx, source)
+    decided = DecidedRows(source.record_batch)
     ctx.progress.start(owed)
     try:
         for todo in _todo_pages(docket.id, ctx.force, now):
@@ -77,16 +78,68 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
             source.expect(todo)
             # The reads of the next items overlap (pipeline/read_ahead.py); each item's
             # decision and rows are taken here, in order, as a plain loop would.
-            for job, read in read_ahead(reader.read, todo, source.concurrency, ctx.check_time, reader.job):
-                outcome = backfill_item(ctx, job.item, reader.in_stage_thread(job, read), result)
+            for job, read in read_ahead(reader.read, todo, source.concurrency, ctx.check_time, reader.job,
+                                        reader.before_reading):
+                outcome = backfill_item(ctx, job, reader.in_stage_thread(job, read), result, decided)
+                decided.item_done()
                 ctx.progress.advance(outcome)
+            decided.write()
     except BudgetSpent as exc:
-        # The item in hand stays pending (or untouched): the next run picks it up.
+        # Items handed out and not decided stay pending: the next run picks them up.
         result.budget_spent, result.message = True, str(exc)
     finally:
-        source.add_calls(result)
-        source.release()
+        try:
+            decided.write()  # what was decided is kept, whatever stopped the run
+        finally:
+            source.add_calls(result)
+            source.release()
     return result
+
+
+RECORD_BATCH = 100  # decided items whose rows are written in one transaction (mirror sources)
+
+
+class DecidedRows:
+    """The rows of decided items not written yet, written together: ``size`` items' attachment
+    rows, detail updates and state rows in one transaction of a few prepared statements
+    (statements per item were most of backfill's CPU). An item's rows are all in one batch,
+    so a kill leaves an item wholly recorded or left ``pending`` (marked before its reads),
+    which the next run redoes; only the last batch's work is lost."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._clear()
+
+    def _clear(self) -> None:
+        self.attachments: list[tuple] = []
+        self.states: list[dict] = []
+        self.details: list[items.Detail] = []
+        self.items = 0
+
+    def attachment(self, item_key: str, filename: str, values: dict) -> None:
+        self.attachments.append((item_key, filename, *(values[c] for c in items.ATTACHMENT_COLUMNS[2:])))
+
+    def state(self, stage: str, key: str, docket_id: str, state: str, *, run_id: str, **values) -> None:
+        self.states.append({"stage": stage, "item": key, "docket": docket_id, "state": state,
+                            "run_id": run_id, **values})
+
+    def detail(self, detail: items.Detail) -> None:
+        self.details.append(detail)
+
+    def item_done(self) -> None:
+        self.items += 1
+        if self.items >= self.size:
+            self.write()
+
+    def write(self) -> None:
+        attachments, states, details = self.attachments, self.states, self.details
+        self._clear()  # taken first: a failed write is not tried again by the caller's finally
+        if not (attachments or states or details):
+            return
+        with database.atomic():
+            items.upsert_attachments(attachments)
+            items.record_details(details)
+            item_states.transition_many(states)
 
 
 TODO_PAGE = 2000  # items (and their attachment rows) one backfill pass holds at once
@@ -138,42 +191,47 @@ def _api_source(ctx: StageContext, api) -> ApiSource:
     return ApiSource(api or connect.regulations_gov(ctx.settings, budget))
 
 
-def backfill_item(ctx: StageContext, item: Item, read, result: StageResult) -> str:
+def backfill_item(ctx: StageContext, job: ItemJob, read, result: StageResult, decided: DecidedRows) -> str:
     """One item to a decided state from what was read for it (``read()`` returns the
     ``ItemRead`` or raises what reading it raised), whatever went wrong: one bad record
-    never stops the docket. Run-stopping failures and a spent budget go up to the stage."""
+    never stops the docket. Run-stopping failures and a spent budget go up to the stage.
+    Its rows go to ``decided`` (written with the batch), a failure's at once."""
     try:
-        return _backfill(ctx, item, read(), result)
+        return _backfill(ctx, job, read(), result, decided)
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
-        log.warning("backfill %s: %s (%s)", item.key, failure.reason, failure.kind)
-        return _finish(ctx, item, result, failure)
+        log.warning("backfill %s: %s (%s)", job.item.key, failure.reason, failure.kind)
+        decided.write()
+        return _finish(ctx, job.item, result, failure)
 
 
-def _backfill(ctx: StageContext, item: Item, got: ItemRead, result: StageResult) -> str:
-    if not got.marked_pending:  # read on the pool: its blobs are whole and keyed by content,
-        # so the row that says "a process died here" is needed from its first row on
-        _mark_pending(ctx, item)
-    outcomes = [_have_file(ctx, item, fetched, result) for fetched in got.files]
+def _backfill(ctx: StageContext, job: ItemJob, got: ItemRead, result: StageResult, decided: DecidedRows) -> str:
+    item = job.item
+    # The item's files as its rows will say once this batch is written (filename -> sha256).
+    files = {row.filename: row.sha256 for row in job.rows}
+    outcomes = [_have_file(ctx, item, fetched, result, decided, files) for fetched in got.files]
     state = _item_state([file_state for file_state, _reason in outcomes])
     if state == RETRY:
         if item.kind == "document":  # see items.update_waiting_detail: a comment waits whole
             items.update_waiting_detail(item.key, got.fields)
         why = "; ".join(reason for file_state, reason in outcomes if file_state == RETRY)
+        decided.write()
         return _finish(ctx, item, result, Failure("transient", RETRY, why[:500]))
-    _record_detail(ctx, item, got.fields, state)
+    _record_detail(ctx, item, got.fields, state, decided, files)
     result.add(state)
     return state
 
 
-def _record_detail(ctx: StageContext, item: Item, fields: dict, state: str) -> None:
-    """Detail fields and the item's terminal state together: a kill cannot split them."""
+def _record_detail(ctx: StageContext, item: Item, fields: dict, state: str, decided: DecidedRows,
+                   files: dict[str, str | None]) -> None:
+    """Detail fields and the item's terminal state, in the batch with its file rows: a kill
+    cannot split them."""
     detail_hash = items.content_digest(fields)
-    content = items.content_digest({"detail": detail_hash, "files": items.stored_files(item.key)})
-    with database.atomic():
-        items.update_detail(item.key, fields, detail_hash, item.summary_hash)
-        item_states.transition(STAGE, item.key, item.docket, state, run_id=ctx.run_id,
-                               content_hash=content, reason=None if state == "ok" else "see files")
+    stored = [[name, files[name]] for name in sorted(files)]  # items.stored_files, as it will be
+    content = items.content_digest({"detail": detail_hash, "files": stored})
+    decided.detail(items.Detail(item, fields, detail_hash, item.summary_hash))
+    decided.state(STAGE, item.key, item.docket, state, run_id=ctx.run_id, content_hash=content,
+                  reason=None if state == "ok" else "see files")
 
 
 def _item_state(file_states: list[str]) -> str:
@@ -205,19 +263,21 @@ def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
     return failure.state
 
 
-def _have_file(ctx, item: Item, fetched: FileFetch, result: StageResult) -> tuple[str, str | None]:
-    """Make sure one file is stored and has its row; returns the file's state (RETRY when
-    it failed transiently: the item then waits to be tried again) and why it is not ok."""
+def _have_file(ctx, item: Item, fetched: FileFetch, result: StageResult, decided: DecidedRows,
+               files: dict[str, str | None]) -> tuple[str, str | None]:
+    """Make sure one file is stored and has its row (in ``decided``, and in ``files``);
+    returns the file's state (RETRY when it failed transiently: the item then waits to be
+    tried again) and why it is not ok."""
     ref, existing = fetched.ref, fetched.existing
     key = f"{item.key}/{ref.filename}"
     if existing and not ctx.force:
         if existing.title != ref.title:  # a re-read record may name the file now: no download
-            items.set_attachment_title(item.key, ref.filename, ref.title)
+            decided.attachment(item.key, ref.filename, {**_row_values(existing), "title": ref.title})
         result.add("files_unchanged")
         return "ok", None
     reason = over_the_cap(ref, ctx.settings.max_attachment_bytes)
     if reason:
-        return _file_state(ctx, item, key, "too_large", reason, result), reason
+        return _file_state(ctx, item, key, "too_large", reason, result, decided), reason
     try:
         stored = fetched.result()
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
@@ -225,15 +285,15 @@ def _have_file(ctx, item: Item, fetched: FileFetch, result: StageResult) -> tupl
         if failure.state == RETRY:
             # Not a final state of the file: "missing" (the mirror lags) or a transient failure.
             state = "missing" if isinstance(exc, NotMirroredYet) else "failed"
-            _file_state(ctx, item, key, state, failure.reason, result, detail="transient")
+            _file_state(ctx, item, key, state, failure.reason, result, decided, detail="transient")
             return RETRY, failure.reason
-        return _file_state(ctx, item, key, failure.state, failure.reason, result, detail=failure.kind), failure.reason
-    # One decision, two rows: a kill between them would leave a row whose file state a
-    # rerun never writes (it sees the attachment stored and skips the file).
-    with database.atomic():
-        _upsert_attachment(item.key, ref, stored)
-        item_states.transition(FILE_STAGE, key, item.docket, "ok", run_id=ctx.run_id,
-                               content_hash=stored.sha256)
+        return (_file_state(ctx, item, key, failure.state, failure.reason, result, decided, detail=failure.kind),
+                failure.reason)
+    # One decision, two rows, in one batch: a kill between them would leave a row whose
+    # file state a rerun never writes (it sees the attachment stored and skips the file).
+    _upsert_attachment(decided, item.key, ref, stored)
+    decided.state(FILE_STAGE, key, item.docket, "ok", run_id=ctx.run_id, content_hash=stored.sha256)
+    files[ref.filename] = stored.sha256
     result.add("files_stored" if stored.created else "files_deduplicated")
     return "ok", None
 
@@ -246,17 +306,20 @@ def over_the_cap(ref: FileRef, max_bytes: int) -> str | None:
     return None
 
 
-def _upsert_attachment(item_key: str, ref: FileRef, stored: IngestResult) -> None:
+def _upsert_attachment(decided: DecidedRows, item_key: str, ref: FileRef, stored: IngestResult) -> None:
     """One row per (item, filename), written only after its blob is whole and in place."""
-    items.upsert_attachment(item_key, ref.filename, {
+    decided.attachment(item_key, ref.filename, {
         "ordinal": ref.ordinal, "format": ref.format, "source_url": ref.url or ref.mirror_key,
         "declared_size": ref.size, "sha256": stored.sha256, "size": stored.size, "title": ref.title})
 
 
-def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: StageResult,
+def _row_values(row: Attachment) -> dict:
+    return {name: getattr(row, name) for name in items.ATTACHMENT_COLUMNS[2:]}
+
+
+def _file_state(ctx, item: Item, key: str, state: str, reason: str, result: StageResult, decided: DecidedRows,
                 detail: str | None = None) -> str:
-    item_states.transition(FILE_STAGE, key, item.docket, state, run_id=ctx.run_id, reason=reason[:500],
-                           detail=detail)
+    decided.state(FILE_STAGE, key, item.docket, state, run_id=ctx.run_id, reason=reason[:500], detail=detail)
     result.add(f"files_{state}")
     return state
 
@@ -273,8 +336,9 @@ class ItemJob:
     """One item to read, with its stored files as the state DB held them when the stage began."""
 
     item: Item
-    stored: dict[str, Attachment]  # its files already stored: filename -> row (with a sha256)
+    stored: dict[str, Attachment]  # its files already stored: filename -> row (with a sha256); none when forced
     record: str | None = None  # its JSON as fetch read it from the mirror (handed over)
+    rows: tuple[Attachment, ...] = ()  # every attachment row of the item (what its content hash names)
 
 
 @dataclass
@@ -302,18 +366,19 @@ class FileFetch:
 class ItemRead:
     fields: dict  # the detail record's stored fields
     files: list[FileFetch]
-    marked_pending: bool  # read in the stage's thread, which marked it before its downloads
 
 
-def _mark_pending(ctx: StageContext, item: Item) -> None:
-    item_states.mark_pending(STAGE, item.key, item.docket, run_id=ctx.run_id, reason="downloading")
+def _mark_pending(ctx: StageContext, todo: list[Item]) -> None:
+    item_states.mark_pending_many(STAGE, [(item.key, item.docket) for item in todo], run_id=ctx.run_id,
+                                  reason="downloading")
 
 
 class ItemReader:
     """The I/O of one item, safe in a reader thread (``pipeline/read_ahead.py``): its detail
     record, its file list, its files into the blob store. Nothing here touches the state
-    DB but what the stage's own thread may do: ``job`` as each item is handed to a reader,
-    and ``read`` itself when there is no pool (one reader: the stage's thread)."""
+    DB but what the stage's own thread may do: ``job`` and ``before_reading`` as items are
+    handed to the readers, and ``read`` itself when there is no pool (one reader: the
+    stage's thread)."""
 
     def __init__(self, ctx: StageContext, source) -> None:
         self.ctx, self.source, self.force = ctx, source, ctx.force
@@ -325,12 +390,18 @@ class ItemReader:
     def read_stored(self, docket_id: str, todo: list[Item]) -> None:
         """The todo items' attachment rows, in one query: only recording an item changes its
         rows, and the lease keeps other runs out, so they hold until each item is recorded."""
-        if not self.force:
-            self._stored = items.attachments_of([item.key for item in todo], docket_id)
+        self._stored = items.attachments_of([item.key for item in todo], docket_id)
 
     def job(self, item: Item) -> ItemJob:
         rows = self._stored.pop(item.key, [])
-        return ItemJob(item, {row.filename: row for row in rows if row.sha256}, self.source.record_for(item))
+        stored = {} if self.force else {row.filename: row for row in rows if row.sha256}
+        return ItemJob(item, stored, self.source.record_for(item), tuple(rows))
+
+    def before_reading(self, jobs: list[ItemJob]) -> None:
+        """On a pool: pending before any of the jobs' downloads, one statement for the batch
+        handed out. A row left ``pending`` says a process died while it read the item."""
+        if not self.inline:
+            _mark_pending(self.ctx, [job.item for job in jobs])
 
     def in_stage_thread(self, job: ItemJob, read):
         """``read``, or, when its reader thread left the item to the stage's thread
@@ -347,13 +418,13 @@ class ItemReader:
         fields = records.detail_fields(body)
         refs = self.source.files(job.item, body, self.formats)
         if self.inline:  # as before any pool: pending once the record is in hand, before downloads
-            _mark_pending(self.ctx, job.item)
+            _mark_pending(self.ctx, [job.item])
         fetches = []
         for ref in refs:
             fetches.append(self._file(ref, job.stored))
             if fetches[-1].error is not None and _stops_item(fetches[-1].error):
                 break  # the stage stops at this file, as it would have without reading ahead
-        return ItemRead(fields, fetches, marked_pending=self.inline)
+        return ItemRead(fields, fetches)
 
     def _file(self, ref: FileRef, stored: dict[str, Attachment]) -> FileFetch:
         def fetch() -> IngestResult:
@@ -430,9 +501,11 @@ class ApiSource:
     """Details from ``/comments/{id}?include=attachments``, files from their fileUrl.
 
     One request at a time: the API is paced and budgeted per key, so reading ahead would
-    buy nothing but a harder budget to keep."""
+    buy nothing but a harder budget to keep; each item is recorded as soon as it is decided
+    (a kill loses no request of the key's budget)."""
 
     concurrency = 1
+    record_batch = 1
 
     def __init__(self, api) -> None:
         self.api = api
@@ -484,6 +557,7 @@ class MirrorSource:
         self.mirror = mirror
         self.docket = docket
         self.concurrency = concurrency  # readers at once: S3 and folder reads mostly wait
+        self.record_batch = RECORD_BATCH
         self._listing = None
         self._listing_lock = threading.Lock()  # the first reader lists; the others wait for it
         self._gone_items: set[str] = set()
@@ -512,7 +586,10 @@ class MirrorSource:
         return table.get(item.key)
 
     def expect(self, todo: list[Item]) -> None:
-        """The items in the order their jobs will be made (stage thread)."""
+        """The items in the order their jobs will be made (stage thread). The docket is
+        listed here, before any item is handed out: a refused listing stops the run with
+        no item marked."""
+        self.listing  # noqa: B018 - listed once, here
         if self._handover is not None:
             self._handover.expect([self._record_key(item) for item in todo])
 

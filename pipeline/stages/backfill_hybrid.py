@@ -28,6 +28,7 @@ class HybridSource:
     def __init__(self, mirror: MirrorSource, api: ApiSource) -> None:
         self.mirror, self.api = mirror, api
         self.concurrency = mirror.concurrency
+        self.record_batch = 1  # what it reads may be the API's: each item recorded when decided
         self._stage_thread = threading.get_ident()  # made in the stage's thread: the API's only one
         self._from_api: set[str] = set()  # items whose detail came from the API
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from pipeline.clock import iso, utcnow
 from pipeline.fingerprints import json_digest
+from pipeline.store import prepared
 from pipeline.store.models import Attachment, Item
 
 Upsert = Literal["created", "updated", "unchanged"]
@@ -114,6 +116,57 @@ def update_waiting_detail(key: str, fields: dict) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Detail:
+    """One item's detail to record (``update_detail``'s arguments), with the item's row as
+    the caller read it (only recording the item changes it: the docket's lease keeps other
+    runs out)."""
+
+    item: Item
+    fields: dict
+    detail_hash: str
+    summary_hash: str | None
+
+
+def record_details(details: Iterable[Detail], now: str | None = None) -> int:
+    """``update_detail`` for many items, with no read (each item's row is the one given):
+    one prepared statement per set of columns. An unchanged item is not written; one whose
+    detail is the same but whose summary moved gets the new hash only. Returns the number of
+    items written."""
+    now = now or iso(utcnow())
+    shapes: dict[tuple[str, ...], list[tuple]] = {}
+    for d in details:
+        row = d.item
+        if row.detail_hash == d.detail_hash and row.detail_summary_hash == d.summary_hash:
+            continue
+        values = {"detail_hash": d.detail_hash, "detail_summary_hash": d.summary_hash}
+        if row.detail_hash != d.detail_hash:
+            values.update(d.fields, updated_at=now)
+        columns = _detail_columns(values)
+        shapes.setdefault(columns, []).append(
+            tuple(_DETAIL_FIELDS[name].db_value(values[name]) for name in columns) + (row.key,))
+        for name, value in values.items():  # the caller's row as the table now holds it
+            setattr(row, name, value)
+    for columns, rows in shapes.items():
+        prepared.run_many("item.detail:" + ",".join(columns), _detail_update(columns), rows)
+    return sum(len(rows) for rows in shapes.values())
+
+
+def _detail_update(columns: tuple[str, ...]):
+    def build(row: tuple):
+        return Item.update(dict(zip([_DETAIL_FIELDS[name] for name in columns], row, strict=False))
+                           ).where(Item.key == row[-1])
+    return build
+
+
+_DETAIL_FIELDS = Item._meta.fields
+
+
+def _detail_columns(values: dict) -> tuple[str, ...]:
+    """The columns of ``values`` in the order peewee writes an UPDATE's SET (the model's)."""
+    return tuple(field.name for field in Item._meta.sorted_fields if field.name in values)
+
+
 # Above this many keys, a lookup streams the rows in the keys' range and keeps the wanted ones
 # instead of listing the keys in the query: peewee builds an IN list at ~15 us a key, and
 # SQLite refuses a statement with more than 250,000. (A stage asks a page of keys in key
@@ -201,6 +254,21 @@ def upsert_attachment(item_key: str, filename: str, values: dict) -> None:
     """One row per (item, filename): inserted, or updated in place."""
     (Attachment.insert(item=item_key, filename=filename, **values)
         .on_conflict(conflict_target=[Attachment.item, Attachment.filename], update=values).execute())
+
+
+# upsert_attachments' columns, in the order of its rows' tuples.
+ATTACHMENT_COLUMNS = ("item", "filename", "ordinal", "format", "source_url", "declared_size", "sha256", "size",
+                      "title")
+_ATTACHMENT_FIELDS = [getattr(Attachment, name) for name in ATTACHMENT_COLUMNS]
+
+
+def upsert_attachments(rows: Sequence[tuple]) -> int:
+    """``upsert_attachment`` for many rows (tuples in ``ATTACHMENT_COLUMNS`` order), one
+    prepared statement."""
+    def build(row: tuple):
+        return Attachment.insert_many([row], fields=_ATTACHMENT_FIELDS).on_conflict(
+            conflict_target=[Attachment.item, Attachment.filename], preserve=_ATTACHMENT_FIELDS[2:])
+    return prepared.run_many("attachment.upsert", build, [tuple(row) for row in rows])
 
 
 def stored_files(item_key: str) -> list[list]:

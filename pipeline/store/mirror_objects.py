@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-import peewee
-
-from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.store import prepared
 from pipeline.store.models import MirrorObject, database
 
 LISTED = "listed"
 GONE = "gone"
-# Rows per statement page (PostgreSQL) and per ``IN (...)`` list.
+# Keys per ``IN (...)`` list.
 WRITE_BATCH = 2000
 
 
@@ -72,34 +70,21 @@ def record_listed(docket_id: str, entries: Iterable, now: str, bodies: dict[str,
     """Upsert the objects (``ListedObject``s) as listed now, with the JSON read of each
     (``bodies``: key -> text) kept for backfill; returns how many rows.
 
-    peewee writes the statement for one row and the driver runs it for every row: building
-    the SQL of 200,000 rows value by value in Python cost ten times the insert itself."""
+    One prepared statement run for every row (``pipeline.store.prepared``): building the SQL
+    of 200,000 rows value by value in Python cost ten times the insert itself."""
     bodies = bodies or {}
     rows = [(e.key, docket_id, e.size, e.etag, e.modified, LISTED, None, now, bodies.get(e.key))
             for e in entries]
-    if not rows:
-        return 0
-    statement = _upsert_statement(rows[0])
-    with database.atomic(), peewee.__exception_wrapper__:  # driver errors as peewee's
-        cursor = database.cursor()
-        if isinstance(database.obj, peewee.SqliteDatabase):
-            cursor.executemany(statement, rows)
-        else:
-            from psycopg2.extras import execute_batch
-
-            execute_batch(cursor, statement, rows, page_size=WRITE_BATCH)
-    counters.incr(ROWS_WRITTEN)
-    return len(rows)
+    return prepared.run_many("mirror_object.upsert", _upsert, rows)
 
 
 _FIELDS = (MirrorObject.key, MirrorObject.docket, MirrorObject.size, MirrorObject.etag, MirrorObject.modified,
            MirrorObject.state, MirrorObject.reason, MirrorObject.seen_at, MirrorObject.body)
 
 
-def _upsert_statement(row: tuple) -> str:
-    query = (MirrorObject.insert_many([row], fields=list(_FIELDS))
-             .on_conflict(conflict_target=[MirrorObject.key], preserve=list(_FIELDS[1:])))
-    return query.sql()[0]
+def _upsert(row: tuple):
+    return (MirrorObject.insert_many([row], fields=list(_FIELDS))
+            .on_conflict(conflict_target=[MirrorObject.key], preserve=list(_FIELDS[1:])))
 
 
 def record_gone(keys: list[str], now: str, reason: str) -> int:
