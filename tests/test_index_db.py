@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 import os
+import signal
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -422,3 +425,77 @@ def test_as_root_the_embedded_server_changes_no_permission_outside_the_data_fold
     assert not (data / "index-pg" / "postmaster.pid").exists()  # stopped through the same path
     assert (_modes(above), _modes(install)) == before
     assert private.stat().st_mode & 0o777 == 0o700
+
+
+# A process that holds the embedded server and keeps its killed postmaster unreaped: as a
+# child subreaper (prctl PR_SET_CHILD_SUBREAPER) it inherits the postmaster once pg_ctl exits,
+# and it never waits for it, as PID 1 of many containers never does.
+HOLDER = """
+import ctypes, sys
+from pathlib import Path
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+from pipeline.index import embedded_server
+import psycopg2
+server = embedded_server.acquire(Path(sys.argv[1]))
+with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
+    cur.execute("CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)")
+print(server.get_pid(), flush=True)
+sys.stdin.read()
+"""
+RERUN = """
+import sys
+from pathlib import Path
+from pipeline.index import embedded_server
+import psycopg2
+server = embedded_server.acquire(Path(sys.argv[1]))
+with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
+    cur.execute("SELECT n FROM kept")
+    print(cur.fetchone()[0])
+embedded_server.release(server)
+"""
+
+
+def _servers_of(pgdata: Path) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline", "status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and str(pgdata) in " ".join(p.info["cmdline"] or [])]
+
+
+def _python(script: str, *args: str, **popen) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.Popen([sys.executable, "-c", script, *args], env=env, text=True, **popen)
+
+
+@pytest.mark.parametrize("leftover", ["a zombie", "a pid taken by another process"])
+def test_a_killed_embedded_server_is_started_again_by_the_next_user(tmp_path, leftover):
+    """SIGKILL of the postmaster leaves its postmaster.pid and socket lock file naming a pid
+    that still exists (an unreaped zombie, or later another process): the next user starts
+    the server again on the same data (the rows committed before the kill are there), and
+    the last user to leave stops the restarted server, not only the dead one."""
+    data, pgdata = tmp_path / "d", (tmp_path / "d" / "index-pg").resolve()
+    holder = _python(HOLDER, str(data), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    stranger = 1  # alive, and started long before: as a pid reused by another process
+    try:
+        postmaster = int(holder.stdout.readline())
+        os.kill(postmaster, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while psutil.Process(postmaster).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert psutil.Process(postmaster).status() == psutil.STATUS_ZOMBIE  # the holder does not reap it
+        if leftover == "a pid taken by another process":
+            for name in ("postmaster.pid", ".s.PGSQL.5432.lock"):
+                for lock in {pgdata / name, *pgdata.parent.glob(f"**/{name}")}:
+                    if lock.exists():
+                        lock.write_text(lock.read_text().replace(str(postmaster), str(stranger), 1))
+        rerun = _python(RERUN, str(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = rerun.communicate(timeout=120)
+        assert (rerun.returncode, out.strip()) == (0, "42"), err[-2000:]
+        assert _servers_of(pgdata)  # the holder still holds the restarted server
+    finally:
+        holder.communicate(timeout=120)  # lets go: the last user
+    assert holder.returncode == 0
+    assert _process_ends(postmaster)
+    deadline = time.monotonic() + 30
+    while _servers_of(pgdata) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _servers_of(pgdata), "the restarted server was left running"
+    assert not (pgdata / "postmaster.pid").exists()

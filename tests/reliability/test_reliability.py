@@ -321,7 +321,7 @@ def _wait_for(path, deadline: float) -> None:
 
 def test_the_index_postgres_killed_mid_run_then_one_rerun_recovers(tmp_path, pg_server, reference):
     """Timed kills of the embedded index server (SIGKILL of its postmaster) while a run works."""
-    count = trials(default=1, full=5)
+    count = trials(default=1, full=12)
     failures, lost_total, dup_total, outside, stopped, permissions = [], 0, 0, 0, 0, 0
     for trial in range(count):
         with world(tmp_path / f"p{trial}", pg_server, index_url="", traced=True) as w:
