@@ -81,6 +81,16 @@ def caps_biting(sizes: ItemSizes | None, caps: TextCaps) -> str:
     return ",".join(bitten)
 
 
+def chunks_biting(chunks_made: int, max_item_chunks: int | None) -> str:
+    """The index's chunk cap as it cuts an item that makes ``chunks_made`` chunks (empty when
+    it does not): the part of its index fingerprint and content hash that a changed
+    ``max_item_chunks`` changes only for the items it bites or bit (the rule of
+    ``caps_biting``, for chunks)."""
+    if max_item_chunks is None or chunks_made <= max_item_chunks:
+        return ""
+    return f"chunks<={max_item_chunks}"
+
+
 def with_caps(fingerprint: str, biting: str) -> str:
     """An item's fingerprint with the caps that bite it: unchanged when none does, so that
     the fingerprints of items no cap touches stay what they were before caps counted."""
