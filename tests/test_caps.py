@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from devtools.mirror_layout import comment_files, replace_json
 from pipeline.clock import iso, utcnow
-from pipeline.counters import COMBINED_READS, STAGE_CALLS, counters
+from pipeline.counters import COMBINED_READS, PDF_OPENS, STAGE_CALLS, counters
 from pipeline.extract.combined import capped_of, combined_sections, parse_combined, render_combined
 from pipeline.extract.readers import AttachmentText, ExtractLimits, read_attachment
 from pipeline.extract.text_caps import (
@@ -20,8 +20,13 @@ from pipeline.extract.text_caps import (
     with_caps,
 )
 from pipeline.stages import registry
+from pipeline.stages.extract import STAGE as EXTRACT
 from pipeline.stages.extract import read_combined
+from pipeline.stages.ocr import STAGE as OCR
+from pipeline.store.blobs import combined_key
 from pipeline.store.models import ItemState, Run
+from tests import test_extract_stage as extract_tests
+from tests import test_ocr_stage as ocr_tests
 from tests.test_unfinished_work import chain, run_at, states
 
 
@@ -215,3 +220,69 @@ def test_the_chunk_cap_bites_as_the_text_caps_do():
     assert chunks_biting(10, 10) == "" and chunks_biting(11, 10) == "chunks<=10"
     assert chunks_biting(11, None) == ""
     assert with_caps("f", chunks_biting(11, 10)) != with_caps("f", chunks_biting(11, 9))
+
+
+# --- OCR'd items follow the same rule ---------------------------------------------------------
+
+
+rt = extract_tests.rt  # a runtime on a local store (the OCR stage's tests' fixture)
+
+
+def _extract_then_ocr(rt, run: str) -> tuple[set[str], int]:
+    """Extract, then OCR, as the chain runs them: (the items extract redid, the PDFs OCR opened)."""
+    before = _extract_rows(ocr_tests.DOCKET)
+    ocr_tests.run_extract(rt, run_id=f"extract-{run}")
+    redone = {k for k, (_, run_id) in _extract_rows(ocr_tests.DOCKET).items() if run_id == f"extract-{run}"}
+    assert set(before) <= set(_extract_rows(ocr_tests.DOCKET))
+    _, io = ocr_tests.run_ocr(rt, run_id=f"ocr-{run}")
+    return redone, io.get(PDF_OPENS, 0)
+
+
+@ocr_tests.needs_tesseract
+def test_a_changed_cap_redoes_exactly_the_ocrd_items_whose_text_it_changes(rt):
+    """OCR records an item's sizes with its OCR text (extract measured the scan as empty): a
+    cap that bites only because of that text redoes that item alone, through extract and OCR
+    (its scan read again), and raised back, that item again, to the bytes it had."""
+    ocr_tests.setup_docket(rt, ocr_tests.comments())
+    assert _extract_then_ocr(rt, "1")[1] == 2  # the two scans
+    scanned = ocr_tests.SCANNED
+    extracted = ItemSizes.from_detail(ocr_tests.rows(EXTRACT)[scanned].detail)
+    merged_bytes = rt.blobs.get(combined_key(ocr_tests.DOCKET, scanned))
+    rows_before = {k: (r.fingerprint, r.content_hash) for k, r in ocr_tests.rows(EXTRACT).items()}
+    sizes = {k: ItemSizes.from_detail(r.detail) for k, r in ocr_tests.rows(EXTRACT).items()}
+    with_ocr = sizes[scanned]
+    assert with_ocr.rest > 0 and ocr_tests.SCAN_SENTENCE in ocr_tests.normalised(merged_bytes.decode())
+    # Under this cap only because of the OCR text: the other items and the typed text fit.
+    cap = with_ocr.body + with_ocr.rest - 10
+    assert all(s.body + s.rest <= cap for k, s in sizes.items() if k != scanned), (cap, sizes)
+    assert extracted is not None and cap > 0
+
+    default = rt.settings.values["max_item_chars"]
+    rt.settings.values["max_item_chars"] = cap
+    redone, scans_read = _extract_then_ocr(rt, "2")
+    assert (redone, scans_read) == ({scanned}, 1)
+    frontmatter, _ = ocr_tests.combined(rt, scanned)
+    assert frontmatter["chars"] <= cap and frontmatter["capped"]
+    assert f"item text capped at {cap} characters" in ocr_tests.rows(EXTRACT)[scanned].reason
+    tables = ocr_tests.dump_tables()
+    assert _extract_then_ocr(rt, "3") == (set(), 0)  # the same cap: nothing to do
+    assert ocr_tests.dump_tables() == tables
+
+    rt.settings.values["max_item_chars"] = default
+    assert _extract_then_ocr(rt, "4") == ({scanned}, 1)
+    assert rt.blobs.get(combined_key(ocr_tests.DOCKET, scanned)) == merged_bytes
+    assert {k: (r.fingerprint, r.content_hash) for k, r in ocr_tests.rows(EXTRACT).items()} == rows_before
+
+
+@ocr_tests.needs_tesseract
+def test_an_item_a_cap_bites_at_extract_still_gets_its_scans_read(rt):
+    """Its extract fingerprint carries the cap; OCR still knows its combined.md as the one
+    extract wrote (by its content hash), merges, and is done for good."""
+    ocr_tests.setup_docket(rt, ocr_tests.comments())
+    rt.settings.values["max_item_chars"] = 60  # bites the typed PDF of the scanned comment
+    ocr_tests.run_extract(rt)
+    assert "item text capped at 60" in (ocr_tests.rows(EXTRACT)[ocr_tests.SCANNED].reason or "")
+    result, io = ocr_tests.run_ocr(rt)
+    assert result.counts.get("merged") == 2 and "stale" not in result.counts and io[PDF_OPENS] == 2
+    assert ocr_tests.rows(OCR)[f"{ocr_tests.SCANNED}/attachment_1.pdf"].state == "ok"
+    assert _extract_then_ocr(rt, "2") == (set(), 0)

@@ -43,6 +43,11 @@ class ItemSizes:
     def detail(self) -> str:
         return f"sizes body={self.body} rest={self.rest} file={self.largest_file} file_cut={int(self.file_cut)}"
 
+    def with_files(self, more: ItemSizes) -> ItemSizes:
+        """These sizes with ``more`` files' (OCR's texts, merged after extract measured)."""
+        return ItemSizes(self.body, self.rest + more.rest, max(self.largest_file, more.largest_file),
+                         self.file_cut or more.file_cut)
+
     @classmethod
     def from_detail(cls, detail: str | None) -> ItemSizes | None:
         found = _SIZES.fullmatch(detail or "")
