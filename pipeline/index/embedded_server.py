@@ -442,9 +442,8 @@ _POSTGRES_PROBLEM = re.compile(r"(?:FATAL|ERROR|PANIC|: error):\s+(.*)")
 
 
 def _postgres_reason(log_lines: list[str]) -> str | None:
-    """The first FATAL/ERROR line of a failed initdb or pg_ctl, without its timestamp."""
-    for text in log_lines:
-        for line in text.splitlines():
-            if found := _POSTGRES_PROBLEM.search(line):
-                return found.group(1).strip()
-    return None
+    """The last FATAL/ERROR line of a failed initdb or pg_ctl, without its timestamp: the
+    server's log that the wheel shows holds its earlier lives too (a kill's FATAL lines)."""
+    found = [match.group(1).strip() for text in log_lines for line in text.splitlines()
+             if (match := _POSTGRES_PROBLEM.search(line))]
+    return found[-1] if found else None
