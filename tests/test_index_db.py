@@ -585,3 +585,47 @@ def test_a_failed_restart_is_named_by_its_own_log_line_not_an_earlier_lifes():
                   "2026-12-01 11:05:00 UTC [9] FATAL:  pre-existing shared memory block (key 1, ID 2) is still in use\n")
         raise subprocess.CalledProcessError(1, ["/venv/pginstall/bin/pg_ctl", "-w", "start"])
     assert str(raised.value).endswith("pg_ctl: pre-existing shared memory block (key 1, ID 2) is still in use")
+
+
+BUSY_HOLDER = HOLDER.replace("sys.stdin.read()", """import threading
+def busy():  # a statement that runs for hours: its backend outlives the postmaster's kill
+    with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM generate_series(1, 10000000000000)")
+threading.Thread(target=busy, daemon=True).start()
+with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
+    while True:  # until its statement runs
+        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%generate_series%' AND pid <> pg_backend_pid()")
+        if cur.fetchone()[0]:
+            break
+print("busy", flush=True)
+sys.stdin.read()""")
+
+
+def test_a_killed_servers_busy_backend_does_not_stop_the_next_start(tmp_path):
+    """A backend in a long statement keeps the killed server's shared memory attached, and
+    PostgreSQL will not start beside it: the next user ends it and starts the server."""
+    from pipeline.index import embedded_server
+
+    data, pgdata = tmp_path / "d", (tmp_path / "d" / "index-pg").resolve()
+    holder = _python(BUSY_HOLDER, str(data), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    recorded = None
+    try:
+        postmaster = int(holder.stdout.readline())
+        assert holder.stdout.readline().strip() == "busy"
+        recorded = embedded_server.recorded_server(pgdata)
+        os.kill(postmaster, signal.SIGKILL)
+        time.sleep(1)  # the idle processes notice and leave; the busy backend does not
+        busy = embedded_server._processes_mapping(recorded.shm_key)
+        assert busy and embedded_server._attached(recorded.shmid) >= 1
+        rerun = _python(RERUN, str(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = rerun.communicate(timeout=120)
+        assert (rerun.returncode, out.strip()) == (0, "42"), err[-2000:]
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in busy)
+    finally:
+        holder.communicate(timeout=120)
+        for process in embedded_server._processes_mapping(recorded and recorded.shm_key):
+            process.kill()  # a failed test leaves no busy orphan running for hours
+    deadline = time.monotonic() + 30
+    while _servers_of(pgdata) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _servers_of(pgdata)

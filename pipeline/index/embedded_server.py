@@ -199,7 +199,7 @@ def _program_with_capability(setpriv: str, name: str):
 # PostgreSQL's own lock-file check takes it for "another postmaster": either way no rerun
 # could reach the index. So before the wheel decides, a dead server's files are removed.
 STARTED_WITHIN = 5.0  # seconds between a postmaster's fork and the start time it records
-ORPHANS_SECONDS = 30.0  # how long a dead server's backends may take to leave its shared memory
+ORPHANS_SECONDS = 10.0  # how long a dead server's backends may take to leave its shared memory
 SHARED_MEMORY_TABLE = Path("/proc/sysvipc/shm")
 
 
@@ -209,7 +209,8 @@ class RecordedServer:
     pid: int
     started: float | None  # its start time (epoch seconds)
     socket_lock: Path | None  # <socket dir>/.s.PGSQL.<port>.lock
-    shmid: int | None  # its SysV shared memory segment (the interlock of old backends)
+    shm_key: int | None  # its SysV shared memory segment (the interlock of old backends)
+    shmid: int | None
 
 
 def recorded_server(pgdata: Path) -> RecordedServer | None:
@@ -223,8 +224,9 @@ def recorded_server(pgdata: Path) -> RecordedServer | None:
     started = float(field[2]) if field.get(2, "").isdigit() else None
     socket_lock = (Path(field[4]) / f".s.PGSQL.{field[3]}.lock"
                    if field.get(4) and field.get(3, "").isdigit() else None)
-    shm = field.get(6, "").split()
-    return RecordedServer(pid, started, socket_lock, int(shm[1]) if len(shm) == 2 and shm[1].isdigit() else None)
+    shm = [int(n) for n in field.get(6, "").split() if n.isdigit()]
+    key, shmid = shm if len(shm) == 2 else (None, None)
+    return RecordedServer(pid, started, socket_lock, key, shmid)
 
 
 def postmaster_alive(pid: int, started: float | None) -> bool:
@@ -248,7 +250,7 @@ def clear_dead_server(pgdata: Path) -> bool:
     recorded = recorded_server(pgdata)
     if recorded is None or postmaster_alive(recorded.pid, recorded.started):
         return False
-    _wait_for_orphans(pgdata, recorded.shmid)
+    _end_orphans(pgdata, recorded)
     holder = _lock_file_pid(recorded.socket_lock) if recorded.socket_lock is not None else None
     if holder is not None and (holder == recorded.pid or not postmaster_alive(holder, None)):
         recorded.socket_lock.unlink(missing_ok=True)  # a live server's own (another cluster's) stays
@@ -264,15 +266,39 @@ def _lock_file_pid(path: Path) -> int | None:
         return None
 
 
-def _wait_for_orphans(pgdata: Path, shmid: int | None) -> None:
-    """A killed postmaster's backends end on their own once they notice; until then
-    PostgreSQL refuses to start beside them ("pre-existing shared memory block")."""
+def _end_orphans(pgdata: Path, recorded: RecordedServer) -> None:
+    """A killed postmaster's backends end on their own once they notice (an idle one at
+    once, a busy one when its statement ends); until then PostgreSQL refuses to start beside
+    them ("pre-existing shared memory block is still in use"). Those still there after
+    ORPHANS_SECONDS are ended: without their postmaster they serve no one, and a transaction
+    they had not committed is lost as the kill would have lost it."""
     deadline = time.monotonic() + ORPHANS_SECONDS
-    while (attached := _attached(shmid)) and time.monotonic() < deadline:
+    while _attached(recorded.shmid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if attached:
+    orphans = _processes_mapping(recorded.shm_key) if _attached(recorded.shmid) else []
+    for process in orphans:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(orphans, timeout=ORPHANS_SECONDS)
+    if attached := _attached(recorded.shmid):
         raise ConfigError(f"the embedded index server under {pgdata} was killed and {attached} of its "
                           "processes still use its shared memory: end them, then run again")
+    if orphans:
+        _log.warning("ended %d processes of the killed index server under %s", len(orphans), pgdata)
+
+
+def _processes_mapping(key: int | None) -> list[psutil.Process]:
+    """The processes that have the SysV segment ``key`` attached (``/SYSV<key>`` in their maps)."""
+    if key is None:
+        return []
+    name = f"/SYSV{key:08x}"
+    found = []
+    for process in psutil.process_iter(["name"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if process.info["name"] == "postgres" and any(
+                    name in mapping.path for mapping in process.memory_maps(grouped=False)):
+                found.append(process)
+    return found
 
 
 def _attached(shmid: int | None) -> int:
