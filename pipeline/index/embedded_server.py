@@ -198,7 +198,9 @@ def _program_with_capability(setpriv: str, name: str):
 # takes any existing pid for a running server (and hands out its dead socket), and
 # PostgreSQL's own lock-file check takes it for "another postmaster": either way no rerun
 # could reach the index. So before the wheel decides, a dead server's files are removed.
-STARTED_WITHIN = 5.0  # seconds between a postmaster's fork and the start time it records
+# Seconds between a postmaster's fork and the start time it records: milliseconds, but a
+# live server taken for dead would be started over (its processes ended), so be generous.
+STARTED_WITHIN = 60.0
 ORPHANS_SECONDS = 10.0  # how long a dead server's backends may take to leave its shared memory
 SHARED_MEMORY_TABLE = Path("/proc/sysvipc/shm")
 
@@ -234,7 +236,7 @@ def postmaster_alive(pid: int, started: float | None) -> bool:
     zombie, not another process that took the pid since."""
     try:
         process = psutil.Process(pid)
-        if process.status() == psutil.STATUS_ZOMBIE:
+        if process.status() == psutil.STATUS_ZOMBIE or process.name() != "postgres":
             return False
         return started is None or abs(process.create_time() - started) <= STARTED_WITHIN
     except psutil.NoSuchProcess:
