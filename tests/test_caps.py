@@ -7,11 +7,26 @@ import json
 from dataclasses import replace
 
 from devtools.mirror_layout import comment_files, replace_json
+from pipeline.clock import iso, utcnow
+from pipeline.counters import COMBINED_READS, PDF_OPENS, STAGE_CALLS, counters
 from pipeline.extract.combined import capped_of, combined_sections, parse_combined, render_combined
 from pipeline.extract.readers import AttachmentText, ExtractLimits, read_attachment
-from pipeline.extract.text_caps import ItemSizes, TextCaps, capped_sections, caps_biting, with_caps
+from pipeline.extract.text_caps import (
+    ItemSizes,
+    TextCaps,
+    capped_sections,
+    caps_biting,
+    chunks_biting,
+    with_caps,
+)
+from pipeline.stages import registry
+from pipeline.stages.extract import STAGE as EXTRACT
 from pipeline.stages.extract import read_combined
+from pipeline.stages.ocr import STAGE as OCR
+from pipeline.store.blobs import combined_key
 from pipeline.store.models import ItemState, Run
+from tests import test_extract_stage as extract_tests
+from tests import test_ocr_stage as ocr_tests
 from tests.test_unfinished_work import chain, run_at, states
 
 
@@ -146,3 +161,128 @@ def test_which_caps_bite_is_judged_from_recorded_sizes():
     assert caps_biting(ItemSizes(0, 10, 5, True), TextCaps(None, None, 2000)) == "file<=2000"  # cut before
     assert ItemSizes.from_detail(sizes.detail()) == sizes and ItemSizes.from_detail(None) is None
     assert with_caps("f", "") == "f" and with_caps("f", "item<=9") != with_caps("f", "item<=10")
+
+
+def _index_rows(runtime, docket: str) -> dict[str, tuple]:
+    """item -> (fingerprint, indexed_at, chunk count) of its index row: re-embedded, a new
+    indexed_at."""
+    return {k: (s.fingerprint, s.indexed_at, s.chunk_count) for collection in ("comments", "documents")
+            for k, s in runtime.index_db().state_for_docket(collection, docket).items()}
+
+
+def _chunk_cap_run(runtime, original, hours: float, cap: int | None) -> tuple[int, int]:
+    """One IndexAll under ``max_item_chunks=cap`` (None: the default); its combined.md reads
+    and stage runs."""
+    values = original.values if cap is None else {**original.values, "max_item_chunks": cap}
+    runtime.settings = replace(original, values=values)
+    with counters.measure() as io:
+        assert run_at(hours)
+    return io.get(COMBINED_READS, 0), io.get(STAGE_CALLS, 0)
+
+
+def test_a_changed_chunk_cap_reindexes_exactly_the_items_it_bites_or_bit(tmp_path, pg_server):
+    """max_item_chunks lowered re-indexes the items it cuts and reads no other item's
+    combined.md; the same cap again reads nothing; raised back, those items again, and their
+    rows and chunks are what they were. The docket's marker changes with the cap (sealed
+    dockets too: the marker is asked first)."""
+    with chain(tmp_path, pg_server, comments=8, chunk_chars=200) as (runtime, _server, docket, _root):
+        assert run_at(1)
+        first = _index_rows(runtime, docket)
+        made = sorted(count for _, _, count in first.values())
+        assert made[0] < made[-1], made  # the corpus' items differ in chunks
+        cap = (made[0] + made[-1]) // 2
+        above = {k for k, (_, _, count) in first.items() if count > cap}
+        assert above and above != set(first), (cap, made)
+        chunks_before, original = runtime.index_db().dump_chunks(), runtime.settings
+        marker = runtime.index_db().docket_marker("comments", docket).input_fingerprint
+
+        assert _chunk_cap_run(runtime, original, 2, cap)[0] == len(above)
+        lowered = _index_rows(runtime, docket)
+        assert {k for k in lowered if lowered[k][1] != first[k][1]} == above  # re-embedded
+        assert all(lowered[k][2] == cap for k in above)
+        assert runtime.index_db().docket_marker("comments", docket).input_fingerprint != marker
+
+        assert _chunk_cap_run(runtime, original, 3, cap) == (0, 0)  # the same cap: no task runs
+        assert _index_rows(runtime, docket) == lowered
+        store = registry.marker_store(registry.get("index"), runtime)  # judged in bulk: no work
+        assert store.judge(None, version=1, window_start="2000-01-01", now=iso(utcnow()),
+                           has_upstream=True, sample=3).pending == {}
+
+        assert _chunk_cap_run(runtime, original, 4, None)[0] == len(above)
+        raised = _index_rows(runtime, docket)
+        assert {k for k in raised if raised[k][1] != lowered[k][1]} == above
+        assert {k: (fp, n) for k, (fp, _, n) in raised.items()} == {k: (fp, n) for k, (fp, _, n) in first.items()}
+        assert runtime.index_db().dump_chunks() == chunks_before
+        assert runtime.index_db().docket_marker("comments", docket).input_fingerprint == marker
+
+
+def test_the_chunk_cap_bites_as_the_text_caps_do():
+    assert chunks_biting(10, 10) == "" and chunks_biting(11, 10) == "chunks<=10"
+    assert chunks_biting(11, None) == ""
+    assert with_caps("f", chunks_biting(11, 10)) != with_caps("f", chunks_biting(11, 9))
+
+
+# --- OCR'd items follow the same rule ---------------------------------------------------------
+
+
+rt = extract_tests.rt  # a runtime on a local store (the OCR stage's tests' fixture)
+
+
+def _extract_then_ocr(rt, run: str) -> tuple[set[str], int]:
+    """Extract, then OCR, as the chain runs them: (the items extract redid, the PDFs OCR opened)."""
+    before = _extract_rows(ocr_tests.DOCKET)
+    ocr_tests.run_extract(rt, run_id=f"extract-{run}")
+    redone = {k for k, (_, run_id) in _extract_rows(ocr_tests.DOCKET).items() if run_id == f"extract-{run}"}
+    assert set(before) <= set(_extract_rows(ocr_tests.DOCKET))
+    _, io = ocr_tests.run_ocr(rt, run_id=f"ocr-{run}")
+    return redone, io.get(PDF_OPENS, 0)
+
+
+@ocr_tests.needs_tesseract
+def test_a_changed_cap_redoes_exactly_the_ocrd_items_whose_text_it_changes(rt):
+    """OCR records an item's sizes with its OCR text (extract measured the scan as empty): a
+    cap that bites only because of that text redoes that item alone, through extract and OCR
+    (its scan read again), and raised back, that item again, to the bytes it had."""
+    ocr_tests.setup_docket(rt, ocr_tests.comments())
+    assert _extract_then_ocr(rt, "1")[1] == 2  # the two scans
+    scanned = ocr_tests.SCANNED
+    extracted = ItemSizes.from_detail(ocr_tests.rows(EXTRACT)[scanned].detail)
+    merged_bytes = rt.blobs.get(combined_key(ocr_tests.DOCKET, scanned))
+    rows_before = {k: (r.fingerprint, r.content_hash) for k, r in ocr_tests.rows(EXTRACT).items()}
+    sizes = {k: ItemSizes.from_detail(r.detail) for k, r in ocr_tests.rows(EXTRACT).items()}
+    with_ocr = sizes[scanned]
+    assert with_ocr.rest > 0 and ocr_tests.SCAN_SENTENCE in ocr_tests.normalised(merged_bytes.decode())
+    # Under this cap only because of the OCR text: the other items and the typed text fit.
+    cap = with_ocr.body + with_ocr.rest - 10
+    assert all(s.body + s.rest <= cap for k, s in sizes.items() if k != scanned), (cap, sizes)
+    assert extracted is not None and cap > 0
+
+    default = rt.settings.values["max_item_chars"]
+    rt.settings.values["max_item_chars"] = cap
+    redone, scans_read = _extract_then_ocr(rt, "2")
+    assert (redone, scans_read) == ({scanned}, 1)
+    frontmatter, _ = ocr_tests.combined(rt, scanned)
+    assert frontmatter["chars"] <= cap and frontmatter["capped"]
+    assert f"item text capped at {cap} characters" in ocr_tests.rows(EXTRACT)[scanned].reason
+    tables = ocr_tests.dump_tables()
+    assert _extract_then_ocr(rt, "3") == (set(), 0)  # the same cap: nothing to do
+    assert ocr_tests.dump_tables() == tables
+
+    rt.settings.values["max_item_chars"] = default
+    assert _extract_then_ocr(rt, "4") == ({scanned}, 1)
+    assert rt.blobs.get(combined_key(ocr_tests.DOCKET, scanned)) == merged_bytes
+    assert {k: (r.fingerprint, r.content_hash) for k, r in ocr_tests.rows(EXTRACT).items()} == rows_before
+
+
+@ocr_tests.needs_tesseract
+def test_an_item_a_cap_bites_at_extract_still_gets_its_scans_read(rt):
+    """Its extract fingerprint carries the cap; OCR still knows its combined.md as the one
+    extract wrote (by its content hash), merges, and is done for good."""
+    ocr_tests.setup_docket(rt, ocr_tests.comments())
+    rt.settings.values["max_item_chars"] = 60  # bites the typed PDF of the scanned comment
+    ocr_tests.run_extract(rt)
+    assert "item text capped at 60" in (ocr_tests.rows(EXTRACT)[ocr_tests.SCANNED].reason or "")
+    result, io = ocr_tests.run_ocr(rt)
+    assert result.counts.get("merged") == 2 and "stale" not in result.counts and io[PDF_OPENS] == 2
+    assert ocr_tests.rows(OCR)[f"{ocr_tests.SCANNED}/attachment_1.pdf"].state == "ok"
+    assert _extract_then_ocr(rt, "2") == (set(), 0)

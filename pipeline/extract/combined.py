@@ -97,10 +97,13 @@ def render_combined(*, comment_id: str, docket_id: str, inline_text: str,
     return f"{_FRONTMATTER_FENCE}{header}{_FRONTMATTER_FENCE}\n{body}\n".encode()
 
 
-def uncapped_texts(inline_text: str, attachments: list[AttachmentText]) -> list[str]:
-    """The section texts ``render_combined`` hands to its caps (the body first; no OCR),
-    which extract measures to judge later caps by (``text_caps.sizes_of``)."""
-    sections = (_attachment_entry(attachment, None) for attachment in attachments)
+def uncapped_texts(inline_text: str, attachments: list[AttachmentText],
+                   ocr: Mapping[str, AttachmentText] | None = None) -> list[str]:
+    """The section texts ``render_combined`` hands to its caps (the body first; with ``ocr``,
+    as it merges those results), which extract and OCR measure to judge later caps by
+    (``text_caps.sizes_of``)."""
+    ocr = ocr or {}
+    sections = (_attachment_entry(attachment, ocr.get(attachment.file)) for attachment in attachments)
     return [_clean(inline_text)] + [text if chars else "" for _, text, chars in sections]
 
 

@@ -43,6 +43,11 @@ class ItemSizes:
     def detail(self) -> str:
         return f"sizes body={self.body} rest={self.rest} file={self.largest_file} file_cut={int(self.file_cut)}"
 
+    def with_files(self, more: ItemSizes) -> ItemSizes:
+        """These sizes with ``more`` files' (OCR's texts, merged after extract measured)."""
+        return ItemSizes(self.body, self.rest + more.rest, max(self.largest_file, more.largest_file),
+                         self.file_cut or more.file_cut)
+
     @classmethod
     def from_detail(cls, detail: str | None) -> ItemSizes | None:
         found = _SIZES.fullmatch(detail or "")
@@ -79,6 +84,16 @@ def caps_biting(sizes: ItemSizes | None, caps: TextCaps) -> str:
     if caps.max_file_chars is not None and (sizes.file_cut or sizes.largest_file > caps.max_file_chars):
         bitten.append(f"file<={caps.max_file_chars}")
     return ",".join(bitten)
+
+
+def chunks_biting(chunks_made: int, max_item_chunks: int | None) -> str:
+    """The index's chunk cap as it cuts an item that makes ``chunks_made`` chunks (empty when
+    it does not): the part of its index fingerprint and content hash that a changed
+    ``max_item_chunks`` changes only for the items it bites or bit (the rule of
+    ``caps_biting``, for chunks)."""
+    if max_item_chunks is None or chunks_made <= max_item_chunks:
+        return ""
+    return f"chunks<={max_item_chunks}"
 
 
 def with_caps(fingerprint: str, biting: str) -> str:

@@ -126,6 +126,13 @@ _MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX chunks_tsv ON chunks USING gin (tsv)",
         ],
     ),
+    (
+        # How many chunks an item made before max_item_chunks cut them, so that a changed cap
+        # is judged per item from state rows alone (NULL: indexed before it was recorded;
+        # its chunk_count is then the count known).
+        3,
+        ["ALTER TABLE index_state ADD COLUMN chunks_before_cap integer"],
+    ),
 ]
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
 
@@ -139,6 +146,12 @@ class IndexState:
     chunk_count: int
     embedder_id: str | None
     indexed_at: datetime
+    chunks_before_cap: int | None = None  # its chunks before max_item_chunks (None: not recorded)
+
+    @property
+    def chunks_made(self) -> int:
+        """The item's chunks before the chunk cap, as far as known."""
+        return self.chunk_count if self.chunks_before_cap is None else self.chunks_before_cap
 
 
 class DocketMarker(NamedTuple):
@@ -361,7 +374,7 @@ class IndexDB:
         """index_state and index_docket_state rows including timestamps (no-churn tests)."""
         items = self._dump(
             """SELECT collection, item_key, docket, fingerprint, content_hash, chunk_count,
-                      embedder_id, indexed_at::text
+                      embedder_id, indexed_at::text, chunks_before_cap
                FROM index_state ORDER BY collection COLLATE "C", item_key COLLATE "C" """
         )
         dockets = self._dump(
@@ -377,7 +390,7 @@ class IndexDB:
         with self._conn, self._conn.cursor() as cur:
             cur.execute(
                 """SELECT item_key, docket, fingerprint, content_hash, chunk_count, embedder_id,
-                          indexed_at
+                          indexed_at, chunks_before_cap
                    FROM index_state WHERE collection = %s AND docket = %s""",
                 (collection, docket),
             )
@@ -394,11 +407,14 @@ class IndexDB:
         content_hash: str | None,
         embedder_id: str,
         metadata: dict[str, Any] | None = None,
+        chunks_before_cap: int | None = None,
     ) -> None:
         """Replace one item's chunks and upsert its state row, in one transaction.
 
         ``metadata`` (submitter, organization, title…) is stored on every chunk of the item.
         An item with no chunks (empty text) keeps a state row with chunk_count 0.
+        ``chunks_before_cap``: how many chunks the item made before a cap cut them (default:
+        the chunks given).
         """
         if len(chunks) != len(vectors):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors for {item_key}")
@@ -437,13 +453,15 @@ class IndexDB:
             )
             cur.execute(
                 """INSERT INTO index_state AS s (collection, item_key, docket, fingerprint,
-                       content_hash, chunk_count, embedder_id, indexed_at)
-                   VALUES (%s, %s, %s, %s, %s, %s, %s, now())
+                       content_hash, chunk_count, embedder_id, indexed_at, chunks_before_cap)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, now(), %s)
                    ON CONFLICT (collection, item_key) DO UPDATE SET
                        docket = EXCLUDED.docket, fingerprint = EXCLUDED.fingerprint,
                        content_hash = EXCLUDED.content_hash, chunk_count = EXCLUDED.chunk_count,
-                       embedder_id = EXCLUDED.embedder_id, indexed_at = EXCLUDED.indexed_at""",
-                (collection, item_key, docket, fingerprint, content_hash, len(rows), embedder_id),
+                       embedder_id = EXCLUDED.embedder_id, indexed_at = EXCLUDED.indexed_at,
+                       chunks_before_cap = EXCLUDED.chunks_before_cap""",
+                (collection, item_key, docket, fingerprint, content_hash, len(rows), embedder_id,
+                 len(rows) if chunks_before_cap is None else chunks_before_cap),
             )
 
     def record_fingerprint(self, collection: str, item_key: str, fingerprint: str) -> bool:

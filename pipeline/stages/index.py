@@ -17,8 +17,10 @@ import functools
 import logging
 from dataclasses import dataclass
 
+from pipeline.config import SETTINGS
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import LABELS, combined_sections, kind_of
+from pipeline.extract.text_caps import chunks_biting, with_caps
 from pipeline.failures import item_failure
 from pipeline.fingerprints import RECORD, canonical_json, digest, digest_each, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
@@ -41,6 +43,7 @@ METADATA_FIELDS = ("title", "submitter", "organization", "posted_date", "kind")
 FINGERPRINT_FLUSH = 500
 CHUNK_OVERLAP = 150
 TITLE_HEADING = "Title"  # the section of an item indexed by its title alone
+DEFAULT_ITEM_CHUNKS = next(s.default for s in SETTINGS if s.name == "max_item_chunks")
 
 
 def chunk_overlap(chunk_chars: int) -> int:
@@ -107,7 +110,8 @@ def content_hash(sections: list[tuple[str, str]], config_id: str, metadata: dict
 
 @dataclass(frozen=True)
 class Work:
-    """One item that needs a load: its identity, new fingerprint and recorded state."""
+    """One item that needs a load: its identity, new fingerprint (before the chunk cap,
+    ``with_caps``) and recorded state."""
 
     collection: str
     key: str
@@ -118,9 +122,14 @@ class Work:
 
 @dataclass
 class Loaded:
+    """An item chunked: its chunks (capped), fingerprint and content hash with the chunk
+    cap that bites it, and how many chunks it made before the cap."""
+
     work: Work
     chunks: list[Chunk]
     content: str
+    fingerprint: str
+    chunks_made: int
 
 
 def index_docket(ctx: StageContext, docket: Docket, *, index_db, embedder) -> StageResult:
@@ -157,19 +166,22 @@ def plan(ctx: StageContext, docket_id: str, index_db, embedder_id: str,
          result: StageResult) -> list[Work]:
     """Items whose fingerprint differs from the index state, from bulk reads only."""
     config = index_config_id(embedder_id, ctx.settings.chunk_chars)
-    todo, unchanged = plan_work(docket_id, index_db, config, ctx.force)
+    todo, unchanged = plan_work(docket_id, index_db, config, ctx.force, ctx.settings.max_item_chunks)
     if unchanged:
         result.add("unchanged", unchanged)
     return todo
 
 
-def unfinished(docket_id: str, index_db, config_id: str) -> int:
+def unfinished(docket_id: str, index_db, config_id: str, max_item_chunks: int | None = None) -> int:
     """Items extract vouches for whose index state is not for their current input."""
-    return len(plan_work(docket_id, index_db, config_id, False)[0])
+    return len(plan_work(docket_id, index_db, config_id, False, max_item_chunks)[0])
 
 
-def plan_work(docket_id: str, index_db, config: str, force: bool) -> tuple[list[Work], int]:
-    """(the items to load, how many are unchanged)."""
+def plan_work(docket_id: str, index_db, config: str, force: bool,
+              max_item_chunks: int | None = None) -> tuple[list[Work], int]:
+    """(the items to load, how many are unchanged). A done item's recorded fingerprint
+    carries the chunk cap that bit it; it is compared with the cap that would bite it now,
+    judged by the chunks it made, so a changed cap loads exactly the items it bites or bit."""
     upstream = {k: r for k, r in item_states.states_for_docket(UPSTREAM, docket_id).items()
                 if r.state in INDEXABLE}
     metadata_of = items.search_metadata(docket_id, METADATA_FIELDS)
@@ -183,7 +195,8 @@ def plan_work(docket_id: str, index_db, config: str, force: bool) -> tuple[list[
                 continue
             fingerprint = item_fingerprint(upstream[key].content_hash, config, metadata)
             known = known_states.get(key)
-            if not force and known is not None and known.fingerprint == fingerprint:
+            if (not force and known is not None
+                    and known.fingerprint == with_caps(fingerprint, chunks_biting(known.chunks_made, max_item_chunks))):
                 unchanged += 1
                 continue
             todo.append(Work(collection, key, fingerprint, known, metadata))
@@ -213,7 +226,7 @@ class Writer:
         known = work.known
         if (not self.ctx.force and known is not None and known.content_hash == loaded.content
                 and known.embedder_id == self.embedder.id):
-            self.fingerprints.setdefault(work.collection, {})[work.key] = work.fingerprint
+            self.fingerprints.setdefault(work.collection, {})[work.key] = loaded.fingerprint
             if sum(map(len, self.fingerprints.values())) >= FINGERPRINT_FLUSH:
                 self.flush_fingerprints()
             return
@@ -231,8 +244,11 @@ class Writer:
             return None
         chars = self.ctx.settings.chunk_chars
         chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars))
-        chunks = self._capped(work.key, chunks)
-        return Loaded(work, chunks, content_hash(sections, self.config, work.metadata))
+        # The cap is in the content hash too: the same text under another cap is other chunks.
+        biting = chunks_biting(len(chunks), self.ctx.settings.max_item_chunks)
+        return Loaded(work, self._capped(work.key, chunks),
+                      with_caps(content_hash(sections, self.config, work.metadata), biting),
+                      with_caps(work.fingerprint, biting), len(chunks))
 
     def _capped(self, key: str, chunks: list[Chunk]) -> list[Chunk]:
         """At most ``max_item_chunks`` chunks: one runaway item must not take the run's
@@ -269,8 +285,8 @@ class Writer:
     def _write(self, loaded: Loaded, vectors: list[list[float]]) -> None:
         work = loaded.work
         self.index_db.replace_item(
-            work.collection, work.key, self.docket_id, loaded.chunks, vectors, work.fingerprint,
-            loaded.content, self.embedder.id, metadata=work.metadata,
+            work.collection, work.key, self.docket_id, loaded.chunks, vectors, loaded.fingerprint,
+            loaded.content, self.embedder.id, metadata=work.metadata, chunks_before_cap=loaded.chunks_made,
         )
         self._advance("embedded")
 
@@ -319,23 +335,39 @@ def run_index(ctx: StageContext, docket: Docket) -> StageResult:
 
 
 def _owed(runtime, docket_id: str, now: str) -> int:
-    return unfinished(docket_id, runtime.index_db(), config_id_for(runtime.settings))
+    return unfinished(docket_id, runtime.index_db(), config_id_for(runtime.settings),
+                      runtime.settings.max_item_chunks)
+
+
+def caps_config(settings) -> str:
+    """Every cap that shapes a docket's chunk rows, as its marker's part: extract's text caps
+    (a changed one: extract redoes, then the index) and ``max_item_chunks``; each only when
+    not at its default, so markers written before caps counted stay valid."""
+    chunk_cap = settings.max_item_chunks
+    parts = (extract.caps_config(extract.caps_from(settings)),
+             "" if chunk_cap == DEFAULT_ITEM_CHUNKS else f"chunks:{chunk_cap}")
+    return ",".join(part for part in parts if part)
 
 
 def _markers(stage: str, input_stage: str | None, runtime, invocation) -> IndexMarkers:
     """Completion kept in the index DB beside the chunks, one marker row per collection."""
     config_id = functools.cache(lambda: config_id_for(runtime.settings))  # once, not per docket
-    caps = extract.caps_config(extract.caps_from(runtime.settings))  # a changed cap: extract redoes
+    caps = caps_config(runtime.settings)
 
     def expected_input(extract_output: str | None) -> str | None:
         if extract_output is None:
             return None
         return marker_input_fingerprint(extract.under_caps(extract_output, caps), config_id())
 
+    def expected_inputs(outputs: list) -> list:
+        if caps:  # the same fold as expected_input, for a wrapper's many dockets at once
+            outputs = [extract.under_caps(output, caps) for output in outputs]
+        return marker_input_fingerprints(outputs, config_id())
+
     return IndexMarkers(stage, runtime, invocation, input_stage=input_stage,
                         collections=tuple(sorted(set(COLLECTIONS.values()))),
                         probe_collection=MARKER_COLLECTION, expected_input=expected_input,
-                        expected_inputs=lambda outputs: marker_input_fingerprints(outputs, config_id()))
+                        expected_inputs=expected_inputs)
 
 
 def _mark_stale(runtime, stage: str, docket_id: str, states: list[str], limit: int,

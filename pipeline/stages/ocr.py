@@ -25,16 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import BudgetSpent
 from pipeline.extract import ocr as ocr_lib
 from pipeline.extract.combined import (
     DOCUMENT_HEADING,
     INLINE_HEADING,
+    capped_of,
     combined_sections,
     kind_of,
+    parse_combined,
     render_combined,
+    uncapped_texts,
 )
 from pipeline.extract.readers import STATUS_OCR_NEEDED, STATUS_OK, AttachmentText
+from pipeline.extract.text_caps import ItemSizes, caps_biting, sizes_of, with_caps
 from pipeline.fingerprints import bytes_digest, digest
 from pipeline.stages import extract
 from pipeline.stages.base import Stage, StageContext, StageResult
@@ -165,32 +170,60 @@ def _job(ctx: StageContext, work: ItemWork, attachments, scratch: Path) -> ItemJ
 def merge_item(ctx: StageContext, docket_id: str, work: ItemWork, body: str,
                texts: list[AttachmentText]) -> str:
     """Re-render the comment's combined.md with the OCR texts; record every row."""
-    frontmatter, markdown = extract.read_combined(ctx.blobs, docket_id, work.key)
-    if frontmatter.get("sources") != work.extract_row.fingerprint:
+    key = combined_key(docket_id, work.key)
+    recorded = ctx.blobs.get(key)
+    counters.incr(COMBINED_READS)
+    row = work.extract_row
+    if bytes_digest(recorded) != row.content_hash:
         log.warning("ocr %s: combined.md is not the one extract recorded; left for the next run", work.key)
         return "stale"
-    fingerprints = {t.file: ocr_fingerprint(work.extract_row.fingerprint, t.file) for t in texts}
+    frontmatter, markdown = parse_combined(recorded)
+    attachments = recorded_attachments(frontmatter, markdown)
+    ocr = {t.file: t for t in texts}
+    caps = extract.caps_from(ctx.settings)
     for text in texts:
         item_states.mark_pending(STAGE, extract.file_key(work.key, text.file), docket_id,
                                  run_id=ctx.run_id, reason="merging into combined.md")
     data = render_combined(
-        comment_id=work.key, docket_id=docket_id, inline_text=body,
-        attachments=recorded_attachments(frontmatter, markdown),
+        comment_id=work.key, docket_id=docket_id, inline_text=body, attachments=attachments,
         sources_fingerprint=frontmatter["sources"], extractor_version=frontmatter["extractor"],
-        ocr={t.file: t for t in texts}, kind=kind_of(frontmatter), caps=extract.caps_from(ctx.settings),
+        ocr=ocr, kind=kind_of(frontmatter), caps=caps,
     )
-    ctx.blobs.put_bytes(combined_key(docket_id, work.key), data)
+    ctx.blobs.put_bytes(key, data)
     content_hash = bytes_digest(data)
-    row = work.extract_row
+    # The item's sizes now count the OCR text, and its fingerprint the caps that bite it
+    # with it (extract's rule, extract's base: combined.md's sources), so that a changed cap
+    # redoes exactly the OCR'd items it bites or bit, and an unchanged one none.
+    sizes = sizes_with_ocr(row.detail, attachments, ocr)
+    fingerprint = with_caps(frontmatter["sources"], caps_biting(sizes, caps))
     with database.atomic():  # the new combined.md's hash and the OCR rows that made it, together
         item_states.transition(extract.STAGE, work.key, docket_id, row.state, run_id=ctx.run_id,
-                               fingerprint=row.fingerprint, content_hash=content_hash, reason=row.reason)
+                               fingerprint=fingerprint, content_hash=content_hash,
+                               reason=_reason(row.reason, capped_of(recorded), capped_of(data)),
+                               detail=sizes.detail() if sizes is not None else row.detail)
         for text in texts:
             item_states.transition(STAGE, extract.file_key(work.key, text.file), docket_id, text.status,
-                                   run_id=ctx.run_id, fingerprint=fingerprints[text.file],
+                                   run_id=ctx.run_id, fingerprint=ocr_fingerprint(fingerprint, text.file),
                                    content_hash=content_hash, reason=text.reason or None,
                                    detail=f"chars={text.chars} pages={text.pages}")
     return "merged"
+
+
+def sizes_with_ocr(detail: str | None, attachments: list[AttachmentText],
+                   ocr: dict[str, AttachmentText]) -> ItemSizes | None:
+    """Extract's recorded sizes of the item (``detail``) with the OCR'd sections added (a
+    scan's section was empty when extract measured it); None when extract recorded none."""
+    measured = ItemSizes.from_detail(detail)
+    if measured is None:
+        return None
+    scans = [a for a in attachments if a.file in ocr]
+    return measured.with_files(sizes_of(uncapped_texts("", scans, ocr), list(ocr.values())))
+
+
+def _reason(extract_reason: str | None, capped_before: list[str], capped_now: list[str]) -> str | None:
+    """Extract's reason with the cuts of the merged text in place of the cuts before it."""
+    kept = [part for part in (extract_reason or "").split("; ") if part and part not in capped_before]
+    return "; ".join(kept + capped_now) or None
 
 
 def recorded_attachments(frontmatter: dict, markdown: str) -> list[AttachmentText]:
