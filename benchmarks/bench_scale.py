@@ -113,7 +113,10 @@ def _counted_process(bench: Bench, n: int, store: Store) -> None:
     rec = bench.add(record(f"noop-many luigi process, counted ({n:,})", n, 0.0, io))
     rec.ok = done.returncode == 0
     _counted(rec, io)
-    rec.extra["luigi_said"] = [line for line in done.stderr.splitlines() if "complete, skipped" in line][-1:]
+    # What the scheduler was handed: Luigi's summary line and ours.
+    rec.extra["luigi_said"] = [line.strip() for line in done.stderr.splitlines()
+                               if "complete, skipped" in line or line.strip().startswith("Scheduled ")]
+    rec.note = "; ".join([rec.note, *rec.extra["luigi_said"]])
     target(rec, io.get(COMPLETION_READS_STATE) == 1 and io.get(COMPLETION_READS_INDEX) == 1,
            "one completion read per store")
 
@@ -303,7 +306,7 @@ def _stage_peak(runtime, stage_name: str, docket_id: str) -> tuple[int, float]:
 WORK_TASKS = ("FetchComments", "BackfillComments", "ExtractText")
 
 
-def memory_work(bench: Bench, sizes: list[int], source: str) -> None:
+def memory_work(bench: Bench, sizes: list[int], source: str, names: tuple[str, ...] = WORK_TASKS) -> None:
     """Peak Python memory of each stage task's run() when every item of the docket has work
     (backfill's details from ``source``: the API, i.e. the stand-in, or the mirror folder)."""
     peaks: dict[str, dict[int, int]] = {}
@@ -316,7 +319,7 @@ def memory_work(bench: Bench, sizes: list[int], source: str) -> None:
                 from pipeline.store.dockets import ensure_dockets
 
                 ensure_dockets([docket], discovered_by="list")  # as discovery leaves it
-                for name in WORK_TASKS:
+                for name in names:
                     peak, io = _task_peak(name, docket)
                     peaks.setdefault(name, {})[n] = peak
                     rec = bench.add(record(f"memory-work {name} ({n:,} comments)", n, io["wall_s"], io))
@@ -405,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work-source", choices=("api", "mirror"), default="api",
                         help="memory-work: where backfill takes the details from")
+    parser.add_argument("--work-until", choices=WORK_TASKS, default=WORK_TASKS[-1],
+                        help="memory-work: the last task run (each needs the ones before it)")
     parser.add_argument("--work", type=Path, help="working folder (kept; reused when built)")
     parser.add_argument("--json", type=Path, help="write one JSON record per scenario here")
     args = parser.parse_args(argv)
@@ -423,7 +428,8 @@ def _run(bench: Bench, args) -> None:
     if bench.wants("noop-many"):
         noop_many(bench, (args.few, args.many), args.repeat)
     if bench.wants("memory-work"):
-        memory_work(bench, [int(n) for n in args.memory.split(",")], args.work_source)
+        names = WORK_TASKS[:WORK_TASKS.index(args.work_until) + 1]
+        memory_work(bench, [int(n) for n in args.memory.split(",")], args.work_source, names)
     if not (bench.wants("noop-open-large") or bench.wants("memory")):
         return
     grown = GrownDocket(bench)
