@@ -79,10 +79,11 @@ class IndexMarkers:
         # marker for its expected input under its own seal, an open one (seal None) under any.
         ids, seals, outputs = zip(*rows, strict=True) if rows else ((), (), ())
         expected = set(zip(ids, seals, self.expected_inputs(outputs), strict=True))
-        with_work = expected.difference((d, s, fp) for d, s, _, fp in current)
+        with_work = expected.difference((d, s, fp) for d, s, _, fp, _ in current)
         if any(s is None for _, s, _ in with_work):  # open dockets whose marker has a seal
-            with_work -= {(d, None, fp) for d, _, _, fp in current}
+            with_work -= {(d, None, fp) for d, _, _, fp, _ in current}
         pending = {d: s for d, s, _ in with_work}  # a None input is in no marker: work
+        self._fill_plain_terms(current, pending, rows)
         if docket_ids is not None:  # a named docket without a row: all to do
             known = set(ids)
             pending.update((d, None) for d in docket_ids if d not in known)
@@ -93,13 +94,25 @@ class IndexMarkers:
         self._keep_markers_of(pending, current)
         return Judged(dict(sorted(pending.items())), len(expected) - len(with_work), first)
 
+    def _fill_plain_terms(self, current: list[tuple], pending: dict, rows: list[tuple]) -> None:
+        """Markers written before the plain terms (an upgraded index DB) that were just found
+        vouching get them, once, so the next run's checksums can agree: an upgrade never makes
+        the wrapper judge docket by docket for good (sealed dockets' markers are never rewritten)."""
+        lacking = {d for d, _, _, _, has_terms in current if not has_terms and d not in pending}
+        if not lacking or self.vouched_under is None:
+            return
+        fill = [(d, self.expected_input(output), output) for d, _, output in rows
+                if d in lacking and output is not None]
+        if fill:
+            self.runtime.index_db().fill_vouched(fill, self.vouched_under())
+
     def _keep_markers_of(self, pending: dict[str, str | None], current: list[tuple]) -> None:
         """The markers of the dockets with work, for their tasks' probes in this invocation
         (a docket without one here has no current marker)."""
         if self.invocation is None:
             return
         kept = {d: DocketMarker(self.probe_collection, d, s, v, fp, None)
-                for d, s, v, fp in current if d in pending}
+                for d, s, v, fp, _ in current if d in pending}
         kept.update((d, None) for d in pending if d not in kept)
         self.invocation.forget(self._shared_key)
         self.invocation.read_shared(self._shared_key, lambda: kept)
