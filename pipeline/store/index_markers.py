@@ -57,8 +57,11 @@ class IndexMarkers:
               has_upstream: bool, sample: int) -> Judged:
         """The targets' rule over every docket: one state-DB query (each docket's seal and the
         input's output, None where the docket row already says there is work) and one
-        index-DB query (the markers at ``version`` or later). A docket is done when its
-        marker vouches for the input expected now, under the docket's seal when it has one."""
+        index-DB query (over the known set: a checksum of the markers at ``version`` or later;
+        only when it differs from the state DB's, every such marker). A docket is done when its
+        marker vouches for the input expected now, under the docket's seal when it has one.
+        (A forgotten docket's marker, kept in the index DB, makes the checksums differ: such a
+        store is judged docket by docket, as before the checksum.)"""
         if docket_ids is None and self.vouched_under is not None:
             # One checksum per database first: when every known docket's marker vouches for
             # its input, nothing is made per docket at all.
