@@ -17,8 +17,15 @@ Scenarios:
                        request, no item-row read after fetch, large <= 1.5 x small.
 * ``memory``           peak Python memory (tracemalloc) of the fetch, backfill and extract
                        functions over the open docket grown to each of ``--memory`` sizes
-                       (50,000 and 200,000), nothing to do but to plan. Target: the largest
-                       within 20 % of the smallest.
+                       (50,000 and 200,000), nothing to do but to plan, and of a forced
+                       run's reads. Target: the largest within 20 % of the smallest.
+* ``memory-work``      the same with work on every item: a docket of ``--memory`` comments
+                       (a mirror folder, no attachments) walked cold by ``FetchComments``
+                       from the stand-in (in its own process: its memory is not ours), every
+                       comment's detail taken by ``BackfillComments`` (source = mirror) and
+                       every ``combined.md`` written by ``ExtractText``: each task's whole
+                       ``run()`` (lease, marker, the stage's own counts) under tracemalloc.
+                       Target: the largest within 20 % of the smallest.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from benchmarks.bench import (
     present_day,
     target,
 )
-from benchmarks.common import Record, Store, age_last_pull, build, measured, record
+from benchmarks.common import ROOT, Record, Store, age_last_pull, build, measured, record
 from pipeline.counters import (
     COMPLETION_READS_INDEX,
     COMPLETION_READS_STATE,
@@ -57,7 +64,7 @@ from pipeline.counters import (
     counters,
 )
 
-SCENARIOS = ("noop-many", "noop-open-large", "memory")
+SCENARIOS = ("noop-many", "noop-open-large", "memory", "memory-work")
 
 
 # --- noop-many ------------------------------------------------------------------------------
@@ -87,7 +94,31 @@ def noop_many(bench: Bench, sizes: tuple[int, int], repeat: int) -> None:
         target(rec, io.get(COMPLETION_READS_STATE) == 1 and io.get(COMPLETION_READS_INDEX) == 1,
                "one completion read per store")
         stores[n] = store
+        _counted_process(bench, n, store)
     _side_by_side(bench, stores, sizes, repeat)
+
+
+def _counted_process(bench: Bench, n: int, store: Store) -> None:
+    """The same no-op as a new process (``benchmarks.counted_luigi``: Luigi's command line with
+    statements counted), so the one read per store is shown of what cron starts, too."""
+    import os
+    import subprocess
+
+    out = bench.work / f"counted-{n}.json"
+    command = [sys.executable, "-m", "benchmarks.counted_luigi", str(out), "--module", "pipeline",
+               "IndexAll", "--local-scheduler"]
+    env = {**os.environ, **store.env, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    io = json.loads(out.read_text()) if out.exists() else {}
+    rec = bench.add(record(f"noop-many luigi process, counted ({n:,})", n, 0.0, io))
+    rec.ok = done.returncode == 0
+    _counted(rec, io)
+    # What the scheduler was handed: Luigi's summary line and ours.
+    rec.extra["luigi_said"] = [line.strip() for line in done.stderr.splitlines()
+                               if "complete, skipped" in line or line.strip().startswith("Scheduled ")]
+    rec.note = "; ".join([rec.note, *rec.extra["luigi_said"]])
+    target(rec, io.get(COMPLETION_READS_STATE) == 1 and io.get(COMPLETION_READS_INDEX) == 1,
+           "one completion read per store")
 
 
 def _counted(rec: Record, io: dict) -> None:
@@ -270,6 +301,100 @@ def _stage_peak(runtime, stage_name: str, docket_id: str) -> tuple[int, float]:
         tracemalloc.stop()
 
 
+# --- memory-work: every item has work ------------------------------------------------------
+
+WORK_TASKS = ("FetchComments", "BackfillComments", "ExtractText")
+
+
+def memory_work(bench: Bench, sizes: list[int], source: str, names: tuple[str, ...] = WORK_TASKS) -> None:
+    """Peak Python memory of each stage task's run() when every item of the docket has work
+    (backfill's details from ``source``: the API, i.e. the stand-in, or the mirror folder)."""
+    peaks: dict[str, dict[int, int]] = {}
+    for n in sizes:
+        root, docket = _work_corpus(bench, n)
+        with _standin_process(root) as api_base:
+            store = Store(fresh(bench.work / "stores" / f"work-{source}-{n}"), api_base=api_base,
+                          dockets=[docket], source=source, mirror_url=str(root), list_source="api")
+            with store:
+                from pipeline.store.dockets import ensure_dockets
+
+                ensure_dockets([docket], discovered_by="list")  # as discovery leaves it
+                for name in names:
+                    peak, io = _task_peak(name, docket)
+                    peaks.setdefault(name, {})[n] = peak
+                    rec = bench.add(record(f"memory-work {name} ({n:,} comments)", n, io["wall_s"], io))
+                    rec.extra["source"] = source
+                    rec.extra.update(peak_bytes=peak, items_done=_items_done(io),
+                                     item_state_writes=io.get("item_state_writes", 0))
+                    rec.note = (f"peak {peak / 2**20:.1f} MiB, items with work "
+                                f"{_items_done(io):,}, api calls {io.get('api_calls', 0):,}")
+                    target(rec, _items_done(io) >= n, f"work on every item ({_items_done(io):,} of {n:,})")
+    for name, by_size in peaks.items():
+        low, high = by_size[min(sizes)], by_size[max(sizes)]
+        rec = next(r for r in bench.records
+                   if r.scenario == f"memory-work {name} ({max(sizes):,} comments)")
+        target(rec, high <= 1.2 * low, f"within 20 % of {min(sizes):,} ({high / low:.2f} x)")
+
+
+def _items_done(io: dict) -> int:
+    """Items the stage did (created by fetch, ok in backfill and extract), from its run row."""
+    return io.get("created", 0) or io.get("ok", 0)
+
+
+def _work_corpus(bench: Bench, comments: int) -> tuple[Path, str]:
+    """One open docket of ``comments`` comments, text only (no attachment to download or read)."""
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=10)
+    root, manifest = corpus(bench, f"work-{comments}", dockets=1, comments_per_docket=comments,
+                            start=start, tombstone=False, attachment_share=0.0)
+    return root, manifest.dockets[0].id
+
+
+class _standin_process:
+    """The stand-in in a process of its own (``python -m devtools.standin_server``): its index
+    of the docket's comments must not count as the stages' memory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __enter__(self) -> str:
+        import socket
+        import subprocess
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "devtools.standin_server", "--root", str(self.root),
+             "--port", str(port), "--hourly-limit", str(UNLIMITED)],
+            stdout=subprocess.PIPE, text=True)
+        self.process.stdout.readline()  # "stand-in serving ...": it listens
+        return f"http://127.0.0.1:{port}/v4"
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        self.process.wait()
+
+
+def _task_peak(name: str, docket_id: str) -> tuple[int, dict]:
+    """The task's run() alone (its target bypassed), as a new `luigi` command would run it."""
+    from pipeline import tasks
+    from pipeline.invocation import Invocation
+
+    Invocation.start_in_process()
+    task = getattr(tasks, name)(docket=docket_id)
+    tracemalloc.start()
+    try:
+        with measured() as io:
+            task.run()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    from pipeline.store.models import Run
+
+    last = Run.select().where(Run.stage == task.stage.name).order_by(Run.id.desc()).get()
+    return peak, {**json.loads(last.counters or "{}"), **io}
+
+
 # --- running ----------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,6 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--open-large", type=int, default=1_000_000)
     parser.add_argument("--memory", default="50000,200000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work-source", choices=("api", "mirror"), default="api",
+                        help="memory-work: where backfill takes the details from")
+    parser.add_argument("--work-until", choices=WORK_TASKS, default=WORK_TASKS[-1],
+                        help="memory-work: the last task run (each needs the ones before it)")
     parser.add_argument("--work", type=Path, help="working folder (kept; reused when built)")
     parser.add_argument("--json", type=Path, help="write one JSON record per scenario here")
     args = parser.parse_args(argv)
@@ -298,6 +427,9 @@ def main(argv: list[str] | None = None) -> int:
 def _run(bench: Bench, args) -> None:
     if bench.wants("noop-many"):
         noop_many(bench, (args.few, args.many), args.repeat)
+    if bench.wants("memory-work"):
+        names = WORK_TASKS[:WORK_TASKS.index(args.work_until) + 1]
+        memory_work(bench, [int(n) for n in args.memory.split(",")], args.work_source, names)
     if not (bench.wants("noop-open-large") or bench.wants("memory")):
         return
     grown = GrownDocket(bench)

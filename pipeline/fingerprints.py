@@ -28,6 +28,12 @@ def digest_each(firsts, *rest: str, sep: str = UNIT) -> list[str | None]:
     return [None if first is None else sha256((first + tail).encode()).hexdigest() for first in firsts]
 
 
+def postgres_md5(text: str) -> str:
+    """What PostgreSQL's ``md5(text)`` gives for ``text`` (UTF-8): a checksum two databases
+    compare, never a stored fingerprint."""
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
+
+
 def bytes_digest(data: bytes) -> str:
     """The content hash of a blob (combined.md)."""
     return hashlib.sha256(data).hexdigest()

@@ -8,11 +8,18 @@ import logging
 import pytest
 
 from benchmarks.sealed_state import build_sealed, docket_ids
-from pipeline.counters import INDEX_QUERIES, ITEM_READS, STATE_QUERIES, counters
+from pipeline.counters import (
+    COMPLETION_READS_INDEX,
+    COMPLETION_READS_STATE,
+    INDEX_QUERIES,
+    ITEM_READS,
+    STATE_QUERIES,
+    counters,
+)
 from pipeline.runtime import set_runtime
 from pipeline.store.models import Docket
 from pipeline.tasks import ExtractAll, IndexAll, IndexDocket
-from tests.state_fixtures import make_runtime, run_invocation
+from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
 
 
 @pytest.fixture(autouse=True)
@@ -99,3 +106,90 @@ def test_the_index_wrapper_judges_each_docket_as_its_task_does(sealed_runtime):
                         now=iso(utcnow()), has_upstream=True, sample=3)
     assert set(named.pending) == {ids[0], "NEW-2026-0001"}
     assert named.done == 1 and named.done_sample[0][0] == ids[6]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sealed_on_either(request, tmp_path, pg_server):
+    """A state DB on SQLite or on PostgreSQL (string_agg, byte order by collation "C"), the
+    index DB on PostgreSQL; ``caps``: a runtime made under non-default text caps."""
+    def make(**overrides):
+        state_url = new_pg_database(pg_server) if request.param == "postgres" else ""
+        rt = make_runtime(tmp_path / f"rt{len(made)}", state_url, index_url=new_pg_database(pg_server),
+                          api_base="http://127.0.0.1:9/v4", **overrides)
+        set_runtime(rt)
+        rt.state  # noqa: B018
+        made.append(rt)
+        return rt
+
+    made: list = []
+    yield make
+    for rt in made:
+        rt.close()
+
+
+def _index_judged() -> tuple[set[str], dict]:
+    from pipeline.invocation import Invocation
+
+    Invocation.start_in_process()  # a new `luigi` command: nothing judged yet
+    with counters.measure() as io:
+        pending = {t.docket for t in IndexAll().docket_tasks()}
+    return pending, io
+
+
+def test_the_index_wrapper_judges_every_docket_by_one_checksum_per_database(sealed_on_either):
+    """All done: one state-DB statement and one index-DB statement, whatever the number of
+    dockets (the checksums of both sides agree); one docket whose marker stops vouching
+    (another seal, another input, a cleared marker) is found by the per-docket judgement."""
+    rt = sealed_on_either()
+    ids = docket_ids(30)
+    build_sealed(rt.index_db(), ids, 30)
+    pending, io = _index_judged()
+    assert pending == set()
+    assert (io.get(STATE_QUERIES), io.get(INDEX_QUERIES)) == (1, 1)
+    assert (io.get(COMPLETION_READS_STATE), io.get(COMPLETION_READS_INDEX)) == (1, 1)
+    index_db = rt.index_db()
+    marker = index_db.docket_marker("comments", ids[7])
+    index_db.write_docket_marker("comments", ids[7], "2020-01-01T00:00:00Z", 1, marker.input_fingerprint,
+                                 (f"output of {ids[7]}", "under"))
+    pending, io = _index_judged()
+    assert pending == {ids[7]}
+    assert io.get(COMPLETION_READS_STATE) == 1  # the per-docket judgement parses the same text
+    assert io.get(COMPLETION_READS_INDEX) == 2  # the checksum, then every marker
+
+
+def test_an_older_marker_without_plain_terms_is_judged_by_its_digest(sealed_on_either):
+    """Markers written before the vouched columns (an upgraded index DB) still say done: no
+    docket is redone after the upgrade, they are only judged one by one."""
+    rt = sealed_on_either()
+    ids = docket_ids(6)
+    build_sealed(rt.index_db(), ids, 6)
+    index_db = rt.index_db()
+    for docket in ids[:2]:
+        marker = index_db.docket_marker("comments", docket)
+        index_db.write_docket_marker("comments", docket, marker.sealed_at, marker.version,
+                                     marker.input_fingerprint)  # no vouched terms, as before
+    before = index_db.docket_marker("comments", ids[0])
+    pending, io = _index_judged()
+    assert pending == set()
+    assert io.get(INDEX_QUERIES) == 3  # the checksum, every marker, their plain terms filled once
+    assert index_db.docket_marker("comments", ids[0]) == before  # the marker itself as it was
+    pending, io = _index_judged()
+    assert pending == set() and io.get(INDEX_QUERIES) == 1  # the checksums agree from now on
+
+
+def test_under_changed_caps_the_wrapper_and_the_task_agree(sealed_on_either):
+    """A non-default text cap folds into the index marker's input: markers written under it
+    are done for the wrapper as for each task (neither the checksum nor the per-docket
+    digests may drop the caps)."""
+    rt = sealed_on_either(max_body_chars=1000)
+    ids = docket_ids(5)
+    build_sealed(rt.index_db(), ids, 5)
+    assert all(IndexDocket(docket=d).output().exists() for d in ids)
+    pending, io = _index_judged()
+    assert pending == set() and io.get(INDEX_QUERIES) == 1
+    index_db = rt.index_db()
+    marker = index_db.docket_marker("comments", ids[2])
+    index_db.write_docket_marker("comments", ids[2], marker.sealed_at, 1, marker.input_fingerprint)
+    pending, io = _index_judged()  # judged one by one: the digests must carry the caps too
+    assert pending == set() and io.get(INDEX_QUERIES) == 3  # (its plain terms filled again)
+    assert index_db.docket_marker("comments", ids[2]).input_fingerprint == marker.input_fingerprint

@@ -4,7 +4,7 @@ Everything the index stage vouches for lives here, in one PostgreSQL database, s
 marker can never outlive the data it describes: wipe the database and the markers go with
 it (and ``instance_id()`` changes, which anything caching index facts elsewhere can check).
 
-Schema (migrations 1-2; see ``_MIGRATIONS``)
+Schema (migrations 1-3; see ``_MIGRATIONS``)
 --------------------------------------------
 * ``index_schema_version(version, applied_at)`` — applied migrations.
 * ``index_meta(key, value)`` — ``instance_id``: a random id made when the schema is created.
@@ -15,7 +15,10 @@ Schema (migrations 1-2; see ``_MIGRATIONS``)
 * ``index_state(collection, item_key, docket, fingerprint, content_hash, chunk_count,
   embedder_id, indexed_at)``, primary key ``(collection, item_key)``, indexed by docket.
 * ``index_docket_state(collection, docket, sealed_at, version, input_fingerprint,
-  indexed_at)``, primary key ``(collection, docket)``.
+  indexed_at, vouched_output, vouched_under)``, primary key ``(collection, docket)``;
+  ``vouched_output`` / ``vouched_under`` (migration 4): the input stage's output the marker
+  vouches for and the configuration it was read under (``input_fingerprint`` is their
+  digest), so a wrapper compares every docket's marker with the state DB in one checksum.
 
 Embedding dimensions
 --------------------
@@ -132,6 +135,19 @@ _MIGRATIONS: list[tuple[int, list[str]]] = [
         # its chunk_count is then the count known).
         3,
         ["ALTER TABLE index_state ADD COLUMN chunks_before_cap integer"],
+    ),
+    (
+        # What a marker vouches for in plain terms (its input fingerprint is their digest):
+        # the wrappers compare 100,000 dockets' markers with the state DB by one checksum of
+        # each side instead of a digest per docket. Older markers have none: judged per docket.
+        4,
+        [
+            """ALTER TABLE index_docket_state ADD COLUMN vouched_output text,
+                   ADD COLUMN vouched_under text""",
+            # The checksum's rows in its order, from the index alone (no sort of 100,000 rows).
+            """CREATE INDEX index_docket_vouching ON index_docket_state
+                   (collection, docket COLLATE "C") INCLUDE (sealed_at, version, vouched_under, vouched_output)""",
+        ],
     ),
 ]
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
@@ -549,15 +565,43 @@ class IndexDB:
             return {row[1]: DocketMarker(*row) for row in cur.fetchall()}
 
     def current_markers(self, collection: str, min_version: int) -> list[tuple]:
-        """(docket, sealed_at, version, input_fingerprint) of each marker at ``min_version`` or
-        later, as plain tuples: a wrapper compares 100,000 of them with the state DB's facts."""
+        """(docket, sealed_at, version, input_fingerprint, has its plain terms) of each marker at
+        ``min_version`` or later, as plain tuples: a wrapper compares 100,000 of them with the
+        state DB's facts."""
         with self._conn, self._conn.cursor() as cur:
             cur.execute(
-                """SELECT docket, sealed_at, version, input_fingerprint FROM index_docket_state
-                   WHERE collection = %s AND version >= %s""",
+                """SELECT docket, sealed_at, version, input_fingerprint, vouched_output IS NOT NULL
+                   FROM index_docket_state WHERE collection = %s AND version >= %s""",
                 (collection, min_version),
             )
             return cur.fetchall()
+
+    def fill_vouched(self, rows: list[tuple[str, str, str]], under: str) -> None:
+        """Record the plain terms of markers written before migration 4, once: each (docket,
+        input fingerprint, the output it digests) is set only where the marker has none and
+        still vouches for exactly that fingerprint (in every collection)."""
+        with self._conn, self._conn.cursor() as cur:
+            execute_values(
+                cur,
+                """UPDATE index_docket_state AS m SET vouched_output = v.output, vouched_under = v.under
+                   FROM (VALUES %s) AS v (docket, fingerprint, output, under)
+                   WHERE m.docket = v.docket AND m.input_fingerprint = v.fingerprint
+                     AND m.vouched_output IS NULL""",
+                [(*row, under) for row in rows], page_size=5000,
+            )
+
+    def vouching_checksum(self, collection: str, min_version: int, under: str) -> str | None:
+        """md5 of the lines ``docket US sealed_at US vouched_output`` (NL-joined, by docket in
+        byte order) of the markers at ``min_version`` or later read under ``under``: what
+        ``markers.input_lines`` gives when each of them vouches for its docket's input."""
+        return self._fetch_value(
+            """SELECT md5(string_agg(docket || chr(31) || coalesce(sealed_at, '') || chr(31)
+                                     || vouched_output, chr(10) ORDER BY docket COLLATE "C"))
+               FROM index_docket_state
+               WHERE collection = %s AND version >= %s AND vouched_under = %s
+                 AND vouched_output <> ''""",
+            (collection, min_version, under),
+        )
 
     def write_docket_marker(
         self,
@@ -566,19 +610,25 @@ class IndexDB:
         sealed_at: str | None,
         version: int,
         input_fingerprint: str | None,
+        vouched: tuple[str, str] | None = None,
     ) -> None:
-        """Record the docket as indexed; an identical existing marker is left untouched."""
+        """Record the docket as indexed; an identical existing marker is left untouched.
+        ``vouched``: (the input's output, the configuration) ``input_fingerprint`` digests."""
+        output, under = vouched or (None, None)
         with self._conn, self._conn.cursor() as cur:
             cur.execute(
                 """INSERT INTO index_docket_state AS m
-                       (collection, docket, sealed_at, version, input_fingerprint, indexed_at)
-                   VALUES (%s, %s, %s, %s, %s, now())
+                       (collection, docket, sealed_at, version, input_fingerprint, indexed_at,
+                        vouched_output, vouched_under)
+                   VALUES (%s, %s, %s, %s, %s, now(), %s, %s)
                    ON CONFLICT (collection, docket) DO UPDATE SET
                        sealed_at = EXCLUDED.sealed_at, version = EXCLUDED.version,
-                       input_fingerprint = EXCLUDED.input_fingerprint, indexed_at = EXCLUDED.indexed_at
-                   WHERE (m.sealed_at, m.version, m.input_fingerprint)
-                         IS DISTINCT FROM (EXCLUDED.sealed_at, EXCLUDED.version, EXCLUDED.input_fingerprint)""",
-                (collection, docket, sealed_at, version, input_fingerprint),
+                       input_fingerprint = EXCLUDED.input_fingerprint, indexed_at = EXCLUDED.indexed_at,
+                       vouched_output = EXCLUDED.vouched_output, vouched_under = EXCLUDED.vouched_under
+                   WHERE (m.sealed_at, m.version, m.input_fingerprint, m.vouched_output, m.vouched_under)
+                         IS DISTINCT FROM (EXCLUDED.sealed_at, EXCLUDED.version, EXCLUDED.input_fingerprint,
+                                           EXCLUDED.vouched_output, EXCLUDED.vouched_under)""",
+                (collection, docket, sealed_at, version, input_fingerprint, output, under),
             )
 
     def clear_docket_marker(self, collection: str, docket: str) -> None:

@@ -359,15 +359,18 @@ def _markers(stage: str, input_stage: str | None, runtime, invocation) -> IndexM
             return None
         return marker_input_fingerprint(extract.under_caps(extract_output, caps), config_id())
 
-    def expected_inputs(outputs: list) -> list:
-        if caps:  # the same fold as expected_input, for a wrapper's many dockets at once
-            outputs = [extract.under_caps(output, caps) for output in outputs]
-        return marker_input_fingerprints(outputs, config_id())
+    def expected_inputs(extract_outputs: list) -> list:
+        # The caps as expected_input folds them in (a wrapper's bulk judge and a task's probe
+        # must agree, or every docket under a changed cap would look as if it had work).
+        if caps:
+            extract_outputs = [extract.under_caps(o, caps) for o in extract_outputs]
+        return marker_input_fingerprints(extract_outputs, config_id())
 
     return IndexMarkers(stage, runtime, invocation, input_stage=input_stage,
                         collections=tuple(sorted(set(COLLECTIONS.values()))),
                         probe_collection=MARKER_COLLECTION, expected_input=expected_input,
-                        expected_inputs=expected_inputs)
+                        expected_inputs=expected_inputs,
+                        vouched_under=lambda: RECORD.join((caps, config_id())))
 
 
 def _mark_stale(runtime, stage: str, docket_id: str, states: list[str], limit: int,

@@ -13,6 +13,7 @@ import heapq
 from collections.abc import Callable
 
 from pipeline.counters import COMPLETION_READS_INDEX, count_completion_read
+from pipeline.fingerprints import postgres_md5
 from pipeline.index.database import DocketMarker
 from pipeline.store import markers
 from pipeline.store.markers import Judged, Probe, vouches
@@ -25,7 +26,8 @@ class IndexMarkers:
     def __init__(self, stage: str, runtime, invocation, *, input_stage: str,
                  collections: tuple[str, ...], probe_collection: str,
                  expected_input: Callable[[str | None], str | None],
-                 expected_inputs: Callable[[list], list] | None = None) -> None:
+                 expected_inputs: Callable[[list], list] | None = None,
+                 vouched_under: Callable[[], str] | None = None) -> None:
         self.stage, self.runtime, self.invocation = stage, runtime, invocation
         self.input_stage = input_stage
         self.collections = collections  # a marker row in each, written and cleared together
@@ -33,6 +35,10 @@ class IndexMarkers:
         self.expected_input = expected_input
         # The same for a wrapper's 100,000 dockets at once (None stays None).
         self.expected_inputs = expected_inputs or (lambda outputs: [expected_input(o) for o in outputs])
+        # The configuration ``expected_input`` reads an output under (None: markers record no
+        # plain terms, and wrappers judge each docket's digest).
+        self.vouched_under = vouched_under
+        self._inputs: dict[str, str | None] = {}  # docket -> the output input_fingerprint read
 
     @property
     def _shared_key(self) -> tuple[str, str]:
@@ -51,19 +57,36 @@ class IndexMarkers:
               has_upstream: bool, sample: int) -> Judged:
         """The targets' rule over every docket: one state-DB query (each docket's seal and the
         input's output, None where the docket row already says there is work) and one
-        index-DB query (the markers at ``version`` or later). A docket is done when its
-        marker vouches for the input expected now, under the docket's seal when it has one."""
-        rows = markers.input_rows(self.input_stage, docket_ids, window_start, now)
+        index-DB query (over the known set: a checksum of the markers at ``version`` or later;
+        only when it differs from the state DB's, every such marker). A docket is done when its
+        marker vouches for the input expected now, under the docket's seal when it has one.
+        (A forgotten docket's marker, kept in the index DB, makes the checksums differ: such a
+        store is judged docket by docket, as before the checksum.)"""
+        if docket_ids is None and self.vouched_under is not None:
+            # One checksum per database first: when every known docket's marker vouches for
+            # its input, nothing is made per docket at all.
+            lines = markers.input_lines(self.input_stage, window_start, now)
+            count_completion_read(COMPLETION_READS_INDEX)
+            theirs = self.runtime.index_db().vouching_checksum(self.probe_collection, version,
+                                                               self.vouched_under())
+            if lines is None or postgres_md5(lines) == theirs:
+                self._keep_markers_of({}, [])
+                return Judged({}, lines.count(markers.LINE_SEP) + 1 if lines else 0,
+                              markers.first_of(lines, sample))
+            rows = markers.input_rows_of(lines)  # some docket has work: judged one by one
+        else:
+            rows = markers.input_rows(self.input_stage, docket_ids, window_start, now)
         count_completion_read(COMPLETION_READS_INDEX)
         current = self.runtime.index_db().current_markers(self.probe_collection, version)
         # Set operations in C, no Python step per finished docket: a sealed docket matches a
         # marker for its expected input under its own seal, an open one (seal None) under any.
         ids, seals, outputs = zip(*rows, strict=True) if rows else ((), (), ())
         expected = set(zip(ids, seals, self.expected_inputs(outputs), strict=True))
-        with_work = expected.difference((d, s, fp) for d, s, _, fp in current)
+        with_work = expected.difference((d, s, fp) for d, s, _, fp, _ in current)
         if any(s is None for _, s, _ in with_work):  # open dockets whose marker has a seal
-            with_work -= {(d, None, fp) for d, _, _, fp in current}
+            with_work -= {(d, None, fp) for d, _, _, fp, _ in current}
         pending = {d: s for d, s, _ in with_work}  # a None input is in no marker: work
+        self._fill_plain_terms(current, pending, rows)
         if docket_ids is not None:  # a named docket without a row: all to do
             known = set(ids)
             pending.update((d, None) for d in docket_ids if d not in known)
@@ -74,13 +97,25 @@ class IndexMarkers:
         self._keep_markers_of(pending, current)
         return Judged(dict(sorted(pending.items())), len(expected) - len(with_work), first)
 
+    def _fill_plain_terms(self, current: list[tuple], pending: dict, rows: list[tuple]) -> None:
+        """Markers written before the plain terms (an upgraded index DB) that were just found
+        vouching get them, once, so the next run's checksums can agree: an upgrade never makes
+        the wrapper judge docket by docket for good (sealed dockets' markers are never rewritten)."""
+        lacking = {d for d, _, _, _, has_terms in current if not has_terms and d not in pending}
+        if not lacking or self.vouched_under is None:
+            return
+        fill = [(d, self.expected_input(output), output) for d, _, output in rows
+                if d in lacking and output is not None]
+        if fill:
+            self.runtime.index_db().fill_vouched(fill, self.vouched_under())
+
     def _keep_markers_of(self, pending: dict[str, str | None], current: list[tuple]) -> None:
         """The markers of the dockets with work, for their tasks' probes in this invocation
         (a docket without one here has no current marker)."""
         if self.invocation is None:
             return
         kept = {d: DocketMarker(self.probe_collection, d, s, v, fp, None)
-                for d, s, v, fp in current if d in pending}
+                for d, s, v, fp, _ in current if d in pending}
         kept.update((d, None) for d in pending if d not in kept)
         self.invocation.forget(self._shared_key)
         self.invocation.read_shared(self._shared_key, lambda: kept)
@@ -111,7 +146,20 @@ class IndexMarkers:
         return self.invocation.read_shared(self._shared_key, dict)
 
     def input_fingerprint(self, docket_id: str) -> str | None:
-        return self.expected_input(markers.output_fingerprint(docket_id, self.input_stage))
+        output = markers.output_fingerprint(docket_id, self.input_stage)
+        self._inputs[docket_id] = output  # what a marker written for it vouches for
+        return self.expected_input(output)
+
+    def _vouched(self, docket_id: str, input_fingerprint: str | None) -> tuple[str, str] | None:
+        """(the output, the configuration) ``input_fingerprint`` digests, in plain terms."""
+        if self.vouched_under is None or input_fingerprint is None:
+            return None
+        output = self._inputs.pop(docket_id, None)
+        if output is None or self.expected_input(output) != input_fingerprint:
+            output = markers.output_fingerprint(docket_id, self.input_stage)
+        if output is None or self.expected_input(output) != input_fingerprint:
+            return None  # the input changed since: judged by its digest, as an older marker
+        return output, self.vouched_under()
 
     def hold_output(self, docket_id: str) -> str | None:
         return None  # the index's output is read by no stage
@@ -122,8 +170,10 @@ class IndexMarkers:
     def write(self, docket_id: str, *, version: int, sealed_at: str | None,
               input_fingerprint: str | None, run_id: str, kept_output: str | None = None) -> None:
         index_db = self.runtime.index_db()
+        vouched = self._vouched(docket_id, input_fingerprint)
         for collection in self.collections:
-            index_db.write_docket_marker(collection, docket_id, sealed_at, version, input_fingerprint)
+            index_db.write_docket_marker(collection, docket_id, sealed_at, version, input_fingerprint,
+                                         vouched)
         self._forget()
 
     def clear(self, docket_id: str) -> None:

@@ -16,6 +16,7 @@ from pipeline.clock import iso, utcnow
 from pipeline.counters import COMPLETION_READS_STATE, count_completion_read
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states
+from pipeline.store.db import is_postgres
 from pipeline.store.models import Docket, DocketStage, database
 
 
@@ -272,6 +273,47 @@ def input_rows(upstream: str, docket_ids: list[str] | None, window_start: str, n
              .tuples())
     # Raw rows: the columns are text already (no conversion per value).
     return database.execute(query).fetchall()
+
+
+def input_lines(upstream: str, window_start: str, now: str) -> str | None:
+    """``input_rows`` of the known set as one text in one statement: a line per docket,
+    ``id US sealed_at US output`` ('' for None), NL-joined, by id in byte order (None: no
+    docket). One value, however many dockets: a store whose markers live in another database
+    compares a checksum of it with one of its own (``IndexDB.vouching_checksum``). The order
+    is the ordered subquery's, which SQLite and PostgreSQL keep; were it ever not kept, the
+    checksums would differ and the dockets be judged one by one (``input_rows_of``)."""
+    count_completion_read(COMPLETION_READS_STATE)
+    up = _UP
+    state_ok = not_retry_due(now) & (Docket.sealed_at.is_null(False) | (Docket.last_pull_at >= window_start))
+    unit = Value(UNIT_SEP)
+    line = (Docket.id.concat(unit).concat(fn.COALESCE(Docket.sealed_at, "")).concat(unit)
+            .concat(fn.COALESCE(Case(None, [(state_ok, up.output_fingerprint)], None), "")))
+    by_id = Docket.id.collate('"C"') if is_postgres(database.obj) else Docket.id
+    lines = (Docket.select(line.alias("line"))
+             .join(up, JOIN.LEFT_OUTER, on=(up.docket == Docket.id) & (up.stage == upstream))
+             .where(docket_rows.in_known_set())
+             .order_by(by_id))
+    joined = fn.string_agg if is_postgres(database.obj) else fn.GROUP_CONCAT
+    return Select([lines], [joined(lines.c.line, LINE_SEP)]).scalar(database)
+
+
+UNIT_SEP, LINE_SEP = "\x1f", "\n"
+
+
+def input_rows_of(lines: str | None) -> list[tuple]:
+    """``input_rows`` from ``input_lines``' text (when the checksums differ: some docket has work)."""
+    if lines is None:
+        return []
+    rows = (line.split(UNIT_SEP) for line in lines.split(LINE_SEP))
+    return [(docket, sealed_at or None, output or None) for docket, sealed_at, output in rows]
+
+
+def first_of(lines: str | None, count: int) -> list[tuple[str, str | None]]:
+    """(id, sealed_at) of the first ``count`` dockets of ``input_lines``' text."""
+    if lines is None or count <= 0:
+        return []
+    head = lines.split(LINE_SEP, count)[:count]
+    return [(docket, sealed_at or None) for docket, sealed_at, _ in (line.split(UNIT_SEP) for line in head)]
 
 
 # A longer list of named dockets is judged in parts of this many (SQLite caps the parameters
