@@ -2,60 +2,24 @@
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.luigid_server import api, running_luigid
 from tests.pipeline_fixtures import built_store
 
 ROOT = Path(__file__).resolve().parent.parent
-LUIGID = Path(sys.executable).with_name("luigid")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def api(port: int, method: str, **data) -> dict:
-    query = urllib.parse.urlencode({"data": json.dumps(data)})
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/{method}?{query}", timeout=10) as reply:
-        return json.loads(reply.read())["response"]
 
 
 @pytest.fixture
 def luigid(tmp_path):
-    if not LUIGID.is_file():
-        pytest.skip("luigid is not installed beside this python")
-    port = free_port()
     (tmp_path / "luigid-logs").mkdir()  # luigid does not create its --logdir
-    daemon = subprocess.Popen(
-        [str(LUIGID), "--port", str(port), "--address", "127.0.0.1",
-         "--state-path", str(tmp_path / "luigid.state"), "--logdir", str(tmp_path / "luigid-logs")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                api(port, "task_list", status="DONE")
-                break
-            except OSError:
-                if time.monotonic() > deadline or daemon.poll() is not None:
-                    raise RuntimeError("luigid did not start") from None
-                time.sleep(0.2)
+    with running_luigid(tmp_path / "luigid.state", logdir=tmp_path / "luigid-logs") as (port, _daemon):
         yield port
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)
 
 
 def run_index_all(store, port: int, *args: str) -> subprocess.CompletedProcess:

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,9 +30,9 @@ from pipeline.store import claims, leases
 from pipeline.store.models import ItemClaim, Lease, Run
 from pipeline.tasks import stage_tasks
 from tests import s3_fixtures
+from tests.luigid_server import api, running_luigid
 from tests.state_fixtures import make_runtime, new_pg_database, run_invocation, state  # noqa: F401
 from tests.test_backfill_stage import dump
-from tests.test_luigid import LUIGID, api, free_port
 
 s3_endpoint = s3_fixtures.s3_endpoint
 s3_client = s3_fixtures.s3_client
@@ -167,31 +166,12 @@ prune_on_get_work = true
 @contextmanager
 def central_scheduler(folder: Path):
     """A luigid of its own: port, state path, logs and the quick retry settings above."""
-    if not LUIGID.is_file():
-        pytest.skip("luigid is not installed beside this python")
     folder.mkdir(parents=True)
     (folder / "logs").mkdir()
     (folder / "luigid.cfg").write_text(LUIGID_CFG)
-    port = free_port()
-    daemon = subprocess.Popen(
-        [str(LUIGID), "--port", str(port), "--address", "127.0.0.1",
-         "--state-path", str(folder / "luigid.state"), "--logdir", str(folder / "logs")],
-        env={**os.environ, "LUIGI_CONFIG_PATH": str(folder / "luigid.cfg")},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                api(port, "task_list", status="DONE")
-                break
-            except OSError:
-                if time.monotonic() > deadline or daemon.poll() is not None:
-                    raise RuntimeError("luigid did not start") from None
-                time.sleep(0.2)
+    env = {**os.environ, "LUIGI_CONFIG_PATH": str(folder / "luigid.cfg")}
+    with running_luigid(folder / "luigid.state", logdir=folder / "logs", env=env) as (port, _daemon):
         yield port
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)
 
 
 @dataclass

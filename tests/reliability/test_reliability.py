@@ -9,7 +9,6 @@ import json
 import multiprocessing.util
 import os
 import signal
-import subprocess
 import time
 from datetime import timedelta
 
@@ -19,12 +18,12 @@ from devtools.mirror_layout import comment_files
 from devtools.standin_server import API_KEY_MISSING
 from pipeline import IndexAll, clock, verify
 from pipeline.store.models import ItemState
+from tests.luigid_server import api, running_luigid
 from tests.reliability import harness, hostile
 from tests.reliability.audit.write_audit import watching
 from tests.reliability.harness import lost, problems, record, snapshot, trials, world
 from tests.state_fixtures import run_invocation
 from tests.test_hardening import Recorder
-from tests.test_luigid import LUIGID, api, free_port
 
 STAGES = ("backfill", "extract", "index")
 SENTINEL = "SENTINELkey7f3a9c2e"
@@ -158,34 +157,18 @@ def luigid_files(tmp_path):
     """A real luigid as cron's @reboot line starts it: its task history in --state-path (a
     pickle written when it stops) and its own log output in a file; ``stop()`` ends it
     (SIGTERM: it saves its state) so both can be read."""
-    if not LUIGID.is_file():
-        pytest.skip("luigid is not installed beside this python")
-    port, folder = free_port(), tmp_path / "luigid"
+    folder = tmp_path / "luigid"
     folder.mkdir()
     state, log = folder / "state.pickle", folder / "luigid.log"
-    with log.open("ab") as out:
-        daemon = subprocess.Popen([str(LUIGID), "--port", str(port), "--address", "127.0.0.1",
-                                   "--state-path", str(state)], stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            api(port, "task_list", status="DONE")
-            break
-        except OSError:
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                raise RuntimeError("luigid did not start") from None
-            time.sleep(0.2)
+    with log.open("ab") as out, running_luigid(state, output=out, stop_seconds=30) as (port, daemon):
 
-    def stop() -> tuple[bytes, bytes]:
-        if daemon.poll() is None:
-            daemon.terminate()
-            daemon.wait(timeout=30)
-        return (state.read_bytes() if state.exists() else b""), log.read_bytes()
+        def stop() -> tuple[bytes, bytes]:
+            if daemon.poll() is None:
+                daemon.terminate()
+                daemon.wait(timeout=30)
+            return (state.read_bytes() if state.exists() else b""), log.read_bytes()
 
-    try:
         yield port, stop
-    finally:
-        stop()
 
 
 def test_a_sentinel_key_appears_in_no_channel(tmp_path, pg_server, reference, luigid_files, elsewhere):
