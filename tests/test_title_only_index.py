@@ -93,6 +93,13 @@ def test_a_waiting_item_is_rendered_once_and_an_extracted_one_keeps_its_text_whi
     assert set(extract.plan(waiting, mine, False)) == {"new", "given-up"}
     arrived = {**waiting, "old": row("ok", "h2")}  # its files came: its text replaces the title
     assert set(extract.plan(arrived, mine, False)) == {"new", "given-up", "old"}
+    # A file given up past the retry horizon, its record read: failed with its detail (a content
+    # hash), extracted like any item, and again when it changes; with no record, rendered once.
+    with_detail = {**waiting, "old": row("failed", "h3"), "given-up": row("failed")}
+    mine_then = {**mine, "given-up": row("ok", fingerprint="rendered before")}
+    assert set(extract.plan(with_detail, mine_then, False)) == {"new", "old"}
+    mine_now = {**mine_then, "old": row("ok", fingerprint=extract.item_fingerprint("h3"))}
+    assert set(extract.plan(with_detail, mine_now, False)) == {"new"}
 
 
 def test_a_documents_abstract_is_its_text_and_is_indexed_without_its_content_file(rt):  # noqa: F811

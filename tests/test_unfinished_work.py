@@ -25,7 +25,7 @@ from pipeline import IndexAll, clock, verify
 from pipeline.counters import API_CALLS, STAGE_CALLS, counters
 from pipeline.runtime import set_runtime
 from pipeline.store import dockets as docket_rows
-from pipeline.store.models import DocketStage, Item, ItemState, Run
+from pipeline.store.models import Attachment, DocketStage, Item, ItemState, Run
 from tests.state_fixtures import make_runtime, new_pg_database, real_mirror_runtime, run_invocation
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,8 +196,10 @@ def test_mirror_file_that_never_comes_is_failed_after_the_horizon_then_the_docke
             if row.state != "retry":
                 break
             assert docket_rows.get_docket(docket).sealed_at is None
-        assert row.state == "failed" and row.detail == "permanent", (attempts_seen, row.reason)
-        assert row.reason.startswith("gave up after 6 attempts over 1"), row.reason
+        assert row.state == "failed" and row.reason == "see files", (attempts_seen, row.reason)
+        given_up = states("backfill.file", docket)[f"{late}/{binary.name.split('_', 1)[1]}"]
+        assert (given_up.state, given_up.detail) == ("failed", "permanent")  # the file, not the record
+        assert given_up.reason.startswith("gave up after 6 attempts over 1"), given_up.reason
         assert max(a for a in attempts_seen if a) == 5  # the sixth attempt gave up
         assert run_at(24 * day + 2)  # nothing waits any more: the docket seals
         assert docket_rows.get_docket(docket).sealed_at
@@ -355,3 +357,80 @@ def test_real_dockets_flow_through_and_the_file_the_mirror_lacks_waits(tmp_path,
             lacking |= waiting
         assert lacking == {"DOS-2022-0004-0001", "DOS-2022-0004-0003"}  # what the README says is absent
         verify_passes(runtime)
+
+
+def test_a_comment_whose_file_never_comes_keeps_its_body_and_other_files_past_the_horizon(tmp_path, pg_server):
+    """Issue #15, nothing is lost: a comment waits whole while one of its files lags in the
+    mirror; once the retry horizon passes, that file is failed for good and the comment is
+    recorded like any item with a failed file: its body, submitter and other files stored,
+    extracted and indexed. A rerun writes nothing; Redrive sends it back."""
+    from pipeline.redrive import redrive
+
+    lagging = tmp_path / "lagging"
+    body = "Keep the marsh heron nesting buffer at two hundred metres."
+    with chain(tmp_path, pg_server, mirror=lagging, retry_max_attempts=2, retry_horizon_days=1) as (
+            runtime, _server, docket, root):
+        seconds = sorted(root.glob(f"raw-data/*/{docket}/binary-{docket}/comments_attachments/*_attachment_2.*"))
+        assert seconds, "the corpus has a comment with two files"
+        late = seconds[0].name.split("_attachment_")[0]
+        record_path = next(root.glob(f"raw-data/*/{docket}/text-{docket}/comments/{late}.json"))
+        for copy in (record_path, lagging / record_path.relative_to(root)):  # a body of its own
+            record = json.loads(copy.read_text())
+            record["data"]["attributes"].update(comment=body, firstName="Ada", lastName="Heron",
+                                                organization="Marsh Friends")
+            copy.write_text(json.dumps(record))
+        missing = seconds[0].name.split("_", 1)[1]  # attachment_2.<ext>
+        (lagging / seconds[0].relative_to(root)).unlink()  # the mirror never gets this file
+
+        for hours in (1, 3):  # before the horizon: it waits whole, found by its title
+            assert run_at(hours)
+            row = states("backfill", docket)[late]
+            assert row.state == "retry", (row.state, row.reason)
+            assert Item.get(Item.key == late).body is None
+            assert chunk_sections(runtime, late) == ["Title"]
+        assert states("backfill.file", docket)[f"{late}/{missing}"].state == "missing"
+
+        assert run_at(27)  # a day later, past the horizon: given up, the rest kept
+        row = states("backfill", docket)[late]
+        assert (row.state, row.reason, row.attempts) == ("failed", "see files", None)
+        stored = Item.get(Item.key == late)
+        assert (stored.body, stored.submitter, stored.organization) == (body, "Ada Heron", "Marsh Friends")
+        gave_up = states("backfill.file", docket)[f"{late}/{missing}"]
+        assert (gave_up.state, gave_up.detail) == ("failed", "permanent")
+        assert gave_up.reason.startswith("gave up after 3 attempts over 1.1 days: "), gave_up.reason
+        assert "not in the mirror yet" in gave_up.reason
+        files = {a.filename: a.sha256 for a in Attachment.select().where(Attachment.item == late)}
+        assert files.keys() == {"attachment_1.pdf"} and files["attachment_1.pdf"]
+        assert states("backfill.file", docket)[f"{late}/attachment_1.pdf"].state == "ok"
+        assert states("extract", docket)[late].state != "retry"
+        texts = [row[4] for row in map(json.loads, runtime.index_db().dump_chunks().splitlines())
+                 if row[1] == late]
+        assert any("marsh heron nesting buffer" in text for text in texts), texts
+        assert chunk_sections(runtime, late) != ["Title"]
+        assert docket_rows.get_docket(docket).retry_due_at is None
+
+        before = _item_rows(runtime, docket)
+        assert run_at(28)  # a rerun rewrites nothing of it
+        assert _item_rows(runtime, docket) == before
+        verify_passes(runtime)
+
+        assert redrive("backfill", docket, "failed", 10, run_id="redrive").items == [late]
+        assert run_at(29)  # sent back: the file is tried again and waits, its body kept
+        assert states("backfill", docket)[late].state == "retry"
+        assert Item.get(Item.key == late).body == body
+        shutil.copy(seconds[0], lagging / seconds[0].relative_to(root))  # the mirror catches up
+        assert run_at(31)  # due: retried by the normal run
+        assert states("backfill", docket)[late].state == "ok"
+        assert states("backfill.file", docket)[f"{late}/{missing}"].state == "ok"
+        assert Attachment.select().where(Attachment.item == late).count() == 2
+
+
+def _item_rows(runtime, docket: str) -> tuple:
+    """Every row backfill, extract and the index wrote for the docket's items, timestamps too."""
+    rows = sorted((r.stage, r.item, r.state, r.reason, r.content_hash, r.fingerprint, r.detail, r.written_at)
+                  for r in ItemState.select().where((ItemState.docket == docket)
+                                                    & (ItemState.stage != "fetch")))
+    found = sorted((i.key, i.detail_hash, i.body, i.updated_at) for i in Item.select().where(Item.docket == docket))
+    attachments = sorted((a.item, a.filename, a.sha256) for a in Attachment.select())
+    index = runtime.index_db()
+    return rows, found, attachments, index.dump_chunks(), index.dump_state().split("--\n")[0]

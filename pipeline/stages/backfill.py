@@ -27,7 +27,7 @@ from pipeline.clock import iso
 from pipeline.counters import counters
 from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
 from pipeline.extract.readers import can_read
-from pipeline.failures import RETRY, Failure, RetryPolicy, classify, item_failure
+from pipeline.failures import PERMANENT, RETRY, Failure, RetryPolicy, classify, item_failure
 from pipeline.ids import validate_filename
 from pipeline.read_ahead import read_ahead
 from pipeline.sources import connect, records
@@ -154,13 +154,19 @@ def _todo_pages(docket_id: str, force: bool, now: str) -> Iterator[list[Item]]:
     # not every row of a docket of a million comments.
     rows = item_states.rows_in_states(STAGE, docket_id, (RETRY, "pending", "stale"))
     waiting = set() if force else {key for key, row in rows.items() if row.waits(now)}
+    # Rows left pending, re-driven, or due to retry: those whose item's detail is current come
+    # after the others (a re-driven item whose file fails transiently again waits with its
+    # detail stored). An item taken from the first pages is not taken again: recorded there,
+    # its detail is current by the time the second loop reads it.
+    redo = {key for key, row in rows.items()
+            if row.state in ("pending", "stale") or (row.state == RETRY and key not in waiting)}
     for page in items.items_needing_detail(docket_id, force, TODO_PAGE):
         if todo := [item for item in page if item.key not in waiting]:
+            redo.difference_update(item.key for item in todo)
             yield todo
-    # Rows left pending or re-driven whose item's detail is current (the others came above).
-    redo = sorted(key for key, row in rows.items() if row.state in ("pending", "stale"))
-    for start in range(0, len(redo), TODO_PAGE):
-        found = items.items_by_key(redo[start:start + TODO_PAGE])
+    ordered = sorted(redo)
+    for start in range(0, len(ordered), TODO_PAGE):
+        found = items.items_by_key(ordered[start:start + TODO_PAGE])
         if todo := sorted((item for item in found if not force and items.has_current_detail(item)),
                           key=lambda item: item.key):
             yield todo
@@ -209,14 +215,17 @@ def _backfill(ctx: StageContext, job: ItemJob, got: ItemRead, result: StageResul
     item = job.item
     # The item's files as its rows will say once this batch is written (filename -> sha256).
     files = {row.filename: row.sha256 for row in job.rows}
-    outcomes = [_have_file(ctx, item, fetched, result, decided, files) for fetched in got.files]
+    series = RetrySeries(ctx, item)
+    outcomes = [_have_file(ctx, item, fetched, result, decided, files, series) for fetched in got.files]
     state = _item_state([file_state for file_state, _reason in outcomes])
     if state == RETRY:
         if item.kind == "document":  # see items.update_waiting_detail: a comment waits whole
             items.update_waiting_detail(item.key, got.fields)
         why = "; ".join(reason for file_state, reason in outcomes if file_state == RETRY)
         decided.write()
-        return _finish(ctx, item, result, Failure("transient", RETRY, why[:500]))
+        return _finish(ctx, item, result, Failure("transient", RETRY, why[:500]), series.step)
+    # Past the retry horizon the files that kept failing are failed for good (_have_file):
+    # the item, whose record was read, is recorded like any item with a failed file.
     _record_detail(ctx, item, got.fields, state, decided, files)
     result.add(state)
     return state
@@ -241,15 +250,34 @@ def _item_state(file_states: list[str]) -> str:
     return "ok"
 
 
-def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
-    """The item's state after a failure: waiting to retry, or final (gone, too_large, failed)."""
+class RetrySeries:
+    """The item's retry series (``item_states.next_retry``), read once, and only when one of
+    its files fails transiently: an item whose files all come reads nothing more."""
+
+    def __init__(self, ctx: StageContext, item: Item) -> None:
+        self.ctx, self.item = ctx, item
+        self.step: item_states.RetryStep | None = None
+
+    def next(self) -> item_states.RetryStep:
+        if self.step is None:
+            self.step = item_states.next_retry(STAGE, self.item.key, policy=RetryPolicy.from_settings(self.ctx.settings),
+                                               now=self.ctx.clock())
+        return self.step
+
+
+def _finish(ctx, item: Item, result: StageResult, failure: Failure,
+            step: item_states.RetryStep | None = None) -> str:
+    """The item's state after a failure: waiting to retry, or final (gone, too_large, failed).
+    ``step``: its retry series as read already (a file failed transiently)."""
     if failure.state == RETRY:
         # The detail is not recorded, so the item is selected again once its time has come.
         with database.atomic():  # the final state and the item's "failed" mark together
             state = item_states.retry_later(STAGE, item.key, item.docket, failure.reason,
                                             run_id=ctx.run_id, policy=RetryPolicy.from_settings(ctx.settings),
-                                            now=ctx.clock())
-            if state != RETRY:  # past the retry horizon: failed for good, like any permanent one
+                                            now=ctx.clock(), step=step)
+            # Past the retry horizon with no record read (a file given up is decided in
+            # _have_file, and its item recorded with its detail): failed for good, no detail.
+            if state != RETRY:
                 items.update_detail(item.key, {}, "failed", item.summary_hash)
         result.add(state)
         return state
@@ -264,10 +292,11 @@ def _finish(ctx, item: Item, result: StageResult, failure: Failure) -> str:
 
 
 def _have_file(ctx, item: Item, fetched: FileFetch, result: StageResult, decided: DecidedRows,
-               files: dict[str, str | None]) -> tuple[str, str | None]:
+               files: dict[str, str | None], series: RetrySeries) -> tuple[str, str | None]:
     """Make sure one file is stored and has its row (in ``decided``, and in ``files``);
     returns the file's state (RETRY when it failed transiently: the item then waits to be
-    tried again) and why it is not ok."""
+    tried again; ``failed`` once the item's retry series is past its horizon) and why it is
+    not ok."""
     ref, existing = fetched.ref, fetched.existing
     key = f"{item.key}/{ref.filename}"
     if existing and not ctx.force:
@@ -283,6 +312,10 @@ def _have_file(ctx, item: Item, fetched: FileFetch, result: StageResult, decided
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
         if failure.state == RETRY:
+            step = series.next()
+            if step.gives_up:  # past the retry horizon: the file is failed for good
+                reason = step.gave_up_reason(failure.reason)
+                return _file_state(ctx, item, key, "failed", reason, result, decided, detail=PERMANENT), reason
             # Not a final state of the file: "missing" (the mirror lags) or a transient failure.
             state = "missing" if isinstance(exc, NotMirroredYet) else "failed"
             _file_state(ctx, item, key, state, failure.reason, result, decided, detail="transient")

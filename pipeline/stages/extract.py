@@ -39,6 +39,7 @@ STAGE = "extract"
 FILE_STAGE = "extract.file"
 UPSTREAM = "backfill"
 EXTRACTABLE = ("ok", "too_large", "gone")  # an item with its detail, whatever its files did
+# ... and a "failed" one with its detail (``has_detail``): a file failed for good.
 # An item whose detail waits for its files (retry) or never came (failed) is rendered once,
 # from what it has (its list fields), so that the index finds it by its title (a notice whose
 # content file the mirror lacks); an item already extracted keeps its text while it waits.
@@ -87,12 +88,20 @@ def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSI
     for key, row in upstream.items():
         done = mine.get(key)
         redo = done is not None and done.state in REDO_STATES
-        if row.state not in EXTRACTABLE and not (row.state in WAITING and (done is None or redo)):
+        if not has_detail(row) and not (row.state in WAITING and (done is None or redo)):
             continue
         fingerprint = item_fingerprint(row.content_hash, version)
         if redo or force or done is None or done.fingerprint != _capped_fingerprint(fingerprint, done, caps):
             todo[key] = fingerprint
     return todo
+
+
+def has_detail(row) -> bool:
+    """Backfill recorded the item's detail, whatever its files did: ``ok``, ``too_large``,
+    ``gone``, or ``failed`` with a content hash (backfill writes one with the detail only): a
+    file failed for good (a 400, or one given up past the retry horizon) beside its body and
+    other files, extracted like any item. A ``failed`` row without one never had its record."""
+    return row.state in EXTRACTABLE or (row.state == "failed" and row.content_hash is not None)
 
 
 def _capped_fingerprint(fingerprint: str, done, caps: TextCaps | None) -> str:

@@ -150,25 +150,52 @@ _DECIDED = ("item_state.decided", _upsert(_FIELDS))
 _PENDING = ("item_state.pending", _upsert(_PENDING_FIELDS))
 
 
-def retry_later(stage: str, item: str, docket_id: str, reason: str, *, run_id: str,
-                policy: RetryPolicy, now: datetime | None = None) -> str:
-    """A transient failure: the row goes to ``retry`` with its attempt count and next attempt
-    time, or — past the policy's horizon — to ``failed`` for good. Returns the state written."""
+@dataclass(frozen=True)
+class RetryStep:
+    """The next step of an item's retry series after one more transient failure: its attempt
+    count, when the series began, and when to try again (None: past the policy's horizon,
+    the failure is given up as permanent)."""
+
+    attempts: int
+    first_failed_at: datetime
+    now: datetime
+    next_attempt_at: datetime | None
+
+    @property
+    def gives_up(self) -> bool:
+        return self.next_attempt_at is None
+
+    def gave_up_reason(self, last: str) -> str:
+        return gave_up_reason(self.attempts, self.first_failed_at, self.now, last)
+
+
+def next_retry(stage: str, item: str, *, policy: RetryPolicy, now: datetime | None = None) -> RetryStep:
+    """What one more transient failure of the (stage, item) row would make of its series (one
+    read, no write): a row in ``retry`` (or ``pending``: a retry in progress) goes on with its
+    series, any other starts one."""
     now = now or utcnow()
     row = ItemState.get_or_none((ItemState.stage == stage) & (ItemState.item == item))
     series = row is not None and row.state in (RETRY, PENDING) and row.first_failed_at
     attempts = (row.attempts or 0) + 1 if series else 1
     first = parse_iso(row.first_failed_at) if series else now
-    next_at = policy.next_attempt(attempts, first, now)
-    if next_at is None:
+    return RetryStep(attempts, first, now, policy.next_attempt(attempts, first, now))
+
+
+def retry_later(stage: str, item: str, docket_id: str, reason: str, *, run_id: str,
+                policy: RetryPolicy, now: datetime | None = None, step: RetryStep | None = None) -> str:
+    """A transient failure: the row goes to ``retry`` with its attempt count and next attempt
+    time, or — past the policy's horizon — to ``failed`` for good. Returns the state written.
+    ``step``: the series' next step as the caller read it already (``next_retry``)."""
+    step = step or next_retry(stage, item, policy=policy, now=now)
+    if step.gives_up:
         transition(stage, item, docket_id, "failed", run_id=run_id, detail="permanent",
-                   reason=gave_up_reason(attempts, first, now, reason))
+                   reason=step.gave_up_reason(reason))
         return "failed"
     values = {
         ItemState.docket: docket_id, ItemState.fingerprint: None, ItemState.content_hash: None,
         ItemState.state: RETRY, ItemState.reason: reason[:500], ItemState.detail: "transient",
-        ItemState.run_id: run_id, ItemState.written_at: iso(now), ItemState.attempts: attempts,
-        ItemState.first_failed_at: iso(first), ItemState.next_attempt_at: iso(next_at),
+        ItemState.run_id: run_id, ItemState.written_at: iso(step.now), ItemState.attempts: step.attempts,
+        ItemState.first_failed_at: iso(step.first_failed_at), ItemState.next_attempt_at: iso(step.next_attempt_at),
     }
     (
         ItemState.insert({ItemState.stage: stage, ItemState.item: item, **values})
