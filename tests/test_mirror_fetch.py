@@ -25,7 +25,7 @@ from pipeline.store import dockets as docket_rows
 from pipeline.store.models import Attachment, Docket, Item, ItemState, MirrorObject
 from tests import s3_fixtures
 from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
-from tests.test_unfinished_work import run_at
+from tests.test_unfinished_work import run_at as run_hours_ahead
 
 s3_endpoint = s3_fixtures.s3_endpoint
 s3_client = s3_fixtures.s3_client
@@ -39,6 +39,16 @@ NO_API = "http://127.0.0.1:9/v4"
 SENTENCE = ("The Wisconsin Department of Children and Families (DCF) welcomes the opportunity to "
             "provide comments on the above referenced Request for Public Comment")
 STAGES = ("fetch", "backfill", "extract", "index")
+# Discovery runs once per fixed UTC window (``discover_seconds``, a day): the runs of a test
+# start just after the next window opens, so that a test whose runs span a few hours never
+# straddles two windows (a second discovery's LISTs would be counted) whatever the time of day.
+_WINDOW = 86400
+_TO_NEXT_WINDOW_HOURS = (_WINDOW - clock.utcnow().timestamp() % _WINDOW) / 3600
+
+
+def run_at(hours: float, **params) -> bool:
+    """``run_hours_ahead`` with every test's timeline in one discovery window (above)."""
+    return run_hours_ahead(_TO_NEXT_WINDOW_HOURS + hours, **params)
 
 
 @contextmanager
