@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
@@ -266,6 +267,23 @@ def test_a_helper_killed_after_claiming_loses_no_backfill_item(fetched, backfill
         assert dump(stable=True) == backfill_reference["dump"]
         assert sorted(runtime.blobs.list()) == backfill_reference["blobs"]
         assert not ItemClaim.select().exists() and not Lease.select().exists()
+
+
+def test_a_helper_that_stops_on_its_budget_frees_its_claims_at_once(fetched, backfill_reference, monkeypatch):
+    split = fetched
+    with split.holder():
+        started = time.monotonic()
+        # One request allowed: the helper stops at its first item's file, the budget spent;
+        # the two items of its claim go back at once (its claims would hold for 60 s).
+        with split.helper_joins(monkeypatch, "BackfillComments", request_budget=1):
+            assert run_invocation(pipeline.BackfillComments(docket=split.docket))
+        assert split.helper["returncode"] == 0 and split.helper["ok"], split.helper["output"][-3000:]
+        holder_run, helper_run = stage_runs("backfill", split.docket)
+        assert helper_run.budget_spent and holder_run.clean
+        assert time.monotonic() - started < 30  # no wait for the helper's claims to expire
+        assert set(rows_per_run("backfill", split.docket)) == {holder_run.run_id}
+        assert markers.read_marker(split.docket, "backfill").output_fingerprint == backfill_reference["output"]
+        assert dump(stable=True) == backfill_reference["dump"]
 
 
 # --------------------------------------------------------------------------- index
