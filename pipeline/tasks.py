@@ -230,7 +230,9 @@ class DocketStageTask(CheckedParameters, luigi.Task):
             ctx.claims = self._holder_claims(ctx, settings, token)
             result, io = self._call_stage(ctx, docket)
             ctx.progress.finish()
-            wrote_rows = bool(io.get(ITEM_STATE_WRITES))
+            # Rows a helper wrote in this run count as written (the holder may have written
+            # none itself): the output is recorded afresh, never the one held before the run.
+            wrote_rows = bool(io.get(ITEM_STATE_WRITES)) or bool(ctx.claims and ctx.claims.others_claimed())
             if wrote_rows or held is None or docket.retry_due_at:
                 # Items waiting to retry never block a marker; the docket row carries the
                 # earliest next attempt, and the targets after fetch turn incomplete when it
@@ -282,7 +284,12 @@ class DocketStageTask(CheckedParameters, luigi.Task):
                                        holder=False, batch=settings.claim_batch,
                                        seconds=settings.lease_seconds)
         ctx.progress.on_tick = ctx.claims.renew  # its claims, never the holder's lease
-        result, io = self._call_stage(ctx, docket)
+        try:
+            result, io = self._call_stage(ctx, docket)
+        finally:
+            # What it claimed and did not finish (a spent budget, a run-stopping error) is
+            # the holder's at once; only a helper that died leaves it to expire.
+            ctx.claims.release()
         ctx.progress.finish()
         if io.get(ITEM_STATE_WRITES):
             item_states.refresh_retry_due(self.docket)
@@ -302,8 +309,10 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         renew_lease = ctx.progress.on_tick
         mine = claims.ItemClaims(self.stage.name, self.docket, token, leases.holder_name(),
                                  holder=True, batch=settings.claim_batch,
-                                 seconds=settings.lease_seconds, on_wait=renew_lease)
-        ctx.progress.on_tick = lambda: (renew_lease(), mine.renew())
+                                 seconds=settings.lease_seconds)
+        # Waiting for a helper is not dying: the lease, and the claims of the items this run
+        # holds undecided meanwhile (read ahead, a batch not written yet), are renewed.
+        ctx.progress.on_tick = mine.on_wait = lambda: (renew_lease(), mine.renew())
         return mine
 
     def _context(self, rt, settings, lease_token: str) -> StageContext:

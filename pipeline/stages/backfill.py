@@ -69,7 +69,7 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
         log.info("%s: sealed %s with %d items left to backfill", docket.id, docket.sealed_at, owed)
     source = _make_source(ctx, docket, api, mirror)
     reader = ItemReader(ctx, source)
-    decided = DecidedRows(source.record_batch)
+    decided = DecidedRows(source.record_batch, ctx.claims)
     ctx.progress.start(owed)
     try:
         for todo in _todo_pages(docket.id, ctx.force, now):
@@ -78,10 +78,10 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
             source.expect(todo)
             # The reads of the next items overlap (pipeline/read_ahead.py); each item's
             # decision and rows are taken here, in order, as a plain loop would.
-            for job, read in read_ahead(reader.read, todo, source.concurrency, ctx.check_time, reader.job,
-                                        reader.before_reading):
+            for job, read in read_ahead(reader.read, _taken(ctx, todo), source.concurrency, ctx.check_time,
+                                        reader.job, reader.before_reading):
                 outcome = backfill_item(ctx, job, reader.in_stage_thread(job, read), result, decided)
-                decided.item_done()
+                decided.item_done(job.item.key)
                 ctx.progress.advance(outcome)
             decided.write()
     except BudgetSpent as exc:
@@ -96,6 +96,17 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
     return result
 
 
+def _taken(ctx: StageContext, todo: list[Item]) -> Iterator[Item]:
+    """The page's items this worker works: all of them, or, when the run shares its items
+    with other workers (``ctx.claims``), those it claims, in the page's (key) order."""
+    if ctx.claims is None:
+        yield from todo
+        return
+    by_key = {item.key: item for item in todo}
+    for key in ctx.claims.take(by_key):
+        yield by_key[key]
+
+
 RECORD_BATCH = 100  # decided items whose rows are written in one transaction (mirror sources)
 
 
@@ -104,10 +115,17 @@ class DecidedRows:
     rows, detail updates and state rows in one transaction of a few prepared statements
     (statements per item were most of backfill's CPU). An item's rows are all in one batch,
     so a kill leaves an item wholly recorded or left ``pending`` (marked before its reads),
-    which the next run redoes; only the last batch's work is lost."""
+    which the next run redoes; only the last batch's work is lost.
 
-    def __init__(self, size: int) -> None:
+    With ``claims`` (the run shares its items with other workers) the items of a batch are
+    marked done in one statement once the batch is committed (an item whose failure was
+    written at once, with the batch after it): a claimer that dies before that loses its
+    items to the others when its claims expire, never an item whose rows are not written."""
+
+    def __init__(self, size: int, claims=None) -> None:
         self.size = size
+        self.claims = claims
+        self._decided: list[str] = []  # item keys whose rows are all here or written already
         self._clear()
 
     def _clear(self) -> None:
@@ -126,20 +144,24 @@ class DecidedRows:
     def detail(self, detail: items.Detail) -> None:
         self.details.append(detail)
 
-    def item_done(self) -> None:
+    def item_done(self, key: str) -> None:
         self.items += 1
+        if self.claims is not None:
+            self._decided.append(key)
         if self.items >= self.size:
             self.write()
 
     def write(self) -> None:
         attachments, states, details = self.attachments, self.states, self.details
+        decided, self._decided = self._decided, []
         self._clear()  # taken first: a failed write is not tried again by the caller's finally
-        if not (attachments or states or details):
-            return
-        with database.atomic():
-            items.upsert_attachments(attachments)
-            items.record_details(details)
-            item_states.transition_many(states)
+        if attachments or states or details:
+            with database.atomic():
+                items.upsert_attachments(attachments)
+                items.record_details(details)
+                item_states.transition_many(states)
+        if decided:  # one statement per batch, after its commit: no other worker takes them again
+            self.claims.done(decided)
 
 
 TODO_PAGE = 2000  # items (and their attachment rows) one backfill pass holds at once
@@ -740,4 +762,5 @@ DECLARATION = Stage(
     name=STAGE, upstream="fetch", run=backfill_docket, task="BackfillComments", wrapper="BackfillAll",
     doc="Details and attachments for new or changed items, from the API or the mirror.",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id, now),
+    splits_items=True,
 )

@@ -141,7 +141,7 @@ def index_docket(ctx: StageContext, docket: Docket, *, index_db, embedder) -> St
     _load_model(ctx, embedder)
     writer = Writer(ctx, docket.id, index_db, embedder, result)
     try:
-        for work in todo:
+        for work in _taken(ctx, todo):
             ctx.check_time()
             writer.take(work)
     except BudgetSpent as exc:
@@ -150,6 +150,19 @@ def index_docket(ctx: StageContext, docket: Docket, *, index_db, embedder) -> St
         # Loaded work is kept even when the budget ran out: at most one embed batch more.
         writer.flush()
     return result
+
+
+def _taken(ctx: StageContext, todo: list[Work]):
+    """The planned work this worker does: all of it, or, when the run shares its items with
+    other workers (``ctx.claims``), the items it claims, a collection at a time in the
+    plan's (key) order."""
+    if ctx.claims is None:
+        yield from todo
+        return
+    for collection in sorted({work.collection for work in todo}):
+        by_key = {work.key: work for work in todo if work.collection == collection}
+        for key in ctx.claims.take(by_key):
+            yield by_key[key]
 
 
 def _load_model(ctx: StageContext, embedder) -> None:
@@ -209,6 +222,10 @@ class Writer:
     Batching across items matters: most comments are one or two chunks, and MiniLM is far
     faster on a batch of 64 than on 64 batches of one. Each item is still written in its
     own transaction (chunks + state row), after its vectors exist.
+
+    When the run shares its items with other workers (``ctx.claims``), the items an embed
+    batch or a fingerprint flush wrote (and those that failed meanwhile: worked, with no
+    row to write) are marked done in one statement after their rows are committed.
     """
 
     def __init__(self, ctx: StageContext, docket_id: str, index_db, embedder,
@@ -218,6 +235,7 @@ class Writer:
         self.config = index_config_id(embedder.id, ctx.settings.chunk_chars)
         self.pending: list[Loaded] = []
         self.fingerprints: dict[str, dict[str, str]] = {}  # collection -> key -> fingerprint
+        self.decided: list[str] = []  # keys written (or failed) since claims last heard of it
 
     def take(self, work: Work) -> None:
         loaded = self.load(work)
@@ -275,12 +293,25 @@ class Writer:
             end = start + len(loaded.chunks)
             self._write(loaded, vectors[start:end])
             start = end
+        self._claims_done()
 
     def flush_fingerprints(self) -> None:
         fingerprints, self.fingerprints = self.fingerprints, {}
         for collection, by_key in sorted(fingerprints.items()):
             self.index_db.record_fingerprints(collection, by_key)
             self._advance("hash_unchanged", len(by_key))
+            self._decide(by_key)
+        self._claims_done()
+
+    def _decide(self, keys) -> None:
+        if self.ctx.claims is not None:
+            self.decided.extend(keys)
+
+    def _claims_done(self) -> None:
+        """One statement for the items written since the last: no other worker takes them."""
+        if self.decided:
+            decided, self.decided = self.decided, []
+            self.ctx.claims.done(decided)
 
     def _write(self, loaded: Loaded, vectors: list[list[float]]) -> None:
         work = loaded.work
@@ -288,6 +319,7 @@ class Writer:
             work.collection, work.key, self.docket_id, loaded.chunks, vectors, loaded.fingerprint,
             loaded.content, self.embedder.id, metadata=work.metadata, chunks_before_cap=loaded.chunks_made,
         )
+        self._decide([work.key])
         self._advance("embedded")
 
     def _failed(self, key: str, reason: str) -> None:
@@ -295,6 +327,7 @@ class Writer:
         log.warning("index %s %s: %s", self.docket_id, key, reason)
         self.result.clean = False
         self.result.message = self.result.message or f"{key}: {reason}"
+        self._decide([key])  # worked: retried by the next run, not by another worker of this one
         self._advance("failed")
 
     def _advance(self, outcome: str, n: int = 1) -> None:
@@ -386,5 +419,5 @@ INDEX_ROWS = Redrivable(("indexed", "mismatch", "stale"), "mismatch", _mark_stal
 DECLARATION = Stage(
     name=STAGE, upstream="ocr", run=run_index, task="IndexDocket", wrapper="IndexAll",
     doc="Chunks and embeddings for new or changed comments; completion kept in the index DB.",
-    unfinished=_owed, markers=_markers, redrive=INDEX_ROWS,
+    unfinished=_owed, markers=_markers, redrive=INDEX_ROWS, splits_items=True,
 )

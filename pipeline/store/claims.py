@@ -115,6 +115,24 @@ def held_by_others(stage: str, session: str, claimer: str, items: list[str]) -> 
             .count())
 
 
+def release(stage: str, session: str, claimer: str) -> int:
+    """A claimer that stops (its budget spent, a run-stopping error, nothing left to take)
+    frees what it claimed and did not finish: the holder takes those items at once instead
+    of waiting for their claims to expire (only a dead claimer's wait for expiry)."""
+    return (ItemClaim.update(claimer=None, expires_at="")
+            .where((ItemClaim.stage == stage) & (ItemClaim.session == session)
+                   & (ItemClaim.claimer == claimer) & ~ItemClaim.done).execute())
+
+
+def claimed_by_others(stage: str, session: str, claimer: str) -> bool:
+    """Another worker claimed items in this session: it may have written their rows, so the
+    holder that wrote none itself must not keep the output recorded before the run."""
+    return (ItemClaim.select()
+            .where((ItemClaim.stage == stage) & (ItemClaim.session == session)
+                   & ItemClaim.claimer.is_null(False) & (ItemClaim.claimer != claimer))
+            .exists())
+
+
 def clear(stage: str, docket_id: str, *, session: str | None = None, keep: str | None = None) -> int:
     """Claim rows of (stage, docket): one session's (its holder is done with them), or every
     one but ``keep``'s (a new holder: the sessions before it are over)."""
@@ -157,3 +175,9 @@ class ItemClaims:
 
     def renew(self) -> None:
         renew(self.stage, self.session, self.claimer, self.seconds)
+
+    def release(self) -> None:
+        release(self.stage, self.session, self.claimer)
+
+    def others_claimed(self) -> bool:
+        return claimed_by_others(self.stage, self.session, self.claimer)
