@@ -12,7 +12,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 from pipeline.clock import eastern_date
@@ -62,6 +62,14 @@ def parse_duration(text: str) -> timedelta:
     if seconds > MAX_DURATION.total_seconds():
         raise argparse.ArgumentTypeError(f"{text!r} is longer than {MAX_DURATION.days} days")
     return timedelta(seconds=seconds)
+
+
+def parse_day(text: str) -> str:
+    """--from / --to: a calendar day, YYYY-MM-DD (argparse type)."""
+    try:
+        return date.fromisoformat(text.strip()).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
 
 
 def parse_k(text: str) -> int:
@@ -376,7 +384,8 @@ def cmd_search(args) -> int:
     if args.json:
         from pipeline.index.search_results import search_document
 
-        document = search_document(args.query, args.k, args.docket, args.collection, answer["records"])
+        document = search_document(args.query, args.k, args.docket, args.collection, answer["records"],
+                                   _search_filters(args))
         print(json.dumps(document, indent=2, ensure_ascii=False))
     else:
         print(answer["text"])
@@ -386,14 +395,21 @@ def cmd_search(args) -> int:
 def _search_here(args) -> dict:
     """The search done in this process: the answer the warm service would give."""
     # Imported only here: the warm path must not pay for psycopg2, pgvector and the stages.
-    from pipeline.index.search import format_hits, search
+    from pipeline.index.search import filters_of, format_hits, search
     from pipeline.index.search_results import hit_records
     from pipeline.stages.index import embedder_from
 
     runtime = _runtime()
     hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
-                  collection=args.collection, docket=args.docket, k=args.k)
+                  collection=args.collection, docket=args.docket, k=args.k,
+                  filters=filters_of(_search_filters(args)))
     return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits)}
+
+
+def _search_filters(args) -> dict:
+    """The filters of ``docketeer search``, as its request to the warm service carries them
+    (``pipeline.index.search.filters_of`` reads them, here and there)."""
+    return {"from": args.date_from, "to": args.date_to, "org": args.org}
 
 
 def _warm_search(settings, data_dir, args) -> dict | None:
@@ -402,10 +418,12 @@ def _warm_search(settings, data_dir, args) -> dict | None:
     from pipeline.index.embedders import MiniLMEmbedder
 
     request = {"query": args.query, "collection": args.collection, "docket": args.docket, "k": args.k,
+               **_search_filters(args),
                "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key(settings, data_dir)}
     answer = search_service.ask(data_dir, request)
-    # A service started by an older docketeer answers text only: search here instead.
-    return answer if answer and "records" in answer else None
+    # A service started by an older docketeer answers text only, or ignores the filters:
+    # search here instead.
+    return answer if answer and "records" in answer and "filtered" in answer else None
 
 
 @command
@@ -495,6 +513,11 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--docket")
     search.add_argument("--collection", choices=["comments", "documents"])
     search.add_argument("-k", type=parse_k, default=10, help=f"hits to show, 1 to {MAX_K}")
+    search.add_argument("--from", dest="date_from", type=parse_day, metavar="YYYY-MM-DD",
+                        help="only items posted on or after this day (Washington's calendar)")
+    search.add_argument("--to", dest="date_to", type=parse_day, metavar="YYYY-MM-DD",
+                        help="only items posted on or before this day (Washington's calendar)")
+    search.add_argument("--org", help="only items whose submitter's name or organisation contains this (any case)")
     search.add_argument("--cold", action="store_true",
                         help="load the model in this process instead of asking the warm search service")
     search.add_argument("--json", action="store_true",

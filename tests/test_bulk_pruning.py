@@ -193,3 +193,19 @@ def test_under_changed_caps_the_wrapper_and_the_task_agree(sealed_on_either):
     pending, io = _index_judged()  # judged one by one: the digests must carry the caps too
     assert pending == set() and io.get(INDEX_QUERIES) == 3  # (its plain terms filled again)
     assert index_db.docket_marker("comments", ids[2]).input_fingerprint == marker.input_fingerprint
+
+
+def test_the_state_dbs_checksum_statement_reads_covering_indexes_only(sealed_runtime):
+    """SQLite's plan of the statement over every docket reads the two covering indexes and
+    no table row (a new process reading 100,000 dockets' rows from the table paid 0.45 s)."""
+    from pipeline.clock import iso, utcnow
+    from pipeline.store import markers
+    from pipeline.store.db import DOCKET_JUDGED_INDEX, DOCKET_STAGE_OUTPUT_INDEX
+    from pipeline.store.models import database
+
+    build_sealed(sealed_runtime.index_db(), docket_ids(10), 10)
+    sql, params = markers.input_lines_query("extract", "2000-01-01", iso(utcnow())).sql()
+    plan = " / ".join(row[3] for row in database.execute_sql("EXPLAIN QUERY PLAN " + sql, params))
+    assert f"USING COVERING INDEX {DOCKET_JUDGED_INDEX}" in plan
+    assert f"USING COVERING INDEX {DOCKET_STAGE_OUTPUT_INDEX}" in plan
+    assert markers.input_lines("extract", "2000-01-01", iso(utcnow())).count("\n") == 9

@@ -284,6 +284,30 @@ def test_search_prints_ranked_hits(store, capsys):
     assert code == 0 and out.strip() == "no results"
 
 
+def test_search_takes_washingtons_days_and_an_organisation(store, capsys):
+    """--from / --to are calendar days in Washington, inclusive (the posted instant is UTC);
+    --org a part of the submitter's name or organisation; a bad day is one line and exit 2."""
+    code, out, _ = run(capsys, "search", "hospital funding", "-k", "50", "--json")
+    days = sorted({r["posted_day"] for r in json.loads(out)["results"] if r["posted_day"]})
+    assert len(days) >= 2, days
+    day = days[len(days) // 2]
+    code, out, _ = run(capsys, "search", "hospital funding", "-k", "50", "--json", "--from", day, "--to", day)
+    assert code == 0
+    document = json.loads(out)
+    assert (document["from"], document["to"], document["org"]) == (day, day, None)
+    results = document["results"]
+    assert results and {r["posted_day"] for r in results} == {day}
+    code, out, _ = run(capsys, "search", "hospital funding", "-k", "50", "--json", "--from", day)
+    assert {r["posted_day"] for r in json.loads(out)["results"]} == {d for d in days if d >= day} - {None}
+    code, out, _ = run(capsys, "search", "hospital funding", "--org", "no such organisation anywhere")
+    assert code == 0 and out.strip() == "no results"
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["search", "hospital funding", "--from", "22/09/2025"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1
+    assert "argument --from: not a date (YYYY-MM-DD): '22/09/2025'" in err
+
+
 def test_verify_passes_on_a_fresh_store(store, capsys, tmp_path):
     code, out, _ = run(capsys, "verify", "--full", "--out", str(tmp_path))
     assert code == 0, out
@@ -314,8 +338,9 @@ def test_search_json_is_one_document_with_the_text_outputs_hits(store, capsys):
     code, out, _ = run(capsys, "search", "hospital funding", "-k", "8", "--json")
     assert code == 0
     document = json.loads(out)
-    assert {k: document[k] for k in ("query", "k", "docket", "collection")} == {
-        "query": "hospital funding", "k": 8, "docket": None, "collection": None}
+    assert {k: document[k] for k in ("query", "k", "docket", "collection", "from", "to", "org")} == {
+        "query": "hospital funding", "k": 8, "docket": None, "collection": None,
+        "from": None, "to": None, "org": None}
     results = document["results"]
     assert 0 < len(results) <= 8 and all(set(r) == RESULT_FIELDS for r in results)
     assert [r["rank"] for r in results] == list(range(1, len(results) + 1))

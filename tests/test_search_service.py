@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pipeline.index import search_service
-from pipeline.index.search import format_hits, search
+from pipeline.index.search import filters_of, format_hits, search
 from pipeline.index.search_results import hit_records
 from pipeline.stages.index import embedder_from
 from tests.pipeline_fixtures import built_store
@@ -40,6 +40,15 @@ def test_warm_service_answers_like_the_in_process_search_and_stops(store):
         assert search_service.ask(rt.data_dir, request, start=False)["text"] == expected
         assert time.monotonic() - started < 1.5
         assert search_service.ask(rt.data_dir, {**request, "embedder": "other"}, start=False) is None
+        # Its filters are the command's: Washington's days and an organisation.
+        days = sorted({r["posted_day"] for r in hit_records(search(rt.index_db(), embedder_from(rt.settings),
+                                                                   "hospital funding", k=50)) if r["posted_day"]})
+        narrowed = {**request, "k": 50, "from": days[0], "to": days[0], "org": None}
+        filtered = search(rt.index_db(), embedder_from(rt.settings), "hospital funding", k=50,
+                          filters=filters_of(narrowed))
+        answer = search_service.ask(rt.data_dir, narrowed, start=False)
+        assert answer["filtered"] and answer["records"] == hit_records(filtered)
+        assert {r["posted_day"] for r in answer["records"]} == {days[0]}
     finally:
         search_service.ask(rt.data_dir, {"stop": True}, start=False)
     deadline = time.monotonic() + 10

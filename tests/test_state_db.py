@@ -31,8 +31,15 @@ def test_upgrade_from_version_1_adds_the_budget_column(state):  # noqa: F811
     assert Run.get(Run.run_id == "r").budget_spent is False
 
 
+def _drop_judging_indexes(db) -> None:
+    """As a store before v9 is: without the covering indexes (they name columns of v3)."""
+    for name in (state_db.DOCKET_JUDGED_INDEX, state_db.DOCKET_STAGE_OUTPUT_INDEX):
+        db.execute_sql(f'DROP INDEX "{name}"')
+
+
 def test_upgrade_from_version_2_adds_the_retry_columns(state):  # noqa: F811
     db = state.state
+    _drop_judging_indexes(db)
     for table, column in (("item_state", "attempts"), ("item_state", "first_failed_at"),
                           ("item_state", "next_attempt_at"), ("docket", "retry_due_at")):
         db.execute_sql(f"ALTER TABLE {table} DROP COLUMN {column}")
@@ -228,3 +235,19 @@ def test_upgrade_from_version_4_adds_the_campaign_tables(state):  # noqa: F811
     state_db.ensure_schema(db)  # v5 (reserved for the mirror-object table) and v6
     assert {"campaign_member", "campaign_band", "campaign"} <= set(db.get_tables())
     assert state_db.schema_version(db) == state_db.SCHEMA_VERSION  # v6 and every later upgrade
+
+
+def _index_names(db, table: str) -> set[str]:
+    return {index.name for index in db.get_indexes(table)}
+
+
+def test_upgrade_from_version_8_adds_the_judging_indexes(state):  # noqa: F811
+    db = state.state
+    dockets.ensure_dockets(["ACF-2025-0001"], discovered_by="list")
+    _drop_judging_indexes(db)
+    Meta.update(value="8").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.DOCKET_JUDGED_INDEX in _index_names(db, "docket")
+    assert state_db.DOCKET_STAGE_OUTPUT_INDEX in _index_names(db, "docket_stage")
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert dockets.get_docket("ACF-2025-0001") is not None  # rows kept

@@ -365,6 +365,7 @@ def test_a_comment_whose_file_never_comes_keeps_its_body_and_other_files_past_th
     recorded like any item with a failed file: its body, submitter and other files stored,
     extracted and indexed. A rerun writes nothing; Redrive sends it back."""
     from pipeline.redrive import redrive
+    from pipeline.store import reports
 
     lagging = tmp_path / "lagging"
     body = "Keep the marsh heron nesting buffer at two hundred metres."
@@ -389,12 +390,15 @@ def test_a_comment_whose_file_never_comes_keeps_its_body_and_other_files_past_th
             assert Item.get(Item.key == late).body is None
             assert chunk_sections(runtime, late) == ["Title"]
         assert states("backfill.file", docket)[f"{late}/{missing}"].state == "missing"
+        detailed_while_waiting = reports.comment_progress()[docket]["detailed"]
 
         assert run_at(27)  # a day later, past the horizon: given up, the rest kept
         row = states("backfill", docket)[late]
         assert (row.state, row.reason, row.attempts) == ("failed", "see files", None)
         stored = Item.get(Item.key == late)
         assert (stored.body, stored.submitter, stored.organization) == (body, "Ada Heron", "Marsh Friends")
+        # `docketeer dockets` counts it as detailed: its detail is stored, one file failed.
+        assert reports.comment_progress()[docket]["detailed"] == detailed_while_waiting + 1
         gave_up = states("backfill.file", docket)[f"{late}/{missing}"]
         assert (gave_up.state, gave_up.detail) == ("failed", "permanent")
         assert gave_up.reason.startswith("gave up after 3 attempts over 1.1 days: "), gave_up.reason

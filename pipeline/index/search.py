@@ -67,6 +67,17 @@ def search(
     return [hit for hit in fused[offset:offset + k] if not math.isnan(hit.score)]
 
 
+def filters_of(request: dict) -> SearchFilters:
+    """A search request's filters, as ``docketeer search`` and its warm service both read
+    them: ``from`` / ``to`` are Washington's calendar days (YYYY-MM-DD, inclusive; see
+    ``clock.eastern_day_bounds``), ``org`` a part of the submitter's name or organisation."""
+    from pipeline.clock import eastern_day_bounds
+
+    posted_from, posted_before = eastern_day_bounds(request.get("from") or None, request.get("to") or None)
+    return SearchFilters(posted_from=posted_from, posted_before=posted_before,
+                         organization=request.get("org") or None)
+
+
 def fuse(by_vector: list[SearchHit], by_text: list[SearchHit]) -> list[SearchHit]:
     """Both rankings as one, by reciprocal rank fusion; each hit knows its two places."""
     hits: dict[tuple, SearchHit] = {}

@@ -107,7 +107,7 @@ class SearchServer(socketserver.UnixStreamServer):
         self.path, self.inode = path, path.stat().st_ino
 
     def answer(self, request: dict) -> dict:
-        from pipeline.index.search import format_hits, search
+        from pipeline.index.search import filters_of, format_hits, search
         from pipeline.index.search_results import hit_records
 
         if request.get("stop"):
@@ -118,11 +118,14 @@ class SearchServer(socketserver.UnixStreamServer):
         try:
             with self.engine.lock if self.engine is not None else nullcontext():
                 hits = search(self.index_db, self.embedder, request["query"], collection=request.get("collection"),
-                              docket=request.get("docket"), k=int(request.get("k", 10)))
+                              docket=request.get("docket"), k=int(request.get("k", 10)),
+                              filters=filters_of(request))
         except DocketeerError as exc:
             return {"error": str(exc)}
         # Both outputs of the command: it prints one without importing what made them.
-        return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits)}
+        # "filtered": it read the date and organisation filters (an older service ignores them).
+        return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits),
+                "filtered": True}
 
     def handle_timeout(self) -> None:
         self.stopping = True  # idle for IDLE_SECONDS: free the memory and the index DB

@@ -300,14 +300,14 @@ def _finish(ctx, item: Item, result: StageResult, failure: Failure,
             # Past the retry horizon with no record read (a file given up is decided in
             # _have_file, and its item recorded with its detail): failed for good, no detail.
             if state != RETRY:
-                items.update_detail(item.key, {}, "failed", item.summary_hash)
+                items.update_detail(item.key, {}, items.NO_DETAIL_FAILED, item.summary_hash)
         result.add(state)
         return state
-    marker = "gone" if failure.state == "gone" else "failed"
+    marker = items.NO_DETAIL_GONE if failure.state == "gone" else items.NO_DETAIL_FAILED
     with database.atomic():  # never retried by default runs; Redrive can send it back
         items.update_detail(item.key, {}, marker, item.summary_hash)
         item_states.transition(STAGE, item.key, item.docket, failure.state, run_id=ctx.run_id,
-                               reason=failure.reason, content_hash=marker if marker == "gone" else None,
+                               reason=failure.reason, content_hash=marker if marker == items.NO_DETAIL_GONE else None,
                                detail=failure.kind)
     result.add(failure.state)
     return failure.state

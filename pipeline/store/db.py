@@ -25,7 +25,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -111,6 +111,7 @@ def ensure_schema(db: peewee.Database) -> None:
                 return
         if current == 0:
             db.create_tables(MODELS, safe=True)
+            _create_judging_indexes(db)
             Meta.insert(key="instance_id", value=uuid.uuid4().hex).on_conflict_ignore().execute()
         else:
             for version in range(current + 1, SCHEMA_VERSION + 1):
@@ -195,5 +196,32 @@ def _upgrade_to_8(db: peewee.Database) -> None:
         migrate(_migrator(db).add_column(models.MirrorObject._meta.table_name, "body", models.MirrorObject.body))
 
 
+# The wrappers' one statement over every known docket (``markers.input_lines``) reads these
+# two indexes and never the tables: in a state DB of 100,000 dockets their rows lie all over
+# a file of 200 MB, and a new process read them cold (0.45 s, against 0.15 s from these).
+DOCKET_JUDGED_INDEX = "docket_judged"
+DOCKET_STAGE_OUTPUT_INDEX = "docket_stage_output"
+
+
+def _create_judging_indexes(db: peewee.Database) -> None:
+    """A docket's seal, pull, retry and discovery beside its id (in byte order on PostgreSQL,
+    the order the checksum's lines take), and a marker's output beside its key."""
+    if is_postgres(db):
+        db.execute_sql(f'CREATE INDEX IF NOT EXISTS "{DOCKET_JUDGED_INDEX}" ON "docket" '
+                       '("id" COLLATE "C") INCLUDE ("sealed_at", "retry_due_at", "last_pull_at", "discovered_by")')
+        db.execute_sql(f'CREATE INDEX IF NOT EXISTS "{DOCKET_STAGE_OUTPUT_INDEX}" ON "docket_stage" '
+                       '("docket", "stage") INCLUDE ("output_fingerprint")')
+        return
+    db.execute_sql(f'CREATE INDEX IF NOT EXISTS "{DOCKET_JUDGED_INDEX}" ON "docket" '
+                   '("id", "sealed_at", "retry_due_at", "last_pull_at", "discovered_by")')
+    db.execute_sql(f'CREATE INDEX IF NOT EXISTS "{DOCKET_STAGE_OUTPUT_INDEX}" ON "docket_stage" '
+                   '("docket", "stage", "output_fingerprint")')
+
+
+def _upgrade_to_9(db: peewee.Database) -> None:
+    """v9: the covering indexes of the wrappers' judgement over every docket."""
+    _create_judging_indexes(db)
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
-            6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8}
+            6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9}

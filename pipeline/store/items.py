@@ -84,6 +84,12 @@ def detail_current():
     return Item.detail_summary_hash.is_null(False) & (Item.detail_summary_hash == Item.summary_hash)
 
 
+# What backfill stores as an item's detail hash when it could not read its record: the item
+# was withdrawn ("gone") or its record failed for good ("failed"), and no detail is stored.
+NO_DETAIL_GONE, NO_DETAIL_FAILED = "gone", "failed"
+NO_DETAIL = (NO_DETAIL_GONE, NO_DETAIL_FAILED)
+
+
 def has_current_detail(item: Item) -> bool:
     return item.detail_summary_hash is not None and item.detail_summary_hash == item.summary_hash
 

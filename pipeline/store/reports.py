@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from peewee import fn
+from peewee import Case, fn
 
 from pipeline.failures import RETRY
+from pipeline.store.items import NO_DETAIL
 from pipeline.store.models import Attachment, Docket, Item, ItemState, Lease
 
 # Rows whose stage has not (re)done the item yet: no result to count as progress.
@@ -31,21 +32,26 @@ def docket_seals() -> dict[str, Docket]:
 def comment_progress() -> dict[str, dict[str, int]]:
     """docket -> comments / detailed / extracted, for comments only, in one grouped query.
 
-    comments: listed by fetch; detailed: backfill reached a state other than failed;
-    extracted: extract wrote a combined.md (any outcome, including failed attachments).
-    An item waiting to retry has no result yet and counts in none of them.
+    comments: listed by fetch; detailed: backfill stored its detail (a ``failed`` item whose
+    record was read but one of whose files failed for good keeps its body and submitter, and
+    counts; one whose record could not be read does not); extracted: extract wrote a
+    combined.md (any outcome, including failed attachments). An item waiting to retry has no
+    result yet and counts in none of them.
     """
+    no_detail = Item.detail_hash.is_null() | Item.detail_hash.in_(list(NO_DETAIL))
+    has_detail = Case(None, [(no_detail, 0)], 1)
     query = (
-        ItemState.select(ItemState.docket, ItemState.stage, ItemState.state, fn.COUNT(ItemState.item))
+        ItemState.select(ItemState.docket, ItemState.stage, ItemState.state, has_detail,
+                         fn.COUNT(ItemState.item))
         .join(Item, on=(Item.key == ItemState.item))
         .where((Item.kind == "comment") & ItemState.stage.in_(["fetch", "backfill", "extract"]))
-        .group_by(ItemState.docket, ItemState.stage, ItemState.state)
+        .group_by(ItemState.docket, ItemState.stage, ItemState.state, has_detail)
         .tuples()
     )
     progress: dict[str, dict[str, int]] = {}
     column = {"fetch": "comments", "backfill": "detailed", "extract": "extracted"}
-    for docket, stage, state, n in query:
-        if state in NOT_DONE or (stage == "backfill" and state == "failed"):
+    for docket, stage, state, detail_stored, n in query:
+        if state in NOT_DONE or (stage == "backfill" and state == "failed" and not detail_stored):
             continue
         counts = progress.setdefault(docket, {})
         counts[column[stage]] = counts.get(column[stage], 0) + n
