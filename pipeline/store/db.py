@@ -25,7 +25,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -195,5 +195,10 @@ def _upgrade_to_8(db: peewee.Database) -> None:
         migrate(_migrator(db).add_column(models.MirrorObject._meta.table_name, "body", models.MirrorObject.body))
 
 
+def _upgrade_to_9(db: peewee.Database) -> None:
+    """v9: a backfill run's mirror objects by item (a todo page looks up its own alone)."""
+    db.create_tables([models.MirrorScan], safe=True)
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
-            6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8}
+            6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9}
