@@ -2,6 +2,10 @@
 
 Read once per docket walk (one indexed query) and written in multi-row statements, so
 diffing a listing of 200,000 objects costs a few statements, not 200,000.
+
+Also ``mirror_scan``: a backfill run's listing filed by item (``new_scan``, ``record_scan``,
+``scanned``, ``drop_scan``), so that each todo page reads its own items' objects and no run
+holds a docket's listing.
 """
 
 from __future__ import annotations
