@@ -163,6 +163,10 @@ def test_only_regular_files_inside_the_mirror_are_read(mirror_with_traps):
         mirror.read_json(base + "comments_attachments/AB-2026-0001-0002_attachment_1.pdf")
     listed = {key for key, _size in mirror._list_objects("raw-data/AB/")}
     assert not any("documents_attachments" in key for key in listed)  # a symlinked folder is not walked
+    # The walk backfill records as it goes (no key order, no directory held) finds the same.
+    streamed = list(mirror.docket_entries("AB-2026-0001", "AB"))
+    assert sorted(streamed, key=lambda e: e.key) == list(mirror._list_entries("raw-data/AB/AB-2026-0001/"))
+    assert {e.key for e in streamed} == listed
 
 
 def test_a_symlinked_attachment_in_the_mirror_fails_its_item_and_is_never_indexed(tmp_path, pg_server):

@@ -16,6 +16,8 @@ from pipeline.sources.mirror import (
     MirrorAttachment,
     S3Mirror,
     Tombstone,
+    item_of,
+    listing_of,
     open_mirror,
     parse_binary_name,
     stored_filename,
@@ -81,6 +83,43 @@ def test_local_listing_of_the_real_docket(real_mirror_root):
     assert (content.kind, content.n, content.stored_name) == ("document", None, "content.pdf")
     assert listing.attachments["ACF-2025-0038-0004"][0].stored_name == "attachment_1.pdf"
     assert (listing.tombstones, listing.rejected, listing.ignored) == ([], [], [])
+
+
+def test_the_streamed_walk_finds_what_the_listing_finds(real_mirror_root):
+    """``docket_entries`` (no key order, one directory entry at a time) and the ordered walk
+    ``docket_listing`` files agree object for object, sizes and versions included."""
+    mirror = LocalMirror(real_mirror_root)
+    for docket_id, agency in ((REAL_DOCKET, "ACF"), ("DOS-2022-0004", "DOS"), ("USTR-2015-0010", "USTR")):
+        listing = mirror.docket_listing(docket_id, agency)
+        streamed = sorted(mirror.docket_entries(docket_id, agency), key=lambda entry: entry.key)
+        assert listing.objects and streamed == list(listing.objects.values())
+
+
+def test_each_items_objects_filed_alone_give_it_what_the_whole_listing_gives(real_mirror_root, tmp_path):
+    """``item_of`` groups a docket's objects by item; ``listing_of`` over one item's group
+    files for it exactly what the docket's whole listing files for it (backfill's pages)."""
+    real = LocalMirror(real_mirror_root)
+    synthetic_root = write_tree(tmp_path / "synthetic", SYNTHETIC_FILES)
+    for mirror, docket_id, agency in ((real, REAL_DOCKET, "ACF"), (real, "DOS-2022-0004", "DOS"),
+                                      (real, "USTR-2015-0010", "USTR"),
+                                      (LocalMirror(synthetic_root), DOCKET, "EPA")):
+        whole = mirror.docket_listing(docket_id, agency)
+        groups: dict[str, list] = {}
+        for entry in whole.objects.values():
+            groups.setdefault(item_of(docket_id, agency, entry.key), []).append(entry)
+        owned = set(whole.comments) | set(whole.documents) | set(whole.attachments) | whole.gone_items() \
+            | {item for item, _stem in whole.gone_attachments()}
+        assert set(groups) - {""} == owned
+        for item_id, entries in groups.items():
+            if not item_id:
+                continue
+            alone = listing_of(docket_id, agency, entries)
+            assert alone.comments == {k: v for k, v in whole.comments.items() if k == item_id}
+            assert alone.documents == {k: v for k, v in whole.documents.items() if k == item_id}
+            assert alone.attachments == {k: v for k, v in whole.attachments.items() if k == item_id}
+            assert alone.gone_items() == whole.gone_items() & {item_id}
+            assert alone.gone_attachments() == {g for g in whole.gone_attachments() if g[0] == item_id}
+            assert not alone.rejected and not alone.docket_key
 
 
 def test_agency_defaults_to_the_docket_id_prefix(real_mirror_root):

@@ -251,3 +251,14 @@ def test_upgrade_from_version_8_adds_the_judging_indexes(state):  # noqa: F811
     assert state_db.DOCKET_STAGE_OUTPUT_INDEX in _index_names(db, "docket_stage")
     assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
     assert dockets.get_docket("ACF-2025-0001") is not None  # rows kept
+
+
+def test_upgrade_from_version_9_adds_the_mirror_scan_table(state):  # noqa: F811
+    from pipeline.store.models import MirrorScan
+
+    db = state.state
+    db.drop_tables([MirrorScan])
+    Meta.update(value="9").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert "mirror_scan" in set(db.get_tables())
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION

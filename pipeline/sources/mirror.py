@@ -264,6 +264,19 @@ class Mirror(ABC):
         prefix = f"{RAW_DATA}{agency}/{validate_id(docket_id, 'docket id')}/"
         return listing_of(docket_id, agency, self._list_entries(prefix, spend))
 
+    def docket_entries(self, docket_id: str, agency: str | None = None, *,
+                       spend: Callable[[], None] = _free) -> Iterator[ListedObject]:
+        """The objects of one walk of the docket's folder as they come, in no promised order,
+        holding no more than the walk's page (S3: one LIST page; a folder: one directory
+        entry at a time): what a caller that records the walk as it goes iterates."""
+        agency = validate_id(agency or default_agency(docket_id), "agency")
+        prefix = f"{RAW_DATA}{agency}/{validate_id(docket_id, 'docket id')}/"
+        return self._stream_entries(prefix, spend)
+
+    def _stream_entries(self, prefix: str, spend: Callable[[], None] = _free) -> Iterator[ListedObject]:
+        """``_list_entries`` without the key order where keeping it costs memory."""
+        return self._list_entries(prefix, spend)
+
 
 def listing_of(docket_id: str, agency: str, entries: Iterable[ListedObject]) -> DocketListing:
     """A docket's objects classified: from a walk of its folder, or as the state DB recorded
@@ -278,6 +291,23 @@ def listing_of(docket_id: str, agency: str, entries: Iterable[ListedObject]) -> 
     for files in listing.attachments.values():
         files.sort(key=lambda a: (a.n or 0, a.ext, a.key))
     return listing
+
+
+def item_of(docket_id: str, agency: str, key: str) -> str:
+    """The comment or document one object of the docket's folder belongs to (its record,
+    a file of it, a tombstone of either), as ``listing_of`` files it; "" for any other
+    object (the docket's JSON or tombstone, a rejected or ignored key). ``listing_of`` over
+    the objects of some items alone gives those items what a listing of the whole docket
+    gives them: an object is filed by its own key, never by another's."""
+    listing = DocketListing(agency=agency, docket_id=docket_id, prefix=f"{RAW_DATA}{agency}/{docket_id}/")
+    _classify(listing, key, 0)
+    for owned in (listing.comments, listing.documents, listing.attachments):
+        for item_id in owned:
+            return item_id
+    for tombstone in listing.tombstones:
+        if tombstone.kind != "docket":
+            return tombstone.item_id
+    return ""
 
 
 def _classify(listing: DocketListing, key: str, size: int) -> None:
@@ -387,6 +417,35 @@ class LocalMirror(Mirror):
                 found.append(ListedObject(base + name, info.st_size, None, str(info.st_mtime_ns)))
         counters.incr(MIRROR_WALKS)
         yield from sorted(found, key=lambda entry: entry.key)
+
+    def _stream_entries(self, prefix: str, spend: Callable[[], None] = _free) -> Iterator[ListedObject]:
+        """What ``_list_entries`` finds, as ``os.scandir`` gives it: one directory entry at a
+        time (``os.walk`` would hold a directory's names, the docket's comments folder whole).
+        The same rules: a symlinked folder is neither entered nor listed, any other entry
+        that is no folder is listed (and refused when read), unreadable folders are skipped
+        (as ``os.walk`` skips them)."""
+        validate_prefix(prefix)
+        spend()  # one walk of the folder
+        folders = [(self.root / prefix, "" if not prefix else prefix.rstrip("/") + "/")]
+        while folders:
+            folder, base = folders.pop()
+            try:
+                scan = os.scandir(folder)
+            except OSError:
+                continue
+            with scan:
+                for entry in scan:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        if not entry.is_symlink():
+                            folders.append((entry.path, f"{base}{entry.name}/"))
+                        continue
+                    info = entry.stat(follow_symlinks=False)  # os.lstat, as the walk does
+                    yield ListedObject(base + entry.name, info.st_size, None, str(info.st_mtime_ns))
+        counters.incr(MIRROR_WALKS)
 
     def _open_regular(self, key: str) -> BinaryIO:
         """The mirror is data, not a file system to walk: a regular file inside the root only

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import logging
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
-from pipeline.clock import iso
+from pipeline.clock import iso, utcnow
 from pipeline.counters import counters
 from pipeline.errors import BadRecord, BudgetSpent, Gone, NotMirroredYet
 from pipeline.extract.readers import can_read
@@ -31,7 +30,7 @@ from pipeline.failures import PERMANENT, RETRY, Failure, RetryPolicy, classify, 
 from pipeline.ids import validate_filename
 from pipeline.read_ahead import read_ahead
 from pipeline.sources import connect, records
-from pipeline.sources.mirror import ListedObject, default_agency, listing_of
+from pipeline.sources.mirror import DocketListing, ListedObject, default_agency, item_of, listing_of
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items, mirror_objects
 from pipeline.store.blobs import IngestResult, attachment_key
@@ -166,6 +165,7 @@ class DecidedRows:
 
 TODO_PAGE = 2000  # items (and their attachment rows) one backfill pass holds at once
 BACKFILL_HELD = "backfill.items_held"  # peak: the most items one pass held
+MIRROR_HELD = "backfill.mirror_objects_held"  # peak: the most listed objects one pass held
 
 
 def _todo_pages(docket_id: str, force: bool, now: str) -> Iterator[list[Item]]:
@@ -205,7 +205,7 @@ def _make_source(ctx: StageContext, docket: Docket, api, mirror):
         # again), with the JSON fetch read (no GET again).
         stored = connect.list_source(ctx.settings) == "mirror" and mirror_objects.has_listing(docket.id)
         from_mirror = MirrorSource(mirror or connect.mirror(ctx.settings), docket, ctx.settings.mirror_concurrency,
-                                   stored_listing=stored)
+                                   stored_listing=stored, clock=ctx.clock)
         if not (ctx.settings.mirror_fallback and ctx.settings.api_key):
             return from_mirror
         from pipeline.stages.backfill_hybrid import HybridSource  # it builds on this module
@@ -606,45 +606,60 @@ class MirrorSource:
     With ``stored_listing`` (fetch listed the docket from the mirror) the listing is the one
     fetch recorded, read from the state DB in the stage's thread, and the records fetch read
     are handed over (``record_for``): neither is asked of the mirror again.
+
+    No listing is held whole. At the first todo page the listing (the mirror's walk, or the
+    stored rows read in keyset pages) is recorded as it comes into ``mirror_scan``, each
+    object under the item it belongs to (``pipeline.sources.mirror.item_of``), in batches;
+    each page then reads the objects of its own items alone and files them with
+    ``listing_of``, as a listing of the whole docket would have filed them. What is held at
+    once: one LIST page or directory entry and one write batch while recording, then one
+    todo page's objects.
     """
 
-    def __init__(self, mirror, docket: Docket, concurrency: int = 1, *, stored_listing: bool = False) -> None:
+    def __init__(self, mirror, docket: Docket, concurrency: int = 1, *, stored_listing: bool = False,
+                 clock: Callable | None = None) -> None:
         self.mirror = mirror
         self.docket = docket
+        self.agency = docket.agency or default_agency(docket.id)
         self.concurrency = concurrency  # readers at once: S3 and folder reads mostly wait
         self.record_batch = RECORD_BATCH
-        self._listing = None
-        self._listing_lock = threading.Lock()  # the first reader lists; the others wait for it
+        self.stored_listing = stored_listing
+        self._clock = clock or utcnow
+        self._scan: str | None = None  # the run's recorded listing, once recorded
+        self._page = DocketListing(self.agency, docket.id, "")  # the todo page's objects, filed
         self._gone_items: set[str] = set()
         self._gone_files: set[tuple[str, str]] = set()
-        self._handover = None
-        if stored_listing:
-            agency = docket.agency or default_agency(docket.id)
-            self._keep(listing_of(docket.id, agency, (ListedObject(*row)
-                                                      for row in mirror_objects.listed_objects(docket.id))))
-            self._handover = HandedOver()
+        self._handover = HandedOver() if stored_listing else None
 
-    def _keep(self, listing) -> None:
-        self._gone_items = listing.gone_items()
-        self._gone_files = listing.gone_attachments()
-        self._listing = listing
-
-    @property
-    def listing(self):
-        with self._listing_lock:
-            if self._listing is None:
-                self._keep(self.mirror.docket_listing(self.docket.id, self.docket.agency))
-            return self._listing
+    def _record_listing(self) -> str:
+        """The docket's listing recorded by item, as it comes (stage thread)."""
+        now = iso(self._clock())
+        scan = mirror_objects.new_scan(self.docket.id, now)
+        if self.stored_listing:
+            entries = (ListedObject(*row) for row in mirror_objects.listed_objects(self.docket.id))
+        else:
+            entries = self.mirror.docket_entries(self.docket.id, self.docket.agency)
+        owned = ((item_id, entry) for entry in entries
+                 if (item_id := item_of(self.docket.id, self.agency, entry.key)))
+        self._scan = scan  # set first: a walk that breaks off leaves rows release() drops
+        mirror_objects.record_scan(scan, self.docket.id, owned, now)
+        return scan
 
     def _record_key(self, item: Item) -> str | None:
-        table = self.listing.documents if item.kind == "document" else self.listing.comments
+        table = self._page.documents if item.kind == "document" else self._page.comments
         return table.get(item.key)
 
     def expect(self, todo: list[Item]) -> None:
-        """The items in the order their jobs will be made (stage thread). The docket is
-        listed here, before any item is handed out: a refused listing stops the run with
-        no item marked."""
-        self.listing  # noqa: B018 - listed once, here
+        """The items in the order their jobs will be made (stage thread), before any of them
+        is handed out: the docket is listed at the first page (a refused listing stops the
+        run with no item marked), and each page's objects are read for its items."""
+        if self._scan is None:
+            self._record_listing()
+        rows = mirror_objects.scanned(self._scan, [item.key for item in todo])
+        page = listing_of(self.docket.id, self.agency, (ListedObject(*row) for row in rows))
+        counters.note_peak(MIRROR_HELD, len(page.objects))
+        self._gone_items, self._gone_files = page.gone_items(), page.gone_attachments()
+        self._page = page  # the readers of the page before are done (read_ahead waits for them)
         if self._handover is not None:
             self._handover.expect([self._record_key(item) for item in todo])
 
@@ -655,11 +670,16 @@ class MirrorSource:
         return self._handover.take(self._record_key(item))
 
     def release(self) -> None:
-        if self._handover is not None:
-            self._handover.release()
+        try:
+            if self._handover is not None:
+                self._handover.release()
+        finally:
+            if self._scan is not None:
+                mirror_objects.drop_scan(self._scan)
+                self._scan = None
 
     def detail(self, item: Item, record: str | None = None) -> dict:
-        table = self.listing.documents if item.kind == "document" else self.listing.comments
+        table = self._page.documents if item.kind == "document" else self._page.comments
         if item.key in self._gone_items:
             raise Gone(f"{item.key}: marked unavailable in the mirror")
         if item.key not in table:
@@ -673,7 +693,7 @@ class MirrorSource:
         return body
 
     def files(self, item: Item, body: dict, preference: list[str]) -> list[FileRef]:
-        held = {a.stored_name: a for a in self.listing.attachments.get(item.key, [])}
+        held = {a.stored_name: a for a in self._page.attachments.get(item.key, [])}
         gone = {stem for key, stem in self._gone_files if key == item.key}
         refs = [self._pick(candidates, held, gone) for candidates in declared_files(body, preference)]
         named = {_stem(ref.filename) for ref in refs}

@@ -25,7 +25,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -223,5 +223,11 @@ def _upgrade_to_9(db: peewee.Database) -> None:
     _create_judging_indexes(db)
 
 
+def _upgrade_to_10(db: peewee.Database) -> None:
+    """v10: a backfill run's mirror objects by item (a todo page looks up its own alone)."""
+    db.create_tables([models.MirrorScan], safe=True)
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
-            6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9}
+            6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
+            10: _upgrade_to_10}

@@ -2,20 +2,29 @@
 
 Read once per docket walk (one indexed query) and written in multi-row statements, so
 diffing a listing of 200,000 objects costs a few statements, not 200,000.
+
+Also ``mirror_scan``: a backfill run's listing filed by item (``new_scan``, ``record_scan``,
+``scanned``, ``drop_scan``), so that each todo page reads its own items' objects and no run
+holds a docket's listing.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 
+from pipeline.clock import iso, parse_iso
 from pipeline.store import prepared
-from pipeline.store.models import MirrorObject, database
+from pipeline.store.models import MirrorObject, MirrorScan, database
 
 LISTED = "listed"
 GONE = "gone"
 # Keys per ``IN (...)`` list.
 WRITE_BATCH = 2000
+READ_PAGE = 2000  # rows per keyset page
+SCAN_EXPIRY = timedelta(days=1)  # a scan older than this was left by a killed run
 
 
 @dataclass(frozen=True)
@@ -34,13 +43,22 @@ def stored_objects(docket_id: str) -> dict[str, StoredObject]:
             for key, size, etag, modified, state in query.iterator()}
 
 
-def listed_objects(docket_id: str) -> Iterator[tuple[str, int, str | None, str]]:
-    """(key, size, etag, modified) of every object the docket's last listing showed: what
-    backfill classifies instead of listing the docket again after a mirror fetch."""
-    query = (MirrorObject.select(MirrorObject.key, MirrorObject.size, MirrorObject.etag, MirrorObject.modified)
-             .where((MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED))
-             .order_by(MirrorObject.key).tuples())
-    return query.iterator()
+def listed_objects(docket_id: str, page: int = READ_PAGE) -> Iterator[tuple[str, int, str | None, str]]:
+    """(key, size, etag, modified) of every object the docket's last listing showed, in key
+    order, read ``page`` rows at a time (keyset pages: a PostgreSQL cursor would fetch the
+    whole result at once): what backfill files by item instead of listing the docket again
+    after a mirror fetch."""
+    after = None
+    while True:
+        where = (MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED)
+        if after is not None:
+            where &= MirrorObject.key > after
+        rows = list(MirrorObject.select(MirrorObject.key, MirrorObject.size, MirrorObject.etag, MirrorObject.modified)
+                    .where(where).order_by(MirrorObject.key).limit(page).tuples())
+        yield from rows
+        if len(rows) < page:
+            return
+        after = rows[-1][0]
 
 
 def has_listing(docket_id: str) -> bool:
@@ -94,3 +112,47 @@ def record_gone(keys: list[str], now: str, reason: str) -> int:
             (MirrorObject.update(state=GONE, reason=reason, seen_at=now)
              .where(MirrorObject.key.in_(keys[start:start + WRITE_BATCH])).execute())
     return len(keys)
+
+
+# --------------------------------------------------------------------------- a backfill run's scan
+
+
+def new_scan(docket_id: str, now: str) -> str:
+    """A new scan's id; the docket's scans left by killed runs (older than a day) dropped."""
+    left = iso(parse_iso(now) - SCAN_EXPIRY)
+    MirrorScan.delete().where((MirrorScan.docket == docket_id) & (MirrorScan.taken_at < left)).execute()
+    return uuid.uuid4().hex
+
+
+def record_scan(scan: str, docket_id: str, owned: Iterable[tuple[str, object]], now: str) -> int:
+    """Write ``(item id, ListedObject)`` pairs as they come, ``WRITE_BATCH`` rows per
+    transaction (a walk of S3 is not held in one write transaction); returns how many."""
+    written, batch = 0, []
+    for item_id, entry in owned:
+        batch.append((scan, entry.key, docket_id, item_id, entry.size, entry.etag, entry.modified, now))
+        if len(batch) >= WRITE_BATCH:
+            written += prepared.run_many("mirror_scan.insert", _scan_insert, batch)
+            batch = []
+    return written + prepared.run_many("mirror_scan.insert", _scan_insert, batch)
+
+
+_SCAN_FIELDS = (MirrorScan.scan, MirrorScan.key, MirrorScan.docket, MirrorScan.item, MirrorScan.size,
+                MirrorScan.etag, MirrorScan.modified, MirrorScan.taken_at)
+
+
+def _scan_insert(row: tuple):
+    return MirrorScan.insert_many([row], fields=list(_SCAN_FIELDS))
+
+
+def scanned(scan: str, item_ids: list[str]) -> list[tuple[str, int, str | None, str]]:
+    """(key, size, etag, modified) of the scan's objects that belong to ``item_ids``."""
+    found: list[tuple[str, int, str | None, str]] = []
+    for start in range(0, len(item_ids), WRITE_BATCH):
+        found.extend(MirrorScan.select(MirrorScan.key, MirrorScan.size, MirrorScan.etag, MirrorScan.modified)
+                     .where((MirrorScan.scan == scan) & MirrorScan.item.in_(item_ids[start:start + WRITE_BATCH]))
+                     .order_by(MirrorScan.key).tuples())
+    return found
+
+
+def drop_scan(scan: str) -> None:
+    MirrorScan.delete().where(MirrorScan.scan == scan).execute()

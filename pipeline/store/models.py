@@ -177,6 +177,28 @@ class MirrorObject(BaseModel):
     body = TextField(null=True)
 
 
+class MirrorScan(BaseModel):
+    """A docket's mirror objects as one backfill run found them (schema v10), each filed under
+    the item it belongs to (``pipeline.sources.mirror.item_of``), so that the run looks up a
+    todo page's objects by item instead of holding the docket's listing. Written once per
+    run (``scan``: that run's own, so two runs on one docket never share rows) from its walk
+    of the mirror or from the docket's stored listing (``MirrorObject``), dropped when the
+    run ends; a killed run's rows are dropped by a later run of the docket."""
+
+    scan = TextField()
+    key = TextField()
+    docket = TextField()
+    item = TextField()
+    size = IntegerField()
+    etag = TextField(null=True)
+    modified = TextField()
+    taken_at = TextField()
+
+    class Meta:
+        primary_key = CompositeKey("scan", "key")
+        indexes = ((("scan", "item"), False), (("docket", "taken_at"), False))
+
+
 class CampaignMember(BaseModel):
     """One comment's place in the campaign groups of its docket (schema v6): the text it was
     grouped by, its MinHash signature, and what it adds to its group's representative."""
@@ -241,4 +263,4 @@ class ItemClaim(BaseModel):
 
 
 MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
-          CampaignMember, CampaignBand, Campaign, ItemClaim)
+          CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan)

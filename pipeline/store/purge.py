@@ -16,6 +16,7 @@ from pipeline.store.models import (
     ItemState,
     Lease,
     MirrorObject,
+    MirrorScan,
     Run,
     database,
 )
@@ -44,13 +45,14 @@ def _queries(docket_id: str) -> dict[str, object]:
         "items": Item.docket == docket_id,
         "docket": Docket.id == docket_id,
         "mirror objects": MirrorObject.docket == docket_id,
+        "mirror scans": MirrorScan.docket == docket_id,
     }
 
 
 _MODELS = {"attachments": Attachment, "campaign members": CampaignMember,
            "campaign bands": CampaignBand, "campaigns": Campaign, "item states": ItemState,
            "markers": DocketStage, "runs": Run, "leases": Lease, "items": Item, "docket": Docket,
-           "mirror objects": MirrorObject, "item claims": ItemClaim}
+           "mirror objects": MirrorObject, "item claims": ItemClaim, "mirror scans": MirrorScan}
 
 
 def count_rows(docket_id: str) -> dict[str, int]:

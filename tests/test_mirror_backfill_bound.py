@@ -1,0 +1,168 @@
+"""Backfill from the mirror holds no docket listing whole (#18): whether the listing comes
+from a walk of the mirror or from the rows a mirror fetch stored, no pass files more than
+its todo page's objects, and the result is what a pass over the whole docket leaves.
+
+Every assertion is about work held or done (objects filed at once, rows), never about time.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import pipeline.sources.mirror as mirror_module
+import pipeline.stages.backfill as backfill_stage
+from devtools.make_corpus import Manifest, make_corpus
+from devtools.standin_server import StandinServer
+from pipeline.counters import counters
+from pipeline.stages.backfill import STAGE, backfill_docket
+from pipeline.stages.base import StageContext
+from pipeline.store import dockets
+from pipeline.store.models import Item, ItemState, MirrorObject, MirrorScan
+from tests.test_backfill_stage import Runtimes, dump, fetch
+
+COMMENTS = 40
+PAGE = 5
+TIMED = ("first_failed_at", "next_attempt_at")  # when a wait began and ends: the runs' own times
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    make_corpus(root, dockets=1, comments_per_docket=COMMENTS, attachment_share=0.8)
+    return root
+
+
+@pytest.fixture(scope="module")
+def manifest(corpus) -> Manifest:
+    return Manifest.load(corpus)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def runtimes(request, tmp_path):
+    """The paged run's state DB both ways (the first runtime opened takes it)."""
+    opened = Runtimes(tmp_path, request.getfixturevalue("pg_url") if request.param == "postgres" else "")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def mirror_root(corpus, manifest, tmp_path) -> Path:
+    """The corpus's mirror with what the real mirror also holds: a comment marked unavailable
+    (its JSON gone), and a comment whose attachment the mirror lacks."""
+    root = tmp_path / "mirror"
+    shutil.copytree(corpus / "raw-data", root / "raw-data")
+    with_files = [c for c in manifest.comments if c.attachments]
+    gone, lacking = with_files[3], with_files[7]
+    (root / gone.path).unlink()
+    (root / gone.path).with_name(f"{gone.id}_UNAVAILABLE").write_bytes(b"")
+    binaries = next((root / "raw-data").glob("*/*/binary-*/comments_attachments"))
+    for path in binaries.glob(f"{lacking.id}_attachment_*"):
+        path.unlink()
+    return root
+
+
+def _count_objects(root: Path) -> int:
+    return sum(1 for path in (root / "raw-data").rglob("*") if path.is_file())
+
+
+class FiledAtOnce:
+    """The most objects any one ``DocketListing`` filed (the listing a pass holds), whoever
+    built it: ``listing_of`` as the mirror module, or backfill, calls it."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.most = 0
+        self.listings = 0
+        original = mirror_module.listing_of
+
+        def spy(*args, **kwargs):
+            listing = original(*args, **kwargs)
+            self.most = max(self.most, len(listing.objects))
+            self.listings += 1
+            return listing
+
+        monkeypatch.setattr(mirror_module, "listing_of", spy)
+        monkeypatch.setattr(backfill_stage, "listing_of", spy, raising=False)
+
+
+def _backfill(runtime, docket_id: str, run_id: str):
+    return backfill_docket(StageContext(runtime, run_id), dockets.require_docket(docket_id))
+
+
+def _reference(runtimes, standin, mirror_root: Path, docket_id: str, **settings) -> dict:
+    """What backfill leaves when one page holds the whole docket."""
+    runtime = runtimes.open("reference", api_base=standin.api_base, source="mirror",
+                            mirror_url=str(mirror_root), **settings)
+    fetch(runtime, [docket_id])
+    result = _backfill(runtime, docket_id, "reference")
+    assert result.clean, result.message
+    return dump(stable=True, without=TIMED)
+
+
+@pytest.mark.parametrize("list_source", ["api", "mirror"])
+def test_a_mirror_backfill_files_a_page_of_objects_at_a_time(runtimes, corpus, manifest, mirror_root,
+                                                            monkeypatch, list_source):
+    """``api``: backfill walks the mirror itself; ``mirror``: fetch listed it and stored the
+    listing (``mirror_object``), which backfill reads instead. Either way the docket's
+    objects are never filed at once: each todo page files its own items' objects alone."""
+    docket_id = manifest.dockets[0].id
+    total = _count_objects(mirror_root)
+    with StandinServer(corpus) as standin:
+        runtime = runtimes.open("paged", api_base=standin.api_base, source="mirror",
+                                mirror_url=str(mirror_root), list_source=list_source)
+        fetch(runtime, [docket_id])
+        if list_source == "mirror":
+            assert MirrorObject.select().where(MirrorObject.docket == docket_id).count() == total
+        with monkeypatch.context() as patched:
+            patched.setattr(backfill_stage, "TODO_PAGE", PAGE)
+            filed = FiledAtOnce(patched)
+            with counters.peaks() as held:
+                result = _backfill(runtime, docket_id, "paged")
+        assert result.clean, result.message
+        items = Item.select().where(Item.docket == docket_id).count()
+        paged = dump(stable=True, without=TIMED)
+        # (listed from the mirror, the comment with no record is fetch's to record gone)
+        states = {(row.stage, row.state) for row in ItemState.select()}
+        assert not MirrorScan.select().exists()  # the run's scan is dropped when it ends
+        expected = _reference(runtimes, standin, mirror_root, docket_id, list_source=list_source)
+    assert items > 4 * PAGE and total > 1.5 * items  # several pages, files beside the records
+    # The most objects one pass filed: a page's items' records, files and tombstones.
+    assert 0 < filed.most <= 4 * PAGE < total
+    assert filed.listings >= items // PAGE
+    assert held[backfill_stage.BACKFILL_HELD] == PAGE
+    assert 0 < held[backfill_stage.MIRROR_HELD] <= 4 * PAGE
+    # Nothing lost by paging: the same rows, states and files as one pass over the docket,
+    # the unavailable comment gone and the one lacking a file waiting for it.
+    assert paged == expected
+    assert {("fetch" if list_source == "mirror" else STAGE, "gone"), (STAGE, "retry")} <= states
+
+
+class _Refused(Exception):
+    pass
+
+
+def test_a_listing_that_breaks_off_stops_the_run_before_any_item_and_leaves_no_scan(
+        runtimes, corpus, manifest, mirror_root, monkeypatch):
+    """A walk refused half way (after a write batch was recorded) stops the stage before any
+    item is handed out: no item marked, and its partial scan dropped."""
+    docket_id = manifest.dockets[0].id
+    original = mirror_module.LocalMirror._stream_entries
+
+    def breaks_off(self, prefix, spend=mirror_module._free):
+        for n, entry in enumerate(original(self, prefix, spend)):
+            if n == 30:
+                raise _Refused("refused half way")
+            yield entry
+
+    monkeypatch.setattr(mirror_module.LocalMirror, "_stream_entries", breaks_off)
+    monkeypatch.setattr(backfill_stage.mirror_objects, "WRITE_BATCH", 10)
+    with StandinServer(corpus) as standin:
+        runtime = runtimes.open("broken", api_base=standin.api_base, source="mirror",
+                                mirror_url=str(mirror_root), list_source="api")
+        fetch(runtime, [docket_id])
+        with pytest.raises(_Refused):
+            _backfill(runtime, docket_id, "broken")
+    assert not ItemState.select().where(ItemState.stage == STAGE).exists()
+    assert not MirrorScan.select().exists()
