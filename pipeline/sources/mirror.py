@@ -395,12 +395,16 @@ class LocalMirror(Mirror):
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root).resolve()
+        self._root = str(self.root)
 
     def __repr__(self) -> str:
         return f"LocalMirror({str(self.root)!r})"
 
-    def _path(self, key: str) -> Path:
-        return self.root / validate_key(key)
+    def _path(self, key: str) -> str:
+        # A plain string: pathlib interns every part of every path it builds, and a docket's
+        # file names (one per comment) would fill the interpreter's table of interned strings
+        # for the life of the process (a mirror backfill's memory grew with the docket).
+        return os.path.join(self._root, validate_key(key))
 
     def _list_entries(self, prefix: str, spend: Callable[[], None] = _free) -> Iterator[ListedObject]:
         validate_prefix(prefix)
@@ -451,7 +455,9 @@ class LocalMirror(Mirror):
         """The mirror is data, not a file system to walk: a regular file inside the root only
         — no symlink (anywhere on the path), FIFO, device or path resolving outside."""
         path = self._path(key)
-        if path.parent.resolve() != path.parent or not path.parent.is_relative_to(self.root):
+        parent = os.path.dirname(path)
+        inside = parent == self._root or parent.startswith(self._root + os.sep)
+        if os.path.realpath(parent) != parent or not inside:
             raise InvalidIdentifier(f"mirror object {key} is reached through a symlinked folder")
         try:
             # O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: no symlink.
@@ -483,7 +489,7 @@ class LocalMirror(Mirror):
 
     def binary_size(self, key: str) -> int | None:
         try:
-            return self._path(key).lstat().st_size
+            return os.lstat(self._path(key)).st_size
         except FileNotFoundError:
             return None
 
