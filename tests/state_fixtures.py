@@ -40,6 +40,18 @@ def make_runtime(tmp_path, state_url: str = "", **overrides) -> Runtime:
     return Runtime(load_settings(env))
 
 
+@contextlib.contextmanager
+def installed(runtime: Runtime):
+    """``runtime`` as the process's current one while the block runs; closed after, and the
+    one current before put back."""
+    previous = set_runtime(runtime)
+    try:
+        yield runtime
+    finally:
+        set_runtime(previous)
+        runtime.close()
+
+
 def new_pg_database(pg_server) -> str:
     """A fresh, empty database on the session server, as a postgresql:// URL."""
     import psycopg2
@@ -94,10 +106,6 @@ def real_mirror_runtime(tmp_path, pg_server, realdata):
         runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base=server.api_base,
                                api_key=REAL_KEY, discover="list", dockets=",".join(ids), source="mirror",
                                mirror_url=str(mirror), extract_workers=1, ocr="false", http_attempts=1)
-        previous = set_runtime(runtime)
-        runtime.state  # noqa: B018 - bind the models to this store before any test reads it
-        try:
+        with installed(runtime):
+            runtime.state  # noqa: B018 - bind the models to this store before any test reads it
             yield runtime, ids
-        finally:
-            set_runtime(previous)
-            runtime.close()

@@ -24,7 +24,7 @@ from pipeline.stages.extract import read_combined
 from pipeline.store import dockets as docket_rows
 from pipeline.store.models import Attachment, Docket, Item, ItemState, MirrorObject
 from tests import s3_fixtures
-from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
+from tests.state_fixtures import installed, make_runtime, new_pg_database, run_invocation
 from tests.test_unfinished_work import run_at as run_hours_ahead
 
 s3_endpoint = s3_fixtures.s3_endpoint
@@ -59,12 +59,8 @@ def mirror_runtime(tmp_path: Path, pg_server, mirror_url: str, monkeypatch, **se
                            source="mirror", mirror_url=mirror_url, discover=settings.pop("discover", "mirror"),
                            extract_workers=1, ocr="false", http_attempts=1,
                            retry_base_seconds=86400, **settings)  # DOS files wait a day: reruns see no due retry
-    previous = set_runtime(runtime)
-    try:
+    with installed(runtime):
         yield runtime
-    finally:
-        set_runtime(previous)
-        runtime.close()
 
 
 def local_copy(realdata: Path, tmp_path: Path) -> Path:

@@ -31,7 +31,7 @@ from pipeline.store.models import ItemClaim, Lease, Run
 from pipeline.tasks import stage_tasks
 from tests import s3_fixtures
 from tests.luigid_server import api, running_luigid
-from tests.state_fixtures import make_runtime, new_pg_database, run_invocation, state  # noqa: F401
+from tests.state_fixtures import installed, make_runtime, new_pg_database, run_invocation, state  # noqa: F401
 from tests.test_backfill_stage import dump
 
 s3_endpoint = s3_fixtures.s3_endpoint
@@ -221,12 +221,8 @@ class Cluster:
         runtime = make_runtime(self.folder / "reader", self.state_url, index_url=self.index_url,
                                blob_url=self.blob_url, s3_endpoint_url=self.s3_endpoint)
         runtime.state  # noqa: B018
-        previous = set_runtime(runtime)
-        try:
+        with installed(runtime):
             yield runtime
-        finally:
-            set_runtime(previous)
-            runtime.close()
 
     def snapshot(self) -> dict:
         with self.opened() as rt:

@@ -31,7 +31,7 @@ from pipeline.progress import KILL_HOOK
 from pipeline.runtime import set_runtime
 from pipeline.store import claims, item_states, markers
 from pipeline.store.models import Item, ItemClaim, ItemState, Lease, Run
-from tests.state_fixtures import make_runtime, new_pg_database, run_invocation
+from tests.state_fixtures import installed, make_runtime, new_pg_database, run_invocation
 from tests.test_backfill_stage import dump
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,12 +66,8 @@ def helper_main(spec_json: str) -> None:
 def opened(folder: Path, state_url: str, **settings):
     runtime = make_runtime(folder, state_url, **settings)
     runtime.state  # noqa: B018
-    previous = set_runtime(runtime)
-    try:
+    with installed(runtime):
         yield runtime
-    finally:
-        set_runtime(previous)
-        runtime.close()
 
 
 class Split:
