@@ -25,10 +25,17 @@ def luigid(tmp_path):
 def run_index_all(store, port: int, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
     env.update(store.env(), PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"))
+    # One freshness and one discovery window for every run of a test, whatever the time of
+    # day (windows are aligned to UTC: two runs seconds apart around 00:00 would otherwise
+    # see a new window, and the second pull its docket again).
+    env.update(DOCKETEER_FRESHNESS_SECONDS=str(ONE_WINDOW), DOCKETEER_DISCOVER_SECONDS=str(ONE_WINDOW))
     return subprocess.run(
         [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll", *args,
          "--scheduler-host", "127.0.0.1", "--scheduler-port", str(port)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+ONE_WINDOW = 10**9  # seconds: the next boundary is in 2033
 
 
 STAGES = (("FetchComments", "fetch"), ("BackfillComments", "backfill"),
@@ -64,7 +71,9 @@ def test_the_graph_labels_tell_two_dockets_apart(luigid, tmp_path, pg_server):
         done = run_index_all(store, luigid, "--docket", f"{first},{second}")
         assert done.returncode == 0, done.stderr[-3000:]
         # A task id does not depend on its label: the same command again finds every task
-        # complete under the ids of the first run.
+        # complete under the ids of the first run. (Within luigid's stable_done_cooldown_secs,
+        # 10 s, it would ignore a claim that a task it saw done is pending again, and grant
+        # no run: what the second run met when a window boundary fell between the two.)
         again = run_index_all(store, luigid, "--docket", f"{first},{second}")
         assert again.returncode == 0 and "Did not run any tasks" in again.stderr, again.stderr
     [root] = [tid for tid, t in api(luigid, "task_list", status="DONE").items()
