@@ -444,7 +444,11 @@ class ItemReader:
 
     def read_stored(self, docket_id: str, todo: list[Item]) -> None:
         """The todo items' attachment rows, in one query: only recording an item changes its
-        rows, and the lease keeps other runs out, so they hold until each item is recorded."""
+        rows, and no other run records it meanwhile (the lease keeps other runs out; a helper
+        on a shared state DB works only the items it claims), so they hold until each item
+        is recorded. (A helper that died between its commit and marking its claims done
+        leaves items this run redoes with these rows: their files are stored again, the
+        same blobs and rows.)"""
         self._stored = items.attachments_of([item.key for item in todo], docket_id)
 
     def job(self, item: Item) -> ItemJob:
