@@ -407,30 +407,19 @@ class LocalMirror(Mirror):
         return os.path.join(self._root, validate_key(key))
 
     def _list_entries(self, prefix: str, spend: Callable[[], None] = _free) -> Iterator[ListedObject]:
-        validate_prefix(prefix)
-        spend()  # one walk of the folder
-        found = []
-        # os.walk never descends into a symlinked folder; lstat never follows a link or
-        # blocks on a FIFO. Whatever is not a regular file is listed as found and refused
-        # when read (_open_regular), so its item fails with a reason instead of vanishing.
-        for dirpath, _dirnames, filenames in os.walk(self.root / prefix):
-            rel = Path(dirpath).relative_to(self.root).as_posix()
-            base = "" if rel == "." else rel + "/"
-            for name in filenames:
-                info = os.lstat(os.path.join(dirpath, name))
-                found.append(ListedObject(base + name, info.st_size, None, str(info.st_mtime_ns)))
-        counters.incr(MIRROR_WALKS)
-        yield from sorted(found, key=lambda entry: entry.key)
+        # The one walk of the folder (``_stream_entries``), in key order, as S3 lists.
+        yield from sorted(self._stream_entries(prefix, spend), key=lambda entry: entry.key)
 
     def _stream_entries(self, prefix: str, spend: Callable[[], None] = _free) -> Iterator[ListedObject]:
-        """What ``_list_entries`` finds, as ``os.scandir`` gives it: one directory entry at a
-        time (``os.walk`` would hold a directory's names, the docket's comments folder whole).
-        The same rules: a symlinked folder is neither entered nor listed, any other entry
-        that is no folder is listed (and refused when read), unreadable folders are skipped
-        (as ``os.walk`` skips them)."""
+        """The folder's objects as ``os.scandir`` gives them: one directory entry at a time
+        (``os.walk`` would hold a directory's names, the docket's comments folder whole). A
+        symlinked folder is neither entered nor listed; lstat never follows a link or blocks
+        on a FIFO, and whatever is not a regular file is listed as found and refused when
+        read (``_open_regular``), so its item fails with a reason instead of vanishing;
+        unreadable folders are skipped."""
         validate_prefix(prefix)
         spend()  # one walk of the folder
-        folders = [(self.root / prefix, "" if not prefix else prefix.rstrip("/") + "/")]
+        folders = [(os.path.join(self._root, prefix), "" if not prefix else prefix.rstrip("/") + "/")]
         while folders:
             folder, base = folders.pop()
             try:
