@@ -306,15 +306,18 @@ def _stage_peak(runtime, stage_name: str, docket_id: str) -> tuple[int, float]:
 WORK_TASKS = ("FetchComments", "BackfillComments", "ExtractText")
 
 
-def memory_work(bench: Bench, sizes: list[int], source: str, names: tuple[str, ...] = WORK_TASKS) -> None:
+def memory_work(bench: Bench, sizes: list[int], source: str, names: tuple[str, ...] = WORK_TASKS,
+                list_source: str = "api") -> None:
     """Peak Python memory of each stage task's run() when every item of the docket has work
-    (backfill's details from ``source``: the API, i.e. the stand-in, or the mirror folder)."""
+    (backfill's details from ``source``, fetch's list from ``list_source``: the API, i.e.
+    the stand-in, or the mirror folder)."""
     peaks: dict[str, dict[int, int]] = {}
     for n in sizes:
         root, docket = _work_corpus(bench, n)
         with _standin_process(root) as api_base:
-            store = Store(fresh(bench.work / "stores" / f"work-{source}-{n}"), api_base=api_base,
-                          dockets=[docket], source=source, mirror_url=str(root), list_source="api")
+            name = f"work-{source}-{n}" if list_source == "api" else f"work-{list_source}-{source}-{n}"
+            store = Store(fresh(bench.work / "stores" / name), api_base=api_base,
+                          dockets=[docket], source=source, mirror_url=str(root), list_source=list_source)
             with store:
                 from pipeline.store.dockets import ensure_dockets
 
@@ -323,7 +326,7 @@ def memory_work(bench: Bench, sizes: list[int], source: str, names: tuple[str, .
                     peak, io = _task_peak(name, docket)
                     peaks.setdefault(name, {})[n] = peak
                     rec = bench.add(record(f"memory-work {name} ({n:,} comments)", n, io["wall_s"], io))
-                    rec.extra["source"] = source
+                    rec.extra.update(source=source, list_source=list_source)
                     rec.extra.update(peak_bytes=peak, items_done=_items_done(io),
                                      item_state_writes=io.get("item_state_writes", 0))
                     rec.note = (f"peak {peak / 2**20:.1f} MiB, items with work "
@@ -408,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work-source", choices=("api", "mirror"), default="api",
                         help="memory-work: where backfill takes the details from")
+    parser.add_argument("--work-list", choices=("api", "mirror"), default="api",
+                        help="memory-work: where fetch takes the docket's list from")
     parser.add_argument("--work-until", choices=WORK_TASKS, default=WORK_TASKS[-1],
                         help="memory-work: the last task run (each needs the ones before it)")
     parser.add_argument("--work", type=Path, help="working folder (kept; reused when built)")
@@ -429,7 +434,7 @@ def _run(bench: Bench, args) -> None:
         noop_many(bench, (args.few, args.many), args.repeat)
     if bench.wants("memory-work"):
         names = WORK_TASKS[:WORK_TASKS.index(args.work_until) + 1]
-        memory_work(bench, [int(n) for n in args.memory.split(",")], args.work_source, names)
+        memory_work(bench, [int(n) for n in args.memory.split(",")], args.work_source, names, args.work_list)
     if not (bench.wants("noop-open-large") or bench.wants("memory")):
         return
     grown = GrownDocket(bench)

@@ -181,6 +181,15 @@ class DocketListing:
     def gone_items(self) -> set[str]:
         return {t.item_id for t in self.tombstones if t.kind in ("comment", "document")}
 
+    def owners(self) -> dict[str, str]:
+        """Key -> the comment or document the object belongs to (its record, a file of it,
+        a tombstone of either), for every object so filed; the rest (the docket's JSON or
+        tombstone, a rejected or ignored key) belong to no item."""
+        owned = {key: item_id for table in (self.comments, self.documents) for item_id, key in table.items()}
+        owned.update((a.key, item_id) for item_id, files in self.attachments.items() for a in files)
+        owned.update((t.key, t.item_id) for t in self.tombstones if t.kind != "docket")
+        return owned
+
     def gone_attachments(self) -> set[tuple[str, str]]:
         """(item id, stem) pairs, e.g. ("X-0004", "attachment_1")."""
         return {(t.item_id, t.attachment) for t in self.tombstones if t.kind == "attachment"}
@@ -301,13 +310,7 @@ def item_of(docket_id: str, agency: str, key: str) -> str:
     gives them: an object is filed by its own key, never by another's."""
     listing = DocketListing(agency=agency, docket_id=docket_id, prefix=f"{RAW_DATA}{agency}/{docket_id}/")
     _classify(listing, key, 0)
-    for owned in (listing.comments, listing.documents, listing.attachments):
-        for item_id in owned:
-            return item_id
-    for tombstone in listing.tombstones:
-        if tombstone.kind != "docket":
-            return tombstone.item_id
-    return ""
+    return listing.owners().get(key, "")
 
 
 def _classify(listing: DocketListing, key: str, size: int) -> None:

@@ -294,7 +294,10 @@ class Walk:
 
     def look_up(self, page: list[dict]) -> None:
         """Read what is stored of the page's items (two queries), before upserting them."""
-        keys = sorted({s["id"] for s in page if isinstance(s.get("id"), str)})
+        self.look_up_keys(sorted({s["id"] for s in page if isinstance(s.get("id"), str)}))
+
+    def look_up_keys(self, keys: list[str]) -> None:
+        """``look_up`` by the items' keys (a mirror fetch knows them before it reads them)."""
         self.known = items.summary_hashes(self.docket_id, keys) if keys else {}
         self.failed = item_states.items_in_state(STAGE, keys, "failed") if keys else set()
 

@@ -12,21 +12,31 @@ A new or changed attachment, or a changed record, sends its item back to backfil
 (``stale``): the mirror delivers files late, and a record's text may change under the same
 list fields. Objects gone from the listing keep their row, marked ``gone`` with the reason.
 An object whose read failed transiently is not recorded, so the next run reads it again.
+
+No step holds the docket's listing (#18). The walk is compared a page at a time with the
+stored rows of the page's keys; the new or changed objects are filed by item in
+``mirror_scan`` (the docket's and documents' JSON alone are kept: documents are few, and
+the docket is resolved from them before its comments are read); the filed objects are then
+read a scan page at a time, in item order. Gone objects are known by count, and by key only
+when some are gone: a second walk, filed whole, tells which.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from pipeline.clock import iso
+from pipeline.counters import counters
 from pipeline.errors import BadRecord, BudgetSpent
 from pipeline.failures import RETRY, item_failure
 from pipeline.ids import validate_id
 from pipeline.sources import connect, records
 from pipeline.sources.http import RequestBudget
-from pipeline.sources.mirror import DocketListing, ListedObject
-from pipeline.sources.mirror_listing import ListingDiff, diff_listing
+from pipeline.sources.mirror import DocketListing, ListedObject, default_agency, listing_of
+from pipeline.sources.mirror_listing import ListingTally, PageDiff, diff_page
 from pipeline.stages.base import StageContext, StageResult
 from pipeline.store import item_states, items, mirror_objects
 from pipeline.store.models import Docket, database
@@ -35,6 +45,8 @@ log = logging.getLogger("docketeer")
 STAGE = "fetch"
 BACKFILL = "backfill"
 GONE_REASON = "no longer in the mirror listing"
+PAGE = mirror_objects.WRITE_BATCH  # objects of the walk compared and filed at once
+MIRROR_FETCH_HELD = "mirror_fetch_held"  # the most listed objects one step held (a peak)
 
 
 def fetch_from_mirror(ctx: StageContext, docket: Docket, *, mirror=None) -> StageResult:
@@ -44,8 +56,8 @@ def fetch_from_mirror(ctx: StageContext, docket: Docket, *, mirror=None) -> Stag
     try:
         return _fetch(ctx, docket, mirror or connect.mirror(ctx.settings), result)
     except BudgetSpent as exc:
-        # What was upserted stays; the listing is not recorded, so the next run reads the
-        # rest (and finds what it read already unchanged).
+        # What was upserted stays, recorded with its objects; the rest of the listing is not
+        # recorded, so the next run reads the rest (and finds what it read unchanged).
         result.budget_spent, result.message = True, str(exc)
         return result
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
@@ -55,14 +67,43 @@ def fetch_from_mirror(ctx: StageContext, docket: Docket, *, mirror=None) -> Stag
         return result
 
 
+def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> StageResult:
+    from pipeline.stages import fetch  # the API walk's Walk, resolution and finish are shared
+
+    reads = _Reads(ctx)
+    agency = docket.agency or default_agency(docket.id)
+    scan = mirror_objects.new_scan(docket.id, iso(ctx.clock()))
+    try:
+        walked = _walk_listing(ctx, mirror, docket, agency, scan, reads, result, fetch)
+        if not walked.tally.listed:
+            result.message = f"{docket.id}: not in the mirror {mirror!r} (yet)"
+            log.warning(result.message)
+            return result
+        if _needs_resolve(docket, walked, ctx.force):
+            docket = _resolve(ctx, mirror, docket, walked, result, reads, fetch)
+            _record_resolved(ctx, docket.id, walked, reads, result)
+        _read_filed(ctx, mirror, docket, agency, scan, walked.comments, result, reads, fetch)
+    finally:
+        mirror_objects.drop_scan(scan)
+    if walked.tally.some_gone:
+        _record_gone(ctx, mirror, docket, agency, reads, result)
+    if reads.failures:
+        result.clean = False
+        result.message = f"{reads.failures} mirror objects could not be read; the next run reads them again"
+    fetch._finish_clean_walk(ctx, docket, docket.pull_watermark, result)
+    return result
+
+
 class _Reads:
     """What this walk read: the run's request budget (``mirror_request_budget``, and the
-    time budget), the keys whose read failed transiently, and the JSON read, handed to
-    backfill through ``mirror_object.body``."""
+    time budget), the keys of the batch being read whose read failed transiently (and how
+    many failed in the run), and the JSON read, handed to backfill through
+    ``mirror_object.body``."""
 
     def __init__(self, ctx: StageContext) -> None:
         self.budget = RequestBudget(ctx.settings.mirror_request_budget or None, ctx.deadline)
-        self.failed: set[str] = set()
+        self.failed: set[str] = set()  # cleared once the batch is recorded
+        self.failures = 0
         self.bodies: dict[str, str] = {}  # key -> JSON text, until recorded
 
     def record(self, key: str, raw: bytes) -> None:
@@ -71,77 +112,99 @@ class _Reads:
         except UnicodeDecodeError:  # parsed as another encoding: backfill reads it itself
             pass
 
+    def failed_transiently(self, key: str) -> None:
+        self.failed.add(key)
+        self.failures += 1
 
-def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> StageResult:
-    from pipeline.stages import fetch  # the API walk's Walk, resolution and finish are shared
-
-    reads = _Reads(ctx)
-    listing = mirror.docket_listing(docket.id, docket.agency, spend=reads.budget.spend)
-    result.add("mirror.listed", len(listing.objects))
-    if not listing.objects:
-        result.message = f"{docket.id}: not in the mirror {mirror!r} (yet)"
-        log.warning(result.message)
-        return result
-    diff = _diff(docket.id, listing, ctx.force)
-    resolved: set[str] = set()
-    _name_rejected(ctx, docket.id, listing, diff, result, fetch)
-    if _needs_resolve(docket, listing, diff, ctx.force):
-        docket = _resolve(ctx, mirror, docket, listing, result, reads, fetch)
-        resolved = _record_resolved(ctx, docket.id, listing, diff, reads, result)
-    fresh = diff.fresh_keys()
-    walked = _walk_comments(ctx, mirror, docket, listing, diff, result, reads, fetch)
-    _record_tombstones(ctx, docket.id, listing, fresh, result)
-    _send_back_to_backfill(ctx, docket.id, listing, diff, result, skip=walked | resolved)
-    _record_listing(ctx, docket.id, diff, reads, result, skip=walked | resolved)
-    if reads.failed:
-        result.clean = False
-        result.message = f"{len(reads.failed)} mirror objects could not be read; the next run reads them again"
-    fetch._finish_clean_walk(ctx, docket, docket.pull_watermark, result)
-    return result
+    def take(self, keys: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+        """Of ``keys``, those to record (read, or failed for good) and their JSON; the
+        batch's failures forgotten (they are counted)."""
+        kept = [key for key in keys if key not in self.failed]
+        bodies = {key: self.bodies.pop(key) for key in kept if key in self.bodies}
+        self.failed.clear()
+        return kept, bodies
 
 
-def _name_rejected(ctx, docket_id: str, listing: DocketListing, diff: ListingDiff, result: StageResult,
-                   fetch) -> None:
+@dataclass
+class _Walked:
+    """What the walk found besides the objects it filed: the counts, the docket's and the
+    documents' JSON keys (every one, for a resolve) and those of them new or changed (with
+    whether changed), and how many comment records it filed to read."""
+
+    tally: ListingTally
+    docket_key: str | None = None
+    documents: dict[str, str] = field(default_factory=dict)  # document id -> JSON key
+    fresh: dict[str, ListedObject] = field(default_factory=dict)  # of the keys above
+    changed: set[str] = field(default_factory=set)
+    comments: int = 0
+
+    def keep(self, page: DocketListing, diff: PageDiff) -> set[str]:
+        """The page's docket and documents JSON noted; returns their keys."""
+        self.docket_key = page.docket_key or self.docket_key
+        self.documents.update(page.documents)
+        keys = {key for key in (page.docket_key, *page.documents.values()) if key}
+        self.fresh.update((e.key, e) for e in diff.fresh() if e.key in keys)
+        self.changed.update(e.key for e in diff.changed if e.key in keys)
+        return keys
+
+
+def _walk_listing(ctx, mirror, docket: Docket, agency: str, scan: str, reads: _Reads, result: StageResult,
+                  fetch) -> _Walked:
+    """One walk of the docket's folder, a page at a time: the page compared with the stored
+    rows of its keys, its docket and documents JSON noted, its other new or changed objects
+    filed in the scan by the item each belongs to (read once the docket is resolved), and a
+    new or changed object whose name is no safe key or id named. No page is kept."""
+    walked = _Walked(ListingTally(0 if ctx.force else mirror_objects.count_listed(docket.id)))
+    bad = fetch.BadItems(ctx, docket.id, result)
+    now = iso(ctx.clock())
+    for entries in fetch._batches(mirror.docket_entries(docket.id, agency, spend=reads.budget.spend), PAGE):
+        counters.note_peak(MIRROR_FETCH_HELD, len(entries))
+        # --force reads everything (and, comparing with nothing, finds nothing gone).
+        diff = diff_page(entries, {} if ctx.force else mirror_objects.stored_of([e.key for e in entries]))
+        walked.tally.add(len(entries), diff)
+        page = listing_of(docket.id, agency, entries)
+        kept = walked.keep(page, diff)
+        fresh = {e.key for e in diff.fresh()}
+        _name_rejected(bad, page, fresh)
+        owners = page.owners()
+        walked.comments += sum(1 for key in page.comments.values() if key in fresh)
+        mirror_objects.record_scan(scan, docket.id, [(owners.get(e.key, ""), e) for e in diff.fresh()
+                                                     if e.key not in kept], now)
+    for name in ("listed", "new", "changed", "unchanged"):
+        result.add(f"mirror.{name}", getattr(walked.tally, name))
+    return walked
+
+
+def _name_rejected(bad, page: DocketListing, fresh: set[str]) -> None:
     """New or changed objects whose names are no safe key or id: skipped, each counted and
     named (as an API list item without a safe id is), never the docket's failure. Recorded
     with the listing, they are not named again while they stay as they are."""
-    fresh = diff.fresh_keys()
-    rejected = [r for r in listing.rejected if r.key in fresh]
-    if rejected:
-        bad = fetch.BadItems(ctx, docket_id, result)
-        for rejected_object in rejected:
-            bad.unkeyed("mirror object", rejected_object.key, rejected_object.reason,
-                        label=f"key {records.rendering(rejected_object.key[len(listing.prefix):])}")
+    for rejected in page.rejected:
+        if rejected.key in fresh:
+            bad.unkeyed("mirror object", rejected.key, rejected.reason,
+                        label=f"key {records.rendering(rejected.key[len(page.prefix):])}")
 
 
-def _diff(docket_id: str, listing: DocketListing, force: bool) -> ListingDiff:
-    stored = {} if force else mirror_objects.stored_objects(docket_id)  # --force reads everything
-    return diff_listing(listing.objects, stored)
-
-
-def _needs_resolve(docket: Docket, listing: DocketListing, diff: ListingDiff, force: bool) -> bool:
+def _needs_resolve(docket: Docket, walked: _Walked, force: bool) -> bool:
     """The docket's fields and windows come from its docket and documents JSON: read again
     only when one of them is new or changed (documents are few; comments are many)."""
-    if force or not docket.resolved_at:
-        return True
-    fresh = diff.fresh_keys()
-    return listing.docket_key in fresh or any(key in fresh for key in listing.documents.values())
+    return force or not docket.resolved_at or bool(walked.fresh)
 
 
 # --------------------------------------------------------------------------- resolve
 
 
-def _resolve(ctx, mirror, docket: Docket, listing: DocketListing, result: StageResult,
-             reads: _Reads, fetch) -> Docket:
+def _resolve(ctx, mirror, docket: Docket, walked: _Walked, result: StageResult, reads: _Reads,
+             fetch) -> Docket:
     data = {}
-    if listing.docket_key:
+    if walked.docket_key:
         # The docket record is the docket's own: unreadable, the walk breaks off (unclean).
         reads.budget.spend()
-        body = mirror.read_json(listing.docket_key)
+        body = mirror.read_json(walked.docket_key)
         result.add("mirror.read")
         data = body["data"] if isinstance(body.get("data"), dict) else {}
     documents = []
-    for document_id, key in sorted(listing.documents.items()):
+    for document_id, key in sorted(walked.documents.items()):
         body = _read(mirror, key, ctx, docket.id, document_id, result, reads)
         if body is None:
             continue
@@ -152,19 +215,14 @@ def _resolve(ctx, mirror, docket: Docket, listing: DocketListing, result: StageR
     return fetch.record_resolution(docket, data, documents, ctx, result)
 
 
-def _record_resolved(ctx, docket_id: str, listing: DocketListing, diff: ListingDiff, reads: _Reads,
-                     result: StageResult) -> set[str]:
+def _record_resolved(ctx, docket_id: str, walked: _Walked, reads: _Reads, result: StageResult) -> None:
     """The docket and documents JSON just read, recorded at once with the changed
     documents sent back to backfill: a run stopped later (its budget) reads none again."""
-    entries = {e.key: e for e in (*diff.new, *diff.changed)}
-    keys = {key for key in (listing.docket_key, *listing.documents.values())
-            if key in entries and key not in reads.failed}
-    changed = {e.key for e in diff.changed}
+    keys, bodies = reads.take(sorted(walked.fresh))
     with database.atomic():
-        mirror_objects.record_listed(docket_id, [entries[key] for key in sorted(keys)], iso(ctx.clock()),
-                                     {key: reads.bodies.pop(key) for key in keys if key in reads.bodies})
-        _mark_stale(ctx, docket_id, sorted(d for d, key in listing.documents.items() if key in changed), result)
-    return keys
+        mirror_objects.record_listed(docket_id, [walked.fresh[key] for key in keys], iso(ctx.clock()), bodies)
+        _mark_stale(ctx, docket_id, sorted(d for d, key in walked.documents.items()
+                                           if key in walked.changed and key in keys), result)
 
 
 def _as_list_item(body: dict, item_id: str) -> dict:
@@ -186,7 +244,7 @@ def _read(mirror, key: str, ctx, docket_id: str, item_id: str, result: StageResu
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
         if failure.state == RETRY:
-            reads.failed.add(key)
+            reads.failed_transiently(key)
             log.warning("%s: reading %s failed (%s); read again next run", item_id, key, failure.reason)
         else:
             _failed(ctx, docket_id, item_id, failure.reason, failure.kind, result)
@@ -203,51 +261,63 @@ def _failed(ctx, docket_id: str, item_id: str, reason: str, kind: str, result: S
     result.add("failed")
 
 
-# --------------------------------------------------------------------------- comments
+# --------------------------------------------------------------------------- the filed objects
 
 
-def _walk_comments(ctx, mirror, docket: Docket, listing: DocketListing, diff: ListingDiff,
-                   result: StageResult, reads: _Reads, fetch) -> set[str]:
-    """Read and upsert the new or changed comment records; returns their keys, each recorded
-    (with the JSON, for backfill) batch by batch as its items are written, so a run stopped
-    at its budget leaves nothing half done: the next reads only what this one did not."""
-    entries = {e.key: e for e in (*diff.new, *diff.changed)}
-    changed = {e.key for e in diff.changed}
-    todo = sorted((item_id, key) for item_id, key in listing.comments.items() if key in entries)
+def _read_filed(ctx, mirror, docket: Docket, agency: str, scan: str, comments: int, result: StageResult,
+                reads: _Reads, fetch) -> None:
+    """The objects the walk filed, a scan page at a time in item order: the page's comment
+    records read and upserted, then its other objects recorded (``_record_rest``)."""
     walk = fetch.Walk(ctx, docket, result)
     by_object = _windows_by_object(docket)
-    batch: list[tuple[str, str]] = []
-    ctx.progress.start(len(todo))
-    try:
-        for comment_id, key in todo:
-            ctx.check_time()
-            body = _read(mirror, key, ctx, docket.id, comment_id, result, reads)
-            outcome = "unread" if body is None else _upsert_comment(walk, body, comment_id, by_object)
-            if body is not None:
-                result.add(outcome)
-            if key not in reads.failed:  # read, or failed for good: recorded, not read again
-                batch.append((comment_id, key))
-            ctx.progress.advance(outcome)
-            if len(batch) >= fetch.WRITE_BATCH:
-                _record_batch(ctx, docket.id, walk, batch, entries, changed, reads, result)
-    finally:
-        _record_batch(ctx, docket.id, walk, batch, entries, changed, reads, result)
-    return {key for _item, key in todo}
+    ctx.progress.start(comments)
+    for rows in mirror_objects.scan_pages(scan):
+        counters.note_peak(MIRROR_FETCH_HELD, len(rows))
+        page = listing_of(docket.id, agency, (ListedObject(*row[1:]) for row in rows))
+        _read_comments(ctx, mirror, walk, page, by_object, result, reads, fetch)
+        records = set(page.comments.values())
+        _record_rest(ctx, docket.id, page, [e for key, e in page.objects.items() if key not in records], result)
 
 
-def _record_batch(ctx, docket_id: str, walk, batch: list[tuple[str, str]], entries: dict, changed: set[str],
+def _read_comments(ctx, mirror, walk, page: DocketListing, by_object: dict[str, str], result: StageResult,
+                   reads: _Reads, fetch) -> None:
+    """The page's comment records, each read and upserted, recorded (with the JSON, for
+    backfill) batch by batch as its items are written, so a run stopped at its budget
+    leaves nothing half done: the next reads only what this one did not."""
+    todo = sorted(page.comments.items())
+    # Not recorded yet in this run: a record the last listing showed is one that changed.
+    changed = set() if ctx.force else {key for key, before in mirror_objects.stored_of([k for _i, k in todo]).items()
+                                       if before.state == mirror_objects.LISTED}
+    for batch in fetch._batches(todo, fetch.WRITE_BATCH):
+        walk.look_up_keys([comment_id for comment_id, _key in batch])
+        done: list[tuple[str, str]] = []
+        try:
+            for comment_id, key in batch:
+                ctx.check_time()
+                body = _read(mirror, key, ctx, walk.docket_id, comment_id, result, reads)
+                outcome = "unread" if body is None else _upsert_comment(walk, body, comment_id, by_object)
+                if body is not None:
+                    result.add(outcome)
+                done.append((comment_id, key))
+                ctx.progress.advance(outcome)
+        finally:
+            _record_batch(ctx, walk, done, page, changed, reads, result)
+
+
+def _record_batch(ctx, walk, batch: list[tuple[str, str]], page: DocketListing, changed: set[str],
                   reads: _Reads, result: StageResult) -> None:
-    """The batch's items written, then its objects recorded as read (with their JSON) and
-    its changed records sent back to backfill, in one transaction."""
+    """The batch's items written, then its objects recorded as read (with their JSON; one
+    whose read failed transiently is left to be read again) and its changed records sent
+    back to backfill, in one transaction."""
     walk.flush()
-    if not batch:
+    keys, bodies = reads.take(key for _item, key in batch)
+    if not keys:
         return
-    keys = [key for _item, key in batch]
+    recorded = set(keys)
     with database.atomic():
-        mirror_objects.record_listed(docket_id, [entries[key] for key in keys], iso(ctx.clock()),
-                                     {key: reads.bodies.pop(key) for key in keys if key in reads.bodies})
-        _mark_stale(ctx, docket_id, [item for item, key in batch if key in changed], result)
-    batch.clear()
+        mirror_objects.record_listed(walk.docket_id, [page.objects[key] for key in keys], iso(ctx.clock()), bodies)
+        _mark_stale(ctx, walk.docket_id, [item for item, key in batch if key in changed and key in recorded],
+                    result)
 
 
 def _windows_by_object(docket: Docket) -> dict[str, str]:
@@ -271,33 +341,26 @@ def _upsert_comment(walk, body: dict, comment_id: str, by_object: dict[str, str]
     return walk.upsert(listed, document_id)
 
 
-# --------------------------------------------------------------------------- the rest
-
-
-def _record_tombstones(ctx, docket_id: str, listing: DocketListing, fresh: set[str], result: StageResult) -> None:
-    """A comment or document the mirror marks unavailable and holds no record of: recorded
-    as gone with the reason (one with a record is backfill's: it reads the mark there)."""
-    known = items.summary_hashes(docket_id)
-    rows = [{"stage": STAGE, "item": t.item_id, "docket": docket_id, "state": "gone", "run_id": ctx.run_id,
+def _record_rest(ctx, docket_id: str, page: DocketListing, rest: list[ListedObject], result: StageResult) -> None:
+    """The page's objects other than comment records (files, tombstones, documents' content,
+    keys the pipeline does not read), in one transaction: a comment or document the mirror
+    marks unavailable and holds no record of is recorded gone with the reason (one with a
+    record is backfill's: it reads the mark there); a known item whose file or tombstone is
+    new or changed goes back to backfill; the objects are recorded as listed."""
+    if not rest:
+        return
+    marked = [t for t in page.tombstones if t.kind in ("comment", "document")]
+    known = items.summary_hashes(docket_id, sorted({t.item_id for t in marked})) if marked else {}
+    gone = [{"stage": STAGE, "item": t.item_id, "docket": docket_id, "state": "gone", "run_id": ctx.run_id,
              "reason": "marked unavailable in the mirror", "detail": "permanent"}
-            for t in listing.tombstones
-            if t.kind in ("comment", "document") and t.key in fresh and t.item_id not in known]
-    if rows:
-        item_states.transition_many(rows)
-        result.add("gone", len(rows))
-
-
-def _send_back_to_backfill(ctx, docket_id: str, listing: DocketListing, diff: ListingDiff,
-                           result: StageResult, skip: set[str]) -> None:
-    """Known items whose attachment (or tombstone) is new or changed, or whose record
-    changed: backfill reads them again (the comment records of ``skip`` were sent back
-    batch by batch as they were read)."""
-    files = _file_owners(listing)
-    changed = {e.key for e in diff.changed} - skip
-    touched = {files[key] for key in diff.fresh_keys() if key in files}
-    touched |= {item_id for item_id, key in (*listing.comments.items(), *listing.documents.items())
-                if key in changed}
-    _mark_stale(ctx, docket_id, sorted(touched), result)
+            for t in marked if t.item_id not in known]
+    owners = page.owners()
+    with database.atomic():
+        if gone:
+            item_states.transition_many(gone)
+            result.add("gone", len(gone))
+        _mark_stale(ctx, docket_id, sorted({owners[e.key] for e in rest if e.key in owners}), result)
+        mirror_objects.record_listed(docket_id, rest, iso(ctx.clock()))
 
 
 def _mark_stale(ctx, docket_id: str, touched: list[str], result: StageResult) -> None:
@@ -311,24 +374,23 @@ def _mark_stale(ctx, docket_id: str, touched: list[str], result: StageResult) ->
         result.add("sent_to_backfill", len(known))
 
 
-def _file_owners(listing: DocketListing) -> dict[str, str]:
-    """Key of an attachment or a tombstone -> the item it belongs to."""
-    owners = {a.key: item_id for item_id, files in listing.attachments.items() for a in files}
-    owners.update({t.key: t.item_id for t in listing.tombstones})
-    return owners
+# --------------------------------------------------------------------------- gone
 
 
-def _record_listing(ctx, docket_id: str, diff: ListingDiff, reads: _Reads, result: StageResult,
-                    skip: set[str]) -> None:
-    """The rest of the listing (the comment records of ``skip`` are recorded already)."""
+def _record_gone(ctx, mirror, docket: Docket, agency: str, reads: _Reads, result: StageResult) -> None:
+    """Some object the last listing showed is not in this one: a second walk, filed whole
+    in a scan of its own, tells which, and they are recorded gone (kept, with the reason).
+    Objects seldom leave the mirror; a first walk that kept every key, or recorded every
+    unchanged object, would cost every run what this costs the few that need it."""
     now = iso(ctx.clock())
-    read: list[ListedObject] = [e for e in (*diff.new, *diff.changed)
-                                if e.key not in reads.failed and e.key not in skip]
-    with database.atomic():
-        mirror_objects.record_listed(docket_id, read, now, reads.bodies)
-    if diff.gone:
-        mirror_objects.record_gone(diff.gone, now, GONE_REASON)
-        result.add("mirror.gone", len(diff.gone))
-    result.add("mirror.new", len(diff.new))
-    result.add("mirror.changed", len(diff.changed))
-    result.add("mirror.unchanged", diff.unchanged)
+    scan = mirror_objects.new_scan(docket.id, now)
+    gone = 0
+    try:
+        entries = mirror.docket_entries(docket.id, agency, spend=reads.budget.spend)
+        mirror_objects.record_scan(scan, docket.id, (("", entry) for entry in entries), now)
+        for keys in mirror_objects.unseen_listed(docket.id, scan):
+            gone += mirror_objects.record_gone(keys, now, GONE_REASON)
+    finally:
+        mirror_objects.drop_scan(scan)
+    if gone:
+        result.add("mirror.gone", gone)

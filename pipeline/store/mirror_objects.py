@@ -1,11 +1,12 @@
 """Queries of ``mirror_object``: each docket's mirror objects as its last listing showed them.
 
-Read once per docket walk (one indexed query) and written in multi-row statements, so
-diffing a listing of 200,000 objects costs a few statements, not 200,000.
+Read a listing page at a time (one query for the page's keys) and written in multi-row
+statements, so diffing a listing of 200,000 objects costs a statement per 2,000 objects,
+never 200,000 statements nor the docket's rows held at once.
 
-Also ``mirror_scan``: a backfill run's listing filed by item (``new_scan``, ``record_scan``,
-``scanned``, ``drop_scan``), so that each todo page reads its own items' objects and no run
-holds a docket's listing.
+Also ``mirror_scan``: a run's listing, or the part of it that run must read, filed by item
+(``new_scan``, ``record_scan``, ``scanned``, ``scan_pages``, ``drop_scan``), so that a
+backfill page or a fetch reads its own items' objects and no run holds a docket's listing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+
+from peewee import Tuple, fn
 
 from pipeline.clock import iso, parse_iso
 from pipeline.store import prepared
@@ -35,12 +38,48 @@ class StoredObject:
 
 
 def stored_objects(docket_id: str) -> dict[str, StoredObject]:
-    """Every recorded object of the docket, listed or gone."""
+    """Every recorded object of the docket, listed or gone (small dockets: tools, tests)."""
+    return _stored(MirrorObject.docket == docket_id)
+
+
+def stored_of(keys: list[str]) -> dict[str, StoredObject]:
+    """The recorded objects of ``keys`` (a listing's page), one query per ``WRITE_BATCH``."""
+    found: dict[str, StoredObject] = {}
+    for start in range(0, len(keys), WRITE_BATCH):
+        found.update(_stored(MirrorObject.key.in_(keys[start:start + WRITE_BATCH])))
+    return found
+
+
+def _stored(where) -> dict[str, StoredObject]:
     query = (MirrorObject.select(MirrorObject.key, MirrorObject.size, MirrorObject.etag,
-                                 MirrorObject.modified, MirrorObject.state)
-             .where(MirrorObject.docket == docket_id).tuples())
+                                 MirrorObject.modified, MirrorObject.state).where(where).tuples())
     return {key: StoredObject(size, f"etag:{etag}" if etag else f"mtime:{modified}", state)
             for key, size, etag, modified, state in query.iterator()}
+
+
+def count_listed(docket_id: str) -> int:
+    """How many objects the docket's last listing showed (one indexed count)."""
+    return (MirrorObject.select()
+            .where((MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED)).count())
+
+
+def unseen_listed(docket_id: str, scan: str, page: int | None = None) -> Iterator[list[str]]:
+    """Pages of the keys the docket's last listing showed that the scan ``scan`` (a whole
+    new walk) does not hold: what is gone from the mirror, in key order."""
+    page = page or READ_PAGE
+    seen = MirrorScan.select(MirrorScan.key).where((MirrorScan.scan == scan) & (MirrorScan.key == MirrorObject.key))
+    after = None
+    while True:
+        where = (MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED) & ~fn.EXISTS(seen)
+        if after is not None:
+            where &= MirrorObject.key > after
+        keys = [key for (key,) in MirrorObject.select(MirrorObject.key).where(where)
+                .order_by(MirrorObject.key).limit(page).tuples()]
+        if keys:
+            yield keys
+        if len(keys) < page:
+            return
+        after = keys[-1]
 
 
 def listed_objects(docket_id: str, page: int = READ_PAGE) -> Iterator[tuple[str, int, str | None, str]]:
@@ -152,6 +191,24 @@ def scanned(scan: str, item_ids: list[str]) -> list[tuple[str, int, str | None, 
                      .where((MirrorScan.scan == scan) & MirrorScan.item.in_(item_ids[start:start + WRITE_BATCH]))
                      .order_by(MirrorScan.key).tuples())
     return found
+
+
+def scan_pages(scan: str, page: int | None = None) -> Iterator[list[tuple[str, str, int, str | None, str]]]:
+    """The scan's rows, ``page`` at a time in (item, key) order (keyset pages): (item, key,
+    size, etag, modified). An item's objects come together, in one page or two adjacent."""
+    page = page or READ_PAGE
+    after: tuple[str, str] | None = None
+    while True:
+        query = MirrorScan.select(MirrorScan.item, MirrorScan.key, MirrorScan.size, MirrorScan.etag,
+                                  MirrorScan.modified).where(MirrorScan.scan == scan)
+        if after is not None:
+            query = query.where(Tuple(MirrorScan.item, MirrorScan.key) > Tuple(*after))
+        rows = list(query.order_by(MirrorScan.item, MirrorScan.key).limit(page).tuples())
+        if rows:
+            yield rows
+        if len(rows) < page:
+            return
+        after = rows[-1][:2]
 
 
 def drop_scan(scan: str) -> None:
