@@ -1,8 +1,8 @@
 """Listing and diffing one big mirror docket: ``python -m benchmarks mirrorlist [--comments N] [--s3]``.
 
 What fetch from the mirror does before any GET: walk the docket's folder (a LIST on S3),
-classify every key, compare each object's size and version with the stored rows, and
-record the new ones. The docket is a local folder of N tiny comment files (made once under
+compare each page of objects' sizes and versions with the stored rows of the page's keys,
+and record the new ones (fetch files them by item to read first; here they are recorded). The docket is a local folder of N tiny comment files (made once under
 ``--root`` and reused), or with ``--s3`` a moto bucket of the same keys (``mirror_rig``:
 its own process, filled through moto's backend, answering listings from a sorted key index
 as S3 pages in O(page); ``--moto-paging``: moto's own paging, which walks every key for
@@ -29,7 +29,9 @@ import psutil
 from benchmarks.common import ROOT
 from devtools.mirror_layout import DocketFolders
 from pipeline.sources.mirror import LocalMirror, open_mirror
-from pipeline.sources.mirror_listing import diff_listing
+from pipeline.sources.mirror_listing import ListingTally, diff_page
+from pipeline.stages import fetch_mirror
+from pipeline.stages.fetch import batches
 from pipeline.store import mirror_objects
 from pipeline.store.db import open_state_db
 from pipeline.store.models import database
@@ -53,12 +55,15 @@ def one_pass(mirror, now: str, server_cpu) -> tuple[float, int, int, float, floa
     """(seconds, objects listed, objects new or changed, peak RSS MB by its end, CPU
     seconds of this process, CPU seconds of the S3 server) of one list + diff + record."""
     started, cpu, server = time.perf_counter(), time.process_time(), server_cpu()
-    listing = mirror.docket_listing(DOCKET, "EPA")
-    diff = diff_listing(listing.objects, mirror_objects.stored_objects(DOCKET))
-    with database.atomic():
-        mirror_objects.record_listed(DOCKET, [*diff.new, *diff.changed], now)
+    tally = ListingTally(mirror_objects.count_listed(DOCKET))
+    for page in batches(mirror.docket_entries(DOCKET, "EPA"), fetch_mirror.PAGE):
+        # As fetch compares its walk: a page against the stored rows of the page's keys.
+        diff = diff_page(page, mirror_objects.stored_of([entry.key for entry in page]))
+        tally.add(len(page), diff)
+        with database.atomic():
+            mirror_objects.record_listed(DOCKET, diff.fresh(), now)
     seconds = time.perf_counter() - started
-    return (seconds, len(listing.objects), len(diff.new) + len(diff.changed), peak_mb(),
+    return (seconds, tally.listed, tally.new + tally.changed, peak_mb(),
             time.process_time() - cpu, server_cpu() - server)
 
 

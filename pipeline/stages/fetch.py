@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from pipeline.clock import iso, utcnow
 from pipeline.errors import (
@@ -49,6 +50,7 @@ from pipeline.store import item_states, items
 from pipeline.store.models import Docket, database
 
 log = logging.getLogger("docketeer")
+T = TypeVar("T")
 STAGE = "fetch"
 # List items without a safe id: one row each, named by a digest of the item as listed.
 UNKEYED_STAGE = "fetch.unkeyed"
@@ -370,7 +372,7 @@ def walk_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> 
             if window["object_id"] is None:  # an older document record: nothing to list by
                 continue
             listed = api.iter_comments(window["object_id"], since, on_bad_item=walk.bad.comment)
-            for page in _batches(listed, WRITE_BATCH):
+            for page in batches(listed, WRITE_BATCH):
                 walk.look_up(page)
                 for summary in page:
                     outcome = walk.upsert(summary, window["id"])
@@ -393,9 +395,10 @@ def _held(newest: Watermark | None, hold_at: Watermark | None, stored: Watermark
     return stored if stored is not None and hold_at < stored else hold_at
 
 
-def _batches(iterable: Iterable[dict], size: int) -> Iterator[list[dict]]:
-    # Collect a page *before* opening the transaction, so no HTTP call happens inside it.
-    batch: list[dict] = []
+def batches(iterable: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Lists of ``size`` elements (the last shorter), each collected whole before it is given:
+    a walk's page *before* its transaction opens, so no HTTP call happens inside it."""
+    batch: list[T] = []
     for element in iterable:
         batch.append(element)
         if len(batch) == size:

@@ -157,7 +157,7 @@ def _walk_listing(ctx, mirror, docket: Docket, agency: str, scan: str, reads: _R
     walked = _Walked(ListingTally(0 if ctx.force else mirror_objects.count_listed(docket.id)))
     bad = fetch.BadItems(ctx, docket.id, result)
     now = iso(ctx.clock())
-    for entries in fetch._batches(mirror.docket_entries(docket.id, agency, spend=reads.budget.spend), PAGE):
+    for entries in fetch.batches(mirror.docket_entries(docket.id, agency, spend=reads.budget.spend), PAGE):
         counters.note_peak(MIRROR_FETCH_HELD, len(entries))
         # --force reads everything (and, comparing with nothing, finds nothing gone).
         diff = diff_page(entries, {} if ctx.force else mirror_objects.stored_of([e.key for e in entries]))
@@ -288,7 +288,7 @@ def _read_comments(ctx, mirror, walk, page: DocketListing, by_object: dict[str, 
     # Not recorded yet in this run: a record the last listing showed is one that changed.
     changed = set() if ctx.force else {key for key, before in mirror_objects.stored_of([k for _i, k in todo]).items()
                                        if before.state == mirror_objects.LISTED}
-    for batch in fetch._batches(todo, fetch.WRITE_BATCH):
+    for batch in fetch.batches(todo, fetch.WRITE_BATCH):
         walk.look_up_keys([comment_id for comment_id, _key in batch])
         done: list[tuple[str, str]] = []
         try:
