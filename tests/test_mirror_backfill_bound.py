@@ -166,3 +166,77 @@ def test_a_listing_that_breaks_off_stops_the_run_before_any_item_and_leaves_no_s
             _backfill(runtime, docket_id, "broken")
     assert not ItemState.select().where(ItemState.stage == STAGE).exists()
     assert not MirrorScan.select().exists()
+
+
+class _Spied:
+    """What backfill asked of the stored listing: rows scanned, filed, and read by item."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.scanned = self.filed = 0
+        self.read: list[str] = []
+        store = backfill_stage.mirror_objects
+        record_scan, file, objects_of = store.record_scan, store.file, store.objects_of
+
+        def spy_scan(*args, **kwargs):
+            written = record_scan(*args, **kwargs)
+            self.scanned += written
+            return written
+
+        def spy_file(owners):
+            self.filed += len(owners)
+            return file(owners)
+
+        def spy_objects_of(docket_id, item_ids):
+            rows = objects_of(docket_id, item_ids)
+            self.read += [row[0] for row in rows]
+            return rows
+
+        monkeypatch.setattr(store, "record_scan", spy_scan)
+        monkeypatch.setattr(store, "file", spy_file)
+        monkeypatch.setattr(store, "objects_of", spy_objects_of)
+
+
+@pytest.mark.parametrize("filed_by", ["fetch", "the first backfill"])
+def test_after_a_mirror_fetch_backfill_reads_a_pages_objects_by_item_and_writes_no_scan(
+        runtimes, corpus, manifest, mirror_root, monkeypatch, tmp_path, filed_by):
+    """The mirror fetch files each object under its item (schema v11), so backfill reads a
+    todo page's objects from the stored listing, and a backfill of two new comments reads
+    their objects alone. A listing stored before v11 (no item) is filed once, by the first
+    backfill, with the same result."""
+    docket_id = manifest.dockets[0].id
+    later = [c for c in manifest.comments if c.attachments][:2]
+    held = tmp_path / "held"
+    moved = [p for c in later for p in (mirror_root / c.path).parent.parent.parent.rglob(f"{c.id}[._]*")]
+    for path in moved:  # the two comments reach the mirror later
+        (held / path.relative_to(mirror_root)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(path, held / path.relative_to(mirror_root))
+    with StandinServer(corpus) as standin:
+        runtime = runtimes.open("stored", api_base=standin.api_base, source="mirror",
+                                mirror_url=str(mirror_root), list_source="mirror")
+        fetch(runtime, [docket_id])
+        assert not MirrorObject.select().where(MirrorObject.item.is_null()).exists()
+        if filed_by != "fetch":
+            MirrorObject.update(item=None).execute()  # as a store from before v11 holds it
+        with monkeypatch.context() as patched:
+            patched.setattr(backfill_stage, "TODO_PAGE", PAGE)
+            first = _Spied(patched)
+            assert _backfill(runtime, docket_id, "first").clean
+        listed = MirrorObject.select().where(MirrorObject.state == "listed").count()
+        assert first.scanned == 0  # the stored listing is read by item, never copied
+        assert first.filed == (0 if filed_by == "fetch" else listed)
+        # Each item's objects read once (the comment the mirror holds no record of is no item).
+        owned = MirrorObject.select(MirrorObject.key).where(MirrorObject.item.in_(Item.select(Item.key)))
+        assert sorted(first.read) == sorted(row.key for row in owned)
+
+        for path in moved:
+            shutil.move(held / path.relative_to(mirror_root), path)
+        fetch(runtime, [docket_id])
+        with monkeypatch.context() as patched:
+            patched.setattr(backfill_stage, "TODO_PAGE", PAGE)
+            again = _Spied(patched)
+            result = _backfill(runtime, docket_id, "again")
+    assert result.clean and result.counts.get("ok") == 2, result.counts
+    # The work of two comments: their records and files read, nothing scanned or filed.
+    assert sorted(again.read) == sorted(p.relative_to(mirror_root).as_posix() for p in moved)
+    assert again.scanned == again.filed == 0
+    assert not MirrorScan.select().exists() and not MirrorObject.select().where(MirrorObject.item.is_null()).exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import peewee
 import pytest
+from playhouse.migrate import migrate
 
 from pipeline.store import db as state_db
 from pipeline.store import dockets, item_states, leases
@@ -262,3 +263,28 @@ def test_upgrade_from_version_9_adds_the_mirror_scan_table(state):  # noqa: F811
     state_db.ensure_schema(db)
     assert "mirror_scan" in set(db.get_tables())
     assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+
+
+def test_upgrade_from_version_10_files_mirror_objects_by_item_later(state):  # noqa: F811
+    """v11 adds ``mirror_object.item`` and its index; the rows kept are left unfiled (None),
+    for the first backfill of their docket to file (no pass over every row at the upgrade)."""
+    from pipeline.sources.mirror import ListedObject
+    from pipeline.store import mirror_objects
+
+    db = state.state
+    key = "raw-data/EPA/EPA-HQ-2026-0001/text-EPA-HQ-2026-0001/comments/EPA-HQ-2026-0001-0002.json"
+    mirror_objects.record_listed("EPA-HQ-2026-0001", [ListedObject(key, 10, None, "1")], "2026-12-01T00:00:00Z")
+    table = MirrorObject._meta.table_name
+    for index in db.get_indexes(table):
+        if index.columns == ["docket", "item"]:
+            db.execute_sql(f'DROP INDEX "{index.name}"')
+    migrate(state_db._migrator(db).drop_column(table, "item"))
+    Meta.update(value="10").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert "item" in {c.name for c in db.get_columns(table)}
+    assert any(index.columns == ["docket", "item"] for index in db.get_indexes(table))
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert list(mirror_objects.unfiled("EPA-HQ-2026-0001")) == [[key]]  # the row kept, to be filed
+    mirror_objects.file([("EPA-HQ-2026-0001-0002", key)])
+    assert mirror_objects.objects_of("EPA-HQ-2026-0001", ["EPA-HQ-2026-0001-0002"]) == [(key, 10, None, "1")]
+    assert list(mirror_objects.unfiled("EPA-HQ-2026-0001")) == []

@@ -611,13 +611,15 @@ class MirrorSource:
     fetch recorded, read from the state DB in the stage's thread, and the records fetch read
     are handed over (``record_for``): neither is asked of the mirror again.
 
-    No listing is held whole. At the first todo page the listing (the mirror's walk, or the
-    stored rows read in keyset pages) is recorded as it comes into ``mirror_scan``, each
-    object under the item it belongs to (``pipeline.sources.mirror.item_of``), in batches;
-    each page then reads the objects of its own items alone and files them with
-    ``listing_of``, as a listing of the whole docket would have filed them. What is held at
-    once: one LIST page or directory entry and one write batch while recording, then one
-    todo page's objects.
+    No listing is held whole. Each todo page reads the objects of its own items alone and
+    files them with ``listing_of``, as a listing of the whole docket would have filed them:
+    from the stored listing by item (``mirror_object.item``, filed by the mirror fetch; rows
+    recorded before schema v11 are filed here once, in keyset pages), so a backfill of 40 new
+    comments reads their objects and writes nothing for the rest of the docket; or, without
+    a stored listing, from the mirror's walk, recorded at the first todo page as it comes into
+    ``mirror_scan``, each object under its item (``pipeline.sources.mirror.item_of``), in
+    batches. What is held at once: one LIST page or directory entry and one write batch while
+    recording or filing, then one todo page's objects.
     """
 
     def __init__(self, mirror, docket: Docket, concurrency: int = 1, *, stored_listing: bool = False,
@@ -629,25 +631,42 @@ class MirrorSource:
         self.record_batch = RECORD_BATCH
         self.stored_listing = stored_listing
         self._clock = clock or utcnow
-        self._scan: str | None = None  # the run's recorded listing, once recorded
+        self._scan: str | None = None  # the run's recorded walk, once recorded
+        self._filed = False  # the stored listing's rows all filed by item
         self._page = DocketListing(self.agency, docket.id, "")  # the todo page's objects, filed
         self._gone_items: set[str] = set()
         self._gone_files: set[tuple[str, str]] = set()
         self._handover = HandedOver() if stored_listing else None
 
     def _record_listing(self) -> str:
-        """The docket's listing recorded by item, as it comes (stage thread)."""
+        """The docket's walk recorded by item, as it comes (stage thread)."""
         now = iso(self._clock())
         scan = mirror_objects.new_scan(self.docket.id, now)
-        if self.stored_listing:
-            entries = (ListedObject(*row) for row in mirror_objects.listed_objects(self.docket.id))
-        else:
-            entries = self.mirror.docket_entries(self.docket.id, self.docket.agency)
+        entries = self.mirror.docket_entries(self.docket.id, self.docket.agency)
         owned = ((item_id, entry) for entry in entries
                  if (item_id := item_of(self.docket.id, self.agency, entry.key)))
         self._scan = scan  # set first: a walk that breaks off leaves rows release() drops
         mirror_objects.record_scan(scan, self.docket.id, owned, now)
         return scan
+
+    def _file_stored_listing(self) -> None:
+        """The stored rows no fetch filed (recorded before schema v11) filed by item, a
+        keyset page at a time (stage thread); a docket's rows are filed once."""
+        for keys in mirror_objects.unfiled(self.docket.id):
+            owners = listing_of(self.docket.id, self.agency,
+                                (ListedObject(key, 0, None, "") for key in keys)).owners()
+            mirror_objects.file([(owners.get(key, ""), key) for key in keys])
+        self._filed = True
+
+    def _objects_of(self, todo: list[Item]) -> list[tuple[str, int, str | None, str]]:
+        keys = [item.key for item in todo]
+        if self.stored_listing:
+            if not self._filed:
+                self._file_stored_listing()
+            return mirror_objects.objects_of(self.docket.id, keys)
+        if self._scan is None:
+            self._record_listing()
+        return mirror_objects.scanned(self._scan, keys)
 
     def _record_key(self, item: Item) -> str | None:
         table = self._page.documents if item.kind == "document" else self._page.comments
@@ -657,9 +676,7 @@ class MirrorSource:
         """The items in the order their jobs will be made (stage thread), before any of them
         is handed out: the docket is listed at the first page (a refused listing stops the
         run with no item marked), and each page's objects are read for its items."""
-        if self._scan is None:
-            self._record_listing()
-        rows = mirror_objects.scanned(self._scan, [item.key for item in todo])
+        rows = self._objects_of(todo)
         page = listing_of(self.docket.id, self.agency, (ListedObject(*row) for row in rows))
         counters.note_peak(MIRROR_HELD, len(page.objects))
         self._gone_items, self._gone_files = page.gone_items(), page.gone_attachments()

@@ -220,7 +220,9 @@ def _record_resolved(ctx, docket_id: str, walked: _Walked, reads: _Reads, result
     documents sent back to backfill: a run stopped later (its budget) reads none again."""
     keys, bodies = reads.take(sorted(walked.fresh))
     with database.atomic():
-        mirror_objects.record_listed(docket_id, [walked.fresh[key] for key in keys], iso(ctx.clock()), bodies)
+        owners = {key: document_id for document_id, key in walked.documents.items()}  # the docket's: ""
+        mirror_objects.record_listed(docket_id, [walked.fresh[key] for key in keys], iso(ctx.clock()), bodies,
+                                     owners)
         _mark_stale(ctx, docket_id, sorted(d for d, key in walked.documents.items()
                                            if key in walked.changed and key in keys), result)
 
@@ -315,7 +317,8 @@ def _record_batch(ctx, walk, batch: list[tuple[str, str]], page: DocketListing, 
         return
     recorded = set(keys)
     with database.atomic():
-        mirror_objects.record_listed(walk.docket_id, [page.objects[key] for key in keys], iso(ctx.clock()), bodies)
+        mirror_objects.record_listed(walk.docket_id, [page.objects[key] for key in keys], iso(ctx.clock()), bodies,
+                                     {key: item for item, key in batch})
         _mark_stale(ctx, walk.docket_id, [item for item, key in batch if key in changed and key in recorded],
                     result)
 
@@ -360,7 +363,7 @@ def _record_rest(ctx, docket_id: str, page: DocketListing, rest: list[ListedObje
             item_states.transition_many(gone)
             result.add("gone", len(gone))
         _mark_stale(ctx, docket_id, sorted({owners[e.key] for e in rest if e.key in owners}), result)
-        mirror_objects.record_listed(docket_id, rest, iso(ctx.clock()))
+        mirror_objects.record_listed(docket_id, rest, iso(ctx.clock()), owners=owners)
 
 
 def _mark_stale(ctx, docket_id: str, touched: list[str], result: StageResult) -> None:

@@ -25,7 +25,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -228,6 +228,16 @@ def _upgrade_to_10(db: peewee.Database) -> None:
     db.create_tables([models.MirrorScan], safe=True)
 
 
+def _upgrade_to_11(db: peewee.Database) -> None:
+    """v11: each mirror object's item, so that a backfill after a mirror fetch reads a todo
+    page's objects from the stored listing by item (the rows are filed lazily, docket by
+    docket, by the first backfill that reads them: no pass over every row here)."""
+    table = models.MirrorObject._meta.table_name
+    _add_columns(db, {models.MirrorObject: (models.MirrorObject.item,)})
+    if not any(index.columns == ["docket", "item"] for index in db.get_indexes(table)):
+        migrate(_migrator(db).add_index(table, ("docket", "item"), False))
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
-            10: _upgrade_to_10}
+            10: _upgrade_to_10, 11: _upgrade_to_11}

@@ -82,22 +82,45 @@ def unseen_listed(docket_id: str, scan: str, page: int | None = None) -> Iterato
         after = keys[-1]
 
 
-def listed_objects(docket_id: str, page: int = READ_PAGE) -> Iterator[tuple[str, int, str | None, str]]:
-    """(key, size, etag, modified) of every object the docket's last listing showed, in key
-    order, read ``page`` rows at a time (keyset pages: a PostgreSQL cursor would fetch the
-    whole result at once): what backfill files by item instead of listing the docket again
-    after a mirror fetch."""
+def unfiled(docket_id: str, page: int | None = None) -> Iterator[list[str]]:
+    """Pages of the docket's listed keys not yet filed under an item (recorded before schema
+    v11, or by a caller that did not say), in key order (keyset pages)."""
+    page = page or READ_PAGE
     after = None
     while True:
-        where = (MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED)
+        where = (MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED) & MirrorObject.item.is_null()
         if after is not None:
             where &= MirrorObject.key > after
-        rows = list(MirrorObject.select(MirrorObject.key, MirrorObject.size, MirrorObject.etag, MirrorObject.modified)
-                    .where(where).order_by(MirrorObject.key).limit(page).tuples())
-        yield from rows
-        if len(rows) < page:
+        keys = [key for (key,) in MirrorObject.select(MirrorObject.key).where(where)
+                .order_by(MirrorObject.key).limit(page).tuples()]
+        if keys:
+            yield keys
+        if len(keys) < page:
             return
-        after = rows[-1][0]
+        after = keys[-1]
+
+
+def file(owners: list[tuple[str, str]]) -> int:
+    """Record the item of each (item, key) pair ("" for none)."""
+    return prepared.run_many("mirror_object.file", _file, owners)
+
+
+def _file(row: tuple):
+    return MirrorObject.update(item=row[0]).where(MirrorObject.key == row[1])
+
+
+def objects_of(docket_id: str, item_ids: list[str]) -> list[tuple[str, int, str | None, str]]:
+    """(key, size, etag, modified) of the listed objects that belong to ``item_ids`` (a todo
+    page), in key order: one indexed query per ``WRITE_BATCH`` items."""
+    found: list[tuple[str, int, str | None, str]] = []
+    for start in range(0, len(item_ids), WRITE_BATCH):
+        found.extend(MirrorObject.select(MirrorObject.key, MirrorObject.size, MirrorObject.etag,
+                                         MirrorObject.modified)
+                     .where((MirrorObject.docket == docket_id)
+                            & MirrorObject.item.in_(item_ids[start:start + WRITE_BATCH])
+                            & (MirrorObject.state == LISTED))
+                     .order_by(MirrorObject.key).tuples())
+    return found
 
 
 def has_listing(docket_id: str) -> bool:
@@ -123,20 +146,23 @@ def release_handed_over(keys: list[str]) -> None:
              .where(MirrorObject.key.in_(keys[start:start + WRITE_BATCH])).execute())
 
 
-def record_listed(docket_id: str, entries: Iterable, now: str, bodies: dict[str, str] | None = None) -> int:
+def record_listed(docket_id: str, entries: Iterable, now: str, bodies: dict[str, str] | None = None,
+                  owners: dict[str, str] | None = None) -> int:
     """Upsert the objects (``ListedObject``s) as listed now, with the JSON read of each
-    (``bodies``: key -> text) kept for backfill; returns how many rows.
+    (``bodies``: key -> text) kept for backfill, and the item each belongs to (``owners``:
+    key -> item, "" for none; without it the rows are left to be filed, ``unfiled``);
+    returns how many rows.
 
     One prepared statement run for every row (``pipeline.store.prepared``): building the SQL
     of 200,000 rows value by value in Python cost ten times the insert itself."""
     bodies = bodies or {}
-    rows = [(e.key, docket_id, e.size, e.etag, e.modified, LISTED, None, now, bodies.get(e.key))
-            for e in entries]
+    rows = [(e.key, docket_id, e.size, e.etag, e.modified, LISTED, None, now, bodies.get(e.key),
+             None if owners is None else owners.get(e.key, "")) for e in entries]
     return prepared.run_many("mirror_object.upsert", _upsert, rows)
 
 
 _FIELDS = (MirrorObject.key, MirrorObject.docket, MirrorObject.size, MirrorObject.etag, MirrorObject.modified,
-           MirrorObject.state, MirrorObject.reason, MirrorObject.seen_at, MirrorObject.body)
+           MirrorObject.state, MirrorObject.reason, MirrorObject.seen_at, MirrorObject.body, MirrorObject.item)
 
 
 def _upsert(row: tuple):

@@ -175,15 +175,23 @@ class MirrorObject(BaseModel):
     # The JSON as fetch read it, until backfill has used it (schema v7): the object is
     # read once, not by fetch and again by backfill.
     body = TextField(null=True)
+    # The comment or document the object belongs to ("" none: the docket's JSON, a key the
+    # pipeline does not read), as fetch filed it (schema v11): backfill reads a todo page's
+    # objects by item. None: recorded before v11, filed by the first backfill that reads it.
+    item = TextField(null=True)
+
+    class Meta:
+        indexes = ((("docket", "item"), False),)
 
 
 class MirrorScan(BaseModel):
-    """A docket's mirror objects as one backfill run found them (schema v10), each filed under
-    the item it belongs to (``pipeline.sources.mirror.item_of``), so that the run looks up a
-    todo page's objects by item instead of holding the docket's listing. Written once per
-    run (``scan``: that run's own, so two runs on one docket never share rows) from its walk
-    of the mirror or from the docket's stored listing (``MirrorObject``), dropped when the
-    run ends; a killed run's rows are dropped by a later run of the docket."""
+    """A docket's mirror objects as one run found them (schema v10), each filed under the item
+    it belongs to (``pipeline.sources.mirror.item_of``), so that the run looks up a page's
+    objects by item instead of holding the docket's listing: a backfill's walk of the mirror
+    (without a listing a mirror fetch stored), or the new and changed objects of a mirror
+    fetch's walk (read once the docket is resolved), or a whole second walk of a fetch that
+    found objects gone. ``scan`` is that run's own, so two runs never share rows; dropped
+    when the run ends, and a killed run's rows by a later run of the docket."""
 
     scan = TextField()
     key = TextField()
