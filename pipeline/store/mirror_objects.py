@@ -66,29 +66,23 @@ def count_listed(docket_id: str) -> int:
 def unseen_listed(docket_id: str, scan: str, page: int | None = None) -> Iterator[list[str]]:
     """Pages of the keys the docket's last listing showed that the scan ``scan`` (a whole
     new walk) does not hold: what is gone from the mirror, in key order."""
-    page = page or READ_PAGE
     seen = MirrorScan.select(MirrorScan.key).where((MirrorScan.scan == scan) & (MirrorScan.key == MirrorObject.key))
-    after = None
-    while True:
-        where = (MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED) & ~fn.EXISTS(seen)
-        if after is not None:
-            where &= MirrorObject.key > after
-        keys = [key for (key,) in MirrorObject.select(MirrorObject.key).where(where)
-                .order_by(MirrorObject.key).limit(page).tuples()]
-        if keys:
-            yield keys
-        if len(keys) < page:
-            return
-        after = keys[-1]
+    return _listed_keys(docket_id, ~fn.EXISTS(seen), page)
 
 
 def unfiled(docket_id: str, page: int | None = None) -> Iterator[list[str]]:
     """Pages of the docket's listed keys not yet filed under an item (recorded before schema
-    v11, or by a caller that did not say), in key order (keyset pages)."""
+    v11, or by a caller that did not say), in key order."""
+    return _listed_keys(docket_id, MirrorObject.item.is_null(), page)
+
+
+def _listed_keys(docket_id: str, condition, page: int | None) -> Iterator[list[str]]:
+    """The docket's listed keys that meet ``condition``, in keyset pages of ``page`` keys
+    (a page may be written to before the next is read: each starts after the last key)."""
     page = page or READ_PAGE
     after = None
     while True:
-        where = (MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED) & MirrorObject.item.is_null()
+        where = (MirrorObject.docket == docket_id) & (MirrorObject.state == LISTED) & condition
         if after is not None:
             where &= MirrorObject.key > after
         keys = [key for (key,) in MirrorObject.select(MirrorObject.key).where(where)
