@@ -174,8 +174,14 @@ class _Spied:
     def __init__(self, monkeypatch) -> None:
         self.scanned = self.filed = 0
         self.read: list[str] = []
+        self.released: list[int] = []  # records handed over by fetch, dropped at once
         store = backfill_stage.mirror_objects
         record_scan, file, objects_of = store.record_scan, store.file, store.objects_of
+        release = store.release_handed_over
+
+        def spy_release(keys):
+            self.released.append(len(keys))
+            return release(keys)
 
         def spy_scan(*args, **kwargs):
             written = record_scan(*args, **kwargs)
@@ -194,6 +200,7 @@ class _Spied:
         monkeypatch.setattr(store, "record_scan", spy_scan)
         monkeypatch.setattr(store, "file", spy_file)
         monkeypatch.setattr(store, "objects_of", spy_objects_of)
+        monkeypatch.setattr(store, "release_handed_over", spy_release)
 
 
 @pytest.mark.parametrize("filed_by", ["fetch", "the first backfill"])
@@ -227,6 +234,8 @@ def test_after_a_mirror_fetch_backfill_reads_a_pages_objects_by_item_and_writes_
         # Each item's objects read once (the comment the mirror holds no record of is no item).
         owned = MirrorObject.select(MirrorObject.key).where(MirrorObject.item.in_(Item.select(Item.key)))
         assert sorted(first.read) == sorted(row.key for row in owned)
+        # The handed-over records are dropped page by page, never held for the whole run.
+        assert sum(first.released) == Item.select().count() and 0 < max(first.released) <= PAGE
 
         for path in moved:
             shutil.move(held / path.relative_to(mirror_root), path)

@@ -761,7 +761,9 @@ class MirrorSource:
 
 class HandedOver:
     """The JSON fetch read for backfill (``mirror_object.body``), read a page at a time in
-    the order the items are handled, and dropped once used: memory holds one page."""
+    the order the items are handled, and dropped once used: memory holds one page, and the
+    keys used of one todo page (dropped in the store when the next page starts, its page's
+    rows written by then; the run's whole list of them grew with the docket)."""
 
     PAGE = 500
 
@@ -774,6 +776,7 @@ class HandedOver:
 
     def expect(self, keys: list[str | None]) -> None:
         # Called once per todo page (backfill pages its todo): each page starts afresh.
+        self.release()
         self._order = [key for key in keys if key]
         self._position = {key: n for n, key in enumerate(self._order)}
         self._next, self._loaded = 0, {}
