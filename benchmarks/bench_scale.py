@@ -25,6 +25,11 @@ Scenarios:
                        comment's detail taken by ``BackfillComments`` (source = mirror) and
                        every ``combined.md`` written by ``ExtractText``: each task's whole
                        ``run()`` (lease, marker, the stage's own counts) under tracemalloc.
+                       ``--work-mirror s3``: the same corpus folder's files served as a bucket
+                       by a moto server in its own process (``mirror_rig --tree``), read over
+                       HTTP (``mirror_url = s3://BUCKET``, signed with dummy keys).
+                       What a task loads once a process (PyMuPDF, an S3 client's service
+                       model) is loaded before the first task is measured (``first_use_bytes``).
                        Target: the largest within 20 % of the smallest.
 """
 
@@ -36,6 +41,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -63,6 +69,8 @@ from pipeline.counters import (
     STATE_QUERIES,
     counters,
 )
+from pipeline.s3 import S3_GET, S3_HEAD, S3_LIST
+from pipeline.sources.mirror import MIRROR_READS, MIRROR_WALKS
 
 SCENARIOS = ("noop-many", "noop-open-large", "memory", "memory-work")
 
@@ -304,33 +312,48 @@ def _stage_peak(runtime, stage_name: str, docket_id: str) -> tuple[int, float]:
 # --- memory-work: every item has work ------------------------------------------------------
 
 WORK_TASKS = ("FetchComments", "BackfillComments", "ExtractText")
+WORK_MIRRORS = ("folder", "s3")
+S3_COUNTS = (S3_LIST, S3_GET, S3_HEAD)
 
 
 def memory_work(bench: Bench, sizes: list[int], source: str, names: tuple[str, ...] = WORK_TASKS,
-                list_source: str = "api") -> None:
+                list_source: str = "api", mirror: str = "folder") -> None:
     """Peak Python memory of each stage task's run() when every item of the docket has work
     (backfill's details from ``source``, fetch's list from ``list_source``: the API, i.e.
-    the stand-in, or the mirror folder)."""
+    the stand-in, or the mirror; the mirror is the corpus folder, or with ``mirror = s3``
+    its files as a bucket of a moto server in its own process)."""
     peaks: dict[str, dict[int, int]] = {}
     for n in sizes:
         root, docket = _work_corpus(bench, n)
-        with _standin_process(root) as api_base:
-            name = f"work-{source}-{n}" if list_source == "api" else f"work-{list_source}-{source}-{n}"
+        served = _work_mirror(root, mirror)
+        with _standin_process(root) as api_base, served as where:
+            first_uses = _first_uses(names, where.get("s3_endpoint_url"))
+            name = f"work-{list_source}-{source}-{mirror}-{n}"  # list, details, mirror: never mixed
             store = Store(fresh(bench.work / "stores" / name), api_base=api_base,
-                          dockets=[docket], source=source, mirror_url=str(root), list_source=list_source)
+                          dockets=[docket], source=source, list_source=list_source, **where)
             with store:
                 from pipeline.store.dockets import ensure_dockets
 
                 ensure_dockets([docket], discovered_by="list")  # as discovery leaves it
                 for name in names:
+                    cpu, server_cpu = time.process_time(), served.cpu_s()
                     peak, io = _task_peak(name, docket)
+                    cpu, server_cpu = time.process_time() - cpu, served.cpu_s() - server_cpu
                     peaks.setdefault(name, {})[n] = peak
                     rec = bench.add(record(f"memory-work {name} ({n:,} comments)", n, io["wall_s"], io))
-                    rec.extra.update(source=source, list_source=list_source)
+                    rec.extra.update(source=source, list_source=list_source, mirror=mirror,
+                                     first_use_bytes=first_uses,  # before the tasks, not in their peaks
+                                     cpu_s=round(cpu, 2))  # this process's, its threads' included
+                    if mirror == "s3":  # the S3 server's own CPU for the task (it is not the task's)
+                        rec.extra["s3_server_cpu_s"] = round(server_cpu, 2)
                     rec.extra.update(peak_bytes=peak, items_done=_items_done(io),
-                                     item_state_writes=io.get("item_state_writes", 0))
+                                     item_state_writes=io.get("item_state_writes", 0),
+                                     **{k: io.get(k, 0) for k in (*S3_COUNTS, MIRROR_READS, MIRROR_WALKS)})
                     rec.note = (f"peak {peak / 2**20:.1f} MiB, items with work "
-                                f"{_items_done(io):,}, api calls {io.get('api_calls', 0):,}")
+                                f"{_items_done(io):,}, api calls {io.get('api_calls', 0):,}, "
+                                + (f"s3 list/get/head {'/'.join(f'{io.get(k, 0):,}' for k in S3_COUNTS)}, "
+                                   f"s3 server cpu {server_cpu:.1f} s" if mirror == "s3" else
+                                   f"mirror walks/reads {io.get(MIRROR_WALKS, 0):,}/{io.get(MIRROR_READS, 0):,}"))
                     target(rec, _items_done(io) >= n, f"work on every item ({_items_done(io):,} of {n:,})")
     for name, by_size in peaks.items():
         low, high = by_size[min(sizes)], by_size[max(sizes)]
@@ -350,6 +373,95 @@ def _work_corpus(bench: Bench, comments: int) -> tuple[Path, str]:
     root, manifest = corpus(bench, f"work-{comments}", dockets=1, comments_per_docket=comments,
                             start=start, tombstone=False, attachment_share=0.0)
     return root, manifest.dockets[0].id
+
+
+WORK_BUCKET = "docketeer-bench-mirror"
+
+
+class _work_mirror:
+    """The store's mirror settings: the corpus folder itself, or (``s3``) its ``raw-data``
+    files as a bucket of ``benchmarks.mirror_rig`` in a process of its own (the bucket's
+    objects and moto's paging are not the stages' memory), read signed with dummy keys."""
+
+    CREDENTIALS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"}
+
+    def __init__(self, root: Path, mirror: str) -> None:
+        self.root, self.mirror = root, mirror
+        self.process = None
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the S3 server has used so far; 0 for a folder."""
+        if self.process is None:
+            return 0.0
+        import psutil
+
+        return sum(psutil.Process(self.process.pid).cpu_times()[:2])
+
+    def __enter__(self) -> dict:
+        import os
+        import subprocess
+
+        if self.mirror == "folder":
+            return {"mirror_url": str(self.root)}
+        started = time.perf_counter()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.mirror_rig", "--bucket", WORK_BUCKET, "--tree", str(self.root)],
+            stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        ready = self.process.stdout.readline().split()  # "ready URL", once the bucket is full
+        if not ready or ready[0] != "ready":
+            self.process.terminate()
+            raise RuntimeError(f"the S3 rig did not start (exit {self.process.wait(timeout=30)})")
+        print(f"  s3 rig: {self.root.name} as s3://{WORK_BUCKET} in {time.perf_counter() - started:.0f} s",
+              flush=True)
+        self.saved = {k: os.environ.get(k) for k in (*self.CREDENTIALS, "AWS_PROFILE")}
+        os.environ.update(self.CREDENTIALS)
+        os.environ.pop("AWS_PROFILE", None)
+        return {"mirror_url": f"s3://{WORK_BUCKET}", "s3_endpoint_url": ready[-1], "mirror_unsigned": "false"}
+
+    def __exit__(self, *exc) -> None:
+        import os
+
+        if self.process is None:
+            return
+        for key, value in getattr(self, "saved", {}).items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.process = None
+
+
+def _first_uses(names: tuple[str, ...], endpoint_url: str | None) -> dict[str, int]:
+    """What the tasks load once a process, done before any is measured; each one's peak
+    (tracemalloc), 0 or nearly once done. Left to the first task measured, each would be
+    in that task's peak at the first size only (or not, as it happened earlier in the
+    process), and hide how the peaks grow with the docket:
+
+    * ``extract_pool_import``: ExtractText imports ``pipeline.extract.pool``, which imports
+      ``server_preload`` and with it PyMuPDF, warmed up (~16 MiB; already done when this
+      process has just built the corpus, whose PDF is made with PyMuPDF);
+    * ``s3_client``: the process's first S3 client loads botocore's S3 service model
+      (~20 MiB, once a process: ``pipeline.s3._session``)."""
+    import importlib
+
+    loads = {}
+    if "ExtractText" in names:
+        loads["extract_pool_import"] = lambda: importlib.import_module("pipeline.extract.pool")
+    if endpoint_url:
+        from pipeline.s3 import s3_client
+
+        loads["s3_client"] = lambda: s3_client(endpoint_url=endpoint_url)
+    peaks = {}
+    for what, load in loads.items():
+        tracemalloc.start()
+        try:
+            load()
+            peaks[what] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    return peaks
 
 
 class _standin_process:
@@ -413,11 +525,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="memory-work: where backfill takes the details from")
     parser.add_argument("--work-list", choices=("api", "mirror"), default="api",
                         help="memory-work: where fetch takes the docket's list from")
+    parser.add_argument("--work-mirror", choices=WORK_MIRRORS, default="folder",
+                        help="memory-work: the mirror as the corpus folder, or its files as an S3 bucket "
+                             "(a moto server in its own process)")
     parser.add_argument("--work-until", choices=WORK_TASKS, default=WORK_TASKS[-1],
                         help="memory-work: the last task run (each needs the ones before it)")
     parser.add_argument("--work", type=Path, help="working folder (kept; reused when built)")
     parser.add_argument("--json", type=Path, help="write one JSON record per scenario here")
     args = parser.parse_args(argv)
+    wants_work = not args.only or "memory-work" in args.only.split(",")
+    if wants_work and args.work_mirror != "folder" and "mirror" not in (args.work_source, args.work_list):
+        parser.error("--work-mirror s3: nothing reads the mirror unless --work-source or --work-list is mirror")
     work = args.work or Path(tempfile.mkdtemp(prefix="docketeer-scale-"))
     bench = Bench(work, {}, {s for s in args.only.split(",") if s})
     try:
@@ -434,7 +552,8 @@ def _run(bench: Bench, args) -> None:
         noop_many(bench, (args.few, args.many), args.repeat)
     if bench.wants("memory-work"):
         names = WORK_TASKS[:WORK_TASKS.index(args.work_until) + 1]
-        memory_work(bench, [int(n) for n in args.memory.split(",")], args.work_source, names, args.work_list)
+        memory_work(bench, [int(n) for n in args.memory.split(",")], args.work_source, names, args.work_list,
+                    args.work_mirror)
     if not (bench.wants("noop-open-large") or bench.wants("memory")):
         return
     grown = GrownDocket(bench)

@@ -1,6 +1,8 @@
 """A moto S3 server in its own process with a bucket filled through moto's own backend:
-``python -m benchmarks.mirror_rig --bucket B --keys-from FILE`` prints its URL and serves
-until killed.
+``python -m benchmarks.mirror_rig --bucket B --keys-from FILE`` (every key of the file, one
+body for all) or ``--tree ROOT`` (every regular file under ``ROOT/raw-data``, keyed by its
+path relative to ``ROOT``, its own bytes as the body: a mirror folder served as a bucket)
+prints ``ready URL`` and serves until killed.
 
 Uploading 200,000 objects through the S3 API takes longer than the benchmark itself
 (a PUT costs moto several milliseconds of CPU); writing them into the backend of the
@@ -22,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import os
+import stat
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 ACCOUNT = "123456789012"  # moto's default account
@@ -71,18 +76,51 @@ def serve_listings_from_a_sorted_index():
 
 
 def fill(bucket: str, keys: list[str], body: bytes = b"{}") -> None:
+    """The bucket, every key of ``keys`` with the same ``body``."""
+    backend = _new_bucket(bucket)
+    for key in keys:
+        backend.put_object(bucket, key, body)
+
+
+def fill_tree(bucket: str, root: Path) -> int:
+    """The bucket, every regular file under ``root/raw-data`` as the key of its path relative
+    to ``root`` (``raw-data/AGENCY/DOCKET/...``, as a mirror folder's files are named) with
+    its bytes; returns the number of objects."""
+    backend = _new_bucket(bucket)
+    count = 0
+    for key, path in tree_files(root):
+        backend.put_object(bucket, key, path.read_bytes())
+        count += 1
+    return count
+
+
+def tree_files(root: Path) -> Iterator[tuple[str, Path]]:
+    """(key, path) of every regular file under ``root/raw-data``. Symlinks (to
+    a file or a folder), FIFOs and the like are left out: a bucket has no such objects (a
+    mirror folder's walk lists such a file and refuses to read it)."""
+    for folder, dirs, files in os.walk(root / "raw-data"):  # does not follow symlinked folders
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(folder, name)
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                yield path.relative_to(root).as_posix(), path
+
+
+def _new_bucket(bucket: str):
     from moto.s3.models import s3_backends
 
     backend = s3_backends[ACCOUNT]["global"]
     backend.create_bucket(bucket, "us-east-1")
-    for key in keys:
-        backend.put_object(bucket, key, body)
+    return backend
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.mirror_rig", description=__doc__.split("\n\n")[0])
     parser.add_argument("--bucket", required=True)
-    parser.add_argument("--keys-from", type=Path, required=True, help="a file of keys, one a line")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--keys-from", type=Path, help="a file of keys, one a line (each with the body {})")
+    what.add_argument("--tree", type=Path, metavar="ROOT",
+                      help="every regular file under ROOT/raw-data, keyed by its path relative to ROOT")
     parser.add_argument("--moto-paging", action="store_true",
                         help="list as moto does (every key walked for each page), without the sorted index")
     args = parser.parse_args(argv)
@@ -96,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # not a line per LIST request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
-    fill(args.bucket, args.keys_from.read_text().split())
+    if args.tree is not None:
+        fill_tree(args.bucket, args.tree)
+    else:
+        fill(args.bucket, args.keys_from.read_text().split())
     host, port = server.get_host_and_port()
     print(f"ready http://{host}:{port}", flush=True)
     threading.Event().wait()  # serve until killed
