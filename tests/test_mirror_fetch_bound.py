@@ -66,9 +66,9 @@ def mirror_root(corpus, manifest, tmp_path) -> Path:
     return root
 
 
-def _open(runtimes, name: str, mirror_root: Path):
+def _open(runtimes, name: str, mirror_root: Path, **settings):
     return runtimes.open(name, source="mirror", list_source="mirror", mirror_url=str(mirror_root),
-                         api_base="http://127.0.0.1:9/v4")
+                         api_base="http://127.0.0.1:9/v4", **settings)
 
 
 def _fetch(runtime, docket_id: str, run_id: str):
@@ -198,3 +198,32 @@ def test_a_changed_list_field_in_a_mirror_record_updates_the_item(runtimes, mani
     assert result.counts["updated"] == 1 and "created" not in result.counts
     assert result.counts["mirror.read"] == 1 and result.counts["mirror.changed"] == 1
     assert item.title == "A retitled comment" and item.summary_hash != hash_before
+
+
+def test_a_mirror_fetch_reads_records_concurrently_and_leaves_what_one_reader_leaves(
+        runtimes, manifest, mirror_root, monkeypatch):
+    import threading
+    import time
+
+    docket_id = manifest.dockets[0].id
+    _fetch(_open(runtimes, "one-reader", mirror_root, mirror_concurrency=1), docket_id, "one")
+    expected = _snapshot()
+    in_flight, most, lock = [0], [0], threading.Lock()
+    real = mirror_module.LocalMirror._read_bytes
+
+    def slow_read(self, key):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            time.sleep(0.01)  # a request's latency: what the readers overlap
+            return real(self, key)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(mirror_module.LocalMirror, "_read_bytes", slow_read)
+    result = _fetch(_open(runtimes, "four-readers", mirror_root, mirror_concurrency=4), docket_id, "four")
+    assert 2 <= most[0] <= 4
+    assert result.counts["created"] == COMMENTS - 1
+    assert _snapshot() == expected

@@ -33,6 +33,7 @@ from pipeline.counters import counters
 from pipeline.errors import BadRecord, BudgetSpent
 from pipeline.failures import RETRY, item_failure
 from pipeline.ids import validate_id
+from pipeline.read_ahead import read_ahead
 from pipeline.sources import connect, records
 from pipeline.sources.http import RequestBudget
 from pipeline.sources.mirror import DocketListing, ListedObject, default_agency, listing_of
@@ -237,12 +238,25 @@ def _as_list_item(body: dict, item_id: str) -> dict:
 
 def _read(mirror, key: str, ctx, docket_id: str, item_id: str, result: StageResult,
           reads: _Reads) -> dict | None:
-    """One mirror JSON (its bytes kept for backfill); None (and the key left unrecorded)
-    when the read failed transiently, or a ``failed`` fetch row with the reason when it
-    failed for good. A spent budget goes up: the walk stops before the request."""
+    """One mirror JSON, read now (``_taken``)."""
+    return _taken(lambda: _read_record(mirror, key, reads), key, ctx, docket_id, item_id, result, reads)
+
+
+def _read_record(mirror, key: str, reads: _Reads) -> tuple[dict, bytes]:
+    """The request (a reader thread may make it): the budget spent first, so a spent budget
+    goes up before the request."""
     reads.budget.spend()
+    return mirror.read_record(key)
+
+
+def _taken(read, key: str, ctx, docket_id: str, item_id: str, result: StageResult,
+           reads: _Reads) -> dict | None:
+    """What ``read()`` gave, in the stage's thread: the parsed JSON (its bytes kept for
+    backfill); None (and the key left unrecorded) when the read failed transiently, or a
+    ``failed`` fetch row with the reason when it failed for good. A spent budget or a
+    run-stopping cause goes up."""
     try:
-        body, raw = mirror.read_record(key)
+        body, raw = read()
     except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
         failure = item_failure(exc)
         if failure.state == RETRY:
@@ -294,9 +308,11 @@ def _read_comments(ctx, mirror, walk, page: DocketListing, by_object: dict[str, 
         walk.look_up_keys([comment_id for comment_id, _key in batch])
         done: list[tuple[str, str]] = []
         try:
-            for comment_id, key in batch:
-                ctx.check_time()
-                body = _read(mirror, key, ctx, walk.docket_id, comment_id, result, reads)
+            # The GETs overlap (``mirror_concurrency`` readers: S3 reads mostly wait); each
+            # record is taken and upserted here, in order, as a plain loop would.
+            for (comment_id, key), read in read_ahead(lambda job: _read_record(mirror, job[1], reads), batch,
+                                                      ctx.settings.mirror_concurrency, ctx.check_time):
+                body = _taken(read, key, ctx, walk.docket_id, comment_id, result, reads)
                 outcome = "unread" if body is None else _upsert_comment(walk, body, comment_id, by_object)
                 if body is not None:
                     result.add(outcome)
