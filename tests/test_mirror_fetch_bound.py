@@ -16,39 +16,22 @@ import pytest
 
 import pipeline.sources.mirror as mirror_module
 import pipeline.stages.fetch_mirror as fetch_mirror
-from devtools.make_corpus import Manifest, make_corpus
 from pipeline.counters import counters
 from pipeline.sources.mirror import MIRROR_READS, MIRROR_WALKS
 from pipeline.stages.base import StageContext
 from pipeline.stages.fetch_mirror import MIRROR_FETCH_HELD, fetch_from_mirror
 from pipeline.store import dockets, mirror_objects
 from pipeline.store.models import Docket, Item, ItemState, MirrorObject, MirrorScan
-from tests.test_backfill_stage import Runtimes
-from tests.test_mirror_backfill_bound import FiledAtOnce
+from tests import test_mirror_backfill_bound as bound
+from tests.test_mirror_backfill_bound import COMMENTS, FiledAtOnce
 
-COMMENTS = 40
 PAGE = 6
 VOLATILE = {"run_id", "created_at", "updated_at", "written_at", "seen_at", "first_failed_at",
             "next_attempt_at", "resolved_at", "last_pull_at", "last_pull_new"}
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("corpus")
-    make_corpus(root, dockets=1, comments_per_docket=COMMENTS, attachment_share=0.8)
-    return root
-
-
-@pytest.fixture(scope="module")
-def manifest(corpus) -> Manifest:
-    return Manifest.load(corpus)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def runtimes(request, tmp_path):
-    opened = Runtimes(tmp_path, request.getfixturevalue("pg_url") if request.param == "postgres" else "")
-    yield opened
-    opened.close()
+# The backfill bound's corpus (40 comments, most with files) and state DBs (SQLite, PostgreSQL).
+corpus, manifest, runtimes = bound.corpus, bound.manifest, bound.runtimes
 
 
 @pytest.fixture
