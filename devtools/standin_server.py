@@ -26,6 +26,7 @@ import json
 import mimetypes
 import os
 import random
+import signal
 import socket
 import struct
 import threading
@@ -837,6 +838,18 @@ def _abort_connection(handler: BaseHTTPRequestHandler) -> None:
         pass
 
 
+def _interrupted(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C (SIGINT) or a kill (SIGTERM) stops the server cleanly, also when it was started
+    with SIGINT ignored: a background job of a non-interactive shell inherits that, and Python
+    then installs no handler of its own (the CLI outlived its SIGINT in such a CI run)."""
+    signal.signal(signal.SIGINT, _interrupted)
+    signal.signal(signal.SIGTERM, _interrupted)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -846,6 +859,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--hourly-limit", type=int, default=1000)
     args = parser.parse_args(argv)
+    _stop_on_signals()
     server = StandinServer(
         args.root, host=args.host, port=args.port, hourly_limit=args.hourly_limit
     ).start()
