@@ -38,6 +38,13 @@ def test_importing_the_readers_imports_none_of_the_stack():
         "pipeline.extract.readers", "pipeline.extract.text_caps", "pipeline.fingerprints"]
 
 
+def test_the_extract_pool_leaves_pymupdf_to_its_fork_server():
+    """The stage's own process reads no file: PyMuPDF (about 15 MiB, warmed up) is imported
+    by the fork server's preload alone, never by importing the pool."""
+    assert loaded("import pipeline.extract.pool", ("pymupdf", "fitz")) == []
+    assert "pymupdf" in loaded("import pipeline.extract.server_preload", ("pymupdf",))
+
+
 def test_the_package_still_sets_the_onnxruntime_telemetry_default():
     check = "import os, pipeline.extract.readers; print(os.environ['ORT_DISABLE_TELEMETRY'])"
     env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}

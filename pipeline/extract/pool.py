@@ -57,7 +57,7 @@ from itertools import islice
 from pathlib import Path
 
 from pipeline.counters import counters
-from pipeline.extract import server_preload
+from pipeline.extract import main_script
 from pipeline.extract.combined import render_combined
 from pipeline.extract.readers import (
     STATUS_FAILED,
@@ -67,6 +67,8 @@ from pipeline.extract.readers import (
     read_attachment,
 )
 
+# The fork server's preload (imported there only: it imports and warms PyMuPDF).
+SERVER_PRELOAD = "pipeline.extract.server_preload"
 # Items in flight per worker: enough to keep every child busy while the parent writes,
 # few enough that a large docket's texts are never all held in memory at once.
 ITEMS_AHEAD_PER_WORKER = 4
@@ -120,7 +122,7 @@ def _context():
         return multiprocessing.get_context("spawn")
     _server_owner = os.getpid()
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([server_preload.__name__, *PRELOAD])
+    context.set_forkserver_preload([SERVER_PRELOAD, *PRELOAD])
     _start_server()
     return context
 
@@ -135,13 +137,13 @@ def _start_server() -> None:
     from multiprocessing import forkserver
 
     with _server_lock:
-        path = server_preload.main_path()
+        path = main_script.main_path()
         if path:
-            os.environ[server_preload.MAIN_PATH_VARIABLE] = path
+            os.environ[main_script.MAIN_PATH_VARIABLE] = path
         try:
             forkserver.ensure_running()
         finally:
-            os.environ.pop(server_preload.MAIN_PATH_VARIABLE, None)
+            os.environ.pop(main_script.MAIN_PATH_VARIABLE, None)
 
 
 class WorkerStartError(RuntimeError):

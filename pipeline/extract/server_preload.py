@@ -1,4 +1,6 @@
-"""Imported by the extract fork server, once: what every worker would otherwise redo.
+"""Imported by the extract fork server, once: what every worker would otherwise redo. Never
+imported by the stage's own process (its side effects are the server's: ``main_script``
+names the path for the parent).
 
 * The parent's main script. multiprocessing runs it again in every new worker (as
   ``__mp_main__``, so its ``if __name__ == "__main__"`` block stays out) so that pickled
@@ -18,12 +20,7 @@ from __future__ import annotations
 import os
 from multiprocessing import process, spawn
 
-MAIN_PATH_VARIABLE = "DOCKETEER_EXTRACT_MAIN_PATH"
-
-
-def main_path() -> str | None:
-    """The path multiprocessing would run in each worker, exactly as it will compare it."""
-    return spawn.get_preparation_data("docketeer-extract").get("init_main_from_path")
+from pipeline.extract.main_script import MAIN_PATH_VARIABLE
 
 
 def _import_main() -> None:
