@@ -73,26 +73,3 @@ class ListingTally:
     def some_gone(self) -> bool:
         """A stored object this listing did not show (each shown one was counted once)."""
         return self.changed + self.unchanged < self.stored
-
-
-@dataclass
-class ListingDiff:
-    """A whole listing compared at once (small listings: tools and tests)."""
-
-    new: list[ListedObject] = field(default_factory=list)
-    changed: list[ListedObject] = field(default_factory=list)
-    gone: list[str] = field(default_factory=list)
-    unchanged: int = 0
-
-    def fresh_keys(self) -> set[str]:
-        return {entry.key for entry in (*self.new, *self.changed)}
-
-    def is_empty(self) -> bool:
-        return not (self.new or self.changed or self.gone)
-
-
-def diff_listing(listed: dict[str, ListedObject], stored: dict[str, StoredObject]) -> ListingDiff:
-    """``diff_page`` over a whole listing, with the stored objects it did not show (gone)."""
-    page = diff_page(listed.values(), stored)
-    gone = sorted(key for key, before in stored.items() if before.state == LISTED and key not in listed)
-    return ListingDiff(page.new, page.changed, gone, page.unchanged)

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from operator import attrgetter
 
 from pipeline.clock import iso, utcnow
 from pipeline.counters import counters
@@ -95,15 +96,10 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
     return result
 
 
-def _taken(ctx: StageContext, todo: list[Item]) -> Iterator[Item]:
+def _taken(ctx: StageContext, todo: list[Item]) -> Iterable[Item]:
     """The page's items this worker works: all of them, or, when the run shares its items
     with other workers (``ctx.claims``), those it claims, in the page's (key) order."""
-    if ctx.claims is None:
-        yield from todo
-        return
-    by_key = {item.key: item for item in todo}
-    for key in ctx.claims.take(by_key):
-        yield by_key[key]
+    return todo if ctx.claims is None else ctx.claims.work_of(todo, attrgetter("key"))
 
 
 RECORD_BATCH = 100  # decided items whose rows are written in one transaction (mirror sources)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 from pipeline.clock import iso
@@ -165,18 +165,18 @@ def _walk_listing(ctx, mirror, docket: Docket, agency: str, scan: str, reads: _R
         walked.tally.add(len(entries), diff)
         page = listing_of(docket.id, agency, entries)
         kept = walked.keep(page, diff)
-        fresh = {e.key for e in diff.fresh()}
+        fresh = {e.key: e for e in diff.fresh()}
         _name_rejected(bad, page, fresh)
         owners = page.owners()
         walked.comments += sum(1 for key in page.comments.values() if key in fresh)
-        mirror_objects.record_scan(scan, docket.id, [(owners.get(e.key, ""), e) for e in diff.fresh()
-                                                     if e.key not in kept], now)
+        mirror_objects.record_scan(scan, docket.id, [(owners.get(key, ""), entry) for key, entry in fresh.items()
+                                                     if key not in kept], now)
     for name in ("listed", "new", "changed", "unchanged"):
         result.add(f"mirror.{name}", getattr(walked.tally, name))
     return walked
 
 
-def _name_rejected(bad, page: DocketListing, fresh: set[str]) -> None:
+def _name_rejected(bad, page: DocketListing, fresh: Container[str]) -> None:
     """New or changed objects whose names are no safe key or id: skipped, each counted and
     named (as an API list item without a safe id is), never the docket's failure. Recorded
     with the listing, they are not named again while they stay as they are."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass
+from operator import attrgetter
 
 from pipeline.config import SETTINGS
 from pipeline.errors import BudgetSpent
@@ -160,9 +161,7 @@ def _taken(ctx: StageContext, todo: list[Work]):
         yield from todo
         return
     for collection in sorted({work.collection for work in todo}):
-        by_key = {work.key: work for work in todo if work.collection == collection}
-        for key in ctx.claims.take(by_key):
-            yield by_key[key]
+        yield from ctx.claims.work_of([work for work in todo if work.collection == collection], attrgetter("key"))
 
 
 def _load_model(ctx: StageContext, embedder) -> None:

@@ -14,13 +14,16 @@ the holder released it nothing more is handed out, and its rows are cleared.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
+from typing import TypeVar
 
 from peewee import EXCLUDED
 
 from pipeline.clock import iso, utcnow
 from pipeline.store.models import ItemClaim, Lease, database
+
+T = TypeVar("T")
 
 WAIT_SECONDS = 1.0  # the holder's pause while a helper still works items it offered
 
@@ -169,6 +172,13 @@ class ItemClaims:
             if self.on_wait:
                 self.on_wait()
             time.sleep(WAIT_SECONDS)
+
+    def work_of(self, todo: Iterable[T], key: Callable[[T], str]) -> Iterator[T]:
+        """The elements of ``todo`` whose keys (``key(element)``) this worker claims, in
+        key order (``take``)."""
+        by_key = {key(element): element for element in todo}
+        for claimed in self.take(by_key):
+            yield by_key[claimed]
 
     def done(self, keys: list[str]) -> None:
         finish(self.stage, self.session, keys)

@@ -37,24 +37,16 @@ class StoredObject:
     state: str
 
 
-def stored_objects(docket_id: str) -> dict[str, StoredObject]:
-    """Every recorded object of the docket, listed or gone (small dockets: tools, tests)."""
-    return _stored(MirrorObject.docket == docket_id)
-
-
 def stored_of(keys: list[str]) -> dict[str, StoredObject]:
     """The recorded objects of ``keys`` (a listing's page), one query per ``WRITE_BATCH``."""
     found: dict[str, StoredObject] = {}
     for start in range(0, len(keys), WRITE_BATCH):
-        found.update(_stored(MirrorObject.key.in_(keys[start:start + WRITE_BATCH])))
+        query = (MirrorObject.select(MirrorObject.key, MirrorObject.size, MirrorObject.etag,
+                                     MirrorObject.modified, MirrorObject.state)
+                 .where(MirrorObject.key.in_(keys[start:start + WRITE_BATCH])).tuples())
+        found.update((key, StoredObject(size, f"etag:{etag}" if etag else f"mtime:{modified}", state))
+                     for key, size, etag, modified, state in query.iterator())
     return found
-
-
-def _stored(where) -> dict[str, StoredObject]:
-    query = (MirrorObject.select(MirrorObject.key, MirrorObject.size, MirrorObject.etag,
-                                 MirrorObject.modified, MirrorObject.state).where(where).tuples())
-    return {key: StoredObject(size, f"etag:{etag}" if etag else f"mtime:{modified}", state)
-            for key, size, etag, modified, state in query.iterator()}
 
 
 def count_listed(docket_id: str) -> int:
