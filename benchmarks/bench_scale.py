@@ -328,8 +328,8 @@ def memory_work(bench: Bench, sizes: list[int], source: str, names: tuple[str, .
         served = _work_mirror(root, mirror)
         with _standin_process(root) as api_base, served as where:
             first_uses = _first_uses(names, where.get("s3_endpoint_url"))
-            name = f"work-{list_source}-{source}-{mirror}-{n}"  # list, details, mirror: never mixed
-            store = Store(fresh(bench.work / "stores" / name), api_base=api_base,
+            folder = f"work-{list_source}-{source}-{mirror}-{n}"  # list, details, mirror: never mixed
+            store = Store(fresh(bench.work / "stores" / folder), api_base=api_base,
                           dockets=[docket], source=source, list_source=list_source, **where)
             with store:
                 from pipeline.store.dockets import ensure_dockets
@@ -439,9 +439,9 @@ def _first_uses(names: tuple[str, ...], endpoint_url: str | None) -> dict[str, i
     in that task's peak at the first size only (or not, as it happened earlier in the
     process), and hide how the peaks grow with the docket:
 
-    * ``extract_pool_import``: ExtractText imports ``pipeline.extract.pool``, which imports
-      ``server_preload`` and with it PyMuPDF, warmed up (~16 MiB; already done when this
-      process has just built the corpus, whose PDF is made with PyMuPDF);
+    * ``extract_pool_import``: ExtractText imports ``pipeline.extract.pool`` (until round 26
+      it imported ``server_preload`` and with it PyMuPDF, warmed up, ~16 MiB; now only the
+      fork server does);
     * ``s3_client``: the process's first S3 client loads botocore's S3 service model
       (~20 MiB, once a process: ``pipeline.s3._session``)."""
     import importlib
