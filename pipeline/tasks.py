@@ -170,13 +170,9 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         else:
             row = docket_rows.get_docket(self.docket)
             sealed = row.sealed_at if row else None
-        has_upstream = self.stage.upstream is not None
-        if sealed:
-            return SealedDocketTarget(self.docket, self.asked_version, self.marker_store(),
-                                      has_upstream=has_upstream)
-        start = window_start(utcnow(), rt.settings.freshness_seconds)
-        return FingerprintTarget(self.docket, self.asked_version, self.marker_store(),
-                                 window_start=start, has_upstream=has_upstream)
+        kind = SealedDocketTarget if sealed else FingerprintTarget
+        return kind(self.docket, self.asked_version, self.marker_store(),
+                    window_start=window_start(utcnow(), rt.settings.freshness_seconds))
 
     def complete(self) -> bool:
         if self.output().exists():
@@ -477,7 +473,7 @@ class DocketWrapper(CheckedParameters, luigi.Task):
             judged = self.marker_store().judge(
                 named or None, version=version, now=iso(utcnow()),
                 window_start=window_start(utcnow(), runtime_or_exit().settings.freshness_seconds),
-                has_upstream=stage.upstream is not None, sample=max(SKIPPED_SHOWN, len(named)))
+                sample=max(SKIPPED_SHOWN, len(named)))
         pending, done = judged.pending, judged.done
         if pending:
             # Ran in this invocation: done for this run (see DocketStageTask.complete).

@@ -103,7 +103,7 @@ def test_the_index_wrapper_judges_each_docket_as_its_task_does(sealed_runtime):
     assert {t.docket for t in IndexAll().docket_tasks()} == with_work
     store = registry.marker_store(registry.get("index"), sealed_runtime)
     named = store.judge([ids[0], ids[6], "NEW-2026-0001"], version=1, window_start="2000-01-01",
-                        now=iso(utcnow()), has_upstream=True, sample=3)
+                        now=iso(utcnow()), sample=3)
     assert set(named.pending) == {ids[0], "NEW-2026-0001"}
     assert named.done == 1 and named.done_sample[0][0] == ids[6]
 

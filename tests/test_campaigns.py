@@ -226,8 +226,8 @@ def test_campaigns_all_runs_once_then_is_pruned_and_a_new_threshold_redoes_it(tm
 
         stage = registry.get("campaigns")
         raised = make_runtime(tmp_path, index_url=store.index_url, campaign_threshold="0.8")
-        assert registry.marker_store(stage, store.runtime).probe(docket).upstream_output != \
-            registry.marker_store(stage, raised).probe(docket).upstream_output
+        assert registry.marker_store(stage, store.runtime).probe(docket).expected_input != \
+            registry.marker_store(stage, raised).probe(docket).expected_input
         raised.close()
         assert item_states.states_for_docket("campaigns", docket)
         task = pipeline.CampaignGroups(docket=docket, invocation=Invocation())

@@ -206,7 +206,7 @@ def test_a_changed_chunk_cap_reindexes_exactly_the_items_it_bites_or_bit(tmp_pat
         assert _index_rows(runtime, docket) == lowered
         store = registry.marker_store(registry.get("index"), runtime)  # judged in bulk: no work
         assert store.judge(None, version=1, window_start="2000-01-01", now=iso(utcnow()),
-                           has_upstream=True, sample=3).pending == {}
+                           sample=3).pending == {}
 
         assert _chunk_cap_run(runtime, original, 4, None)[0] == len(above)
         raised = _index_rows(runtime, docket)

@@ -29,7 +29,7 @@ from pipeline.seals import SealFacts, should_seal
 from pipeline.sources.payloads import parse_json_object
 from pipeline.sources.regulations_gov import TooLarge
 from pipeline.store.markers import Probe
-from targets import fingerprint_complete, sealed_complete
+from pipeline.engine.completion import Completion, is_done
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -116,19 +116,20 @@ def test_json_limits():
 
 def _probe(**kw) -> Probe:
     base = dict(docket_exists=True, last_pull_at="2026-12-01T12:00:00Z", marker_version=1,
-                marker_input="fp", upstream_output="fp")
+                marker_input="fp", expected_input="fp", marker_output="out")
     return Probe(**{**base, **kw})
 
 
 def test_a_due_retry_makes_every_stage_after_fetch_incomplete_open_or_sealed():
     window, now = "2026-12-01T12:00:00Z", "2026-12-01T12:30:00Z"
     later, earlier = "2026-12-01T13:00:00Z", "2026-12-01T12:10:00Z"
-    assert fingerprint_complete(_probe(retry_due_at=later), 1, window, True, now)
-    assert not fingerprint_complete(_probe(retry_due_at=earlier), 1, window, True, now)
-    assert fingerprint_complete(_probe(retry_due_at=earlier), 1, window, False, now)  # fetch: no items
+    extract, fetch = Completion("extract", "backfill"), Completion("fetch", None, after_fetch=False)
+    assert is_done(_probe(retry_due_at=later), extract, 1, window, now)
+    assert not is_done(_probe(retry_due_at=earlier), extract, 1, window, now)
+    assert is_done(_probe(retry_due_at=earlier), fetch, 1, window, now)  # fetch: no items
     sealed = dict(docket_sealed_at="S", marker_sealed_at="S")
-    assert sealed_complete(_probe(retry_due_at=later, **sealed), 1, now, True)
-    assert not sealed_complete(_probe(retry_due_at=earlier, **sealed), 1, now, True)
+    assert is_done(_probe(retry_due_at=later, **sealed), extract, 1, window, now)
+    assert not is_done(_probe(retry_due_at=earlier, **sealed), extract, 1, window, now)
 
 
 def test_auto_seal_waits_for_items_waiting_to_retry():

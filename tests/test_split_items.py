@@ -27,6 +27,7 @@ import pipeline
 from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
 from pipeline.counters import COMBINED_READS, counters
+from pipeline.engine.completion import Completion
 from pipeline.progress import KILL_HOOK
 from pipeline.runtime import set_runtime
 from pipeline.store import claims, item_states, markers
@@ -227,7 +228,7 @@ def test_a_holder_whose_helper_did_every_item_records_the_output_afresh(fetched,
     split = fetched
     with split.holder():
         # A marker for another input, whose output the run holds (hold_output) until it ends.
-        markers.StateMarkers("backfill", "fetch").write(
+        markers.StateMarkers(Completion("backfill", "fetch")).write(
             split.docket, version=1, sealed_at=None, input_fingerprint="another input", run_id="old")
         markers.set_output(split.docket, "backfill", "output-before-the-run")
         with counters.measure() as io, split.helper_joins(monkeypatch, "BackfillComments",

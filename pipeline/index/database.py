@@ -564,29 +564,31 @@ class IndexDB:
             )
             return {row[1]: DocketMarker(*row) for row in cur.fetchall()}
 
-    def current_markers(self, collection: str, min_version: int) -> list[tuple]:
-        """(docket, sealed_at, version, input_fingerprint, has its plain terms) of each marker at
-        ``min_version`` or later, as plain tuples: a wrapper compares 100,000 of them with the
-        state DB's facts."""
+    def current_markers(self, collection: str, min_version: int, under: str) -> list[tuple]:
+        """(docket, sealed_at, version, input_fingerprint, has its plain terms under ``under``)
+        of each marker at ``min_version`` or later, as plain tuples: a wrapper compares 100,000
+        of them with the state DB's facts."""
         with self._conn, self._conn.cursor() as cur:
             cur.execute(
-                """SELECT docket, sealed_at, version, input_fingerprint, vouched_output IS NOT NULL
+                """SELECT docket, sealed_at, version, input_fingerprint,
+                          vouched_output IS NOT NULL AND vouched_under IS NOT DISTINCT FROM %s
                    FROM index_docket_state WHERE collection = %s AND version >= %s""",
-                (collection, min_version),
+                (under, collection, min_version),
             )
             return cur.fetchall()
 
     def fill_vouched(self, rows: list[tuple[str, str, str]], under: str) -> None:
-        """Record the plain terms of markers written before migration 4, once: each (docket,
-        input fingerprint, the output it digests) is set only where the marker has none and
-        still vouches for exactly that fingerprint (in every collection)."""
+        """Record the plain terms of markers that lack them under ``under`` (written before
+        migration 4, or when the terms were spelled otherwise), once: each (docket, input
+        fingerprint, the output it digests) is set only where the marker still vouches for
+        exactly that fingerprint (in every collection)."""
         with self._conn, self._conn.cursor() as cur:
             execute_values(
                 cur,
                 """UPDATE index_docket_state AS m SET vouched_output = v.output, vouched_under = v.under
                    FROM (VALUES %s) AS v (docket, fingerprint, output, under)
                    WHERE m.docket = v.docket AND m.input_fingerprint = v.fingerprint
-                     AND m.vouched_output IS NULL""",
+                     AND (m.vouched_output IS NULL OR m.vouched_under IS DISTINCT FROM v.under)""",
                 [(*row, under) for row in rows], page_size=5000,
             )
 

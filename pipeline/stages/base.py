@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pipeline.clock import utcnow
+from pipeline.engine.completion import Completion
 from pipeline.errors import BudgetSpent
 from pipeline.progress import Progress
 from pipeline.store import item_states
@@ -68,8 +69,8 @@ class StageContext:
 
 # --- declarations --------------------------------------------------------------------------
 
-# (stage name, its input stage, runtime, invocation) -> the stage's marker store
-MarkerFactory = Callable[[str, "str | None", object, object], MarkerStore]
+# (what the stage's marker vouches for, runtime, invocation) -> the stage's marker store
+MarkerFactory = Callable[[Completion, object, object], MarkerStore]
 # (runtime, stage name, docket id, states, limit, run id) -> the items marked stale
 MarkStale = Callable[[object, str, str, list, int, str], list]
 
@@ -101,12 +102,16 @@ def always(settings) -> bool:
     return True
 
 
+def no_terms(settings) -> str:
+    return ""
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage of the pipeline, declared once in its own module."""
 
     name: str
-    upstream: str | None  # the stage it reads from; None: it walks lists (fetch)
+    upstream: str | None  # the stage Luigi runs before it; None: it walks lists (fetch)
     run: Callable[[StageContext, object], StageResult]  # (context, docket row)
     task: str  # the Luigi task over one docket, e.g. "ExtractText"
     wrapper: str  # the Luigi task over the known dockets, e.g. "ExtractAll"
@@ -115,6 +120,14 @@ class Stage:
     # (the stage's own planning without --force): a marker is refused while this is > 0.
     unfinished: Callable[[object, str, str], int] = owes_nothing  # (runtime, docket, now)
     markers: MarkerFactory = state_markers
+    # The settings that change this stage's own output, as canonical text, "" at their
+    # defaults (so markers written before a setting counted stay valid). A stage's marker
+    # vouches for these and for those of every stage its input comes from
+    # (``registry.completion``): a changed cap reaches the index through IndexAll.
+    terms: Callable[[object], str] = no_terms  # (settings)
+    # The stage whose output its marker vouches for, when not its upstream's (campaigns run
+    # after the index but read extract's text).
+    input: str | None = None
     # An optional stage (OCR: settings.ocr): when off, the stage after it requires its
     # upstream instead.
     enabled: Callable[[object], bool] = always  # (settings)

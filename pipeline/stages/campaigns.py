@@ -13,11 +13,10 @@ import logging
 
 from pipeline.campaigns.text import points_to_attachment
 from pipeline.extract.combined import INLINE_HEADING, combined_sections
-from pipeline.fingerprints import RECORD, digest
+from pipeline.fingerprints import digest
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.stages.extract import read_combined
 from pipeline.store import item_states, items
-from pipeline.store.markers import Probe, StateMarkers, stage_markers, vouches
 from pipeline.store.models import Docket
 
 log = logging.getLogger("docketeer")
@@ -109,38 +108,9 @@ def attachment_text(ctx: StageContext, docket_id: str, key: str) -> str:
 
 # --- the declaration ---------------------------------------------------------------------------
 
-class CampaignMarkers(StateMarkers):
-    """State-DB markers whose input is extract's output under this grouping configuration, so
-    a new threshold or grouping version makes a docket's marker stale, sealed or not."""
-
-    def __init__(self, threshold: float) -> None:
-        super().__init__(STAGE, INPUT)
-        self.config = config_id(threshold)
-
-    def _expected(self, extract_output: str | None) -> str | None:
-        return None if extract_output is None else digest(extract_output, self.config, sep=RECORD)
-
-    def probe(self, docket_id: str) -> Probe:
-        found = super().probe(docket_id)
-        return found._replace(upstream_output=self._expected(found.upstream_output))
-
-    def input_fingerprint(self, docket_id: str) -> str | None:
-        return self._expected(super().input_fingerprint(docket_id))
-
-    def claims(self, dockets: dict[str, Docket]) -> list[str]:
-        inputs = stage_markers(INPUT)
-        return sorted(d for d, m in stage_markers(STAGE).items()
-                      if d in inputs and vouches(m.input_fingerprint,
-                                                 self._expected(inputs[d].output_fingerprint)))
-
-
-def _markers(stage: str, input_stage: str | None, runtime, invocation) -> CampaignMarkers:
-    return CampaignMarkers(runtime.settings.campaign_threshold)
-
-
 DECLARATION = Stage(
     name=STAGE, upstream="index", run=group_docket, task="CampaignGroups", wrapper="CampaignsAll",
     doc="Form-letter campaign groups of new or changed comments (exact and near-duplicate text).",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id, runtime.settings.campaign_threshold),
-    markers=_markers,
+    input=INPUT, terms=lambda settings: config_id(settings.campaign_threshold),
 )

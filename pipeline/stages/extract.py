@@ -24,11 +24,10 @@ from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import capped_of, parse_combined, render_combined, uncapped_texts
 from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractLimits, Reader
 from pipeline.extract.text_caps import ItemSizes, TextCaps, caps_biting, sizes_of, with_caps
-from pipeline.fingerprints import RECORD, bytes_digest, digest
+from pipeline.fingerprints import bytes_digest, digest
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items, leftovers
 from pipeline.store.blobs import attachment_key, combined_key
-from pipeline.store.markers import Probe, StateMarkers, stage_markers, vouches
 from pipeline.store.models import Attachment, Docket, database
 
 if TYPE_CHECKING:  # the pool imports PyMuPDF: loaded when a run has files to read
@@ -349,58 +348,11 @@ def read_combined(blobs, docket_id: str, item_key: str) -> tuple[dict, str]:
 # --- the declaration -------------------------------------------------------------------------
 
 
-class ExtractMarkers(StateMarkers):
-    """State-DB markers whose input is backfill's output under these caps: a changed cap makes
-    a docket's marker stale, sealed or not, so extract plans it again from its state rows
-    (no file read) and redoes the items the cap bites or bit (``plan``). Under the default
-    caps the input is backfill's output as it always was: markers written before caps
-    counted stay valid."""
-
-    def __init__(self, caps: TextCaps) -> None:
-        super().__init__(STAGE, UPSTREAM)
-        self.config = caps_config(caps)
-
-    def _expected(self, backfill_output: str | None) -> str | None:
-        return under_caps(backfill_output, self.config)
-
-    def probe(self, docket_id: str) -> Probe:
-        return self._under_caps(super().probe(docket_id))
-
-    def probes(self, docket_ids: list[str] | None = None) -> dict[str, Probe]:
-        return {d: self._under_caps(p) for d, p in super().probes(docket_ids).items()}
-
-    def _under_caps(self, probe: Probe) -> Probe:
-        expected = self._expected(probe.upstream_output)
-        if probe.docket_sealed_at is not None and probe.marker_input not in (None, expected):
-            # A seal vouches for "no new comments", not for text cut under other caps: a
-            # marker recorded for another input is no marker, sealed or not.
-            return probe._replace(upstream_output=expected, marker_version=None)
-        return probe._replace(upstream_output=expected)
-
-    def input_fingerprint(self, docket_id: str) -> str | None:
-        return self._expected(super().input_fingerprint(docket_id))
-
-    def claims(self, dockets: dict[str, Docket]) -> list[str]:
-        if not self.config:
-            return super().claims(dockets)
-        inputs = stage_markers(UPSTREAM)
-        return sorted(d for d, m in stage_markers(STAGE).items()
-                      if d in inputs and vouches(m.input_fingerprint, self._expected(inputs[d].output_fingerprint)))
-
-
 def caps_config(caps: TextCaps) -> str:
-    """The caps as a marker's part: empty under the defaults."""
+    """The caps as the stage's terms: empty under the defaults."""
     if caps == caps_from(_DEFAULT_SETTINGS):
         return ""
     return f"caps:{caps.max_body_chars}:{caps.max_item_chars}:{caps.max_file_chars}"
-
-
-def under_caps(fingerprint: str | None, config: str) -> str | None:
-    """A docket marker's input under these caps (the index folds them in too, so that a
-    changed cap reaches extract through IndexAll, whose index marker is asked first)."""
-    if fingerprint is None or not config:
-        return fingerprint
-    return digest(fingerprint, config, sep=RECORD)
 
 
 class _Defaults:
@@ -415,14 +367,10 @@ class _Defaults:
 _DEFAULT_SETTINGS = _Defaults()
 
 
-def _markers(stage: str, input_stage: str | None, runtime, invocation) -> ExtractMarkers:
-    return ExtractMarkers(caps_from(runtime.settings))
-
-
 DECLARATION = Stage(
     name=STAGE, upstream=UPSTREAM, run=extract_docket, task="ExtractText", wrapper="ExtractAll",
     doc="Text of every new or changed comment into combined.md, in a process pool.",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id, caps_from(runtime.settings)),
     splits_items=True,
-    markers=_markers,
+    terms=lambda settings: caps_config(caps_from(settings)),
 )

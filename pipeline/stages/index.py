@@ -13,12 +13,12 @@ the chunks, so a wiped index DB is re-indexed, never trusted silently.
 
 from __future__ import annotations
 
-import functools
 import logging
 from dataclasses import dataclass
 from operator import attrgetter
 
 from pipeline.config import SETTINGS
+from pipeline.engine.completion import Completion, join_terms
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import LABELS, combined_sections, kind_of
 from pipeline.extract.text_caps import chunks_biting, with_caps
@@ -26,7 +26,6 @@ from pipeline.failures import item_failure
 from pipeline.fingerprints import RECORD, canonical_json, digest, digest_each, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
-from pipeline.stages import extract
 from pipeline.stages.base import Redrivable, Stage, StageContext, StageResult
 from pipeline.stages.extract import read_combined
 from pipeline.store import item_states, items
@@ -371,38 +370,20 @@ def _owed(runtime, docket_id: str, now: str) -> int:
                       runtime.settings.max_item_chunks)
 
 
-def caps_config(settings) -> str:
-    """Every cap that shapes a docket's chunk rows, as its marker's part: extract's text caps
-    (a changed one: extract redoes, then the index) and ``max_item_chunks``; each only when
-    not at its default, so markers written before caps counted stay valid."""
+def index_terms(settings) -> str:
+    """The settings that shape a docket's chunk rows besides its text: ``max_item_chunks``
+    (only when not at its default) and the chunker and embedder. (Extract's caps reach these
+    terms through the registry: they shape extract's output, which the index reads.)"""
     chunk_cap = settings.max_item_chunks
-    parts = (extract.caps_config(extract.caps_from(settings)),
-             "" if chunk_cap == DEFAULT_ITEM_CHUNKS else f"chunks:{chunk_cap}")
-    return ",".join(part for part in parts if part)
+    return join_terms(("" if chunk_cap == DEFAULT_ITEM_CHUNKS else f"chunks:{chunk_cap}",
+                       config_id_for(settings)))
 
 
-def _markers(stage: str, input_stage: str | None, runtime, invocation) -> IndexMarkers:
+def _markers(completion: Completion, runtime, invocation) -> IndexMarkers:
     """Completion kept in the index DB beside the chunks, one marker row per collection."""
-    config_id = functools.cache(lambda: config_id_for(runtime.settings))  # once, not per docket
-    caps = caps_config(runtime.settings)
-
-    def expected_input(extract_output: str | None) -> str | None:
-        if extract_output is None:
-            return None
-        return marker_input_fingerprint(extract.under_caps(extract_output, caps), config_id())
-
-    def expected_inputs(extract_outputs: list) -> list:
-        # The caps as expected_input folds them in (a wrapper's bulk judge and a task's probe
-        # must agree, or every docket under a changed cap would look as if it had work).
-        if caps:
-            extract_outputs = [extract.under_caps(o, caps) for o in extract_outputs]
-        return marker_input_fingerprints(extract_outputs, config_id())
-
-    return IndexMarkers(stage, runtime, invocation, input_stage=input_stage,
+    return IndexMarkers(completion, runtime, invocation,
                         collections=tuple(sorted(set(COLLECTIONS.values()))),
-                        probe_collection=MARKER_COLLECTION, expected_input=expected_input,
-                        expected_inputs=expected_inputs,
-                        vouched_under=lambda: RECORD.join((caps, config_id())))
+                        probe_collection=MARKER_COLLECTION)
 
 
 def _mark_stale(runtime, stage: str, docket_id: str, states: list[str], limit: int,
@@ -418,5 +399,5 @@ INDEX_ROWS = Redrivable(("indexed", "mismatch", "stale"), "mismatch", _mark_stal
 DECLARATION = Stage(
     name=STAGE, upstream="ocr", run=run_index, task="IndexDocket", wrapper="IndexAll",
     doc="Chunks and embeddings for new or changed comments; completion kept in the index DB.",
-    unfinished=_owed, markers=_markers, redrive=INDEX_ROWS, splits_items=True,
+    unfinished=_owed, markers=_markers, redrive=INDEX_ROWS, splits_items=True, terms=index_terms,
 )

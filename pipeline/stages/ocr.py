@@ -44,9 +44,8 @@ from pipeline.fingerprints import bytes_digest, digest
 from pipeline.stages import extract
 from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.stages.extract import REDO_STATES
-from pipeline.store import item_states, items
+from pipeline.store import item_states, items, markers
 from pipeline.store.blobs import combined_key
-from pipeline.store.markers import StateMarkers
 from pipeline.store.models import Docket, database
 
 if TYPE_CHECKING:  # the pool imports PyMuPDF: loaded when a run has scans to read
@@ -244,7 +243,7 @@ def recorded_attachments(frontmatter: dict, markdown: str) -> list[AttachmentTex
 def refresh_extract_marker(docket_id: str) -> None:
     """Extract's output changed under its marker: record the new output fingerprint, so
     IndexDocket sees the change. The marker's input and version stay as extract left them."""
-    StateMarkers(extract.STAGE, extract.UPSTREAM).refresh_output(docket_id)
+    markers.refresh_output(docket_id, extract.STAGE)
 
 
 # --- the declaration -------------------------------------------------------------------------
@@ -257,5 +256,7 @@ DECLARATION = Stage(
     installing Tesseract, run `OcrAll --force` once).""",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
     enabled=lambda settings: settings.ocr,  # off: the index requires extract directly
+    # On or off changes what the stages after it read: turned on, IndexAll reaches OCR.
+    terms=lambda settings: "" if settings.ocr else "ocr:off",
     merges_into_upstream=True,
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pipeline.engine.completion import Completion, join_terms
 from pipeline.stages import backfill, campaigns, extract, fetch, index, ocr
 from pipeline.stages.base import Stage
 from pipeline.store.markers import MarkerStore
@@ -82,18 +83,39 @@ def required_upstream(stage: Stage, settings) -> Stage | None:
 
 
 def input_stage(stage: Stage) -> str | None:
-    """The stage whose output fingerprint is this stage's input: its upstream, or what that
-    upstream merges into (the index reads extract's output, which OCR writes into)."""
-    if stage.upstream is None:
+    """The stage whose output fingerprint is this stage's input: the one it declares, its
+    upstream, or what that merges into (the index reads extract's output, which OCR writes
+    into)."""
+    name = stage.input or stage.upstream
+    if name is None:
         return None
-    upstream = _stages[stage.upstream]
+    upstream = _stages[name]
     while upstream.merges_into_upstream:
         upstream = _stages[upstream.upstream]
     return upstream.name
 
 
+def feeding(stage: Stage) -> list[Stage]:
+    """The stages whose output reaches this stage's input, earliest first: its input chain
+    and the stages that merge into a stage of it (OCR into extract)."""
+    chain, name = [], input_stage(stage)
+    while name is not None:
+        current = _stages[name]
+        merged = [s for s in _stages.values() if s.merges_into_upstream and s.upstream == name]
+        chain[:0] = [current, *merged]
+        name = input_stage(current)
+    return chain
+
+
+def completion(stage: Stage, settings) -> Completion:
+    """What the stage's marker vouches for under these settings: the one definition the
+    targets, the wrappers and verify judge "done" by (``pipeline.engine.completion``)."""
+    terms = join_terms(s.terms(settings) for s in [*feeding(stage), stage])
+    return Completion(stage.name, input_stage(stage), terms, after_fetch=stage.upstream is not None)
+
+
 def marker_store(stage: Stage, runtime, invocation=None) -> MarkerStore:
-    return stage.markers(stage.name, input_stage(stage), runtime, invocation)
+    return stage.markers(completion(stage, runtime.settings), runtime, invocation)
 
 
 for _declared in (fetch, backfill, extract, ocr, index, campaigns):

@@ -2,43 +2,51 @@
 collection) beside the chunks they vouch for: a wiped index DB is re-indexed on the next
 run, never trusted silently. The same ``MarkerStore`` protocol as the state DB's.
 
-A marker vouches for its input stage's output (extract's) *under one chunker and embedder*:
-``expected_input`` folds that configuration in, so a new one invalidates the marker of a
-sealed docket too (the sealed rule alone ignores inputs).
+A marker vouches for its input stage's output (extract's) under the stage's terms (the
+chunker, the embedder, the caps: ``registry.completion``). An index marker keeps that input
+as a digest of the two, and beside it the two in plain terms (``vouched_output``,
+``vouched_under``), so a wrapper compares one checksum per database when every docket is
+done. The rule is ``pipeline.engine.completion``'s, as for every store.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
-from collections.abc import Callable
 
 from pipeline.counters import COMPLETION_READS_INDEX, count_completion_read
-from pipeline.fingerprints import postgres_md5
+from pipeline.engine.completion import VERIFY_NOW, VERIFY_WINDOW, Completion
+from pipeline.fingerprints import RECORD, digest, digest_each, postgres_md5
 from pipeline.index.database import DocketMarker
 from pipeline.store import markers
-from pipeline.store.markers import Judged, Probe, vouches
+from pipeline.store.markers import Judged, Probe
 from pipeline.store.models import Docket
 
 
 class IndexMarkers:
     where = "index DB"
 
-    def __init__(self, stage: str, runtime, invocation, *, input_stage: str,
-                 collections: tuple[str, ...], probe_collection: str,
-                 expected_input: Callable[[str | None], str | None],
-                 expected_inputs: Callable[[list], list] | None = None,
-                 vouched_under: Callable[[], str] | None = None) -> None:
-        self.stage, self.runtime, self.invocation = stage, runtime, invocation
-        self.input_stage = input_stage
+    def __init__(self, completion: Completion, runtime, invocation, *,
+                 collections: tuple[str, ...], probe_collection: str) -> None:
+        # The index's output is read by no stage: there is none to keep, or to hold.
+        self.completion = dataclasses.replace(completion, keeps_output=False)
+        self.stage, self.input_stage = completion.stage, completion.input_stage
+        self.runtime, self.invocation = runtime, invocation
         self.collections = collections  # a marker row in each, written and cleared together
         self.probe_collection = probe_collection  # the one the targets read
-        self.expected_input = expected_input
-        # The same for a wrapper's 100,000 dockets at once (None stays None).
-        self.expected_inputs = expected_inputs or (lambda outputs: [expected_input(o) for o in outputs])
-        # The configuration ``expected_input`` reads an output under (None: markers record no
-        # plain terms, and wrappers judge each docket's digest).
-        self.vouched_under = vouched_under
         self._inputs: dict[str, str | None] = {}  # docket -> the output input_fingerprint read
+
+    def expected_input(self, output: str | None) -> str | None:
+        """The input a marker records for the input stage's ``output`` under the terms."""
+        return None if output is None else digest(output, self.completion.terms, sep=RECORD)
+
+    def expected_inputs(self, outputs: list) -> list:
+        """``expected_input`` for a wrapper's 100,000 dockets at once."""
+        return digest_each(outputs, self.completion.terms, sep=RECORD)
+
+    def vouched_under(self) -> str:
+        """The terms a marker's plain ``vouched_under`` must equal to vouch now."""
+        return self.completion.terms
 
     @property
     def _shared_key(self) -> tuple[str, str]:
@@ -50,19 +58,19 @@ class IndexMarkers:
         if not state_side.docket_exists:
             return state_side
         return self._with_marker(state_side.docket_sealed_at, state_side.last_pull_at,
-                                 state_side.upstream_output, state_side.retry_due_at,
+                                 state_side.expected_input, state_side.retry_due_at,
                                  self._marker(docket_id))
 
     def judge(self, docket_ids: list[str] | None, *, version: int, window_start: str, now: str,
-              has_upstream: bool, sample: int) -> Judged:
-        """The targets' rule over every docket: one state-DB query (each docket's seal and the
+              sample: int) -> Judged:
+        """The completion rule over every docket: one state-DB query (each docket's seal and the
         input's output, None where the docket row already says there is work) and one
         index-DB query (over the known set: a checksum of the markers at ``version`` or later;
         only when it differs from the state DB's, every such marker). A docket is done when its
         marker vouches for the input expected now, under the docket's seal when it has one.
         (A forgotten docket's marker, kept in the index DB, makes the checksums differ: such a
         store is judged docket by docket, as before the checksum.)"""
-        if docket_ids is None and self.vouched_under is not None:
+        if docket_ids is None:
             # One checksum per database first: when every known docket's marker vouches for
             # its input, nothing is made per docket at all.
             lines = markers.input_lines(self.input_stage, window_start, now)
@@ -77,7 +85,8 @@ class IndexMarkers:
         else:
             rows = markers.input_rows(self.input_stage, docket_ids, window_start, now)
         count_completion_read(COMPLETION_READS_INDEX)
-        current = self.runtime.index_db().current_markers(self.probe_collection, version)
+        current = self.runtime.index_db().current_markers(self.probe_collection, version,
+                                                          self.vouched_under())
         # Set operations in C, no Python step per finished docket: a sealed docket matches a
         # marker for its expected input under its own seal, an open one (seal None) under any.
         ids, seals, outputs = zip(*rows, strict=True) if rows else ((), (), ())
@@ -102,7 +111,7 @@ class IndexMarkers:
         vouching get them, once, so the next run's checksums can agree: an upgrade never makes
         the wrapper judge docket by docket for good (sealed dockets' markers are never rewritten)."""
         lacking = {d for d, _, _, _, has_terms in current if not has_terms and d not in pending}
-        if not lacking or self.vouched_under is None:
+        if not lacking:
             return
         fill = [(d, self.expected_input(output), output) for d, _, output in rows
                 if d in lacking and output is not None]
@@ -123,13 +132,12 @@ class IndexMarkers:
     def _with_marker(self, sealed_at: str | None, last_pull_at: str | None, output: str | None,
                      retry_due_at: str | None, marker) -> Probe:
         """The docket's probe (its state-DB facts, the input stage's ``output``) with this
-        store's marker, when it vouches for the input expected now: this chunker and
-        embedder over that output. Made field by field: it runs once per known docket."""
+        store's marker and the input expected now (the terms over that output)."""
         expected = self.expected_input(output)
-        if marker is None or marker.input_fingerprint != expected:
+        if marker is None:
             return Probe(True, sealed_at, last_pull_at, None, None, None, expected, retry_due_at)
-        return Probe(True, sealed_at, last_pull_at, marker.version, marker.sealed_at, expected,
-                     expected, retry_due_at)
+        return Probe(True, sealed_at, last_pull_at, marker.version, marker.sealed_at,
+                     marker.input_fingerprint, expected, retry_due_at)
 
     def _marker(self, docket_id: str):
         # A wrapper that judged this docket kept its marker for the invocation (re-read after
@@ -152,7 +160,7 @@ class IndexMarkers:
 
     def _vouched(self, docket_id: str, input_fingerprint: str | None) -> tuple[str, str] | None:
         """(the output, the configuration) ``input_fingerprint`` digests, in plain terms."""
-        if self.vouched_under is None or input_fingerprint is None:
+        if input_fingerprint is None:
             return None
         output = self._inputs.pop(docket_id, None)
         if output is None or self.expected_input(output) != input_fingerprint:
@@ -190,17 +198,10 @@ class IndexMarkers:
         return self.runtime.index_db().max_marker_version(self.probe_collection)
 
     def claims(self, dockets: dict[str, Docket]) -> list[str] | None:
-        """Markers that vouch for the input's current output under this chunker and embedder.
-        A seal alone does not make one say done: IndexDocket ignores a marker for another
-        input even under the docket's seal."""
-        index_db = self.runtime.existing_index_db()
-        if index_db is None:
+        """The dockets the rule calls done at the base version, whatever the clock says
+        (verify sorts out retries and windows itself)."""
+        if self.runtime.existing_index_db() is None:
             return None
-        outputs = {d: m.output_fingerprint for d, m in markers.stage_markers(self.input_stage).items()}
-        claimed = set()
-        for collection in self.collections:
-            for docket, marker in index_db.docket_markers(collection).items():
-                if docket in outputs and vouches(marker.input_fingerprint,
-                                                 self.expected_input(outputs[docket])):
-                    claimed.add(docket)
-        return sorted(claimed)
+        judged = self.judge(None, version=1, window_start=VERIFY_WINDOW, now=VERIFY_NOW,
+                            sample=max(len(dockets), 1))
+        return [d for d, _ in judged.done_sample if d in dockets]

@@ -14,6 +14,15 @@ from peewee import JOIN, SCOPE_SOURCE, Case, ModelAlias, Select, Value, fn
 
 from pipeline.clock import iso, utcnow
 from pipeline.counters import COMPLETION_READS_STATE, count_completion_read
+from pipeline.engine.completion import (
+    VERIFY_NOW,
+    VERIFY_WINDOW,
+    Completion,
+    docket_side,
+    expected_input,
+    expected_input_sql,
+    rule,
+)
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states
 from pipeline.store.db import DOCKET_STAGE_OUTPUT_INDEX, is_postgres
@@ -30,8 +39,13 @@ class Probe(NamedTuple):
     marker_version: int | None = None
     marker_sealed_at: str | None = None
     marker_input: str | None = None
-    upstream_output: str | None = None  # what the marker's input must equal to vouch for it
+    expected_input: str | None = None  # what the marker's input must equal to vouch for it now
     retry_due_at: str | None = None  # the docket's earliest next attempt of a waiting item
+    marker_output: str | None = None  # the stage's own recorded output (None: held by a run)
+
+    @property
+    def docket_known(self) -> bool | None:
+        return True if self.docket_exists else None  # the rule reads "known" as a non-NULL
 
 
 class Judged(NamedTuple):
@@ -47,16 +61,16 @@ class Judged(NamedTuple):
 class MarkerStore(Protocol):
     """Where one stage records the dockets it has done, and under which input."""
 
-    stage: str
+    completion: Completion
     where: str  # "state DB", "index DB": named in verify's report
 
     def probe(self, docket_id: str) -> Probe: ...
 
     def judge(self, docket_ids: list[str] | None, *, version: int, window_start: str, now: str,
-              has_upstream: bool, sample: int) -> Judged:
-        """The targets' rule (``targets.probed_complete``) over many dockets (None: the known
-        set) in one read per database: the wrappers prune finished dockets with it before
-        Luigi sees a task. ``sample``: how many finished dockets to name."""
+              sample: int) -> Judged:
+        """``completion.rule`` over many dockets (None: the known set) in one read per
+        database: the wrappers prune finished dockets with it before Luigi sees a task.
+        ``sample``: how many finished dockets to name."""
 
     def input_fingerprint(self, docket_id: str) -> str | None:
         """What a marker written now would vouch for: the stage's input as recorded now."""
@@ -79,8 +93,8 @@ class MarkerStore(Protocol):
     def max_version(self) -> int: ...
 
     def claims(self, dockets: dict[str, Docket]) -> list[str] | None:
-        """The dockets whose marker says done now (None: this store's database does not
-        exist yet, so nothing is claimed or to check). ``dockets``: id -> its row."""
+        """The dockets whose marker says done now, whatever the clock says (None: this
+        store's database does not exist yet, so nothing is claimed or to check)."""
 
 
 class StateMarkers:
@@ -89,19 +103,22 @@ class StateMarkers:
 
     where = "state DB"
 
-    def __init__(self, stage: str, input_stage: str | None) -> None:
-        self.stage, self.input_stage = stage, input_stage
+    def __init__(self, completion: Completion) -> None:
+        self.completion = completion
+        self.stage, self.input_stage = completion.stage, completion.input_stage
 
     def probe(self, docket_id: str) -> Probe:
-        return probe(docket_id, self.stage, self.input_stage)
+        found = probe(docket_id, self.stage, self.input_stage)
+        return found._replace(expected_input=expected_input(self.completion, found.expected_input))
 
     def judge(self, docket_ids: list[str] | None, *, version: int, window_start: str, now: str,
-              has_upstream: bool, sample: int) -> Judged:
-        done = completion_expression(version, window_start, now, has_upstream)
-        return judge(self.stage, self.input_stage, docket_ids, done, sample)
+              sample: int) -> Judged:
+        done = rule(self.completion, version, window_start, now).sql(_columns(self.completion))
+        return judge(self.stage, self.input_stage, docket_ids, Case(None, [(done, 1)], 0), sample)
 
     def input_fingerprint(self, docket_id: str) -> str | None:
-        return output_fingerprint(docket_id, self.input_stage) if self.input_stage else None
+        upstream = output_fingerprint(docket_id, self.input_stage) if self.input_stage else None
+        return expected_input(self.completion, upstream)
 
     def write(self, docket_id: str, *, version: int, sealed_at: str | None,
               input_fingerprint: str | None, run_id: str, kept_output: str | None = None) -> None:
@@ -121,15 +138,6 @@ class StateMarkers:
         if kept_output is not None:
             set_output(docket_id, self.stage, kept_output)
 
-    def refresh_output(self, docket_id: str) -> None:
-        """The stage's rows changed under its marker (OCR merged text into extract's): record
-        the new output fingerprint so the stage after it sees the change. The marker's input,
-        version and seal stay as they were; no marker, nothing to refresh."""
-        marker = read_marker(docket_id, self.stage)
-        if marker is not None:
-            self.write(docket_id, version=marker.version, sealed_at=marker.sealed_at,
-                       input_fingerprint=marker.input_fingerprint, run_id=marker.run_id)
-
     def clear(self, docket_id: str) -> None:
         clear_marker(docket_id, self.stage)
 
@@ -137,38 +145,49 @@ class StateMarkers:
         return max_version(self.stage)
 
     def claims(self, dockets: dict[str, Docket]) -> list[str]:
-        """Markers that vouch for the input's current output, or were recorded under the
-        docket's current seal: the two ways a FingerprintTarget or SealedDocketTarget says done."""
-        inputs = stage_markers(self.input_stage) if self.input_stage else {}
-        claimed = []
-        for docket, marker in sorted(stage_markers(self.stage).items()):
-            upstream = inputs.get(docket)
-            if vouches(marker.input_fingerprint, upstream.output_fingerprint if upstream else None) or \
-                    _under_current_seal(marker.sealed_at, marker.version, dockets.get(docket)):
-                claimed.append(docket)
-        return claimed
+        """The dockets the rule calls done at the base version, with no window and no retry
+        time (verify sorts those out itself); the same rule the targets apply."""
+        judged = self.judge(None, version=1, window_start=VERIFY_WINDOW, now=VERIFY_NOW,
+                            sample=max(len(dockets), 1))
+        return [d for d, _ in judged.done_sample if d in dockets]
 
 
-def state_markers(stage: str, input_stage: str | None, runtime=None, invocation=None) -> StateMarkers:
+def state_markers(completion: Completion, runtime=None, invocation=None) -> StateMarkers:
     """A stage declaration's marker store factory for the state DB (the default)."""
-    return StateMarkers(stage, input_stage)
+    return StateMarkers(completion)
 
 
-def vouches(marker_input: str | None, upstream_output: str | None) -> bool:
-    return marker_input is not None and marker_input == upstream_output
+def refresh_output(docket_id: str, stage: str) -> None:
+    """The stage's rows changed under its marker (OCR merged text into extract's): record
+    the new output fingerprint so the stage after it sees the change. The marker's input,
+    version and seal stay as they were; no marker, nothing to refresh."""
+    marker = read_marker(docket_id, stage)
+    if marker is not None:
+        write_marker(docket_id, stage, version=marker.version, sealed_at=marker.sealed_at,
+                     input_fingerprint=marker.input_fingerprint,
+                     output_fingerprint=item_states.docket_output_fingerprint(stage, docket_id),
+                     run_id=marker.run_id)
 
 
-def _under_current_seal(marker_sealed_at: str | None, version: int, docket: Docket | None) -> bool:
-    # Version 0 is a marker a re-drive cleared (clear_marker): it claims nothing.
-    return (docket is not None and docket.sealed_at is not None
-            and marker_sealed_at == docket.sealed_at and version > 0)
+def _columns(completion: Completion, up=None) -> dict:
+    """The rule's column names as SQL over a docket row, its stage marker ``m`` and its input
+    stage's ``u``."""
+    mine, up = _MINE, up or _UP
+    return {
+        "docket_known": Docket.id, "docket_sealed_at": Docket.sealed_at,
+        "last_pull_at": Docket.last_pull_at, "retry_due_at": Docket.retry_due_at,
+        "marker_version": mine.version, "marker_sealed_at": mine.sealed_at,
+        "marker_input": mine.input_fingerprint, "marker_output": mine.output_fingerprint,
+        "expected_input": expected_input_sql(completion, up.output_fingerprint),
+    }
 
 
 # --- the docket_stage table ------------------------------------------------------------------
 
 
 def probe(docket_id: str, stage: str, upstream: str | None) -> Probe:
-    """One query: the docket row, this stage's marker and the upstream stage's marker."""
+    """One query: the docket row, this stage's marker and the upstream stage's marker (the
+    probe's ``expected_input`` is that upstream's output, before any terms are folded in)."""
     row = _probe_query(stage, upstream).where(Docket.id == docket_id).first()
     if row is None:
         return Probe(docket_exists=False)
@@ -256,25 +275,11 @@ class _IndexedAlias(ModelAlias):
 _UP_BY_OUTPUT = _IndexedAlias(DocketStage, "u", DOCKET_STAGE_OUTPUT_INDEX)
 
 
-def completion_expression(version: int, window_start: str, now: str, has_upstream: bool):
-    """``targets.probed_complete`` as SQL over a docket row, its stage marker ``m`` and its
-    upstream's ``u``: 1 when done, else 0 (a NULL never counts as done, as None never
-    equals a value there). Pinned to the Python rule case by case by the tests."""
-    mine, up = _MINE, _UP
-    current = mine.version >= version
-    sealed = Docket.sealed_at.is_null(False) & current & (mine.sealed_at == Docket.sealed_at)
-    fresh = Docket.sealed_at.is_null() & current & (Docket.last_pull_at >= window_start)
-    if has_upstream:
-        fresh &= up.output_fingerprint.is_null(False) & (mine.input_fingerprint == up.output_fingerprint)
-    done = sealed | fresh
-    if has_upstream and now:
-        done &= not_retry_due(now)
-    return Case(None, [(done, 1)], 0)
-
-
-def not_retry_due(now: str):
-    """``targets.retry_due`` negated, as SQL over the docket row."""
-    return Docket.retry_due_at.is_null() | (Docket.retry_due_at > now)
+def _docket_ready(upstream: str, window_start: str, now: str, up):
+    """The rule's docket side (``completion.docket_side``) as SQL: what a store whose markers
+    live in another database reads from the state DB before it compares its markers."""
+    side = docket_side(Completion("", upstream), window_start, now)
+    return side.sql(_columns(Completion("", upstream), up))
 
 
 def input_rows(upstream: str, docket_ids: list[str] | None, window_start: str, now: str) -> list[tuple]:
@@ -287,7 +292,7 @@ def input_rows(upstream: str, docket_ids: list[str] | None, window_start: str, n
                 for row in input_rows(upstream, docket_ids[i:i + _IN_LIST_MAX], window_start, now)]
     count_completion_read(COMPLETION_READS_STATE)
     up = _UP
-    state_ok = not_retry_due(now) & (Docket.sealed_at.is_null(False) | (Docket.last_pull_at >= window_start))
+    state_ok = _docket_ready(upstream, window_start, now, up)
     query = (Docket.select(Docket.id, Docket.sealed_at, Case(None, [(state_ok, up.output_fingerprint)], None))
              .join(up, JOIN.LEFT_OUTER, on=(up.docket == Docket.id) & (up.stage == upstream))
              .where(_which(docket_ids))
@@ -310,7 +315,7 @@ def input_lines(upstream: str, window_start: str, now: str) -> str | None:
 def input_lines_query(upstream: str, window_start: str, now: str) -> Select:
     """``input_lines``' statement, which reads two covering indexes and no table row."""
     up = _UP if is_postgres(database.obj) else _UP_BY_OUTPUT
-    state_ok = not_retry_due(now) & (Docket.sealed_at.is_null(False) | (Docket.last_pull_at >= window_start))
+    state_ok = _docket_ready(upstream, window_start, now, up)
     unit = Value(UNIT_SEP)
     line = (Docket.id.concat(unit).concat(fn.COALESCE(Docket.sealed_at, "")).concat(unit)
             .concat(fn.COALESCE(Case(None, [(state_ok, up.output_fingerprint)], None), "")))
@@ -361,6 +366,7 @@ def _probe_query(stage: str, upstream: str | None):
             mine.input_fingerprint,
             up.output_fingerprint,
             Docket.retry_due_at,
+            mine.output_fingerprint,
         )
         .join(mine, JOIN.LEFT_OUTER, on=(mine.docket == Docket.id) & (mine.stage == stage))
         .switch(Docket)
