@@ -1,4 +1,10 @@
-"""Shared fixtures: real servers started on loopback or unix sockets, never mocks."""
+"""Shared fixtures: real servers started on loopback or unix sockets, never mocks.
+
+The fixtures of tests/fixtures/ reach every test through ``pytest_plugins`` below (pytest
+reads it in this, the rootdir's, conftest only); a folder's conftest.py holds the fixtures of
+that folder alone. Test files import helpers from tests/fixtures/, never from another test file
+(tests/test_layout_of_tests.py checks).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,17 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-REALDATA = ROOT.parent / "shared" / "realdata"
+# The helpers' asserts report as a test's own do (plugin modules are rewritten anyway).
+pytest.register_assert_rewrite("tests.fixtures")
+
+from tests.fixtures.paths import REALDATA  # noqa: E402 - after the line above
+
+pytest_plugins = [
+    "tests.fixtures.state_fixtures",  # state (SQLite and PostgreSQL), sqlite_state
+    "tests.fixtures.s3_fixtures",  # s3_endpoint, s3_client, s3_bucket, s3_credentials_env
+    "tests.fixtures.extract_inputs",  # rt: the extract, formats, caps and OCR tests' runtime
+    "tests.fixtures.mirror_bound",  # corpus, manifest, runtimes of the mirror bound tests
+]
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +53,7 @@ def pg_server(tmp_path_factory):
 @pytest.fixture
 def pg_url(pg_server) -> str:
     """A fresh, empty database on the session server, as a postgresql:// URL."""
-    from tests.state_fixtures import new_pg_database
+    from tests.fixtures.state_fixtures import new_pg_database
 
     return new_pg_database(pg_server)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pipeline.fingerprints import RECORD, RecordsDigest, digest
 from pipeline.stages import extract, index, ocr
 from pipeline.store import item_states, items
-from tests.state_fixtures import sqlite_state  # noqa: F401
 
 CONFIG = "c1:1500\x1fhashing-384"
 METADATA = {"title": "Café ñ", "submitter": "Pat Doe", "kind": "comment"}
@@ -39,7 +38,7 @@ def test_json_digests_keep_their_canonical_form():
         "5474f640d5d7774550db7dacc0c7a8a7e99d1afca713500a95829156d3cbfe2c"
 
 
-def test_docket_output_fingerprint_keeps_its_value(sqlite_state):  # noqa: F811
+def test_docket_output_fingerprint_keeps_its_value(sqlite_state):
     item_states.transition("extract", "A-2", "AB-1", "failed", run_id="r")
     item_states.transition("extract", "A-1", "AB-1", "ok", run_id="r", content_hash="h1")
     expected = "e3320e783ce3a2ee93ee6ff3b586feb5c45f23d346d25d94582c98189bf6aeef"

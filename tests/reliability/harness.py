@@ -21,9 +21,9 @@ from pipeline.runtime import set_runtime
 from pipeline.store import db as state_db
 from pipeline.store import leftovers
 from pipeline.store.models import Attachment, ItemState
+from tests.fixtures.backfill_runs import dump
+from tests.fixtures.state_fixtures import make_runtime, new_pg_database
 from tests.reliability.audit import strace_watch, write_audit
-from tests.state_fixtures import make_runtime, new_pg_database
-from tests.test_backfill_stage import dump
 
 ROOT = Path(__file__).resolve().parents[2]
 AUDIT = Path(__file__).resolve().parent / "audit"  # its sitecustomize.py watches the job's writes

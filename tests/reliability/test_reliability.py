@@ -18,12 +18,12 @@ from devtools.mirror_layout import comment_files
 from devtools.standin_server import API_KEY_MISSING
 from pipeline import IndexAll, clock, verify
 from pipeline.store.models import ItemState
-from tests.luigid_server import api, running_luigid
+from tests.fixtures.loopback_recorder import Recorder
+from tests.fixtures.luigid_server import api, running_luigid
+from tests.fixtures.state_fixtures import run_invocation
 from tests.reliability import harness, hostile
 from tests.reliability.audit.write_audit import watching
 from tests.reliability.harness import lost, problems, record, snapshot, trials, world
-from tests.state_fixtures import run_invocation
-from tests.test_hardening import Recorder
 
 STAGES = ("backfill", "extract", "index")
 SENTINEL = "SENTINELkey7f3a9c2e"

@@ -1,0 +1,103 @@
+"""A real luigid on loopback: IndexAll runs against it, and its API shows tasks and progress."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.fixtures.luigid_server import api, running_luigid
+from tests.fixtures.paths import ROOT
+from tests.fixtures.pipeline_fixtures import built_store
+
+
+@pytest.fixture
+def luigid(tmp_path):
+    (tmp_path / "luigid-logs").mkdir()  # luigid does not create its --logdir
+    with running_luigid(tmp_path / "luigid.state", logdir=tmp_path / "luigid-logs") as (port, _daemon):
+        yield port
+
+
+def run_index_all(store, port: int, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+    env.update(store.env(), PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"))
+    # One freshness and one discovery window for every run of a test, whatever the time of
+    # day (windows are aligned to UTC: two runs seconds apart around 00:00 would otherwise
+    # see a new window, and the second pull its docket again).
+    env.update(DOCKETEER_FRESHNESS_SECONDS=str(ONE_WINDOW), DOCKETEER_DISCOVER_SECONDS=str(ONE_WINDOW))
+    return subprocess.run(
+        [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll", *args,
+         "--scheduler-host", "127.0.0.1", "--scheduler-port", str(port)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+ONE_WINDOW = 10**9  # seconds: the next boundary is in 2033
+
+
+STAGES = (("FetchComments", "fetch"), ("BackfillComments", "backfill"),
+          ("ExtractText", "extract"), ("IndexDocket", "index"))
+
+
+def test_index_all_against_luigid_reports_tasks_status_and_progress(luigid, tmp_path, pg_server):
+    with built_store(tmp_path, pg_server, dockets=2, comments=3, build=False) as store:
+        # After a discovery, so the docket tasks are yielded from IndexAll.run(): Luigi loads
+        # them again by the family they send, which must still find their class.
+        done = run_index_all(store, luigid)
+        assert done.returncode == 0, done.stderr[-3000:]
+    tasks = api(luigid, "task_list", status="DONE")
+    by_name: dict[str, list[dict]] = {}
+    for task in tasks.values():
+        by_name.setdefault(task["name"], []).append(task)
+    assert {"IndexAll", "DiscoverDockets"} <= set(by_name)
+    for docket in store.dockets:
+        for family, stage in STAGES:
+            [task] = by_name[f"{family}.{docket}"]  # the name the graph and sidebar show
+            assert task["params"]["docket"] == docket
+            assert task["status_message"].startswith(f"{stage} {docket}: ")  # the summary line
+            assert task["progress_percentage"] == 100
+            # Luigi's summary lists every docket's task, none hidden behind "..."
+            assert f"{family}(docket={docket}," in done.stderr.split("Execution Summary")[1]
+    assert api(luigid, "task_list", status="FAILED") == {}
+    assert api(luigid, "task_list", status="PENDING") == {}
+
+
+def test_the_graph_labels_tell_two_dockets_apart(luigid, tmp_path, pg_server):
+    with built_store(tmp_path, pg_server, dockets=2, comments=3, build=False) as store:
+        first, second = store.dockets
+        done = run_index_all(store, luigid, "--docket", f"{first},{second}")
+        assert done.returncode == 0, done.stderr[-3000:]
+        # A task id does not depend on its label: the same command again finds every task
+        # complete under the ids of the first run. (Within luigid's stable_done_cooldown_secs,
+        # 10 s, it would ignore a claim that a task it saw done is pending again, and grant
+        # no run: what the second run met when a window boundary fell between the two.)
+        again = run_index_all(store, luigid, "--docket", f"{first},{second}")
+        assert again.returncode == 0 and "Did not run any tasks" in again.stderr, again.stderr
+    [root] = [tid for tid, t in api(luigid, "task_list", status="DONE").items()
+              if t["name"] == "IndexAll"]
+    graph = api(luigid, "dep_graph", task_id=root)  # what the D3 graph draws, node by node
+    labels = {task["name"] for task in graph.values()}
+    for family, _ in STAGES:
+        assert {f"{family}.{first}", f"{family}.{second}"} <= labels, labels
+    # The ids are the class family's, as before labels carried the docket.
+    assert all(tid.startswith(task["name"].split(".")[0] + "_") for tid, task in graph.items())
+
+
+def test_a_yielded_docket_task_is_loaded_again_as_the_same_task(tmp_path):
+    """Luigi rebuilds a task yielded from run() by (module, family, params): the family it
+    is sent under must be the class's, and the task it rebuilds the one with the label."""
+    from luigi.task_register import Register, load_task
+
+    import pipeline
+    from pipeline.runtime import set_runtime
+    from tests.fixtures.state_fixtures import make_runtime
+
+    set_runtime(make_runtime(tmp_path))
+    task = pipeline.FetchComments(docket="AB-2026-0001")
+    yielded = task.as_dynamic_dependency()
+    assert (task.task_family, yielded.task_family) == ("FetchComments.AB-2026-0001", "FetchComments")
+    loaded = load_task(yielded.task_module, yielded.task_family, yielded.to_str_params())
+    assert type(loaded) is pipeline.FetchComments and loaded.task_id == task.task_id == yielded.task_id
+    assert loaded.task_family == "FetchComments.AB-2026-0001"
+    assert Register.get_task_cls("FetchComments") is pipeline.FetchComments  # one class by that name

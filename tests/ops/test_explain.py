@@ -1,0 +1,90 @@
+"""`docketeer explain`: the whole story of one comment, as text (snapshots, times masked)."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from pipeline import cli
+from pipeline.failures import RetryPolicy
+from pipeline.store import item_states
+from pipeline.store.models import ItemState
+from tests.fixtures.pipeline_fixtures import built_store
+
+THEN = datetime(2020, 1, 1, 5, 0, tzinfo=UTC)  # kept in the snapshots; times of the run are masked
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, pg_server):
+    with built_store(tmp_path_factory.mktemp("explain"), pg_server) as built:
+        yield built
+
+
+def explain(capsys, comment: str) -> str:
+    """The output with the times of the store's build masked (same width: columns stay)."""
+    assert cli.main(["explain", comment]) == 0
+    out = capsys.readouterr().out
+    built_on = ItemState.get(ItemState.stage == "fetch").written_at[:10]
+    return re.sub(re.escape(built_on) + r"T\d\d:\d\d:\d\d", "XXXX-XX-XXTXX:XX:XX", out)
+
+
+def _ocr_comment() -> str:
+    return ItemState.get(ItemState.stage == "ocr").item.split("/")[0]
+
+
+OCR_SNAPSHOT = """\
+comment CMS-2026-0001-0003  docket CMS-2026-0001  posted 2026-01-05 (2026-01-05T05:00:00Z)  modified 2026-01-05 (2026-01-06T02:44:34Z)
+title: National Nurses Forum
+stage     state       failure  attempts  first failed  next attempt  at                   reason
+fetch     ok                                                         XXXX-XX-XXTXX:XX:XX
+backfill  ok                                                         XXXX-XX-XXTXX:XX:XX
+extract   ocr_needed                                                 XXXX-XX-XXTXX:XX:XX  attachment_1.pdf: ocr_needed
+ocr       ok                                                         XXXX-XX-XXTXX:XX:XX  1 scan(s): 1 ok
+index     indexed                                                    XXXX-XX-XXTXX:XX:XX  2 chunk(s), hashing:unigram-bigram:256:hash-1
+attachments:
+file              format  bytes  sha256        download  extract     ocr  attempts  next attempt  reason
+attachment_1.pdf  pdf     18576  2de4d60bc78c  ok        ocr_needed  ok                           no text layer
+"""
+
+
+def test_explain_a_comment_that_went_through_ocr(store, capsys):
+    assert explain(capsys, _ocr_comment()) == OCR_SNAPSHOT
+
+
+RETRY_SNAPSHOT = """\
+comment CMS-2026-0001-0002  docket CMS-2026-0001  posted 2026-01-05 (2026-01-05T05:00:00Z)  modified 2026-01-05 (2026-01-05T10:51:55Z)
+title: Coalition for Patient Rights
+stage     state    failure    attempts  first failed         next attempt         at                   reason
+fetch     ok                                                                      XXXX-XX-XXTXX:XX:XX
+backfill  retry    transient  1         2020-01-01T05:00:00  2020-01-01T06:00:00  2020-01-01T05:00:00  HTTP 503 from the stand-in
+extract   ok                                                                      XXXX-XX-XXTXX:XX:XX
+index     indexed                                                                 XXXX-XX-XXTXX:XX:XX  5 chunk(s), hashing:unigram-bigram:256:hash-1
+attachments:
+file              format  bytes  sha256        download  extract  ocr  attempts  next attempt         reason
+attachment_1.pdf  pdf     4313   3f0c5d413465  retry     ok       -    1         2020-01-01T06:00:00  HTTP 503 from the stand-in
+"""
+
+
+def test_explain_a_comment_waiting_to_retry(store, capsys):
+    comment = next(c for c in store.manifest.comments if c.attachments and c.id != _ocr_comment())
+    name = ItemState.get((ItemState.stage == "backfill.file") & ItemState.item.startswith(f"{comment.id}/")).item
+    for stage, item in (("backfill", comment.id), ("backfill.file", name)):
+        item_states.retry_later(stage, item, comment.docket_id, "HTTP 503 from the stand-in",
+                                run_id="test", policy=RetryPolicy(), now=THEN)
+    assert explain(capsys, comment.id) == RETRY_SNAPSHOT
+
+
+FETCH_FAILED_SNAPSHOT = """\
+CMS-2026-0001-0999  docket CMS-2026-0001  not stored: its fetch did not succeed
+stage  state   failure    attempts  first failed  next attempt  at                   reason
+fetch  failed  permanent                                        XXXX-XX-XXTXX:XX:XX  list item without a lastModifiedDate
+"""
+
+
+def test_explain_a_comment_that_failed_at_fetch(store, capsys):
+    docket = store.dockets[0]
+    item_states.transition("fetch", f"{docket}-0999", docket, "failed", run_id="test",
+                           detail="permanent", reason="list item without a lastModifiedDate")
+    assert explain(capsys, f"{docket}-0999") == FETCH_FAILED_SNAPSHOT

@@ -1,0 +1,114 @@
+"""``docketeer snapshot``: a consistent state DB copy while a writer runs, and an index dump."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import threading
+import time
+
+import pytest
+
+from pipeline import cli
+from pipeline.index.chunking import Chunk
+from pipeline.runtime import set_runtime
+from pipeline.snapshot import pg_dump_path, take_snapshot
+from tests.fixtures.state_fixtures import make_runtime, new_pg_database
+
+
+@pytest.fixture
+def runtime(tmp_path, pg_server):
+    rt = make_runtime(tmp_path, index_url=new_pg_database(pg_server))
+    rt.state  # noqa: B018 - create the schema
+    previous = set_runtime(rt)
+    yield rt
+    set_runtime(previous)
+    rt.close()
+
+
+class Writer(threading.Thread):
+    """Inserts run rows one commit at a time through its own connection, recording each commit."""
+
+    def __init__(self, path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.committed: list[str] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        conn = sqlite3.connect(self.path, timeout=30)
+        n = 0
+        while not self.stop.is_set():
+            run_id = f"w{n:07d}"
+            with conn:  # one transaction per row
+                conn.execute("INSERT INTO run (run_id, task, started_at, budget_spent) "
+                             "VALUES (?, 'writer', '2026-01-01T00:00:00Z', 0)", (run_id,))
+                conn.execute("INSERT INTO meta (key, value) VALUES (?, 'x')", (run_id,))
+            self.committed.append(run_id)
+            n += 1
+        conn.close()
+
+
+def test_sqlite_snapshot_during_writes_is_consistent(runtime, tmp_path):
+    writer = Writer(runtime.data_dir / "state.sqlite")
+    writer.start()
+    try:
+        while len(writer.committed) < 200:
+            time.sleep(0.01)
+        before = list(writer.committed)  # every row committed before the snapshot began
+        snap = take_snapshot(runtime, tmp_path / "snap")
+        time.sleep(0.05)
+    finally:
+        writer.stop.set()
+        writer.join(timeout=10)
+    assert len(writer.committed) > len(before)  # the writer really ran through the snapshot
+    copy = sqlite3.connect(tmp_path / "snap" / "state.sqlite")
+    assert copy.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    runs = {row[0] for row in copy.execute("SELECT run_id FROM run WHERE task = 'writer'")}
+    metas = {row[0] for row in copy.execute("SELECT key FROM meta WHERE value = 'x'")}
+    assert set(before) <= runs
+    assert runs == metas  # both rows of every transaction, or neither: one consistent moment
+    assert snap.parts["state"]["integrity_check"] == "ok"
+
+
+def test_index_dump_restores_with_pg_restore(runtime, tmp_path):
+    index_db = runtime.index_db()
+    index_db.replace_item("comments", "AB-2026-0001-0001", "AB-2026-0001",
+                          [Chunk(ordinal=0, text="hello", page=None, section="")], [[0.1, 0.2, 0.3]],
+                          "fp", "hash", "hashing")
+    take_snapshot(runtime, tmp_path / "snap")
+    dump = tmp_path / "snap" / "index.dump"
+    assert dump.is_file()
+    listing = subprocess.run([str(pg_dump_path().with_name("pg_restore")), "--list", str(dump)],
+                             capture_output=True, text=True, check=True).stdout
+    assert "TABLE DATA public chunks" in listing and "TABLE DATA public index_state" in listing
+
+
+def test_postgresql_state_db_is_dumped(tmp_path, pg_server):
+    rt = make_runtime(tmp_path, new_pg_database(pg_server), index_url=new_pg_database(pg_server))
+    rt.state  # noqa: B018
+    previous = set_runtime(rt)
+    try:
+        snap = take_snapshot(rt, tmp_path / "snap")
+    finally:
+        set_runtime(previous)
+        rt.close()
+    assert snap.parts["state"]["file"] == "state.dump"
+    assert (tmp_path / "snap" / "state.dump").stat().st_size > 0
+    assert (tmp_path / "snap" / "snapshot.json").is_file()
+
+
+def test_copy_fallback_without_pg_dump(runtime, tmp_path, monkeypatch):
+    runtime.index_db()  # create the index schema
+    monkeypatch.setattr("pipeline.snapshot.pg_dump_path", lambda: None)
+    snap = take_snapshot(runtime, tmp_path / "snap")
+    assert snap.parts["index"]["file"] == "index-csv"
+    assert (tmp_path / "snap" / "index-csv" / "chunks.csv").is_file()
+
+
+def test_cli_refuses_a_non_empty_destination(runtime, tmp_path, capsys):
+    (tmp_path / "snap").mkdir()
+    (tmp_path / "snap" / "precious.txt").write_text("keep me")
+    assert cli.main(["snapshot", str(tmp_path / "snap")]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert (tmp_path / "snap" / "precious.txt").read_text() == "keep me"

@@ -1,0 +1,289 @@
+"""The state DB on SQLite and PostgreSQL: schema, upgrade, item rows in place, leases, seals."""
+
+from __future__ import annotations
+
+import peewee
+import pytest
+from playhouse.migrate import migrate
+
+from pipeline.store import db as state_db
+from pipeline.store import dockets, item_states, leases
+from pipeline.store.models import Attachment, ItemState, Meta, MirrorObject, Run
+
+
+def test_schema_is_created_once_and_versioned(state):
+    db = state.state
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    state_db.ensure_schema(db)  # idempotent
+    assert Meta.select().where(Meta.key == "schema_version").count() == 1
+
+
+def test_upgrade_from_version_1_adds_the_budget_column(state):
+    db = state.state
+    # Make the store look like a version-1 store: no budget_spent column, version row 1.
+    db.execute_sql("ALTER TABLE run DROP COLUMN budget_spent")
+    Meta.update(value="1").where(Meta.key == "schema_version").execute()
+    assert "budget_spent" not in {c.name for c in db.get_columns("run")}
+    state_db.ensure_schema(db)
+    assert "budget_spent" in {c.name for c in db.get_columns("run")}
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    Run.insert(run_id="r", task="t", started_at="x").execute()
+    assert Run.get(Run.run_id == "r").budget_spent is False
+
+
+def _drop_judging_indexes(db) -> None:
+    """As a store before v9 is: without the covering indexes (they name columns of v3)."""
+    for name in (state_db.DOCKET_JUDGED_INDEX, state_db.DOCKET_STAGE_OUTPUT_INDEX):
+        db.execute_sql(f'DROP INDEX "{name}"')
+
+
+def test_upgrade_from_version_2_adds_the_retry_columns(state):
+    db = state.state
+    _drop_judging_indexes(db)
+    for table, column in (("item_state", "attempts"), ("item_state", "first_failed_at"),
+                          ("item_state", "next_attempt_at"), ("docket", "retry_due_at")):
+        db.execute_sql(f"ALTER TABLE {table} DROP COLUMN {column}")
+    Meta.update(value="2").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert {"attempts", "first_failed_at", "next_attempt_at"} <= {c.name for c in db.get_columns("item_state")}
+    assert "retry_due_at" in {c.name for c in db.get_columns("docket")}
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+
+
+def test_upgrade_from_version_3_adds_the_original_body_and_attachment_titles(state):
+    db = state.state
+    db.execute_sql("ALTER TABLE item DROP COLUMN body_html")
+    db.execute_sql("ALTER TABLE attachment DROP COLUMN title")
+    Meta.update(value="3").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert "body_html" in {c.name for c in db.get_columns("item")}
+    assert "title" in {c.name for c in db.get_columns("attachment")}
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    Attachment.insert(item="X-1", filename="attachment_1.pdf", title="A letter").execute()
+    assert Attachment.get(Attachment.item == "X-1").title == "A letter"
+
+
+def test_upgrade_from_version_4_adds_the_mirror_objects_table(state):
+    db = state.state
+    db.drop_tables([MirrorObject])
+    Meta.update(value="4").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION  # v5 and every later upgrade
+    MirrorObject.insert(key="raw-data/A/x.json", docket="A-1", size=1, modified="1", state="listed",
+                        seen_at="2026-01-01T00:00:00Z").execute()
+    assert MirrorObject.get_by_id("raw-data/A/x.json").size == 1
+
+
+def test_item_state_is_one_row_transitioned_in_place(state):
+    dockets.ensure_dockets(["AB-2026-0001"], "list")
+    item_states.mark_pending("extract", "AB-2026-0001-0002", "AB-2026-0001", run_id="r1", reason="x")
+    item_states.transition("extract", "AB-2026-0001-0002", "AB-2026-0001", "ok", run_id="r1",
+                           fingerprint="f", content_hash="h")
+    item_states.transition("extract", "AB-2026-0001-0002", "AB-2026-0001", "failed", run_id="r2",
+                           reason="corrupt")
+    rows = list(ItemState.select())
+    assert len(rows) == 1 and rows[0].state == "failed" and rows[0].run_id == "r2"
+    assert rows[0].reason == "corrupt"
+
+
+def test_many_rows_are_written_in_place_in_one_counted_statement(state):
+    from pipeline.counters import ROWS_WRITTEN, counters
+
+    dockets.ensure_dockets(["AB-2026-0001"], "list")
+    item_states.transition("extract", "AB-2026-0001-0001", "AB-2026-0001", "failed", run_id="r1",
+                           reason="corrupt", fingerprint="old")
+
+    def row(item, state, **extra):
+        return {"stage": "extract", "item": item, "docket": "AB-2026-0001", "state": state,
+                "run_id": "r2", **extra}
+
+    with counters.measure() as written:
+        assert item_states.transition_many([
+            row("AB-2026-0001-0001", "pending"),
+            row("AB-2026-0001-0002", "ok", fingerprint="f2", content_hash="h2", detail="pages=3"),
+            row("AB-2026-0001-0001", "ok", fingerprint="f1", content_hash="h1"),  # the later wins
+        ]) == 2
+    assert written.get(ROWS_WRITTEN) == 1
+    got = {r.item: (r.state, r.fingerprint, r.content_hash, r.reason, r.detail, r.run_id)
+           for r in ItemState.select()}
+    assert got == {
+        "AB-2026-0001-0001": ("ok", "f1", "h1", None, None, "r2"),  # replaced whole, reason gone
+        "AB-2026-0001-0002": ("ok", "f2", "h2", None, "pages=3", "r2"),
+    }
+    assert item_states.transition_many([]) == 0
+
+
+def test_lookups_by_many_keys_read_the_docket_instead(state, monkeypatch):
+    """Past KEYS_IN_QUERY keys, bodies and attachments come from one docket-wide query (an
+    IN list that long is slow to build, and SQLite refuses one of over 250,000 keys)."""
+    from pipeline.store import items
+    from pipeline.store.models import Attachment, Item
+
+    dockets.ensure_dockets(["AB-2026-0001", "AB-2026-0002"], "list")
+    for docket in ("AB-2026-0001", "AB-2026-0002"):
+        for n in range(1, 5):
+            key = f"{docket}-{n:04d}"
+            Item.insert(key=key, docket=docket, kind="comment", body=f"body {key}",
+                        created_at="t", updated_at="t").execute()
+            Attachment.insert(item=key, filename=f"attachment_{n}.pdf", ordinal=1).execute()
+    wanted = ["AB-2026-0001-0001", "AB-2026-0001-0003", "AB-2026-0001-0004"]
+    few = (items.bodies_of("AB-2026-0001", wanted), items.attachments_of(wanted, "AB-2026-0001"))
+    monkeypatch.setattr(items, "KEYS_IN_QUERY", 2)
+    many = (items.bodies_of("AB-2026-0001", wanted), items.attachments_of(wanted, "AB-2026-0001"))
+
+    assert few[0] == many[0] == {key: f"body {key}" for key in wanted}
+    assert {k: [a.filename for a in v] for k, v in few[1].items()} == \
+        {k: [a.filename for a in v] for k, v in many[1].items()} == \
+        {key: [f"attachment_{int(key[-4:])}.pdf"] for key in wanted}
+
+
+def test_ensure_dockets_leaves_known_rows_alone(state):
+    assert dockets.ensure_dockets(["AB-2026-0001", "AB-2026-0002"], "list") == 2
+    dockets.seal("AB-2026-0001", "manual")
+    assert dockets.ensure_dockets(["AB-2026-0001", "AB-2026-0003"], "list") == 1
+    assert dockets.get_docket("AB-2026-0001").sealed_at is not None
+
+
+def test_unsafe_docket_ids_are_refused(state):
+    from pipeline.errors import InvalidIdentifier
+
+    for bad in ["../etc", "a/b", "x\x00y", ""]:
+        with pytest.raises(InvalidIdentifier):
+            dockets.ensure_dockets([bad], "list")
+
+
+def test_seal_records_reason_and_counts_and_unseal_clears(state):
+    dockets.ensure_dockets(["AB-2026-0001"], "list")
+    item_states.transition("fetch", "AB-2026-0001-0002", "AB-2026-0001", "ok", run_id="r")
+    sealed_at = dockets.seal("AB-2026-0001", "manual")
+    row = dockets.get_docket("AB-2026-0001")
+    assert row.sealed_at == sealed_at and row.seal_reason == "manual"
+    assert '"fetch": {"ok": 1}' in row.counts_at_seal
+    assert dockets.seal("AB-2026-0001", "auto") == sealed_at  # sealing twice keeps the first seal
+    assert dockets.unseal("AB-2026-0001")
+    assert dockets.get_docket("AB-2026-0001").sealed_at is None
+    with pytest.raises(ValueError):
+        dockets.seal("AB-2026-0001", "because")
+
+
+def test_lease_is_exclusive_and_released_only_by_its_holder(state):
+    from pipeline.errors import LeaseHeld
+
+    token = leases.acquire("extract", "AB-2026-0001", 60)
+    with pytest.raises(LeaseHeld):
+        leases.acquire("extract", "AB-2026-0001", 60)
+    leases.release("extract", "AB-2026-0001", "not-the-token")
+    with pytest.raises(LeaseHeld):
+        leases.acquire("extract", "AB-2026-0001", 60)
+    leases.release("extract", "AB-2026-0001", token)
+    leases.release("extract", "AB-2026-0001", leases.acquire("extract", "AB-2026-0001", 60))
+
+
+def test_expired_lease_and_dead_holder_are_taken_over(state):
+    from pipeline.store.models import Lease
+
+    leases.acquire("extract", "D-1", -1)  # already expired
+    leases.acquire("extract", "D-1", 60)  # taken over
+    Lease.update(holder=f"{leases.holder_name().rpartition(':')[0]}:999999").execute()
+    leases.acquire("extract", "D-1", 60)  # the holder pid is dead on this host
+
+
+def test_unreachable_state_url_is_one_clear_error(tmp_path):
+    from pipeline.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        state_db.open_state_db("postgresql://nobody@127.0.0.1:1/none", tmp_path)
+    assert "cannot open state DB" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_writes_are_counted(state):
+    from pipeline.counters import ROWS_WRITTEN, counters
+
+    with counters.measure() as delta:
+        dockets.ensure_dockets(["AB-2026-0009"], "list")
+        dockets.get_docket("AB-2026-0009")
+    assert delta.get(ROWS_WRITTEN) == 1
+    assert isinstance(state.state, peewee.Database)
+
+
+def test_lease_renewal_only_by_its_holder(state):
+    from pipeline.store.models import Lease
+
+    token = leases.acquire("index", "D-2", 60)
+    before = Lease.get().expires_at
+    assert not leases.renew("index", "D-2", "not-the-token", 3600)
+    assert Lease.get().expires_at == before
+    assert leases.renew("index", "D-2", token, 3600)
+    assert Lease.get().expires_at > before
+
+
+def test_a_new_docket_row_names_its_agency_also_for_frdoc_dockets(state):
+    from pipeline.sources.mirror import default_agency
+    from pipeline.store.models import Docket
+
+    dockets.ensure_dockets(["ACF-2025-0038", "USTR_FRDOC_0001", "EPA-HQ-OAR-2021-0317"], "list")
+    agencies = {d.id: d.agency for d in Docket.select()}
+    assert agencies == {"ACF-2025-0038": "ACF", "USTR_FRDOC_0001": "USTR", "EPA-HQ-OAR-2021-0317": "EPA"}
+    assert default_agency("USTR_FRDOC_0001") == "USTR"  # where the mirror files it
+
+
+def test_upgrade_from_version_4_adds_the_campaign_tables(state):
+    db = state.state
+    for table in ("campaign_member", "campaign_band", "campaign"):
+        db.execute_sql(f"DROP TABLE {table}")
+    Meta.update(value="4").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)  # v5 (reserved for the mirror-object table) and v6
+    assert {"campaign_member", "campaign_band", "campaign"} <= set(db.get_tables())
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION  # v6 and every later upgrade
+
+
+def _index_names(db, table: str) -> set[str]:
+    return {index.name for index in db.get_indexes(table)}
+
+
+def test_upgrade_from_version_8_adds_the_judging_indexes(state):
+    db = state.state
+    dockets.ensure_dockets(["ACF-2025-0001"], discovered_by="list")
+    _drop_judging_indexes(db)
+    Meta.update(value="8").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.DOCKET_JUDGED_INDEX in _index_names(db, "docket")
+    assert state_db.DOCKET_STAGE_OUTPUT_INDEX in _index_names(db, "docket_stage")
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert dockets.get_docket("ACF-2025-0001") is not None  # rows kept
+
+
+def test_upgrade_from_version_9_adds_the_mirror_scan_table(state):
+    from pipeline.store.models import MirrorScan
+
+    db = state.state
+    db.drop_tables([MirrorScan])
+    Meta.update(value="9").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert "mirror_scan" in set(db.get_tables())
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+
+
+def test_upgrade_from_version_10_files_mirror_objects_by_item_later(state):
+    """v11 adds ``mirror_object.item`` and its index; the rows kept are left unfiled (None),
+    for the first backfill of their docket to file (no pass over every row at the upgrade)."""
+    from pipeline.sources.mirror import ListedObject
+    from pipeline.store import mirror_objects
+
+    db = state.state
+    key = "raw-data/EPA/EPA-HQ-2026-0001/text-EPA-HQ-2026-0001/comments/EPA-HQ-2026-0001-0002.json"
+    mirror_objects.record_listed("EPA-HQ-2026-0001", [ListedObject(key, 10, None, "1")], "2026-12-01T00:00:00Z")
+    table = MirrorObject._meta.table_name
+    for index in db.get_indexes(table):
+        if index.columns == ["docket", "item"]:
+            db.execute_sql(f'DROP INDEX "{index.name}"')
+    migrate(state_db._migrator(db).drop_column(table, "item"))
+    Meta.update(value="10").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert "item" in {c.name for c in db.get_columns(table)}
+    assert any(index.columns == ["docket", "item"] for index in db.get_indexes(table))
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert list(mirror_objects.unfiled("EPA-HQ-2026-0001")) == [[key]]  # the row kept, to be filed
+    mirror_objects.file([("EPA-HQ-2026-0001-0002", key)])
+    assert mirror_objects.objects_of("EPA-HQ-2026-0001", ["EPA-HQ-2026-0001-0002"]) == [(key, 10, None, "1")]
+    assert list(mirror_objects.unfiled("EPA-HQ-2026-0001")) == []
