@@ -19,7 +19,7 @@ Scenarios (sizes for small / full):
                         never stamps ahead, and changes are stamped "now")
 * ``incremental``       +40 new and 3 changed comments (devtools/corpus_changes.py) on that docket
 * ``extract-throughput`` the extract stage (forced) vs a plain PyMuPDF loop over the same files;
-                        then issue #15's format mix (400 attachments, benchmarks/formats.py):
+                        then the format mix regulations.gov carries (400 attachments, benchmarks/formats.py):
                         the stages' time and, per format, its ``ok`` share and reading speed
 * ``index-noop``        IndexDocket.run() over the open docket's unchanged items (target bypassed)
 * ``langchain``         LangChain's index() + SQLRecordManager vs IndexDocket: full, no-op, one changed
@@ -394,7 +394,7 @@ MIX_FILES = 400
 
 
 def format_mix(bench: Bench) -> None:
-    """Issue #15's mix (benchmarks/formats.py): extract + OCR over 400 attachments in the
+    """The format mix (benchmarks/formats.py): extract + OCR over 400 attachments in the
     formats regulations.gov carries; per format its ``ok`` share after the stages and its
     one-process reading speed (pdf: PDF text pages, images: OCR)."""
     from benchmarks.formats import measure_mix
@@ -415,8 +415,8 @@ def format_mix(bench: Bench) -> None:
 
 
 def _forced_extract(store: Store, docket_id: str) -> dict:
-    from pipeline.stages.base import StageContext
-    from pipeline.stages.extract import extract_docket
+    from pipeline.engine.stage import StageContext
+    from pipeline.extract.stage import extract_docket
     from pipeline.store.dockets import require_docket
 
     ctx = StageContext(runtime=store.rt, run_id="bench-extract", force=True)

@@ -36,10 +36,10 @@ from benchmarks.common import open_runtime
 from devtools.corpus_topics import TOPICS
 from devtools.make_corpus import text_pdf, topic_prose
 from pipeline.counters import PDF_OPENS, counters
+from pipeline.engine.stage import StageContext
 from pipeline.extract.pool import WORKER_CPU_US
+from pipeline.extract.stage import extract_docket
 from pipeline.runtime import Runtime
-from pipeline.stages.base import StageContext
-from pipeline.stages.extract import extract_docket
 from pipeline.store import dockets, item_states, items
 from pipeline.store.blobs import attachment_key
 from pipeline.store.models import Attachment, Item, database

@@ -31,13 +31,13 @@ from devtools.corpus_topics import TOPICS
 from devtools.make_corpus import topic_prose
 from pipeline import tasks as task_module
 from pipeline.counters import COMBINED_READS, EMBED_CALLS, STAGE_CALLS, counters
+from pipeline.engine.invocation import Invocation
+from pipeline.engine.stage import StageContext
 from pipeline.extract.combined import render_combined
 from pipeline.extract.readers import AttachmentText
 from pipeline.index.embedders import make_embedder
-from pipeline.invocation import Invocation
+from pipeline.index.stage import index_docket
 from pipeline.runtime import Runtime, set_runtime
-from pipeline.stages.base import StageContext
-from pipeline.stages.index import index_docket
 from pipeline.store import dockets
 from pipeline.store.blobs import combined_key
 from pipeline.store.models import Docket, Item, ItemState, database

@@ -69,8 +69,8 @@ from pipeline.counters import (
     STATE_QUERIES,
     counters,
 )
-from pipeline.s3 import S3_GET, S3_HEAD, S3_LIST
 from pipeline.sources.mirror import MIRROR_READS, MIRROR_WALKS
+from pipeline.sources.s3 import S3_GET, S3_HEAD, S3_LIST
 
 SCENARIOS = ("noop-many", "noop-open-large", "memory", "memory-work")
 
@@ -224,7 +224,7 @@ class _stages_measured:
         self.per_stage = per_stage
 
     def __enter__(self):
-        from pipeline.tasks import DocketStageTask
+        from pipeline.engine.docket_task import DocketStageTask
 
         self.real_run = real_run = DocketStageTask.run
         per_stage = self.per_stage
@@ -238,7 +238,7 @@ class _stages_measured:
         return self
 
     def __exit__(self, *exc) -> None:
-        from pipeline.tasks import DocketStageTask
+        from pipeline.engine.docket_task import DocketStageTask
 
         DocketStageTask.run = self.real_run
 
@@ -268,9 +268,10 @@ def _forced_reads_peak(stage_name: str, docket_id: str) -> tuple[int, float]:
     itself (the API calls of backfill, the PDF reads of extract): the pages it holds."""
     import time
 
+    from pipeline.backfill import stage as backfill
     from pipeline.clock import iso, utcnow
+    from pipeline.extract import stage as extract
     from pipeline.extract.readers import EXTRACTOR_VERSION
-    from pipeline.stages import backfill, extract
     from pipeline.store import items
 
     tracemalloc.start()
@@ -292,10 +293,9 @@ def _forced_reads_peak(stage_name: str, docket_id: str) -> tuple[int, float]:
 def _stage_peak(runtime, stage_name: str, docket_id: str) -> tuple[int, float]:
     import time
 
-    from pipeline.stages import registry
-    from pipeline.stages.base import StageContext
+    from pipeline.engine import registry, runs
+    from pipeline.engine.stage import StageContext
     from pipeline.store import dockets as docket_rows
-    from pipeline.store import runs
 
     age_last_pull([docket_id], FRESHNESS)
     docket = docket_rows.require_docket(docket_id)
@@ -439,18 +439,17 @@ def _first_uses(names: tuple[str, ...], endpoint_url: str | None) -> dict[str, i
     in that task's peak at the first size only (or not, as it happened earlier in the
     process), and hide how the peaks grow with the docket:
 
-    * ``extract_pool_import``: ExtractText imports ``pipeline.extract.pool`` (until round 26
-      it imported ``server_preload`` and with it PyMuPDF, warmed up, ~16 MiB; now only the
-      fork server does);
+    * ``extract_pool_import``: ExtractText imports ``pipeline.extract.pool``, not
+      ``server_preload``: PyMuPDF, warmed up (~16 MiB), is the fork server's alone;
     * ``s3_client``: the process's first S3 client loads botocore's S3 service model
-      (~20 MiB, once a process: ``pipeline.s3._session``)."""
+      (~20 MiB, once a process: ``pipeline.sources.s3._session``)."""
     import importlib
 
     loads = {}
     if "ExtractText" in names:
         loads["extract_pool_import"] = lambda: importlib.import_module("pipeline.extract.pool")
     if endpoint_url:
-        from pipeline.s3 import s3_client
+        from pipeline.sources.s3 import s3_client
 
         loads["s3_client"] = lambda: s3_client(endpoint_url=endpoint_url)
     peaks = {}
@@ -493,7 +492,7 @@ class _standin_process:
 def _task_peak(name: str, docket_id: str) -> tuple[int, dict]:
     """The task's run() alone (its target bypassed), as a new `luigi` command would run it."""
     from pipeline import tasks
-    from pipeline.invocation import Invocation
+    from pipeline.engine.invocation import Invocation
 
     Invocation.start_in_process()
     task = getattr(tasks, name)(docket=docket_id)

@@ -29,7 +29,7 @@ def command_seconds(env: dict[str, str], *args: str) -> tuple[float, float]:
     stretches with the load; the CPU time (user + system of the command) does not."""
     cpu_before = _children_cpu()
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=env,
+    done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *args], env=env,
                           capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if done.returncode != 0 or "1." not in done.stdout:

@@ -29,10 +29,10 @@ from pathlib import Path
 from benchmarks.common import open_runtime
 from devtools.campaign_corpus import campaign_comments, pair_scores, seed_store
 from pipeline.campaigns.grouping import CAMPAIGN_CANDIDATES, CAMPAIGN_COMPARES
+from pipeline.campaigns.stage import group_docket
 from pipeline.counters import counters
+from pipeline.engine.stage import StageContext
 from pipeline.runtime import set_runtime
-from pipeline.stages.base import StageContext
-from pipeline.stages.campaigns import group_docket
 from pipeline.store import dockets
 from pipeline.store.models import Campaign, CampaignMember
 

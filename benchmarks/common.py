@@ -25,7 +25,7 @@ import luigi  # noqa: E402
 from pipeline.clock import iso, parse_iso, utcnow  # noqa: E402
 from pipeline.config import load_settings  # noqa: E402
 from pipeline.counters import counters  # noqa: E402
-from pipeline.invocation import Invocation  # noqa: E402
+from pipeline.engine.invocation import Invocation  # noqa: E402
 from pipeline.runtime import Runtime, set_runtime  # noqa: E402
 from pipeline.store.models import Docket, Run  # noqa: E402
 

@@ -24,10 +24,10 @@ from langchain_core.indexing import index
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from pipeline.extract.combined import combined_sections
+from pipeline.extract.stage import read_combined
 from pipeline.index.chunking import chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
-from pipeline.stages.extract import read_combined
-from pipeline.stages.index import chunk_overlap
+from pipeline.index.stage import chunk_overlap
 
 try:  # LangChain >= 1.0 moved the SQL record manager out of langchain proper
     from langchain_classic.indexes import SQLRecordManager

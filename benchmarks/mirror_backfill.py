@@ -40,11 +40,11 @@ from pathlib import Path
 from benchmarks.common import ROOT, open_runtime
 from devtools.make_corpus import Manifest, make_corpus
 from devtools.standin_server import StandinServer
+from pipeline.backfill.stage import backfill_docket
 from pipeline.counters import counters
+from pipeline.engine.stage import StageContext
+from pipeline.fetch.stage import fetch_docket
 from pipeline.runtime import set_runtime
-from pipeline.stages.backfill import backfill_docket
-from pipeline.stages.base import StageContext
-from pipeline.stages.fetch import fetch_docket
 from pipeline.store import dockets
 
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"}

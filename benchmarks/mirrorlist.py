@@ -28,10 +28,10 @@ import psutil
 
 from benchmarks.common import ROOT
 from devtools.mirror_layout import DocketFolders
+from pipeline.fetch import mirror as fetch_mirror
+from pipeline.fetch.mirror_listing import ListingTally, diff_page
+from pipeline.fetch.walk import batches
 from pipeline.sources.mirror import LocalMirror, open_mirror
-from pipeline.sources.mirror_listing import ListingTally, diff_page
-from pipeline.stages import fetch_mirror
-from pipeline.stages.fetch import batches
 from pipeline.store import mirror_objects
 from pipeline.store.db import open_state_db
 from pipeline.store.models import database

@@ -14,8 +14,9 @@ from __future__ import annotations
 from psycopg2.extras import execute_values
 
 from pipeline.clock import iso, utcnow
-from pipeline.stages.extract import item_fingerprint
-from pipeline.store import item_states, markers
+from pipeline.engine import markers
+from pipeline.extract.stage import item_fingerprint
+from pipeline.store import item_states
 from pipeline.store.models import Item, database
 from pipeline.tasks import IndexDocket
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import luigi
 
 from pipeline.extract.readers import read_attachment
+from pipeline.fetch.walk import comment_documents
 from pipeline.index.chunking import chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
 from pipeline.sources.regulations_gov import RegulationsGovClient
-from pipeline.stages.fetch import comment_documents
 
 # Set by the benchmark before luigi.build (one in-process worker, so a module global is fine).
 CONFIG: dict = {"work": None, "api_base": None}

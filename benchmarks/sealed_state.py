@@ -21,9 +21,9 @@ import json
 from psycopg2.extras import execute_values
 
 from pipeline.clock import iso, utcnow
+from pipeline.engine import markers, registry
 from pipeline.index.database import IndexDB
-from pipeline.stages import registry
-from pipeline.store import item_states, markers
+from pipeline.store import item_states
 from pipeline.store.models import Docket, DocketStage, Item, ItemState, database
 from pipeline.tasks import IndexDocket
 

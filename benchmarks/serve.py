@@ -108,7 +108,7 @@ def report_docket_page(client, repeat: int) -> None:
 
 
 def docketeer_stats(docket: str) -> set[tuple[str, str, str]]:
-    from pipeline import cli
+    from pipeline.ops import cli
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -29,7 +29,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 # The task classes this package exports, by the module that defines them.
 _TASK_MODULES = {
-    "Redrive": "pipeline.redrive",
+    "Redrive": "pipeline.ops.redrive",
     **dict.fromkeys(
         ("BackfillAll", "BackfillComments", "CampaignGroups", "CampaignsAll", "DiscoverDockets",
          "DocketStageTask", "DocketWrapper",

@@ -1,556 +1,109 @@
-"""Luigi tasks made from the stages' declarations (``pipeline.stages.registry``).
+"""The Luigi tasks users run: two per stage, one over a docket and one over every docket.
 
-Each declared stage gets two tasks: ``stage.task`` over one docket (``FetchComments``,
-``BackfillComments``, ``ExtractText``, ``OcrText``, ``IndexDocket``) and ``stage.wrapper``
-over the known dockets (``FetchAll`` ... ``IndexAll``). A task keeps only the lease, the run
-row and progress; its completion is its target's, one indexed read through the stage's
-marker store, so the scheduler drops finished dockets before any ``run()``. What a `luigi`
-command run shares travels with the tasks as their ``Invocation``.
+``FetchComments`` ... ``IndexDocket`` run one stage for one docket; ``FetchAll`` ...
+``IndexAll`` run it for every known docket with work (after discovery), or the named ones:
+the names users type (``luigi --module pipeline IndexAll``) and the visualiser shows. What
+each does is its stage's (``pipeline.<stage>.stage``); how a task runs and says it is done
+is the engine's (``pipeline.engine``). A stage declared outside the pipeline gets its two
+tasks from ``stage_tasks``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import logging
-import sys
-import time
 import types
-from typing import ClassVar
-
-import luigi
-
-from pipeline.clock import iso, utcnow, window_start
-from pipeline.command_line import (
-    BoundedIntParameter,
-    CheckedParameters,
-    DocketIdsParameter,
-    OneLineUncaught,
-    check_scheduler,
-)
-from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
-from pipeline.errors import BudgetSpent, ConfigError, DocketeerError
-from pipeline.failures import classify, original_error
-from pipeline.invocation import Invocation, InvocationParameter
-from pipeline.progress import Progress
-from pipeline.runtime import get_runtime
-from pipeline.stages import registry
-from pipeline.stages.base import Stage, StageContext, StageResult
-from pipeline.store import claims, item_states, leases, leftovers, runs
-from pipeline.store import dockets as docket_rows
-from pipeline.store.markers import MarkerStore
-from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
-
-log = logging.getLogger("docketeer")
-
-BASE_VERSION = 1
-
-
-class StageIncomplete(DocketeerError):
-    """The stage kept its progress but could not finish (a broken walk, a failed download)."""
-
-
-def share_luigi_log_handlers() -> None:
-    """Send docketeer's log lines wherever the `luigi` command sends its own.
-
-    Luigi attaches its handler to the "luigi-interface" logger only (after parsing the
-    command line), so without this our progress and summary lines would go nowhere.
-    """
-    luigi_logger = logging.getLogger("luigi-interface")
-    for kind in (OneLineFailures, OneLineUncaught):
-        if not any(isinstance(f, kind) for f in luigi_logger.filters):
-            luigi_logger.addFilter(kind())
-    if not luigi_logger.handlers:
-        return
-    for name in ("docketeer", "pipeline"):
-        ours = logging.getLogger(name)
-        if not ours.handlers:
-            for handler in luigi_logger.handlers:
-                ours.addHandler(handler)
-            ours.setLevel(min(luigi_logger.getEffectiveLevel(), logging.INFO))
-
-
-class OneLineFailures(logging.Filter):
-    """A task that failed with one of our errors (the key rejected, a disk full, a stage left
-    incomplete) is one line naming the cause, not a traceback: the message says it all. So is
-    any other run-stopping cause (``failures.classify``): SQLite's "database or disk is full"
-    on a full disk, an unreachable DB."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, DocketeerError) or (isinstance(exc, Exception) and classify(exc).stops_run):
-            exc = original_error(exc)
-            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
-            record.args, record.exc_info, record.exc_text = (), None, None
-        return True
-
-
-def runtime_or_exit():
-    """The runtime, or one clear line on stderr and exit status 2 (no traceback wall)."""
-    share_luigi_log_handlers()
-    check_scheduler()
-    try:
-        return get_runtime()
-    except ConfigError as exc:
-        print(f"docketeer: configuration error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-
-
-class DocketStageTask(CheckedParameters, luigi.Task):
-    """One stage over one docket; ``stage`` is the declaration it was made from."""
-
-    docket = DocketIdsParameter(many=False, description="docket id, e.g. CMS-2026-2377")
-    version = luigi.OptionalIntParameter(
-        default=None, description="target version; --force picks the next one"
-    )
-    force = luigi.BoolParameter(
-        default=False, significant=False,
-        description="redo known-complete work for this run (bypasses seal, fingerprint, hash)",
-    )
-    invocation = InvocationParameter()
-
-    stage: ClassVar[Stage]
-
-    def __init__(self, *args, **kwargs) -> None:
-        runtime_or_exit()  # a bad configuration stops here with one line, before scheduling
-        if kwargs.get("version") is None and kwargs.get("force", True):  # --force may be asked
-            kwargs = dict(self.get_param_values(self.get_params(), args, kwargs))
-            args = ()
-            if kwargs["force"] and kwargs["version"] is None:
-                # Resolved before Luigi makes the task id from the parameters: a forced run
-                # shows in the visualiser as a task of its own.
-                invocation = kwargs["invocation"] or Invocation.of_process()
-                kwargs["version"] = invocation.forced_version(
-                    self.stage.name, lambda: self.next_forced_version(invocation))
-        super().__init__(*args, **kwargs)
-
-    @property
-    def current_invocation(self) -> Invocation:
-        return self.invocation or Invocation.of_process()
-
-    @property
-    def task_family(self) -> str:
-        """The name luigid shows for this task (the D3 graph's node label, the sidebar's
-        families, the execution summary): the stage task and its docket, so the tasks of two
-        dockets differ at a glance; grouped by stage under the sidebar's dotted prefix. Luigi's
-        registry, task ids and config sections go by the class (``get_task_family``)."""
-        return f"{type(self).get_task_family()}.{self.docket}"
-
-    def as_dynamic_dependency(self) -> DocketStageTask:
-        """This task, to be yielded from a run(): Luigi sends a yielded task to its worker as
-        (module, family, params) and loads it by that family from its registry, which knows
-        the class name only (``stage_tasks`` makes the class this returns)."""
-        return _yielded[type(self)](**self.param_kwargs)
-
-    # --- versions -------------------------------------------------------------------------
-    @property
-    def asked_version(self) -> int:
-        return self.version if self.version is not None else BASE_VERSION
-
-    @classmethod
-    def next_forced_version(cls, invocation: Invocation | None = None) -> int:
-        store = registry.marker_store(cls.stage, runtime_or_exit(), invocation)
-        return max(store.max_version(), BASE_VERSION) + 1
-
-    # --- targets ----------------------------------------------------------------------------
-    def marker_store(self) -> MarkerStore:
-        return registry.marker_store(self.stage, runtime_or_exit(), self.current_invocation)
-
-    def requires(self):
-        upstream = registry.required_upstream(self.stage, runtime_or_exit().settings)
-        if upstream is None:
-            return []
-        return stage_tasks(upstream)[0](docket=self.docket, force=False, invocation=self.invocation)
-
-    def output(self) -> DocketTarget:
-        rt = runtime_or_exit()
-        hints = self.current_invocation.seal_hints
-        if self.docket in hints:
-            sealed = hints[self.docket]
-        else:
-            row = docket_rows.get_docket(self.docket)
-            sealed = row.sealed_at if row else None
-        kind = SealedDocketTarget if sealed else FingerprintTarget
-        return kind(self.docket, self.asked_version, self.marker_store(),
-                    window_start=window_start(utcnow(), rt.settings.freshness_seconds))
-
-    def complete(self) -> bool:
-        if self.output().exists():
-            return True
-        # A stage that already ran in this invocation is done *for this run* even when its
-        # target cannot say so: it stopped on its budget, or its upstream did (so the input
-        # fingerprints disagree). Its downstream works on what exists; no marker vouches for
-        # it, and the next run continues.
-        return runs.finished_since(self.stage.name, self.docket, self.current_invocation.started_at)
-
-    def upstream_vouched(self) -> bool:
-        upstream = self.requires()
-        return not upstream or upstream.output().exists()
-
-    def input_fingerprint(self) -> str | None:
-        """What a marker written now would vouch for: the stage's input as recorded now."""
-        return self.marker_store().input_fingerprint(self.docket)
-
-
-    def write_marker(self, run_id: str, input_fp: str | None, kept_output: str | None = None) -> None:
-        """Record the stage done for this docket at the asked version, vouching for ``input_fp``."""
-        self.output().touch(input_fingerprint=input_fp, run_id=run_id, kept_output=kept_output)
-
-    # --- running ----------------------------------------------------------------------------
-    def make_progress(self, rt) -> Progress:
-        return Progress(
-            f"{self.stage.name} {self.docket}",
-            every=rt.settings.log_every_seconds,
-            on_status=self.set_status_message,
-            on_percent=self.set_progress_percentage,
-        )
-
-    def run(self) -> None:
-        rt = runtime_or_exit()
-        if self._left_complete_by_upstream():
-            return
-        settings = self.current_invocation.settings(rt.settings)  # with this run's budgets
-        docket = docket_rows.require_docket(self.docket)
-        if removed := leftovers.remove_for_run(rt.data_dir, rt.blobs):  # a dead run's scratch
-            log.info("removed %d leftovers of dead runs", removed)
-        if self._helped_running_holder(rt, settings, docket):
-            return
-        # Fingerprint the input before the work reads it: a change during the run is seen
-        # as a change by the next run.
-        input_fp = self.input_fingerprint()
-        started = time.monotonic()
-        with leases.held(self.stage.name, self.docket, settings.lease_seconds) as token:
-            store = self.marker_store()
-            held = store.hold_output(self.docket)  # cleared until the run ends well
-            ctx = self._context(rt, settings, token)
-            ctx.claims = self._holder_claims(ctx, settings, token)
-            result, io = self._call_stage(ctx, docket)
-            ctx.progress.finish()
-            # Rows a helper wrote in this run count as written (the holder may have written
-            # none itself): the output is recorded afresh, never the one held before the run.
-            wrote_rows = bool(io.get(ITEM_STATE_WRITES)) or bool(ctx.claims and ctx.claims.others_claimed())
-            if wrote_rows or held is None or docket.retry_due_at:
-                # Items waiting to retry never block a marker; the docket row carries the
-                # earliest next attempt, and the targets after fetch turn incomplete when it
-                # comes. Rows as they were (and a clean last run) leave it as it was.
-                item_states.refresh_retry_due(self.docket)
-            kept = None if wrote_rows else held
-            # A marker vouches for the whole chain: if the upstream stopped short (budget), this
-            # stage saw only part of its input and must run again once the upstream is done.
-            if not (result.complete and self.upstream_vouched()
-                    and self._write_marker_if_done(ctx.run_id, input_fp, result, kept)):
-                store.restore_output(self.docket, kept)
-            summary = {**result.counts, **io}
-            runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
-                            message=rt.settings.mask(result.message),
-                            budget_spent=result.budget_spent)
-        self._log_summary(result, summary, time.monotonic() - started)
-        if not result.clean and not result.budget_spent:
-            # Cron must see it: the work done is kept, the marker is not written.
-            raise StageIncomplete(
-                f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
-
-    def _left_complete_by_upstream(self) -> bool:
-        """Luigi judged this task before its upstream ran; an upstream that found nothing
-        new (fetch, once per freshness window) leaves its input as this stage's marker
-        recorded it, so the task is complete now: one probe, not a read of every item row."""
-        if self.force or self.stage.upstream is None or not self.output().exists():
-            return False
-        line = f"{self.stage.name} {self.docket}: input unchanged since its marker, nothing to do"
-        log.info(line)
-        if self.set_status_message:
-            self.set_status_message(line)
-        return True
-
-    def _helped_running_holder(self, rt, settings, docket) -> bool:
-        """On a shared state DB, a live run holding this (stage, docket) lease is helped, not
-        fought: this worker takes its share of the items through claims and writes no marker
-        (the holder does). True while that run still holds the lease afterwards; False when
-        there is none, or it ended meanwhile: this task then runs as the holder."""
-        if not (self.stage.splits_items and claims.supported()):
-            return False
-        session = claims.session_of(self.stage.name, self.docket)
-        if session is None:
-            return False
-        log.info("%s %s: its lease is held by a live run; taking a share of its items",
-                 self.stage.name, self.docket)
-        started = time.monotonic()
-        ctx = self._context(rt, settings, session)
-        ctx.claims = claims.ItemClaims(self.stage.name, self.docket, session, leases.holder_name(),
-                                       holder=False, batch=settings.claim_batch,
-                                       seconds=settings.lease_seconds)
-        ctx.progress.on_tick = ctx.claims.renew  # its claims, never the holder's lease
-        try:
-            result, io = self._call_stage(ctx, docket)
-        finally:
-            # What it claimed and did not finish (a spent budget, a run-stopping error) is
-            # the holder's at once; only a helper that died leaves it to expire.
-            ctx.claims.release()
-        ctx.progress.finish()
-        if io.get(ITEM_STATE_WRITES):
-            item_states.refresh_retry_due(self.docket)
-        summary = {**result.counts, **io}
-        runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
-                        message=rt.settings.mask(result.message), budget_spent=result.budget_spent)
-        self._log_summary(result, summary, time.monotonic() - started)
-        if not result.clean and not result.budget_spent:
-            raise StageIncomplete(f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
-        return claims.session_of(self.stage.name, self.docket) == session
-
-    def _holder_claims(self, ctx: StageContext, settings, token: str):
-        """The lease holder's claims (a splitting stage on PostgreSQL), renewed with its lease."""
-        if not (self.stage.splits_items and claims.supported()):
-            return None
-        claims.clear(self.stage.name, self.docket, keep=token)  # earlier sessions are over
-        renew_lease = ctx.progress.on_tick
-        mine = claims.ItemClaims(self.stage.name, self.docket, token, leases.holder_name(),
-                                 holder=True, batch=settings.claim_batch,
-                                 seconds=settings.lease_seconds)
-        # Waiting for a helper is not dying: the lease, and the claims of the items this run
-        # holds undecided meanwhile (read ahead, a batch not written yet), are renewed.
-        ctx.progress.on_tick = mine.on_wait = lambda: (renew_lease(), mine.renew())
-        return mine
-
-    def _context(self, rt, settings, lease_token: str) -> StageContext:
-        """A new run row, and progress whose every report renews the lease: a long run
-        keeps it."""
-        run_id = runs.start_run(self.task_id, self.stage.name, self.docket)
-        progress = self.make_progress(rt)
-        progress.on_tick = lambda: leases.renew(self.stage.name, self.docket, lease_token,
-                                                settings.lease_seconds)
-        deadline = self.current_invocation.deadline(settings.budget_seconds)
-        return StageContext(runtime=rt, run_id=run_id, force=self.force, progress=progress,
-                            deadline=deadline, settings=settings)
-
-    def _call_stage(self, ctx: StageContext, docket) -> tuple[StageResult, dict]:
-        with counters.measure() as io:
-            try:
-                counters.incr(STAGE_CALLS)
-                result = self.stage.run(ctx, docket)
-            except BudgetSpent as exc:
-                result = StageResult(budget_spent=True, message=str(exc))
-            except Exception as exc:
-                runs.finish_run(ctx.run_id, clean=False, counters=dict(ctx.progress.counts),
-                                message=ctx.settings.mask(f"{type(exc).__name__}: {exc}"))
-                raise
-        return result, io
-
-    def _write_marker_if_done(self, run_id: str, input_fp: str | None, result: StageResult,
-                              kept_output: str | None) -> bool:
-        """A marker means done: refused while any vouched item lacks a decided state."""
-        left = self.stage.unfinished(runtime_or_exit(), self.docket, iso(utcnow()))
-        if left:
-            result.message = (f"no marker: {left} item(s) without a decided {self.stage.name} "
-                              "state; the next run continues")
-            log.warning("%s %s: %s", self.stage.name, self.docket, result.message)
-            return False
-        if self.stage.merges_into_upstream:
-            # Its merge changed its own input (OCR refreshed extract's output): the input it
-            # has seen is that output as the run left it, or it would never be complete.
-            input_fp = self.input_fingerprint()
-        self.write_marker(run_id, input_fp, kept_output)
-        return True
-
-    def _log_summary(self, result: StageResult, summary: dict, seconds: float) -> None:
-        shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
-        line = f"{self.stage.name} {self.docket}: {shown or 'nothing to do'} in {seconds:.2f}s"
-        if result.budget_spent:
-            line += f" — budget spent ({result.message}); the next run continues"
-        elif not result.clean:
-            line += f" — unclean: {result.message}"
-        log.info(line)
-        if self.set_status_message:
-            self.set_status_message(line)
-
-
-class DiscoverDockets(CheckedParameters, luigi.Task):
-    """Docket rows from the configured list, a Federal Register search, or a mirror listing."""
-
-    def complete(self) -> bool:
-        from pipeline.stages import discover
-
-        rt = runtime_or_exit()
-        return discover.is_current(rt, utcnow())
-
-    def run(self) -> None:
-        from pipeline.stages import discover
-
-        rt = runtime_or_exit()
-        found = discover.discover(rt, utcnow())
-        log.info("discover (%s): %d dockets known, %d new", rt.settings.discover, found.known, found.new)
-
-
-class DocketWrapper(CheckedParameters, luigi.Task):
-    """Runs one stage task per known docket (after discovery), or only the named dockets."""
-
-    docket = DocketIdsParameter(
-        default="", description="comma-separated docket ids: only these, and no discovery call"
-    )
-    force = luigi.BoolParameter(default=False, description="redo this stage for these dockets")
-    budget_seconds = BoundedIntParameter(
-        default=None, significant=False, maximum=366 * 86400,
-        description="stop at the next item boundary after this many seconds (0: no limit; "
-                    "default: the budget_seconds setting); the next run continues",
-    )
-    request_budget = BoundedIntParameter(
-        default=None, significant=False,
-        description="API requests per task run (0: no limit; default: the request_budget setting)",
-    )
-    invocation = InvocationParameter()
-
-    stage_task: ClassVar[type[DocketStageTask]]
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        runtime_or_exit()  # a bad configuration stops here with one line, before scheduling
-
-    @property
-    def current_invocation(self) -> Invocation:
-        return self.invocation or Invocation.of_process()
-
-    def named(self) -> list[str]:
-        return [d.strip() for d in self.docket.split(",") if d.strip()]
-
-    def requires(self):
-        # Once discovery is current the docket tasks are known when Luigi schedules: required
-        # here, a failed one is traced to this wrapper, which Luigi's summary then names once,
-        # under "had failed dependencies". Yielded from run() only (right after a discovery),
-        # Luigi files the wrapper both as "missing external dependencies" and "not granted
-        # run permission" (luigi.execution_summary cannot see dynamic dependencies).
-        # Decided once per invocation: Luigi asks again before run() and fails the task if
-        # the answer grew (the docket tasks, once a discovery of this run completed).
-        # Named dockets need no discovery: their tasks are always required here.
-        invocation = self.current_invocation
-        if getattr(self, "_required_for", (None,))[0] is not invocation:
-            if self.named():
-                self._admit_named()
-                required = self.docket_tasks()
-            else:
-                discover = DiscoverDockets()
-                required = [discover, *self.docket_tasks()] if discover.complete() else [discover]
-            self._required_for = (invocation, required)
-        return self._required_for[1]
-
-    def _admit_named(self) -> None:
-        """Named on the command line: known from now on, forgotten or not found no longer."""
-        named = self.named()
-        docket_rows.ensure_dockets(named, discovered_by="cli")
-        # Luigi may ask again once tasks ran (a fresh process rebuilding the wrapper): a docket
-        # a task of this run just found missing upstream stays out of the known set.
-        ran = runs.dockets_run_since(named, self.current_invocation.started_at)
-        docket_rows.readmit([d for d in named if d not in ran])
-
-    def docket_tasks(self) -> list[DocketStageTask]:
-        """A task for each docket with work; the finished ones never become tasks."""
-        # First called by complete(), in the scheduling process: what it records in the
-        # invocation is there for every forked worker, which yields the very same tasks.
-        invocation = self.current_invocation
-        invocation.override_budgets(budget_seconds=self.budget_seconds,
-                                    request_budget=self.request_budget,
-                                    mirror_request_budget=self.request_budget)
-        invocation.note_scheduled({})  # from here on, reads every docket shares are made once
-        stage_task = self.stage_task
-        version = self.asked_version()
-        pending = invocation.read_shared(("dockets with work", self.task_id),
-                                         lambda: self._dockets_with_work(version))
-        return [stage_task(docket=d, version=version if self.force else None, force=self.force,
-                           invocation=self.invocation) for d in pending]
-
-    def asked_version(self) -> int:
-        if not self.force:
-            return BASE_VERSION
-        stage_task = self.stage_task
-        return self.current_invocation.forced_version(
-            stage_task.stage.name, lambda: stage_task.next_forced_version(self.current_invocation))
-
-    def _dockets_with_work(self, version: int) -> list[str]:
-        """Every docket judged by the targets' own rule in one read per store: the finished
-        dockets are counted in one line, the others returned (ids)."""
-        invocation = self.current_invocation
-        stage = self.stage_task.stage
-        named = self.named()
-        with _collector_paused():
-            judged = self.marker_store().judge(
-                named or None, version=version, now=iso(utcnow()),
-                window_start=window_start(utcnow(), runtime_or_exit().settings.freshness_seconds),
-                sample=max(SKIPPED_SHOWN, len(named)))
-        pending, done = judged.pending, judged.done
-        if pending:
-            # Ran in this invocation: done for this run (see DocketStageTask.complete).
-            ran = runs.dockets_finished_since(stage.name, invocation.started_at) & pending.keys()
-            pending = {d: sealed for d, sealed in pending.items() if d not in ran}
-            done += len(ran)
-        invocation.note_scheduled(pending)
-        log_skipped(type(self).__name__, done, [d for d, _ in judged.done_sample], len(pending))
-        # Every named sealed docket is said so, finished or not (fetch does not pull it).
-        self._notice_sealed(sorted([*judged.done_sample, *judged.pending.items()]))
-        return list(pending)
-
-    def marker_store(self) -> MarkerStore:
-        return registry.marker_store(self.stage_task.stage, runtime_or_exit(),
-                                     self.current_invocation)
-
-    def complete(self) -> bool:
-        runtime_or_exit()
-        if not self.named() and not DiscoverDockets().complete():
-            return False
-        return not self.docket_tasks()
-
-    def _notice_sealed(self, done_sample: list[tuple[str, str | None]]) -> None:
-        """A named docket skipped under its seal is said so (the sample holds every named one)."""
-        if self.force or not self.named():
-            return
-        for docket, sealed in done_sample:
-            if sealed:
-                log.info("%s: sealed %s, skipping (use --force to redo)", docket, sealed)
-
-    def run(self):
-        if not self.named():  # named dockets' tasks were required, so they are done by now
-            yield [task.as_dynamic_dependency() for task in self.docket_tasks()]
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """A wrapper's bulk read makes a few objects per known docket (100,000 dockets: half a
-    million tuples and strings, no cycles); the cycle collector's passes over them cost a
-    third of a no-op run (measured), so it waits until they are judged."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
-SKIPPED_SHOWN = 5  # finished dockets named in the skipped line; the rest are counted
-
-
-def log_skipped(wrapper: str, done: int, first: list[str], with_work: int) -> None:
-    """One line for every finished docket, however many: counted, the first few named."""
-    if not done:
-        return
-    shown = ", ".join(first[:SKIPPED_SHOWN])
-    more = f" and {done - len(first[:SKIPPED_SHOWN]):,} more" if done > len(first[:SKIPPED_SHOWN]) else ""
-    log.info("%s: %s docket%s complete, skipped (%s%s); %s with work", wrapper, f"{done:,}",
-             "" if done == 1 else "s", shown, more, f"{with_work:,}")
-
-
-# --- the tasks of each declared stage --------------------------------------------------------
-
-_made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {}  # stage name -> tasks
-_yielded: dict[type[DocketStageTask], type[DocketStageTask]] = {}  # see as_dynamic_dependency
-
-
-def _class_family(self) -> str:
-    return type(self).get_task_family()
+
+from pipeline.backfill import stage as backfill
+from pipeline.campaigns import stage as campaigns
+from pipeline.engine.docket_task import DocketStageTask, StageIncomplete, runtime_or_exit
+from pipeline.engine.stage import Stage
+from pipeline.engine.wrapper import DiscoverDockets, DocketWrapper
+from pipeline.extract import stage as extract
+from pipeline.fetch import stage as fetch
+from pipeline.index import stage as index
+from pipeline.ocr import stage as ocr
+
+__all__ = ["DiscoverDockets", "DocketStageTask", "DocketWrapper", "StageIncomplete",
+           "runtime_or_exit", "stage_tasks"]
+
+
+class FetchComments(DocketStageTask):
+    __doc__ = fetch.DECLARATION.doc
+    stage = fetch.DECLARATION
+
+
+class FetchAll(DocketWrapper):
+    """FetchComments for every known docket (after discovery), or the named ones."""
+
+    stage_task = FetchComments
+
+
+class BackfillComments(DocketStageTask):
+    __doc__ = backfill.DECLARATION.doc
+    stage = backfill.DECLARATION
+
+
+class BackfillAll(DocketWrapper):
+    """BackfillComments for every known docket (after discovery), or the named ones."""
+
+    stage_task = BackfillComments
+
+
+class ExtractText(DocketStageTask):
+    __doc__ = extract.DECLARATION.doc
+    stage = extract.DECLARATION
+
+
+class ExtractAll(DocketWrapper):
+    """ExtractText for every known docket (after discovery), or the named ones."""
+
+    stage_task = ExtractText
+
+
+class OcrText(DocketStageTask):
+    __doc__ = ocr.DECLARATION.doc
+    stage = ocr.DECLARATION
+
+
+class OcrAll(DocketWrapper):
+    """OcrText for every known docket (after discovery), or the named ones."""
+
+    stage_task = OcrText
+
+
+class IndexDocket(DocketStageTask):
+    __doc__ = index.DECLARATION.doc
+    stage = index.DECLARATION
+
+
+class IndexAll(DocketWrapper):
+    """IndexDocket for every known docket (after discovery), or the named ones."""
+
+    stage_task = IndexDocket
+
+
+class CampaignGroups(DocketStageTask):
+    __doc__ = campaigns.DECLARATION.doc
+    stage = campaigns.DECLARATION
+
+
+class CampaignsAll(DocketWrapper):
+    """CampaignGroups for every known docket (after discovery), or the named ones."""
+
+    stage_task = CampaignGroups
+
+
+_made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage name -> tasks
+    task.stage.name: (task, wrapper) for task, wrapper in [
+        (FetchComments, FetchAll), (BackfillComments, BackfillAll), (ExtractText, ExtractAll),
+        (OcrText, OcrAll), (IndexDocket, IndexAll), (CampaignGroups, CampaignsAll)]
+}
 
 
 def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageTask], type[DocketWrapper]]:
-    """The stage's task over one docket and its wrapper, made on first ask (Luigi knows a
-    task by its class name: each is made once per process). ``module`` is where Luigi finds
-    them again (it imports it to rebuild a yielded task): the module that asks, for a stage
-    declared outside the pipeline."""
+    """The stage's task over one docket and its wrapper: the pipeline's own above, or, for a
+    stage declared outside the pipeline, made on first ask (Luigi knows a task by its class
+    name: each is made once per process). ``module`` is where Luigi finds them again (it
+    imports it to rebuild a yielded task): the module that asks."""
     if stage.name not in _made:
         task = types.new_class(stage.task, (DocketStageTask,), exec_body=lambda ns: ns.update(
             stage=stage, __doc__=stage.doc, __module__=module))
@@ -558,13 +111,5 @@ def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageT
             stage_task=task, __module__=module,
             __doc__=f"{stage.task} for every known docket (after discovery), or the named ones."))
         _made[stage.name] = (task, wrapper)
-        # The same task, named by its class alone (what a yielded task's family must be);
-        # outside the registry, like luigi.task.externalize's copies, so names stay unique.
-        _yielded[task] = types.new_class(stage.task, (task,), exec_body=lambda ns: ns.update(
-            task_family=property(_class_family), _visible_in_registry=False, __module__=module))
     return _made[stage.name]
 
-
-# FetchComments, FetchAll, BackfillComments, ..., IndexDocket, IndexAll: the names users
-# type (`luigi --module pipeline IndexAll`) and the visualiser shows, one pair per stage.
-globals().update({made.__name__: made for stage in registry.stages() for made in stage_tasks(stage)})

@@ -107,7 +107,7 @@ def _is_summary(line: str) -> bool:
 
 def docketeer(env: dict[str, str], *args: str) -> None:
     print(f"\n$ docketeer {' '.join(args)}")
-    subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=ROOT, env=env, check=True)
+    subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *args], cwd=ROOT, env=env, check=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,7 +7,7 @@
   stage's own output, and no retry due. The wrappers judge every docket by the same rule
   in SQL, so a wrapper and a task never disagree on "done".
 
-Both check and write through the stage's marker store (``pipeline.store.markers``), as
+Both check and write through the stage's marker store (``pipeline.engine.markers``), as
 Luigi's own ``PostgresTarget`` does with its marker table: ``exists()`` reads one ``Probe``
 and applies the rule, ``touch()`` records the marker.
 """
@@ -18,8 +18,8 @@ import luigi
 
 from pipeline.clock import iso, utcnow
 from pipeline.engine.completion import is_done
+from pipeline.engine.markers import MarkerStore
 from pipeline.store import dockets as docket_rows
-from pipeline.store.markers import MarkerStore
 
 
 class DocketTarget(luigi.Target):

@@ -10,6 +10,7 @@ import psycopg2
 import pytest
 
 from pipeline.engine.completion import Completion, is_done
+from pipeline.engine.markers import Probe
 from pipeline.errors import (
     BadRecord,
     BadResponse,
@@ -29,7 +30,6 @@ from pipeline.failures import PERMANENT, RETRY, RUN_STOPPING, TRANSIENT, RetryPo
 from pipeline.seals import SealFacts, should_seal
 from pipeline.sources.payloads import parse_json_object
 from pipeline.sources.regulations_gov import TooLarge
-from pipeline.store.markers import Probe
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -6,8 +6,10 @@ existed (each stage hashed by hand); the helper must give the very same bytes.
 
 from __future__ import annotations
 
+from pipeline.extract import stage as extract
 from pipeline.fingerprints import RECORD, RecordsDigest, digest
-from pipeline.stages import extract, index, ocr
+from pipeline.index import stage as index
+from pipeline.ocr import stage as ocr
 from pipeline.store import item_states, items
 
 CONFIG = "c1:1500\x1fhashing-384"

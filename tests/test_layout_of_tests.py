@@ -117,3 +117,13 @@ def test_pytest_plugins_is_declared_in_the_root_conftest_only():
             if any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in targets):
                 declaring.append(path.relative_to(ROOT).as_posix())
     assert declaring == ["tests/conftest.py"]
+
+
+def test_the_tests_mirror_the_packages():
+    """Each package of ``pipeline/`` has its folder of tests, and each folder of tests names a
+    package of ``pipeline/`` or of the checkout (``devtools``, ``benchmarks``), besides the
+    shared fixtures and the reliability suite."""
+    packages = {p.name for p in (ROOT / "pipeline").iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert packages - folders == set()
+    assert folders - packages == {"devtools", "benchmarks", "fixtures", "reliability"}

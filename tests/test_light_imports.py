@@ -32,7 +32,7 @@ def loaded(statement: str, roots: tuple[str, ...] = HEAVY) -> list[str]:
 
 def test_importing_the_readers_imports_none_of_the_stack():
     assert loaded("import pipeline.extract.readers") == []
-    assert loaded("import pipeline.extract.pool, pipeline.extract.ocr") == []
+    assert loaded("import pipeline.extract.pool, pipeline.ocr.tesseract") == []
     assert loaded("import pipeline.extract.readers", ("pipeline",)) == [
         "pipeline", "pipeline.counters", "pipeline.extract", "pipeline.extract.combined",
         "pipeline.extract.readers", "pipeline.extract.text_caps", "pipeline.fingerprints"]
@@ -56,7 +56,7 @@ def test_the_package_still_sets_the_onnxruntime_telemetry_default():
 def test_task_names_load_on_first_use():
     assert loaded("import pipeline", ("luigi", "pipeline")) == ["pipeline"]
     after = loaded("from pipeline import IndexAll, Redrive", ("pipeline",))
-    assert {"pipeline.tasks", "pipeline.redrive"} <= set(after)
+    assert {"pipeline.tasks", "pipeline.ops.redrive"} <= set(after)
     check = ("import luigi.task_register as r; from pipeline import IndexAll; "
              "assert r.Register.get_task_cls('IndexAll') is IndexAll; "
              "import pipeline; assert pipeline.OcrText.__module__ == 'pipeline.tasks'")
@@ -64,7 +64,7 @@ def test_task_names_load_on_first_use():
 
 
 def test_luigi_module_pipeline_finds_every_task():
-    for task in ("IndexAll", "Redrive"):  # from pipeline.tasks and from pipeline.redrive
+    for task in ("IndexAll", "Redrive"):  # from pipeline.tasks and from pipeline.ops.redrive
         done = run_python("-m", "luigi", "--module", "pipeline", task, "--help")
         assert "--docket" in done.stdout, (task, done.stdout)
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from datasketch import MinHash, MinHashLSH
 
+from pipeline.campaigns import queries as store
 from pipeline.campaigns import text as campaign_text
 from pipeline.counters import counters
 from pipeline.fingerprints import bytes_digest
-from pipeline.store import campaigns as store
 
 NUM_PERM = 128
 SCHEME = "affine32"  # datasketch's hash scheme: part of what a stored signature means

@@ -188,7 +188,7 @@ def rule(completion: Completion, version: int, window_start: str, now: str) -> T
 
 
 def is_done(probe, completion: Completion, version: int, window_start: str, now: str) -> bool:
-    """The rule over one docket's probe (``pipeline.store.markers.Probe``)."""
+    """The rule over one docket's probe (``pipeline.engine.markers.Probe``)."""
     return rule(completion, version, window_start, now).value(probe) is True
 
 

@@ -25,7 +25,7 @@ Why this shape:
   limit. The start method and this handshake are why the pool has its own ``Worker``.
 * One request per item, not per file: the worker reads every file of the item and renders
   its combined.md when asked (the stage asks when the workers take every core, see
-  ``pipeline.stages.extract``), and an item costs one round trip however many files it
+  ``pipeline.extract.stage``), and an item costs one round trip however many files it
   has. The worker reports each file as it finishes it, and that report restarts the
   parent's clock for the next file, so the limit stays per file; the last file's report
   travels with the item's, so a one-file item is one message.
@@ -81,7 +81,7 @@ KILL_GRACE_SECONDS = 2.0
 # A worker that cannot import its libraries in this long is a broken install, not a bad file.
 START_SECONDS = 120.0
 # Imported once by the fork server (and again, for free, by each worker before it is ready).
-PRELOAD = ("pipeline.extract.readers", "pipeline.extract.ocr", "pymupdf", "docx")
+PRELOAD = ("pipeline.extract.readers", "pipeline.ocr.tesseract", "pymupdf", "docx")
 # CPU the workers spent on calls (their counters are merged into the parent's): with the
 # parent's own CPU time it gives the pipeline's cost independent of other load on the box.
 WORKER_CPU_US = "extract_worker_cpu_us"

@@ -8,7 +8,7 @@ The model package's ``modules.json`` says what sentence-transformers does with t
 Transformer (the tokenizer truncating at ``max_seq_length`` from
 ``sentence_bert_config.json``), Pooling (``1_Pooling/config.json``: mean over the tokens the
 attention mask keeps) and Normalize (L2). ``OnnxMiniLM`` does exactly that, so its vectors
-equal sentence-transformers' (cosine >= 0.9999, tests/test_minilm_onnx.py) and an index
+equal sentence-transformers' (cosine >= 0.9999, tests/index/test_minilm_onnx.py) and an index
 built with either is searched with the other under the same embedder id.
 """
 

@@ -89,7 +89,7 @@ class _Handler(socketserver.StreamRequestHandler):
 class SearchServer(socketserver.UnixStreamServer):
     def __init__(self, path: Path, runtime, engine=None) -> None:
         """``engine``: ``docketeer serve``'s warm search (its loaded model and lock), shared."""
-        from pipeline.stages.index import embedder_from
+        from pipeline.index.stage import embedder_from
 
         self.runtime = runtime
         self.engine = engine

@@ -29,8 +29,8 @@ def list_source(settings: Settings) -> str:
 
 
 def mirror(settings: Settings):
-    from pipeline.s3 import UNSIGNED_MODES
     from pipeline.sources.mirror import open_mirror
+    from pipeline.sources.s3 import UNSIGNED_MODES
 
     opened = open_mirror(
         settings.mirror_url,

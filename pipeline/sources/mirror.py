@@ -36,7 +36,8 @@ from pipeline.ids import (
     validate_key,
     validate_prefix,
 )
-from pipeline.s3 import (
+from pipeline.sources.payloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, parse_json_object
+from pipeline.sources.s3 import (
     BucketAccess,
     get_object,
     head_object,
@@ -44,7 +45,6 @@ from pipeline.s3 import (
     parse_store_url,
     s3_client,
 )
-from pipeline.sources.payloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, parse_json_object
 
 log = logging.getLogger(__name__)
 
@@ -489,7 +489,7 @@ class LocalMirror(Mirror):
 class S3Mirror(Mirror):
     """The mirror in S3: the public ``mirrulations`` bucket or a private copy, read through
     one ``BucketAccess`` (one boto3 client, shared by every reader thread; signed or not as
-    the bucket allows, see ``pipeline.s3``)."""
+    the bucket allows, see ``pipeline.sources.s3``)."""
 
     def __init__(
         self, bucket: str, prefix: str = "", *, client=None, access: BucketAccess | None = None,

@@ -20,9 +20,9 @@ import logging
 
 from pipeline.clock import eastern_day
 from pipeline.errors import BadRecord, InvalidIdentifier
+from pipeline.fetch.watermark import parse_api_time
 from pipeline.html_text import html_to_text
 from pipeline.ids import validate_id
-from pipeline.sources.watermark import parse_api_time
 
 log = logging.getLogger("docketeer")
 

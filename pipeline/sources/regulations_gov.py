@@ -32,10 +32,10 @@ from pipeline.errors import (
     PermanentHTTPError,
     TransientHTTPError,
 )
+from pipeline.fetch.watermark import Watermark, next_filter_second, parse_api_time
 from pipeline.ids import validate_id
 from pipeline.sources.http import KEY_HEADER, MASK, DownloadResult, HttpTransport
 from pipeline.sources.records import flag
-from pipeline.sources.watermark import Watermark, next_filter_second, parse_api_time
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from pipeline.errors import (  # noqa: F401 - BlobTooLarge, BlobSizeMismatch are
     InvalidIdentifier,
 )
 from pipeline.ids import validate_id, validate_key, validate_prefix, validate_sha256
-from pipeline.s3 import (
+from pipeline.sources.s3 import (
     S3_DELETE,
     S3_PUT,
     get_object,

@@ -49,7 +49,7 @@ class Docket(BaseModel):
     sealed_at = TextField(null=True)
     seal_reason = TextField(null=True)  # auto | manual
     counts_at_seal = TextField(null=True)  # JSON
-    # The earliest next attempt of any item of the docket waiting to retry (schema v3): the
+    # The earliest next attempt of any item of the docket waiting to retry: the
     # targets of the stages after fetch turn incomplete when it has come.
     retry_due_at = TextField(null=True)
 
@@ -70,7 +70,7 @@ class Item(BaseModel):
     detail_hash = TextField(null=True)  # hash of the normalized detail record
     detail_summary_hash = TextField(null=True)  # summary_hash the detail was fetched for
     body = TextField(null=True)  # inline comment text (plain text, from HTML when it was HTML)
-    body_html = TextField(null=True)  # the original body when it held markup (schema v4)
+    body_html = TextField(null=True)  # the original body when it held markup
     submitter = TextField(null=True)
     organization = TextField(null=True)
     received_date = TextField(null=True)
@@ -88,7 +88,7 @@ class Attachment(BaseModel):
     declared_size = IntegerField(null=True)
     sha256 = TextField(null=True)
     size = IntegerField(null=True)
-    title = TextField(null=True)  # the included attachment's title (schema v4)
+    title = TextField(null=True)  # the included attachment's title
 
     class Meta:
         indexes = ((("item", "filename"), True),)
@@ -107,7 +107,7 @@ class ItemState(BaseModel):
     detail = TextField(null=True)
     run_id = TextField(null=True)
     written_at = TextField()
-    # Transient failures (state ``retry``, schema v3): how often, since when, and when next.
+    # Transient failures (state ``retry``): how often, since when, and when next.
     attempts = IntegerField(null=True)
     first_failed_at = TextField(null=True)
     next_attempt_at = TextField(null=True)
@@ -161,7 +161,7 @@ class Run(BaseModel):
 
 
 class MirrorObject(BaseModel):
-    """One mirror object as the docket's last listing showed it (schema v5): what a rerun
+    """One mirror object as the docket's last listing showed it: what a rerun
     compares the next listing with, so only new or changed objects are read."""
 
     key = TextField(primary_key=True)  # relative to the mirror root
@@ -172,12 +172,12 @@ class MirrorObject(BaseModel):
     state = TextField()  # "listed" or "gone" (no longer in the listing; rows are never deleted)
     reason = TextField(null=True)
     seen_at = TextField()
-    # The JSON as fetch read it, until backfill has used it (schema v7): the object is
+    # The JSON as fetch read it, until backfill has used it: the object is
     # read once, not by fetch and again by backfill.
     body = TextField(null=True)
     # The comment or document the object belongs to ("" none: the docket's JSON, a key the
-    # pipeline does not read), as fetch filed it (schema v11): backfill reads a todo page's
-    # objects by item. None: recorded before v11, filed by the first backfill that reads it.
+    # pipeline does not read), as fetch filed it backfill reads a todo page's
+    # objects by item. None: recorded by an older fetch, filed by the first backfill that reads it.
     item = TextField(null=True)
 
     class Meta:
@@ -185,7 +185,7 @@ class MirrorObject(BaseModel):
 
 
 class MirrorScan(BaseModel):
-    """A docket's mirror objects as one run found them (schema v10), each filed under the item
+    """A docket's mirror objects as one run found them, each filed under the item
     it belongs to (``pipeline.sources.mirror.item_of``), so that the run looks up a page's
     objects by item instead of holding the docket's listing: a backfill's walk of the mirror
     (without a listing a mirror fetch stored), or the new and changed objects of a mirror
@@ -208,7 +208,7 @@ class MirrorScan(BaseModel):
 
 
 class CampaignMember(BaseModel):
-    """One comment's place in the campaign groups of its docket (schema v6): the text it was
+    """One comment's place in the campaign groups of its docket: the text it was
     grouped by, its MinHash signature, and what it adds to its group's representative."""
 
     item = TextField(primary_key=True)
@@ -228,7 +228,7 @@ class CampaignMember(BaseModel):
 
 class CampaignBand(BaseModel):
     """One LSH band key of a member's signature: a new comment's candidates are the members
-    sharing a band key with it, one indexed read (schema v6)."""
+    sharing a band key with it, one indexed read."""
 
     docket = TextField()
     key = TextField()
@@ -240,7 +240,7 @@ class CampaignBand(BaseModel):
 
 
 class Campaign(BaseModel):
-    """A group of comments with the same or nearly the same text (schema v6). Its id comes
+    """A group of comments with the same or nearly the same text. Its id comes
     from its earliest member, so a rebuild of the same data gives the same ids."""
 
     id = TextField(primary_key=True)
@@ -252,10 +252,10 @@ class Campaign(BaseModel):
 
 
 class ItemClaim(BaseModel):
-    """One item of a (stage, docket) run offered to the workers that share it (schema v7,
-    used on PostgreSQL only): ``session`` is the token of the lease whose run offered it,
+    """One item of a (stage, docket) run offered to the workers that share it (used on
+    PostgreSQL only): ``session`` is the token of the lease whose run offered it,
     ``claimer`` the worker working it until ``expires_at`` ('' = free), ``done`` once its
-    state is written. Claimed with FOR UPDATE SKIP LOCKED (pipeline/store/claims.py)."""
+    state is written. Claimed with FOR UPDATE SKIP LOCKED (pipeline/engine/claims.py)."""
 
     stage = TextField()
     item = TextField()

@@ -1,10 +1,10 @@
 """The one place the pages ask about campaigns (form-letter groups): the CampaignGroups
-stage's rows, read through ``pipeline/store/campaigns.py``. A store whose campaigns stage
+stage's rows, read through ``pipeline/campaigns/queries.py``. A store whose campaigns stage
 has not run yet answers nothing, and the pages show no campaign parts."""
 
 from __future__ import annotations
 
-from pipeline.store import campaigns as campaign_rows
+from pipeline.campaigns import queries as campaign_rows
 
 
 def available() -> bool:

@@ -85,7 +85,7 @@ class WarmSearch:
     """
 
     def __init__(self, runtime, embedder=None) -> None:
-        from pipeline.stages.index import embedder_from
+        from pipeline.index.stage import embedder_from
 
         self.runtime = runtime
         self.embedder = embedder or embedder_from(runtime.settings)
@@ -224,7 +224,7 @@ def comment_page(runtime, key: str) -> CommentPage | None:
 def _extracted_sections(runtime, item) -> tuple[list[Section], bool]:
     """The sections of the item's combined.md, split at page markers; none before extract."""
     from pipeline.extract.combined import combined_sections
-    from pipeline.stages.extract import read_combined
+    from pipeline.extract.stage import read_combined
 
     try:
         _, body = read_combined(runtime.blobs, item.docket, item.key)

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-import pipeline.stages.backfill as backfill_stage
+import pipeline.backfill.stage as backfill_stage
 from devtools import standin_server
 from devtools.make_corpus import Manifest, make_corpus
 from devtools.standin_server import StandinServer
 from pipeline import clock
 from pipeline import tasks as task_module
+from pipeline.backfill.stage import FILE_STAGE, STAGE, backfill_docket
 from pipeline.counters import (
     API_CALLS,
     BLOB_WRITES,
@@ -34,10 +35,9 @@ from pipeline.counters import (
     STAGE_CALLS,
     counters,
 )
+from pipeline.engine.stage import StageContext, StageResult
 from pipeline.runtime import set_runtime
 from pipeline.sources.regulations_gov import RegulationsGovClient
-from pipeline.stages.backfill import FILE_STAGE, STAGE, backfill_docket
-from pipeline.stages.base import StageContext, StageResult
 from pipeline.store import dockets
 from pipeline.store.models import Attachment, Item, ItemState
 from tests.fixtures import s3_fixtures
@@ -447,8 +447,8 @@ def test_request_budget_stops_cleanly_and_the_next_run_continues(runtimes, stand
 KILLED_RUN = """
 import sys
 from pipeline.runtime import get_runtime
-from pipeline.stages.backfill import backfill_docket
-from pipeline.stages.base import StageContext
+from pipeline.backfill.stage import backfill_docket
+from pipeline.engine.stage import StageContext
 from pipeline.store import dockets
 rt = get_runtime()
 for docket_id in sys.argv[1:]:
@@ -591,7 +591,7 @@ def test_a_kill_between_an_attachment_row_and_its_file_state_leaves_neither(
 def test_a_forced_backfill_holds_a_page_of_items_at_a_time(runtimes, standin, manifest, monkeypatch):
     """Items and their attachment rows are read a page at a time (keyset pages of the item
     table): every item is done, and no pass held more than a page (noted by the stage)."""
-    from pipeline.stages import backfill as stage
+    from pipeline.backfill import stage
 
     ids = docket_ids(manifest)[:1]
     runtime = runtimes.open("api", api_base=standin.api_base)

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+import pipeline.backfill.sources as backfill_sources
+import pipeline.backfill.stage as backfill_stage
 import pipeline.sources.mirror as mirror_module
-import pipeline.stages.backfill as backfill_stage
 from devtools.standin_server import StandinServer
+from pipeline.backfill.stage import STAGE, backfill_docket
 from pipeline.counters import counters
-from pipeline.stages.backfill import STAGE, backfill_docket
-from pipeline.stages.base import StageContext
+from pipeline.engine.stage import StageContext
 from pipeline.store import dockets
 from pipeline.store.models import Item, ItemState, MirrorObject, MirrorScan
 from tests.fixtures.backfill_runs import dump, fetch
@@ -92,7 +93,7 @@ def test_a_mirror_backfill_files_a_page_of_objects_at_a_time(runtimes, corpus, m
     assert 0 < filed.most <= 4 * PAGE < total
     assert filed.listings >= items // PAGE
     assert held[backfill_stage.BACKFILL_HELD] == PAGE
-    assert 0 < held[backfill_stage.MIRROR_HELD] <= 4 * PAGE
+    assert 0 < held[backfill_sources.MIRROR_HELD] <= 4 * PAGE
     # Nothing lost by paging: the same rows, states and files as one pass over the docket,
     # the unavailable comment gone and the one lacking a file waiting for it.
     assert paged == expected

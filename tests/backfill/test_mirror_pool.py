@@ -20,15 +20,15 @@ import pytest
 from devtools.latency_proxy import LatencyProxy
 from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
-from pipeline import s3 as s3_module
+from pipeline.backfill.stage import STAGE, backfill_docket
 from pipeline.counters import ITEM_STATE_WRITES, counters
+from pipeline.engine.read_ahead import read_ahead
+from pipeline.engine.stage import StageContext, StageResult
 from pipeline.errors import AccessRefused, BucketRefused, BudgetSpent
 from pipeline.failures import classify
-from pipeline.read_ahead import read_ahead
+from pipeline.fetch.stage import fetch_docket
 from pipeline.runtime import set_runtime
-from pipeline.stages.backfill import STAGE, backfill_docket
-from pipeline.stages.base import StageContext, StageResult
-from pipeline.stages.fetch import fetch_docket
+from pipeline.sources import s3 as s3_module
 from pipeline.store import dockets
 from pipeline.store.models import Attachment, Item, ItemState
 from tests.fixtures import s3_fixtures
@@ -460,12 +460,13 @@ def test_a_listing_refused_on_a_later_page_is_the_same_one_line_as_a_refused_buc
 
 KILLED_RUN = """
 import sys
-import pipeline.stages.backfill as backfill
-from pipeline.progress import Progress
+import pipeline.backfill.sources as backfill_sources
+import pipeline.backfill.stage as backfill
+from pipeline.engine.progress import Progress
 from pipeline.runtime import get_runtime
-from pipeline.stages.base import StageContext
+from pipeline.engine.stage import StageContext
 from pipeline.store import dockets
-backfill.RECORD_BATCH = int(sys.argv[2])
+backfill_sources.RECORD_BATCH = int(sys.argv[2])
 progress = Progress("backfill " + sys.argv[1])  # the kill hook counts backfill's items
 backfill.backfill_docket(StageContext(get_runtime(), "killed", progress=progress),
                          dockets.require_docket(sys.argv[1]))

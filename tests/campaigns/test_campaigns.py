@@ -8,16 +8,17 @@ import pytest
 
 import pipeline
 from devtools.campaign_corpus import PlantedComment, campaign_comments, pair_scores, seed_store
-from pipeline import verify
+from pipeline.campaigns import queries as campaigns
 from pipeline.campaigns import text
 from pipeline.campaigns.grouping import CAMPAIGN_COMPARES
+from pipeline.campaigns.stage import group_docket
 from pipeline.counters import COMBINED_READS, ROWS_WRITTEN, STAGE_CALLS, counters
-from pipeline.invocation import Invocation
+from pipeline.engine import markers, registry
+from pipeline.engine.invocation import Invocation
+from pipeline.engine.stage import StageContext
+from pipeline.ops import verify
 from pipeline.runtime import set_runtime
-from pipeline.stages import registry
-from pipeline.stages.base import StageContext
-from pipeline.stages.campaigns import group_docket
-from pipeline.store import campaigns, dockets, item_states, markers
+from pipeline.store import dockets, item_states
 from pipeline.store.models import Campaign, CampaignMember
 from tests.fixtures.pipeline_fixtures import built_store
 from tests.fixtures.state_fixtures import make_runtime

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import duckdb
 
-from pipeline import cli
-from pipeline.store import campaigns
+from pipeline.campaigns import queries as campaigns
+from pipeline.ops import cli
 from pipeline.store.models import CampaignMember, Item
 from pipeline.tasks import CampaignsAll
 from tests.fixtures.state_fixtures import real_mirror_runtime, run_invocation

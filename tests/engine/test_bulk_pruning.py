@@ -85,7 +85,7 @@ def test_the_index_wrapper_judges_each_docket_as_its_task_does(sealed_runtime):
     probe per docket); each way a marker stops vouching must leave exactly that docket."""
     from benchmarks.sealed_state import build_sealed as build
     from pipeline.clock import iso, utcnow
-    from pipeline.stages import registry
+    from pipeline.engine import registry
 
     ids = docket_ids(8)
     build(sealed_runtime.index_db(), ids, 16)
@@ -128,7 +128,7 @@ def sealed_on_either(request, tmp_path, pg_server):
 
 
 def _index_judged() -> tuple[set[str], dict]:
-    from pipeline.invocation import Invocation
+    from pipeline.engine.invocation import Invocation
 
     Invocation.start_in_process()  # a new `luigi` command: nothing judged yet
     with counters.measure() as io:
@@ -199,7 +199,7 @@ def test_the_state_dbs_checksum_statement_reads_covering_indexes_only(sealed_run
     """SQLite's plan of the statement over every docket reads the two covering indexes and
     no table row (a new process reading 100,000 dockets' rows from the table paid 0.45 s)."""
     from pipeline.clock import iso, utcnow
-    from pipeline.store import markers
+    from pipeline.engine import markers
     from pipeline.store.db import DOCKET_JUDGED_INDEX, DOCKET_STAGE_OUTPUT_INDEX
     from pipeline.store.models import database
 

@@ -17,10 +17,9 @@ from datetime import timedelta
 import pytest
 
 from pipeline.clock import iso, utcnow, window_start
-from pipeline.invocation import Invocation
+from pipeline.engine import markers, registry
+from pipeline.engine.invocation import Invocation
 from pipeline.runtime import set_runtime
-from pipeline.stages import registry
-from pipeline.store import markers
 from pipeline.store.models import Docket
 from pipeline.tasks import stage_tasks
 from tests.fixtures.state_fixtures import make_runtime, new_pg_database

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 
 from pipeline.engine.completion import Completion, expected_input, is_done
-from pipeline.store.markers import Probe, StateMarkers
+from pipeline.engine.markers import Probe, StateMarkers
 from pipeline.store.models import Docket, DocketStage
 
 NOW = "2026-06-01T12:00:00Z"

@@ -10,8 +10,9 @@ import pytest
 
 from pipeline.clock import iso, utcnow
 from pipeline.counters import STAGE_CALLS, counters
-from pipeline.invocation import Invocation
-from pipeline.store import dockets, item_states, markers
+from pipeline.engine import markers
+from pipeline.engine.invocation import Invocation
+from pipeline.store import dockets, item_states
 from pipeline.store.models import Docket, DocketStage, ItemState, Run, database
 from tests.fixtures import core_stages
 from tests.fixtures.core_stages import ToyAll, ToyFetch, ToyProcess

@@ -3,7 +3,7 @@ task id, rebuilt from Luigi's string parameters, and nothing of it outlives its 
 
 from __future__ import annotations
 
-from pipeline.invocation import Invocation
+from pipeline.engine.invocation import Invocation
 from tests.fixtures.core_stages import ToyAll, ToyProcess
 
 A = "AB-2026-0001"

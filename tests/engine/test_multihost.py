@@ -22,11 +22,10 @@ from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
 from pipeline.clock import iso, utcnow
 from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
+from pipeline.engine import claims, leases, registry
+from pipeline.engine.stage import Stage, StageResult
 from pipeline.errors import ConfigError, LeaseHeld
 from pipeline.runtime import check_layout, set_runtime
-from pipeline.stages import registry
-from pipeline.stages.base import Stage, StageResult
-from pipeline.store import claims, leases
 from pipeline.store.models import ItemClaim, Lease, Run
 from pipeline.tasks import stage_tasks
 from tests.fixtures.backfill_runs import dump
@@ -230,7 +229,7 @@ class Cluster:
 
 
 def worker_host_cfg(folder: Path) -> Path:
-    """The project's luigi.cfg as the README's worker hosts change it: keep_alive, or a
+    """The project's luigi.cfg as docs/OPERATING.md's worker hosts change it: keep_alive, or a
     worker leaves as soon as what is left is being run by the other host; already_running
     and not_run = 0, since Luigi's summary files the tasks the other host ran as "being run
     by another worker" or "not granted run permission" (a failed task still exits 30)."""
@@ -433,8 +432,9 @@ def backfilled(tmp_path, pg_url, pg_server):
 
 
 def test_a_second_worker_helps_the_lease_holder_then_the_holder_finishes(backfilled):
-    from pipeline.stages import extract
-    from pipeline.store import item_states, markers
+    from pipeline.engine import markers
+    from pipeline.extract import stage as extract
+    from pipeline.store import item_states
 
     runtime, docket = backfilled
     todo = sorted(k for page, _ in extract.planned(docket, False, extract.EXTRACTOR_VERSION) for k in page)

@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 
 from pipeline.counters import API_CALLS, ITEM_READS, STAGE_CALLS, counters
+from pipeline.engine.docket_task import DocketStageTask
+from pipeline.engine.markers import output_fingerprint
 from pipeline.store import item_states
-from pipeline.store.markers import output_fingerprint
 from pipeline.store.models import Docket, ItemState
-from pipeline.tasks import DocketStageTask
 from tests.fixtures.core_stages import TOYFETCH, ToyAll, ToyFetch, toy_fetch
 from tests.fixtures.pipeline_fixtures import built_store
 from tests.fixtures.state_fixtures import run_invocation

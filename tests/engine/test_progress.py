@@ -3,7 +3,7 @@ items have moved, measured from when they started to."""
 
 from __future__ import annotations
 
-from pipeline.progress import Progress
+from pipeline.engine.progress import Progress
 
 
 class Clock:

@@ -27,10 +27,11 @@ import pipeline
 from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
 from pipeline.counters import COMBINED_READS, counters
+from pipeline.engine import claims, markers
 from pipeline.engine.completion import Completion
-from pipeline.progress import KILL_HOOK
+from pipeline.engine.progress import KILL_HOOK
 from pipeline.runtime import set_runtime
-from pipeline.store import claims, item_states, markers
+from pipeline.store import item_states
 from pipeline.store.models import Item, ItemClaim, ItemState, Lease, Run
 from tests.fixtures.backfill_runs import dump
 from tests.fixtures.paths import ROOT

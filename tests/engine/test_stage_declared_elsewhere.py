@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from luigi.task_register import Register
 
-from pipeline import verify
 from pipeline.counters import COMBINED_READS, STAGE_CALLS, counters
-from pipeline.redrive import redrivable_stages
-from pipeline.stages import registry
-from pipeline.store import item_states, markers
+from pipeline.engine import markers, registry
+from pipeline.ops import verify
+from pipeline.ops.redrive import redrivable_stages
+from pipeline.store import item_states
 from tests.fixtures import wordcount_stage
 from tests.fixtures.pipeline_fixtures import built_store
 from tests.fixtures.wordcount_stage import CountWords, CountWordsAll

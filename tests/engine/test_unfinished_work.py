@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import verify
 from pipeline.counters import API_CALLS, STAGE_CALLS, counters
+from pipeline.ops import verify
 from pipeline.store import dockets as docket_rows
 from pipeline.store.models import Attachment, DocketStage, Item, ItemState, Run
 from tests.fixtures.chain_runs import (
@@ -305,7 +305,7 @@ def test_a_comment_whose_file_never_comes_keeps_its_body_and_other_files_past_th
     mirror; once the retry horizon passes, that file is failed for good and the comment is
     recorded like any item with a failed file: its body, submitter and other files stored,
     extracted and indexed. A rerun writes nothing; Redrive sends it back."""
-    from pipeline.redrive import redrive
+    from pipeline.ops.redrive import redrive
     from pipeline.store import reports
 
     lagging = tmp_path / "lagging"

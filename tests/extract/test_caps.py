@@ -9,8 +9,11 @@ from dataclasses import replace
 from devtools.mirror_layout import comment_files, replace_json
 from pipeline.clock import iso, utcnow
 from pipeline.counters import COMBINED_READS, PDF_OPENS, STAGE_CALLS, counters
+from pipeline.engine import registry
 from pipeline.extract.combined import capped_of, combined_sections, parse_combined, render_combined
 from pipeline.extract.readers import AttachmentText, ExtractLimits, read_attachment
+from pipeline.extract.stage import STAGE as EXTRACT
+from pipeline.extract.stage import read_combined
 from pipeline.extract.text_caps import (
     ItemSizes,
     TextCaps,
@@ -19,10 +22,7 @@ from pipeline.extract.text_caps import (
     chunks_biting,
     with_caps,
 )
-from pipeline.stages import registry
-from pipeline.stages.extract import STAGE as EXTRACT
-from pipeline.stages.extract import read_combined
-from pipeline.stages.ocr import STAGE as OCR
+from pipeline.ocr.stage import STAGE as OCR
 from pipeline.store.blobs import combined_key
 from pipeline.store.models import ItemState, Run
 from tests.fixtures import extract_inputs, ocr_inputs

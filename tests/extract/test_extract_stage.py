@@ -15,8 +15,8 @@ import pytest
 from pipeline.counters import COMBINED_READS, PDF_OPENS, counters
 from pipeline.extract.combined import combined_sections
 from pipeline.extract.readers import AttachmentText, ExtractLimits, read_attachment
+from pipeline.extract.stage import FILE_STAGE, STAGE, unfinished
 from pipeline.runtime import set_runtime
-from pipeline.stages.extract import FILE_STAGE, STAGE, unfinished
 from pipeline.store import dockets, item_states
 from pipeline.store.blobs import attachment_key, combined_key
 from pipeline.store.models import Attachment
@@ -234,10 +234,10 @@ def test_workers_and_this_process_render_the_same_combined_md(rt, monkeypatch):
     stage's own process; either way the bytes are the same."""
     rt.settings.values["extract_workers"] = 2
     setup_docket(rt)
-    monkeypatch.setattr("pipeline.stages.extract.os.cpu_count", lambda: 2)  # workers render
+    monkeypatch.setattr("pipeline.extract.stage.os.cpu_count", lambda: 2)  # workers render
     run_extract(rt)
     by_workers = dump_blobs(rt)
-    monkeypatch.setattr("pipeline.stages.extract.os.cpu_count", lambda: 8)  # this process does
+    monkeypatch.setattr("pipeline.extract.stage.os.cpu_count", lambda: 8)  # this process does
     result, io_done = run_extract(rt, run_id="run-2", force=True)
 
     assert io_done[PDF_OPENS] == 5 and sum(result.counts.values()) == len(EXPECTED_ITEMS)
@@ -316,7 +316,7 @@ def test_the_real_pdfs_extract_ok_with_their_text(rt, realdata):
 def test_a_big_todo_is_extracted_a_page_at_a_time(rt, monkeypatch):
     """Bodies, files and results of one page of items are held at once, never the docket's:
     every item is done, and no pass held more than a page (noted by the stage itself)."""
-    from pipeline.stages import extract
+    from pipeline.extract import stage as extract
 
     comments = {f"{DOCKET}-{n:04d}": (f"Comment {n}. {PROSE}", {"attachment_1.txt": b"Plain text."})
                 for n in range(1, 26)}

@@ -12,12 +12,12 @@ import pytest
 
 from devtools.format_samples import write_sample
 from devtools.msg_file import write_msg
-from pipeline.extract import ocr as ocr_lib
+from pipeline.backfill.sources import declared_files
 from pipeline.extract import readers
 from pipeline.extract.combined import combined_sections
 from pipeline.extract.readers import ExtractLimits, read_attachment
-from pipeline.stages.backfill import declared_files
-from pipeline.stages.extract import FILE_STAGE
+from pipeline.extract.stage import FILE_STAGE
+from pipeline.ocr import tesseract as ocr_lib
 from tests.fixtures.extract_inputs import DOCKET, combined, rows, run_extract, setup_docket
 from tests.fixtures.ocr_inputs import extract_with_marker, run_ocr
 

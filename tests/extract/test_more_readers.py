@@ -7,10 +7,10 @@ import stat
 
 import pytest
 
+from pipeline.backfill.sources import declared_files
 from pipeline.config import load_settings
 from pipeline.extract import readers
 from pipeline.extract.readers import ExtractLimits, read_attachment
-from pipeline.stages.backfill import declared_files
 
 USTR = "mirror/raw-data/USTR/USTR-2015-0010/binary-USTR-2015-0010/documents_attachments"
 needs_antiword = pytest.mark.skipif(shutil.which("antiword") is None, reason="antiword is not installed")

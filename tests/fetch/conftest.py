@@ -1,4 +1,4 @@
-"""The fetch tests (the fetch stage over the API and the mirror, discovery, the watermark,
+"""The fetch tests (the fetch stage over the API and the mirror, the watermark,
 the seal's Eastern days, mirror listings). ``small``: the 700-comment docket behind the
 scripted stand-in."""
 

@@ -24,8 +24,8 @@ from devtools.corpus_changes import api_time
 from devtools.standin_server import Reply, StandinServer
 from pipeline import tasks as task_module
 from pipeline.clock import iso
+from pipeline.fetch.watermark import to_eastern_filter
 from pipeline.runtime import set_runtime
-from pipeline.sources.watermark import to_eastern_filter
 from pipeline.store import dockets
 from pipeline.store.models import Attachment, Docket, Item, ItemState, Run
 from tests.fixtures.fetch_scripted import (
@@ -609,7 +609,7 @@ def test_a_sealed_docket_named_with_docket_makes_zero_calls(tmp_path, small, wra
 def test_watermark_is_capped_at_the_end_of_the_walk():
     from datetime import UTC, datetime
 
-    from pipeline.stages.fetch import _not_after
+    from pipeline.fetch.walk import _not_after
 
     now = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
     assert _not_after("2026-11-29T11:00:00Z", now) == "2026-11-29T11:00:00Z"

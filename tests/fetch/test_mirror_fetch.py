@@ -15,12 +15,12 @@ import pytest
 
 from pipeline import clock
 from pipeline.counters import API_CALLS, S3_GET, S3_LIST, counters
+from pipeline.extract.stage import read_combined
 from pipeline.index.embedders import HashingEmbedder
 from pipeline.index.search import search
 from pipeline.runtime import set_runtime
 from pipeline.sources import connect
 from pipeline.sources.mirror import MIRROR_READS, MIRROR_WALKS
-from pipeline.stages.extract import read_combined
 from pipeline.store import dockets as docket_rows
 from pipeline.store.models import Attachment, Docket, Item, ItemState, MirrorObject
 from tests.fixtures import s3_fixtures
@@ -236,7 +236,7 @@ def index_rows() -> dict[tuple[str, str], tuple]:
 
 
 def spy_get(read: list[str]):
-    from pipeline import s3
+    from pipeline.sources import s3
 
     def get(client, bucket, key):
         read.append(key)
@@ -331,8 +331,8 @@ def _spy_threads(monkeypatch, threads: dict[str, set]) -> None:
     """Which threads read the mirror's files and asked the API."""
     import threading
 
+    from pipeline.backfill.sources import ApiSource
     from pipeline.sources.mirror import LocalMirror
-    from pipeline.stages.backfill import ApiSource
 
     def spied(cls, name: str, kind: str) -> None:
         real = getattr(cls, name)
@@ -409,8 +409,8 @@ def test_a_request_budget_stops_a_mirror_fetch_cleanly_and_the_next_run_reads_on
 def test_a_spent_time_budget_stops_a_mirror_fetch_before_its_listing(tmp_path, pg_server, realdata, monkeypatch):
     import time
 
-    from pipeline.stages.base import StageContext
-    from pipeline.stages.fetch_mirror import fetch_from_mirror
+    from pipeline.engine.stage import StageContext
+    from pipeline.fetch.mirror import fetch_from_mirror
 
     mirror = local_copy(realdata, tmp_path)
     with mirror_runtime(tmp_path, pg_server, str(mirror), monkeypatch, discover="none") as runtime:

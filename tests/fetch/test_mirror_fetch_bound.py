@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+import pipeline.fetch.mirror as fetch_mirror
 import pipeline.sources.mirror as mirror_module
-import pipeline.stages.fetch_mirror as fetch_mirror
 from pipeline.counters import counters
+from pipeline.engine.stage import StageContext
+from pipeline.fetch.mirror import MIRROR_FETCH_HELD, fetch_from_mirror
 from pipeline.sources.mirror import MIRROR_READS, MIRROR_WALKS
-from pipeline.stages.base import StageContext
-from pipeline.stages.fetch_mirror import MIRROR_FETCH_HELD, fetch_from_mirror
 from pipeline.store import dockets, mirror_objects
 from pipeline.store.models import Docket, Item, ItemState, MirrorObject, MirrorScan
 from tests.fixtures.mirror_bound import COMMENTS, FiledAtOnce

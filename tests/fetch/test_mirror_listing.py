@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from pipeline.fetch.mirror_listing import ListingTally, diff_page
 from pipeline.sources.mirror import ListedObject
-from pipeline.sources.mirror_listing import ListingTally, diff_page
 from pipeline.store import mirror_objects
 from pipeline.store.models import MirrorObject
 
@@ -81,11 +81,11 @@ def test_a_folder_object_changes_with_its_size_or_mtime(state):
     "2026-12-01T20:08:44+01:00", "1700000000", "2026-12-01 20:08:44",  # anything else: botocore's
 ])
 def test_s3_timestamps_parse_as_botocores_own_parser_parses_them(value):
-    """The S3 clients' faster timestamp parser (pipeline.s3.s3_timestamp) gives what
+    """The S3 clients' faster timestamp parser (pipeline.sources.s3.s3_timestamp) gives what
     botocore's default gives, to the microsecond and the zone: stored listings compare equal."""
     from botocore.utils import parse_timestamp
 
-    from pipeline.s3 import s3_timestamp
+    from pipeline.sources.s3 import s3_timestamp
 
     ours, theirs = s3_timestamp(value), parse_timestamp(value)
     assert ours == theirs and ours.isoformat() == theirs.isoformat() and ours.utcoffset() == theirs.utcoffset()

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipeline.sources.watermark import EASTERN, Watermark, next_filter_second
+from pipeline.fetch.watermark import EASTERN, Watermark, next_filter_second
 
 
 def test_str_is_the_text_it_was_made_from_so_stored_values_read_back_the_same():

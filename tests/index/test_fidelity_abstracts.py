@@ -9,8 +9,8 @@ import shutil
 
 from pipeline.extract.combined import DOCUMENT_HEADING, INLINE_HEADING, render_combined
 from pipeline.extract.readers import AttachmentText
-from pipeline.stages.extract import combined_key
-from pipeline.stages.index import TITLE_HEADING
+from pipeline.extract.stage import combined_key
+from pipeline.index.stage import TITLE_HEADING
 from pipeline.store import item_states
 from pipeline.store.models import Item
 from tests.fixtures.index_inputs import D, chunks_by_item, put_item, run

@@ -11,11 +11,11 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
-from pipeline import cli
 from pipeline.clock import eastern_date, eastern_day_bounds
 from pipeline.index.database import SearchHit
 from pipeline.index.search import format_hits
 from pipeline.index.search_results import hit_records, search_document
+from pipeline.ops import cli
 from pipeline.store import dockets
 from pipeline.store.models import Docket, Item
 from pipeline.web import pages

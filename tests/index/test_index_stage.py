@@ -19,12 +19,13 @@ from devtools.corpus_topics import TOPICS
 from pipeline.clock import iso, utcnow
 from pipeline.config import Settings
 from pipeline.counters import COMBINED_READS, EMBED_CALLS, STAGE_CALLS, counters
+from pipeline.engine import markers
+from pipeline.engine.invocation import Invocation
 from pipeline.index.database import IndexDB
 from pipeline.index.embedders import HashingEmbedder
 from pipeline.index.search import format_hits, search
-from pipeline.invocation import Invocation
 from pipeline.runtime import set_runtime
-from pipeline.store import dockets, item_states, markers
+from pipeline.store import dockets, item_states
 from pipeline.store.blobs import combined_key
 from pipeline.store.models import Docket, Item
 from pipeline.tasks import IndexAll, IndexDocket

@@ -11,7 +11,7 @@ import pytest
 from pipeline.index import search_service
 from pipeline.index.search import filters_of, format_hits, search
 from pipeline.index.search_results import hit_records
-from pipeline.stages.index import embedder_from
+from pipeline.index.stage import embedder_from
 from tests.fixtures.pipeline_fixtures import built_store
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pipeline.index.embedders import HashingEmbedder
 from pipeline.index.search import search
+from pipeline.index.stage import TITLE_HEADING
 from pipeline.runtime import set_runtime
-from pipeline.stages.index import TITLE_HEADING
 from pipeline.store.models import Item
 from tests.fixtures.chain_runs import KEY, run_at
 from tests.fixtures.index_inputs import D, chunks_by_item, put_item, run
@@ -70,7 +70,7 @@ def test_real_items_without_text_are_found_by_their_titles(tmp_path, pg_server, 
 
 
 def test_a_waiting_item_is_rendered_once_and_an_extracted_one_keeps_its_text_while_it_waits():
-    from pipeline.stages import extract
+    from pipeline.extract import stage as extract
     from pipeline.store.item_states import StateRow
 
     def row(state, content_hash=None, fingerprint=None):

@@ -9,7 +9,7 @@ import pytest
 from devtools.make_corpus import image_only_pdf
 from pipeline.counters import PDF_OPENS, counters
 from pipeline.extract import ExtractLimits, read_attachment
-from pipeline.extract.ocr import ocr_attachment, ocr_pdf, tesseract_available
+from pipeline.ocr.tesseract import ocr_attachment, ocr_pdf, tesseract_available
 
 pytestmark = pytest.mark.skipif(
     not tesseract_available(),

@@ -6,12 +6,13 @@ import hashlib
 import logging
 
 from pipeline.counters import COMBINED_READS, PDF_OPENS
-from pipeline.extract import ocr as ocr_lib
+from pipeline.engine import markers
 from pipeline.extract.combined import combined_sections
-from pipeline.stages.extract import FILE_STAGE
-from pipeline.stages.extract import STAGE as EXTRACT
-from pipeline.stages.ocr import STAGE as OCR
-from pipeline.store import item_states, markers
+from pipeline.extract.stage import FILE_STAGE
+from pipeline.extract.stage import STAGE as EXTRACT
+from pipeline.ocr import tesseract as ocr_lib
+from pipeline.ocr.stage import STAGE as OCR
+from pipeline.store import item_states
 from pipeline.store.blobs import combined_key
 from tests.fixtures.extract_inputs import (
     DOCKET,

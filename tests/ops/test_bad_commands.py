@@ -36,7 +36,7 @@ def luigi_cmd(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def docketeer(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args],
+    return subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *args],
                           cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
 
 
@@ -68,7 +68,7 @@ def test_no_scheduler_running_is_one_line_exit_2(tmp_path):
 
 
 def test_unset_budgets_are_none_not_minus_one():
-    from pipeline.tasks import DocketWrapper
+    from pipeline.engine.wrapper import DocketWrapper
 
     assert DocketWrapper.budget_seconds._default is None
     assert DocketWrapper.request_budget._default is None
@@ -93,7 +93,7 @@ def test_snapshot_onto_a_file_is_one_line(tmp_path):
 
 
 def test_unexpected_error_is_one_line_unless_debug(tmp_path, monkeypatch, capsys):
-    from pipeline import cli
+    from pipeline.ops import cli
 
     def broken(args):
         raise OSError(28, "No space left on device")
@@ -139,7 +139,7 @@ def full_disk(tmp_path):
 def test_initdb_on_a_full_disk_is_one_line_that_names_the_disk(tmp_path, full_disk):
     env = _env(tmp_path) | {"DOCKETEER_DATA_DIR": str(full_disk / "data")}
     env.pop("DOCKETEER_INDEX_URL", None)  # the embedded index server, made under the data folder
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "search", "--cold", "words"],
+    done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", "search", "--cold", "words"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     _one_line(done, 1, "the embedded index server under")
     assert "initdb: could not write to file" in done.stderr
@@ -148,7 +148,7 @@ def test_initdb_on_a_full_disk_is_one_line_that_names_the_disk(tmp_path, full_di
 
 def test_a_full_disk_under_the_index_server_stops_a_luigi_run(tmp_path, full_disk):
     """What a task meets when the server cannot start: run-stopping, so the task's failure
-    is one line (tasks.OneLineFailures), not initdb's page and a traceback."""
+    is one line (docket_task.OneLineFailures), not initdb's page and a traceback."""
     from pipeline.failures import classify
     from pipeline.index import embedded_server
 

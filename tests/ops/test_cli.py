@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipeline import cli
 from pipeline.failures import RetryPolicy
+from pipeline.ops import cli
 from pipeline.store import item_states
 from pipeline.store.models import Docket, ItemState
 from tests.fixtures.paths import ROOT
@@ -89,7 +89,7 @@ def test_config_shows_origins_and_masks_secrets(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
     env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
                DOCKETEER_DATA_DIR=str(tmp_path), REGULATIONS_GOV_API_KEY="sekrit-key-123")
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "config"], env=env, cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", "config"], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "sekrit-key-123" not in done.stdout
@@ -254,7 +254,7 @@ def test_pending_lists_oldest_first_and_filters_by_age(store, capsys):
 
 
 def test_pending_tells_a_budget_stop_from_a_dead_process(store, capsys):
-    from pipeline.store import runs
+    from pipeline.engine import runs
     from pipeline.store.models import Run
 
     docket = store.dockets[0]

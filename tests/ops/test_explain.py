@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pipeline import cli
 from pipeline.failures import RetryPolicy
+from pipeline.ops import cli
 from pipeline.store import item_states
 from pipeline.store.models import ItemState
 from tests.fixtures.pipeline_fixtures import built_store

@@ -10,9 +10,9 @@ import pytest
 
 import pipeline
 from devtools import corpus_changes
-from pipeline import cli
 from pipeline.counters import COMBINED_READS, counters
-from pipeline.export import EXPORT_FILES_WRITTEN, readme
+from pipeline.ops import cli
+from pipeline.ops.export import EXPORT_FILES_WRITTEN, readme
 from pipeline.store.models import Attachment, CampaignMember, Docket, Item
 from tests.fixtures.pipeline_fixtures import built_store
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 import pipeline
-from pipeline import cli, verify
+from pipeline.ops import cli, verify
 from pipeline.store import dockets
 from pipeline.store.models import Attachment, Docket, DocketStage, Item, ItemState, Lease, Run
 from tests.fixtures.pipeline_fixtures import built_store

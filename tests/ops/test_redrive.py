@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from pipeline.redrive import MAX_LIMIT, RedriveError, redrive
-from pipeline.store import dockets, item_states, markers
+from pipeline.engine import markers
+from pipeline.ops.redrive import MAX_LIMIT, RedriveError, redrive
+from pipeline.store import dockets, item_states
 from pipeline.store.models import Docket, ItemState, Run
 from tests.fixtures import core_stages
 from tests.fixtures.core_stages import ToyAll
@@ -169,7 +170,7 @@ def test_luigi_command_runs_redrive_and_refuses_bad_requests(store):
 
     def luigi_redrive(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "luigi", "--module", "pipeline.redrive", "Redrive",
+            [sys.executable, "-m", "luigi", "--module", "pipeline.ops.redrive", "Redrive",
              "--docket", docket, *args, "--local-scheduler"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
 

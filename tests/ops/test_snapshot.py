@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from pipeline import cli
 from pipeline.index.chunking import Chunk
+from pipeline.ops import cli
+from pipeline.ops.snapshot import pg_dump_path, take_snapshot
 from pipeline.runtime import set_runtime
-from pipeline.snapshot import pg_dump_path, take_snapshot
 from tests.fixtures.state_fixtures import make_runtime, new_pg_database
 
 
@@ -100,7 +100,7 @@ def test_postgresql_state_db_is_dumped(tmp_path, pg_server):
 
 def test_copy_fallback_without_pg_dump(runtime, tmp_path, monkeypatch):
     runtime.index_db()  # create the index schema
-    monkeypatch.setattr("pipeline.snapshot.pg_dump_path", lambda: None)
+    monkeypatch.setattr("pipeline.ops.snapshot.pg_dump_path", lambda: None)
     snap = take_snapshot(runtime, tmp_path / "snap")
     assert snap.parts["index"]["file"] == "index-csv"
     assert (tmp_path / "snap" / "index-csv" / "chunks.csv").is_file()

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import cli
 from pipeline.clock import iso, utcnow
+from pipeline.engine import leases, markers
 from pipeline.failures import RetryPolicy
-from pipeline.store import dockets, item_states, leases, markers
+from pipeline.ops import cli
+from pipeline.store import dockets, item_states
 from pipeline.store.blobs import attachment_key, combined_key
 from pipeline.store.models import Attachment, Item, ItemState
 from tests.fixtures.pipeline_fixtures import built_store

@@ -105,7 +105,7 @@ class World:
 
     def docketeer(self, *args: str) -> str:
         """A ``docketeer`` command's output (not audited: it writes where it is told)."""
-        done = subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=self.env(DOCKETEER_AUDIT_LOG=""),
+        done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *args], env=self.env(DOCKETEER_AUDIT_LOG=""),
                               cwd=self.folder, capture_output=True, text=True, timeout=300)
         return done.stdout + done.stderr
 

@@ -16,7 +16,8 @@ import pytest
 
 from devtools.mirror_layout import comment_files
 from devtools.standin_server import API_KEY_MISSING
-from pipeline import IndexAll, clock, verify
+from pipeline import IndexAll, clock
+from pipeline.ops import verify
 from pipeline.store.models import ItemState
 from tests.fixtures.loopback_recorder import Recorder
 from tests.fixtures.luigid_server import api, running_luigid

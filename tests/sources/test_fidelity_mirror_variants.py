@@ -10,9 +10,9 @@ import json
 import shutil
 import uuid
 
+from pipeline.engine.stage import StageContext
+from pipeline.fetch.stage import fetch_docket
 from pipeline.runtime import set_runtime
-from pipeline.stages.base import StageContext
-from pipeline.stages.fetch import fetch_docket
 from pipeline.store import dockets
 from pipeline.store.models import Item, ItemState
 from tests.fixtures.real_records import ITEMS

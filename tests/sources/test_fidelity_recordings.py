@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from devtools.standin_server import Reply
-from pipeline import cli
+from pipeline.ops import cli
 from pipeline.sources import records
 from pipeline.store import dockets
 from pipeline.store.models import Docket, Item, ItemState

@@ -23,6 +23,7 @@ from pipeline.errors import (
     QuotaSpent,
     TransientHTTPError,
 )
+from pipeline.fetch.watermark import next_filter_second, parse_api_time, to_eastern_filter
 from pipeline.sources import federal_register
 from pipeline.sources.federal_register import FederalRegisterClient, docket_ids_from
 from pipeline.sources.http import RequestBudget
@@ -32,7 +33,6 @@ from pipeline.sources.regulations_gov import (
     TooLarge,
     check_comment_item,
 )
-from pipeline.sources.watermark import next_filter_second, parse_api_time, to_eastern_filter
 
 SECRET_KEY = "sEcReT-kEy-0123456789"
 PDF_BYTES = b"%PDF-1.4\n" + bytes(range(256)) * 400 + b"\n%%EOF\n"

@@ -10,8 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from pipeline import verify
-from pipeline.progress import KILL_HOOK
+from pipeline.engine.progress import KILL_HOOK
+from pipeline.ops import verify
 from pipeline.store import leftovers
 from tests.fixtures.backfill_runs import dump
 from tests.fixtures.chain_runs import KEY, _env_of, chain

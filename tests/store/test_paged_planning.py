@@ -3,7 +3,7 @@ every row, never more than two pages held."""
 
 from __future__ import annotations
 
-from pipeline.stages import extract
+from pipeline.extract import stage as extract
 from pipeline.store import item_states
 
 D = "AB-2026-0001"

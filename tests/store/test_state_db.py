@@ -6,8 +6,9 @@ import peewee
 import pytest
 from playhouse.migrate import migrate
 
+from pipeline.engine import leases
 from pipeline.store import db as state_db
-from pipeline.store import dockets, item_states, leases
+from pipeline.store import dockets, item_states
 from pipeline.store.models import Attachment, ItemState, Meta, MirrorObject, Run
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
-from pipeline import cli
+from pipeline.ops import cli
 from pipeline.store import reports
 from pipeline.web import campaigns, pages
 from pipeline.web.app import make_app

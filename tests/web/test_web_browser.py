@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from pipeline.index import search_service
-from pipeline.stages.index import embedder_from
+from pipeline.index.stage import embedder_from
 from tests.fixtures.paths import ROOT as CHECKOUT
 from tests.fixtures.web_fixtures import CITATION, CITING_ID, HOSTILE_ID, web_store
 
@@ -39,7 +39,7 @@ def served(store):
     port = _free_port()
     env = {**os.environ, **store.env(), "PYTHONPATH": str(CHECKOUT)}
     log = open(store.root / "serve.log", "wb")  # noqa: SIM115 - closed below
-    child = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "serve", "--port", str(port)],
+    child = subprocess.Popen([sys.executable, "-m", "pipeline.ops.cli", "serve", "--port", str(port)],
                              env=env, cwd=CHECKOUT, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -1,21 +1,6 @@
-"""Fetch: walk a docket's comment lists from its watermark; no-op upserts; seal when due.
-
-Fetch is the only stage that learns about new comments. An unknown docket is resolved once
-(docket + documents); a known open one is walked from its watermark with no resolve and no
-document listing; a sealed one costs zero calls. The watermark, last-pull time and count
-advance only after a clean walk, and only then may the docket auto-seal.
-
-What the server sends is untrusted; ``pipeline.sources.records`` makes the stored fields of
-it. A field an older response lacks (``lastModifiedDate``, a document's ``objectId``) is
-absent, not an error. One bad list item is never the docket's failure: an item with a safe
-id but mistyped or unreadable fields becomes a per-item ``failed`` row with the reason; an
-item that cannot be keyed (an id with ``/``, ``..``, NUL, a number, none at all) is counted
-``malformed`` and named, by a short safe rendering, in the run's message and in a
-``fetch.unkeyed`` row of the docket (``docketeer stats``, ``docketeer explain``). The rest of
-the page and the next pages are taken and the walk stays clean, but the watermark is held at
-the earliest bad item's lastModifiedDate, so the next run lists it again and takes it once
-upstream repairs it: nothing is ever lost behind an advanced watermark. A response that is
-not the promised JSON stops the walk (unclean, the watermark where it was).
+"""The walk both list sources share: a docket's resolution recorded, list pages upserted in
+batches (``Walk``), bad items kept as rows (``BadItems``), and a clean walk finished:
+the watermark stored and the docket sealed when due.
 """
 
 from __future__ import annotations
@@ -26,92 +11,39 @@ from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
 from pipeline.clock import iso, utcnow
+from pipeline.engine.stage import StageContext, StageResult
 from pipeline.errors import (
     BadRecord,
     BadResponse,
-    BudgetSpent,
-    DocketeerError,
-    Gone,
-    InvalidIdentifier,
-    PermanentHTTPError,
-    RunStopping,
-    TransientHTTPError,
 )
+from pipeline.fetch.watermark import Watermark
 from pipeline.fingerprints import json_digest
 from pipeline.ids import validate_id
 from pipeline.seals import should_seal
-from pipeline.sources import connect, records
+from pipeline.sources import records
 from pipeline.sources.regulations_gov import MalformedItem
-from pipeline.sources.watermark import Watermark
-from pipeline.stages.base import Stage, StageContext, StageResult
-from pipeline.stages.fetch_mirror import fetch_from_mirror
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states, items
 from pipeline.store.models import Docket, database
 
 log = logging.getLogger("docketeer")
-T = TypeVar("T")
+
+
 STAGE = "fetch"
+T = TypeVar("T")
+
+
 # List items without a safe id: one row each, named by a digest of the item as listed.
 UNKEYED_STAGE = "fetch.unkeyed"
+
+
 # How many bad items the run's message names (the rest are counted).
 NAMED_IN_MESSAGE = 5
+
+
 # Upserts are committed one list page at a time: one transaction per page instead of one
 # per row, and a crash loses at most a page that the unmoved watermark re-lists anyway.
 WRITE_BATCH = 250
-
-
-class DocketNotFound(DocketeerError):
-    """The source answered 404/410 for the docket itself: a mistyped or withdrawn id."""
-
-
-def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
-    if docket.sealed_at and not ctx.force:
-        # Debug only: the wrapper already printed the one-line notice for a named docket.
-        log.debug("%s: sealed %s, skipping", docket.id, docket.sealed_at)
-        return StageResult(message="sealed")
-    if connect.list_source(ctx.settings) == "mirror":
-        return fetch_from_mirror(ctx, docket)
-    budget = connect.request_budget(ctx.settings, ctx.deadline)
-    api = api or connect.regulations_gov(ctx.settings, budget)
-    calls_before = api.stats()  # a client passed in may have served earlier runs
-    result = StageResult()
-    try:
-        # --force also re-resolves: the only way a known docket learns of new documents.
-        if not docket.resolved_at or ctx.force:
-            docket = resolve_docket(api, docket, ctx, result)
-        watermark = walk_docket(api, docket, ctx, result)
-    except DocketNotFound as exc:
-        _leave_not_found(docket.id, exc, result)
-        return _with_calls(result, api, calls_before)
-    except BudgetSpent as exc:
-        result.budget_spent, result.message = True, str(exc)
-    except RunStopping:
-        raise  # the key, the quota, the disk: not this docket's fault, and the run must stop
-    except (TransientHTTPError, PermanentHTTPError, BadResponse, InvalidIdentifier) as exc:
-        # The walk broke: keep what was upserted, leave the watermark, never seal.
-        result.clean, result.message = False, f"walk of {docket.id} broke off: {exc}"
-    else:
-        _finish_clean_walk(ctx, docket, watermark, result)
-    return _with_calls(result, api, calls_before)
-
-
-def _with_calls(result: StageResult, api, before: dict[str, int]) -> StageResult:
-    for endpoint, n in api.stats().items():
-        if n - before.get(endpoint, 0):
-            result.add(f"api.{endpoint}", n - before.get(endpoint, 0))
-    return result
-
-
-# --------------------------------------------------------------------------- the declaration
-
-DECLARATION = Stage(
-    name=STAGE, upstream=None, run=fetch_docket, task="FetchComments", wrapper="FetchAll",
-    doc="Walk the docket's comment lists from its watermark (resolve it first if unknown).",
-)
-
-
-# --------------------------------------------------------------------------- resolve
 
 
 def comment_documents(documents: list[dict]) -> list[dict]:
@@ -122,32 +54,6 @@ def comment_documents(documents: list[dict]) -> list[dict]:
         return with_period
     return [d for d in documents
             if d["attributes"].get("documentType") in ("Proposed Rule", "Rule", "Notice")]
-
-
-def _leave_not_found(docket_id: str, exc: DocketNotFound, result: StageResult) -> None:
-    # Recorded once, with one notice; from now on no wrapper schedules it (an hourly
-    # failure would teach cron to ignore failures). `--docket ID` asks again.
-    docket_rows.leave_known_set(docket_id, docket_rows.NOT_FOUND)
-    result.message = (f"{docket_id}: not found upstream ({exc}); recorded as not found and "
-                      f"skipped from now on (`docketeer forget {docket_id} --purge` removes it)")
-    log.warning(result.message)
-
-
-def _get_docket(api, docket_id: str) -> dict:
-    try:
-        return api.get_docket(docket_id)
-    except (PermanentHTTPError, Gone) as exc:
-        if getattr(exc, "status", 404) in (404, 410):
-            raise DocketNotFound(str(exc)) from exc
-        raise
-
-
-def resolve_docket(api, docket: Docket, ctx: StageContext, result: StageResult) -> Docket:
-    """Learn the docket's documents, object ids and comment dates: once per docket."""
-    data = _get_docket(api, docket.id)
-    bad = BadItems(ctx, docket.id, result)
-    documents = api.list_documents(docket.id, on_bad_item=bad.document)
-    return record_resolution(docket, data, documents, ctx, result, bad)
 
 
 def record_resolution(docket: Docket, data: dict, documents: list[dict], ctx: StageContext,
@@ -209,9 +115,6 @@ def _upsert_document(doc: dict, docket_id: str, known: dict, run_id: str) -> str
         return "failed"
     digest = items.content_digest({"kind": "document", **fields})
     return items.upsert_summary(key, docket_id, "document", fields, digest, known.get(key, False))
-
-
-# --------------------------------------------------------------------------- walk
 
 
 class BadItems:
@@ -424,10 +327,7 @@ def _not_after(watermark: Watermark | str | None, now) -> str | None:
     return None if watermark is None else str(Watermark.of(watermark).capped(now))
 
 
-# --------------------------------------------------------------------------- finish
-
-
-def _finish_clean_walk(ctx: StageContext, docket: Docket, watermark: Watermark | None, result: StageResult) -> None:
+def finish_clean_walk(ctx: StageContext, docket: Docket, watermark: Watermark | None, result: StageResult) -> None:
     if not result.clean:
         return
     now = ctx.clock()

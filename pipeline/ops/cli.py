@@ -173,7 +173,7 @@ def cmd_unseal(args) -> int:
 
 @command
 def cmd_forget(args) -> int:
-    from pipeline.forget import forget
+    from pipeline.ops.forget import forget
 
     report = forget(_runtime(), args.docket, purge_data=args.purge, dry_run=args.dry_run)
     print("\n".join(report.lines()))
@@ -198,7 +198,7 @@ def cmd_stats(args) -> int:
 
 
 def _index_row(rt, item) -> list[str]:
-    from pipeline.stages.index import COLLECTIONS
+    from pipeline.index.stage import COLLECTIONS
 
     index_db = rt.existing_index_db()
     if index_db is None:
@@ -233,7 +233,7 @@ def _stage_row(row) -> list:
 
 @command
 def cmd_explain(args) -> int:
-    from pipeline.stages import registry
+    from pipeline.engine import registry
     from pipeline.store import reports
 
     rt = _runtime()
@@ -262,7 +262,7 @@ def _day_and_instant(stamp: str | None) -> str:
 
 
 def _in_pipeline_order(stages: list[list]) -> list[list]:
-    from pipeline.stages import registry
+    from pipeline.engine import registry
 
     order = registry.names()
     return sorted(stages, key=lambda r: order.index(r[0]) if r[0] in order else len(order))
@@ -321,7 +321,8 @@ def _attachment_row(name: str, row, by_stage: dict) -> list:
 @command
 def cmd_pending(args) -> int:
     from pipeline.clock import iso, parse_iso, utcnow
-    from pipeline.store import item_states, reports, runs
+    from pipeline.engine import runs
+    from pipeline.store import item_states, reports
 
     _runtime()
     now = utcnow()
@@ -397,7 +398,7 @@ def _search_here(args) -> dict:
     # Imported only here: the warm path must not pay for psycopg2, pgvector and the stages.
     from pipeline.index.search import filters_of, format_hits, search
     from pipeline.index.search_results import hit_records
-    from pipeline.stages.index import embedder_from
+    from pipeline.index.stage import embedder_from
 
     runtime = _runtime()
     hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
@@ -428,7 +429,7 @@ def _warm_search(settings, data_dir, args) -> dict | None:
 
 @command
 def cmd_verify(args) -> int:
-    from pipeline import verify
+    from pipeline.ops import verify
 
     rt = _runtime()
     report = verify.run_checks(rt, full=args.full, sample=args.sample, pending_age=args.pending_older_than,
@@ -442,7 +443,7 @@ def cmd_verify(args) -> int:
 
 @command
 def cmd_snapshot(args) -> int:
-    from pipeline.snapshot import take_snapshot
+    from pipeline.ops.snapshot import take_snapshot
 
     snap = take_snapshot(_runtime(), Path(args.dest))
     print("\n".join(snap.lines()))
@@ -467,7 +468,7 @@ def parse_port(text: str) -> int:
 
 @command
 def cmd_export(args) -> int:
-    from pipeline.export import FORMATS, export
+    from pipeline.ops.export import FORMATS, export
 
     dockets = [d.strip() for d in (args.docket or "").split(",") if d.strip()] or None
     formats = (args.format,) if args.format else FORMATS

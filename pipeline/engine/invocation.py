@@ -9,7 +9,7 @@ and the marker reads a wrapper's dockets share.
 Tasks carry it as a hidden, insignificant parameter (``InvocationParameter``): never in a
 task id, never on the visualiser. A task given none belongs to this process's invocation,
 the one a command-line run has; a test that runs several builds in one process gives each
-build a new ``Invocation()`` (``tests.state_fixtures.run_invocation``).
+build a new ``Invocation()`` (``tests.fixtures.state_fixtures.run_invocation``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ the API is asked only for what the mirror has not tried yet.
 The mirror side reads on backfill's pool (``mirror_concurrency``); the API side is paced and
 budgeted per key and is asked only from the stage's own thread: a reader thread that finds
 an item or file the mirror lacks raises ``ReadInStageThread``, and the stage reads that
-item (or file) again itself, in order (``pipeline.stages.backfill``).
+item (or file) again itself, in order (``pipeline.backfill.stage``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
+from pipeline.backfill.sources import ApiSource, FileRef, MirrorSource, ReadInStageThread
+from pipeline.engine.stage import StageResult
 from pipeline.errors import NotMirroredYet
-from pipeline.stages.backfill import ApiSource, FileRef, MirrorSource, ReadInStageThread
-from pipeline.stages.base import StageResult
 from pipeline.store.models import Item
 
 

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.counters import COMBINED_READS, counters
+from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import capped_of, parse_combined, render_combined, uncapped_texts
 from pipeline.extract.readers import EXTRACTOR_VERSION, AttachmentText, ExtractLimits, Reader
 from pipeline.extract.text_caps import ItemSizes, TextCaps, caps_biting, sizes_of, with_caps
 from pipeline.fingerprints import bytes_digest, digest
-from pipeline.stages.base import Stage, StageContext, StageResult
 from pipeline.store import item_states, items, leftovers
 from pipeline.store.blobs import attachment_key, combined_key
 from pipeline.store.models import Attachment, Docket, database

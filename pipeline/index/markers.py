@@ -15,11 +15,11 @@ import dataclasses
 import heapq
 
 from pipeline.counters import COMPLETION_READS_INDEX, count_completion_read
+from pipeline.engine import markers
 from pipeline.engine.completion import VERIFY_NOW, VERIFY_WINDOW, Completion
+from pipeline.engine.markers import Judged, Probe
 from pipeline.fingerprints import RECORD, digest, digest_each, postgres_md5
 from pipeline.index.database import DocketMarker
-from pipeline.store import markers
-from pipeline.store.markers import Judged, Probe
 from pipeline.store.models import Docket
 
 

@@ -2,7 +2,7 @@
 built from its mirror folder, with no API key and no API call.
 
 One LIST walk of the docket's folder is compared with what the last one showed
-(``pipeline.sources.mirror_listing``); only new or changed objects are read. The docket JSON
+(``pipeline.fetch.mirror_listing``); only new or changed objects are read. The docket JSON
 and the documents' JSON give the docket's fields and comment windows, as the API's resolve
 does; each comment JSON gives the list item the API would have shown (``records.
 listed_attributes``), upserted by the same ``Walk`` as an API walk, so items have the same
@@ -13,7 +13,7 @@ A new or changed attachment, or a changed record, sends its item back to backfil
 list fields. Objects gone from the listing keep their row, marked ``gone`` with the reason.
 An object whose read failed transiently is not recorded, so the next run reads it again.
 
-No step holds the docket's listing (#18). The walk is compared a page at a time with the
+No step holds the docket's listing. The walk is compared a page at a time with the
 stored rows of the page's keys; the new or changed objects are filed by item in
 ``mirror_scan`` (the docket's and documents' JSON alone are kept: documents are few, and
 the docket is resolved from them before its comments are read); the filed objects are then
@@ -30,20 +30,21 @@ from dataclasses import dataclass, field
 
 from pipeline.clock import iso
 from pipeline.counters import counters
+from pipeline.engine.read_ahead import read_ahead
+from pipeline.engine.stage import StageContext, StageResult
 from pipeline.errors import BadRecord, BudgetSpent
 from pipeline.failures import RETRY, item_failure
+from pipeline.fetch import walk as shared  # the API walk's Walk, resolution and finish
+from pipeline.fetch.mirror_listing import ListingTally, PageDiff, diff_page
+from pipeline.fetch.walk import STAGE
 from pipeline.ids import validate_id
-from pipeline.read_ahead import read_ahead
 from pipeline.sources import connect, records
 from pipeline.sources.http import RequestBudget
 from pipeline.sources.mirror import DocketListing, ListedObject, default_agency, listing_of
-from pipeline.sources.mirror_listing import ListingTally, PageDiff, diff_page
-from pipeline.stages.base import StageContext, StageResult
 from pipeline.store import item_states, items, mirror_objects
 from pipeline.store.models import Docket, database
 
 log = logging.getLogger("docketeer")
-STAGE = "fetch"
 BACKFILL = "backfill"
 GONE_REASON = "no longer in the mirror listing"
 PAGE = mirror_objects.WRITE_BATCH  # objects of the walk compared and filed at once
@@ -69,21 +70,19 @@ def fetch_from_mirror(ctx: StageContext, docket: Docket, *, mirror=None) -> Stag
 
 
 def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> StageResult:
-    from pipeline.stages import fetch  # the API walk's Walk, resolution and finish are shared
-
     reads = _Reads(ctx)
     agency = docket.agency or default_agency(docket.id)
     scan = mirror_objects.new_scan(docket.id, iso(ctx.clock()))
     try:
-        walked = _walk_listing(ctx, mirror, docket, agency, scan, reads, result, fetch)
+        walked = _walk_listing(ctx, mirror, docket, agency, scan, reads, result)
         if not walked.tally.listed:
             result.message = f"{docket.id}: not in the mirror {mirror!r} (yet)"
             log.warning(result.message)
             return result
         if _needs_resolve(docket, walked, ctx.force):
-            docket = _resolve(ctx, mirror, docket, walked, result, reads, fetch)
+            docket = _resolve(ctx, mirror, docket, walked, result, reads)
             _record_resolved(ctx, docket.id, walked, reads, result)
-        _read_filed(ctx, mirror, docket, agency, scan, walked.comments, result, reads, fetch)
+        _read_filed(ctx, mirror, docket, agency, scan, walked.comments, result, reads)
     finally:
         mirror_objects.drop_scan(scan)
     if walked.tally.some_gone:
@@ -91,7 +90,7 @@ def _fetch(ctx: StageContext, docket: Docket, mirror, result: StageResult) -> St
     if reads.failures:
         result.clean = False
         result.message = f"{reads.failures} mirror objects could not be read; the next run reads them again"
-    fetch._finish_clean_walk(ctx, docket, docket.pull_watermark, result)
+    shared.finish_clean_walk(ctx, docket, docket.pull_watermark, result)
     return result
 
 
@@ -149,16 +148,15 @@ class _Walked:
         return keys
 
 
-def _walk_listing(ctx, mirror, docket: Docket, agency: str, scan: str, reads: _Reads, result: StageResult,
-                  fetch) -> _Walked:
+def _walk_listing(ctx, mirror, docket: Docket, agency: str, scan: str, reads: _Reads, result: StageResult) -> _Walked:
     """One walk of the docket's folder, a page at a time: the page compared with the stored
     rows of its keys, its docket and documents JSON noted, its other new or changed objects
     filed in the scan by the item each belongs to (read once the docket is resolved), and a
     new or changed object whose name is no safe key or id named. No page is kept."""
     walked = _Walked(ListingTally(0 if ctx.force else mirror_objects.count_listed(docket.id)))
-    bad = fetch.BadItems(ctx, docket.id, result)
+    bad = shared.BadItems(ctx, docket.id, result)
     now = iso(ctx.clock())
-    for entries in fetch.batches(mirror.docket_entries(docket.id, agency, spend=reads.budget.spend), PAGE):
+    for entries in shared.batches(mirror.docket_entries(docket.id, agency, spend=reads.budget.spend), PAGE):
         counters.note_peak(MIRROR_FETCH_HELD, len(entries))
         # --force reads everything (and, comparing with nothing, finds nothing gone).
         diff = diff_page(entries, {} if ctx.force else mirror_objects.stored_of([e.key for e in entries]))
@@ -195,8 +193,7 @@ def _needs_resolve(docket: Docket, walked: _Walked, force: bool) -> bool:
 # --------------------------------------------------------------------------- resolve
 
 
-def _resolve(ctx, mirror, docket: Docket, walked: _Walked, result: StageResult, reads: _Reads,
-             fetch) -> Docket:
+def _resolve(ctx, mirror, docket: Docket, walked: _Walked, result: StageResult, reads: _Reads) -> Docket:
     data = {}
     if walked.docket_key:
         # The docket record is the docket's own: unreadable, the walk breaks off (unclean).
@@ -213,7 +210,7 @@ def _resolve(ctx, mirror, docket: Docket, walked: _Walked, result: StageResult, 
             documents.append(_as_list_item(body, document_id))
         except BadRecord as exc:
             _failed(ctx, docket.id, document_id, f"document {document_id}: {exc}", "permanent", result)
-    return fetch.record_resolution(docket, data, documents, ctx, result)
+    return shared.record_resolution(docket, data, documents, ctx, result)
 
 
 def _record_resolved(ctx, docket_id: str, walked: _Walked, reads: _Reads, result: StageResult) -> None:
@@ -281,22 +278,22 @@ def _failed(ctx, docket_id: str, item_id: str, reason: str, kind: str, result: S
 
 
 def _read_filed(ctx, mirror, docket: Docket, agency: str, scan: str, comments: int, result: StageResult,
-                reads: _Reads, fetch) -> None:
+                reads: _Reads) -> None:
     """The objects the walk filed, a scan page at a time in item order: the page's comment
     records read and upserted, then its other objects recorded (``_record_rest``)."""
-    walk = fetch.Walk(ctx, docket, result)
+    walk = shared.Walk(ctx, docket, result)
     by_object = _windows_by_object(docket)
     ctx.progress.start(comments)
     for rows in mirror_objects.scan_pages(scan):
         counters.note_peak(MIRROR_FETCH_HELD, len(rows))
         page = listing_of(docket.id, agency, (ListedObject(*row[1:]) for row in rows))
-        _read_comments(ctx, mirror, walk, page, by_object, result, reads, fetch)
+        _read_comments(ctx, mirror, walk, page, by_object, result, reads)
         records = set(page.comments.values())
         _record_rest(ctx, docket.id, page, [e for key, e in page.objects.items() if key not in records], result)
 
 
 def _read_comments(ctx, mirror, walk, page: DocketListing, by_object: dict[str, str], result: StageResult,
-                   reads: _Reads, fetch) -> None:
+                   reads: _Reads) -> None:
     """The page's comment records, each read and upserted, recorded (with the JSON, for
     backfill) batch by batch as its items are written, so a run stopped at its budget
     leaves nothing half done: the next reads only what this one did not."""
@@ -304,7 +301,7 @@ def _read_comments(ctx, mirror, walk, page: DocketListing, by_object: dict[str, 
     # Not recorded yet in this run: a record the last listing showed is one that changed.
     changed = set() if ctx.force else {key for key, before in mirror_objects.stored_of([k for _i, k in todo]).items()
                                        if before.state == mirror_objects.LISTED}
-    for batch in fetch.batches(todo, fetch.WRITE_BATCH):
+    for batch in shared.batches(todo, shared.WRITE_BATCH):
         walk.look_up_keys([comment_id for comment_id, _key in batch])
         done: list[tuple[str, str]] = []
         try:

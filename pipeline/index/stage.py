@@ -19,17 +19,17 @@ from operator import attrgetter
 
 from pipeline.config import SETTINGS
 from pipeline.engine.completion import Completion, join_terms
+from pipeline.engine.stage import Redrivable, Stage, StageContext, StageResult
 from pipeline.errors import BudgetSpent
 from pipeline.extract.combined import LABELS, combined_sections, kind_of
+from pipeline.extract.stage import read_combined
 from pipeline.extract.text_caps import chunks_biting, with_caps
 from pipeline.failures import item_failure
 from pipeline.fingerprints import RECORD, canonical_json, digest, digest_each, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from pipeline.index.embedders import embed_in_batches, make_embedder
-from pipeline.stages.base import Redrivable, Stage, StageContext, StageResult
-from pipeline.stages.extract import read_combined
+from pipeline.index.markers import IndexMarkers
 from pipeline.store import item_states, items
-from pipeline.store.index_markers import IndexMarkers
 from pipeline.store.models import Docket
 
 log = logging.getLogger("docketeer")

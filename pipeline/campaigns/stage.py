@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 
 from pipeline.campaigns.text import points_to_attachment
+from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.extract.combined import INLINE_HEADING, combined_sections
+from pipeline.extract.stage import read_combined
 from pipeline.fingerprints import digest
-from pipeline.stages.base import Stage, StageContext, StageResult
-from pipeline.stages.extract import read_combined
 from pipeline.store import item_states, items
 from pipeline.store.models import Docket
 

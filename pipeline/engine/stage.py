@@ -2,8 +2,8 @@
 
 A stage is declared once, in its own module, as a ``Stage``: its name, the stage it reads
 from, the function that does its work for one docket, how many items it still owes a
-docket, and where it keeps its markers. ``pipeline.stages.registry`` holds the stages in
-pipeline order and ``pipeline.tasks`` makes the Luigi tasks from the declarations.
+docket, and where it keeps its markers. ``pipeline.engine.registry`` holds the stages in
+pipeline order and ``pipeline.tasks`` gives each its two Luigi tasks.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from datetime import datetime
 
 from pipeline.clock import utcnow
 from pipeline.engine.completion import Completion
+from pipeline.engine.markers import MarkerStore, state_markers
+from pipeline.engine.progress import Progress
 from pipeline.errors import BudgetSpent
-from pipeline.progress import Progress
 from pipeline.store import item_states
-from pipeline.store.markers import MarkerStore, state_markers
 
 
 @dataclass
@@ -49,7 +49,7 @@ class StageContext:
     deadline: float | None = None  # time.monotonic() after which the run stops
     # The run's settings: the runtime's, with the invocation's budgets (--budget-seconds).
     settings: object = None
-    # pipeline.store.claims.ItemClaims when the run shares its items with other workers
+    # pipeline.engine.claims.ItemClaims when the run shares its items with other workers
     # (a stage with splits_items, on PostgreSQL): the todo is taken through it.
     claims: object = None
 
@@ -137,5 +137,5 @@ class Stage:
     merges_into_upstream: bool = False
     redrive: Redrivable | None = STATE_ROWS  # None: nothing Redrive may send back
     # Its run takes its todo through ctx.claims, so a second worker on a shared state DB
-    # helps the lease holder instead of failing (pipeline/store/claims.py).
+    # helps the lease holder instead of failing (pipeline/engine/claims.py).
     splits_items: bool = False

@@ -106,8 +106,8 @@ def mirror_close_date(mirror, ref) -> str:
     import logging
 
     from pipeline.errors import BadRecord, DocketeerError
+    from pipeline.fetch.walk import comment_documents
     from pipeline.sources import records
-    from pipeline.stages.fetch import comment_documents
 
     listing = mirror.docket_listing(ref.docket_id, ref.agency)
     documents = []

@@ -101,8 +101,8 @@ def held(stage: str, docket_id: str, seconds: int):
 
 def _clear_claims(stage: str, docket_id: str, token: str) -> None:
     """The item claims of the run that held the lease: released first, so that no helper
-    offers or claims in its session any more (pipeline/store/claims.py)."""
-    from pipeline.store import claims
+    offers or claims in its session any more (pipeline/engine/claims.py)."""
+    from pipeline.engine import claims
 
     if claims.supported():
         claims.clear(stage, docket_id, session=token)

@@ -20,11 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.campaigns import queries as campaigns
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import DocketeerError
 from pipeline.extract.combined import parse_combined
 from pipeline.fingerprints import RecordsDigest
-from pipeline.store import campaigns, dockets, item_states, items
+from pipeline.store import dockets, item_states, items
 from pipeline.store.blobs import combined_key
 
 EXPORT_VERSION = "export-1"

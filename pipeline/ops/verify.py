@@ -220,7 +220,7 @@ def check_markers_done(stage: str, claims: Claims, owed: Callable[[str], int]) -
 def marker_checks(rt, now: datetime) -> list[Check]:
     """One check per stage after fetch (fetch owes nothing): no marker says done while its
     stage owes items. Each stage's marker store says which dockets its markers claim."""
-    from pipeline.stages import registry
+    from pipeline.engine import registry
 
     moment = iso(now)
     # A run in progress owes items by nature (rows pending, OCR text merged before index sees
@@ -295,7 +295,7 @@ def inventory(rows: list[Attachment], dockets: dict[str, str], findings: BlobFin
 def run_checks(rt, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
                pending_age: timedelta = timedelta(hours=1), index_db=None,
                now: datetime | None = None, rng: random.Random | None = None) -> Report:
-    from pipeline.stages import extract
+    from pipeline.extract import stage as extract
 
     now = now or utcnow()
     rows = reports.all_attachments()

@@ -1,8 +1,8 @@
 """The stages in pipeline order: the one place the order lives.
 
-fetch -> backfill -> extract -> ocr (optional) -> index. Each stage module declares its
-``Stage``; this module lists them once, in order, and answers the questions the tasks,
-``Redrive`` and ``docketeer verify`` ask about the chain. ``register`` adds a stage whose
+fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns. Each stage package
+declares its ``Stage``; this module lists them once, in order, and answers the questions the
+tasks, ``Redrive`` and ``docketeer verify`` ask about the chain. ``register`` adds a stage whose
 upstream is known (a plug-in, a test's stage) after the others; ``unregister`` removes it.
 """
 
@@ -11,10 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pipeline.backfill import stage as backfill
+from pipeline.campaigns import stage as campaigns
 from pipeline.engine.completion import Completion, join_terms
-from pipeline.stages import backfill, campaigns, extract, fetch, index, ocr
-from pipeline.stages.base import Stage
-from pipeline.store.markers import MarkerStore
+from pipeline.engine.markers import MarkerStore
+from pipeline.engine.stage import Stage
+from pipeline.extract import stage as extract
+from pipeline.fetch import stage as fetch
+from pipeline.index import stage as index
+from pipeline.ocr import stage as ocr
 
 _stages: dict[str, Stage] = {}  # name -> declaration, in pipeline order
 

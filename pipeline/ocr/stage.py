@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.counters import COMBINED_READS, counters
+from pipeline.engine import markers
+from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.errors import BudgetSpent
-from pipeline.extract import ocr as ocr_lib
+from pipeline.extract import stage as extract
 from pipeline.extract.combined import (
     DOCUMENT_HEADING,
     INLINE_HEADING,
@@ -39,12 +41,11 @@ from pipeline.extract.combined import (
     uncapped_texts,
 )
 from pipeline.extract.readers import STATUS_OCR_NEEDED, STATUS_OK, AttachmentText
+from pipeline.extract.stage import REDO_STATES
 from pipeline.extract.text_caps import ItemSizes, caps_biting, sizes_of, with_caps
 from pipeline.fingerprints import bytes_digest, digest
-from pipeline.stages import extract
-from pipeline.stages.base import Stage, StageContext, StageResult
-from pipeline.stages.extract import REDO_STATES
-from pipeline.store import item_states, items, markers
+from pipeline.ocr import tesseract as ocr_lib
+from pipeline.store import item_states, items
 from pipeline.store.blobs import combined_key
 from pipeline.store.models import Docket, database
 

@@ -3,7 +3,7 @@ DB's (``docket_stage`` rows, beside the item rows they vouch for).
 
 A marker store reads a ``Probe`` (everything a target needs, in one indexed read), writes a
 marker, clears one (re-drive), and answers ``docketeer verify`` which dockets its markers
-say are done. The index DB's store is ``pipeline.store.index_markers``.
+say are done. The index DB's store is ``pipeline.index.markers``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.store import dockets, purge
+from pipeline.ops import purge
+from pipeline.store import dockets
 from pipeline.store.blobs import attachment_key, combined_key
 
 

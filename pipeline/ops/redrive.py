@@ -41,13 +41,12 @@ from dataclasses import dataclass, field
 
 import luigi
 
-from pipeline.command_line import BoundedIntParameter, CheckedParameters, DocketIdsParameter
+from pipeline.engine import leases, registry, runs
+from pipeline.engine.command_line import BoundedIntParameter, CheckedParameters, DocketIdsParameter
+from pipeline.engine.docket_task import runtime_or_exit
 from pipeline.errors import DocketeerError
 from pipeline.runtime import get_runtime
-from pipeline.stages import registry
 from pipeline.store import dockets as docket_rows
-from pipeline.store import leases, runs
-from pipeline.tasks import runtime_or_exit
 
 log = logging.getLogger("docketeer")
 

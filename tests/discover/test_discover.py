@@ -10,9 +10,9 @@ import pytest
 from devtools.mirror_builder import MirrorBuilder
 from devtools.standin_server import StandinServer
 from pipeline import tasks as task_module
+from pipeline.discover import stage as discover
 from pipeline.runtime import set_runtime
 from pipeline.sources import federal_register
-from pipeline.stages import discover
 from pipeline.store import dockets
 from pipeline.store.models import Docket, Meta
 from tests.fixtures.state_fixtures import make_runtime

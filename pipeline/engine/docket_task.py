@@ -1,0 +1,387 @@
+"""The Luigi task of one stage over one docket: ``DocketStageTask``.
+
+A task keeps only the lease, the run row and progress; its completion is its target's, one
+indexed read through the stage's marker store (``pipeline.engine.completion`` is the rule),
+so the scheduler drops finished dockets before any ``run()``. A subclass that sets ``stage``
+is that stage's task (``pipeline.tasks`` writes them out; ``stage_tasks`` makes them for a
+stage declared elsewhere). What a `luigi` command run shares travels with the tasks as their
+``Invocation``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import types
+from typing import ClassVar
+
+import luigi
+
+from pipeline.clock import iso, utcnow, window_start
+from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
+from pipeline.engine import claims, leases, registry, runs
+from pipeline.engine.command_line import (
+    CheckedParameters,
+    DocketIdsParameter,
+    OneLineUncaught,
+    check_scheduler,
+)
+from pipeline.engine.invocation import Invocation, InvocationParameter
+from pipeline.engine.markers import MarkerStore
+from pipeline.engine.progress import Progress
+from pipeline.engine.stage import Stage, StageContext, StageResult
+from pipeline.errors import BudgetSpent, ConfigError, DocketeerError
+from pipeline.failures import classify, original_error
+from pipeline.runtime import get_runtime
+from pipeline.store import dockets as docket_rows
+from pipeline.store import item_states, leftovers
+from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
+
+log = logging.getLogger("docketeer")
+
+BASE_VERSION = 1
+
+
+class StageIncomplete(DocketeerError):
+    """The stage kept its progress but could not finish (a broken walk, a failed download)."""
+
+
+def share_luigi_log_handlers() -> None:
+    """Send docketeer's log lines wherever the `luigi` command sends its own.
+
+    Luigi attaches its handler to the "luigi-interface" logger only (after parsing the
+    command line), so without this our progress and summary lines would go nowhere.
+    """
+    luigi_logger = logging.getLogger("luigi-interface")
+    for kind in (OneLineFailures, OneLineUncaught):
+        if not any(isinstance(f, kind) for f in luigi_logger.filters):
+            luigi_logger.addFilter(kind())
+    if not luigi_logger.handlers:
+        return
+    for name in ("docketeer", "pipeline"):
+        ours = logging.getLogger(name)
+        if not ours.handlers:
+            for handler in luigi_logger.handlers:
+                ours.addHandler(handler)
+            ours.setLevel(min(luigi_logger.getEffectiveLevel(), logging.INFO))
+
+
+class OneLineFailures(logging.Filter):
+    """A task that failed with one of our errors (the key rejected, a disk full, a stage left
+    incomplete) is one line naming the cause, not a traceback: the message says it all. So is
+    any other run-stopping cause (``failures.classify``): SQLite's "database or disk is full"
+    on a full disk, an unreachable DB."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, DocketeerError) or (isinstance(exc, Exception) and classify(exc).stops_run):
+            exc = original_error(exc)
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
+            record.args, record.exc_info, record.exc_text = (), None, None
+        return True
+
+
+def runtime_or_exit():
+    """The runtime, or one clear line on stderr and exit status 2 (no traceback wall)."""
+    share_luigi_log_handlers()
+    check_scheduler()
+    try:
+        return get_runtime()
+    except ConfigError as exc:
+        print(f"docketeer: configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+class DocketStageTask(CheckedParameters, luigi.Task):
+    """One stage over one docket; ``stage`` is the declaration it was made from."""
+
+    docket = DocketIdsParameter(many=False, description="docket id, e.g. CMS-2026-2377")
+    version = luigi.OptionalIntParameter(
+        default=None, description="target version; --force picks the next one"
+    )
+    force = luigi.BoolParameter(
+        default=False, significant=False,
+        description="redo known-complete work for this run (bypasses seal, fingerprint, hash)",
+    )
+    invocation = InvocationParameter()
+
+    stage: ClassVar[Stage]
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "stage" in cls.__dict__:  # the stage's task (its copy for yielding sets none)
+            _task_of[cls.stage.name] = cls
+
+    def __init__(self, *args, **kwargs) -> None:
+        runtime_or_exit()  # a bad configuration stops here with one line, before scheduling
+        if kwargs.get("version") is None and kwargs.get("force", True):  # --force may be asked
+            kwargs = dict(self.get_param_values(self.get_params(), args, kwargs))
+            args = ()
+            if kwargs["force"] and kwargs["version"] is None:
+                # Resolved before Luigi makes the task id from the parameters: a forced run
+                # shows in the visualiser as a task of its own.
+                invocation = kwargs["invocation"] or Invocation.of_process()
+                kwargs["version"] = invocation.forced_version(
+                    self.stage.name, lambda: self.next_forced_version(invocation))
+        super().__init__(*args, **kwargs)
+
+    @property
+    def current_invocation(self) -> Invocation:
+        return self.invocation or Invocation.of_process()
+
+    @property
+    def task_family(self) -> str:
+        """The name luigid shows for this task (the D3 graph's node label, the sidebar's
+        families, the execution summary): the stage task and its docket, so the tasks of two
+        dockets differ at a glance; grouped by stage under the sidebar's dotted prefix. Luigi's
+        registry, task ids and config sections go by the class (``get_task_family``)."""
+        return f"{type(self).get_task_family()}.{self.docket}"
+
+    def as_dynamic_dependency(self) -> DocketStageTask:
+        """This task, to be yielded from a run(): Luigi sends a yielded task to its worker as
+        (module, family, params) and loads it by that family from its registry, which knows
+        the class name only."""
+        cls = type(self)
+        if cls not in _yielded:
+            # The same task, named by its class alone (what a yielded task's family must be);
+            # outside the registry, like luigi.task.externalize's copies, so names stay unique.
+            _yielded[cls] = types.new_class(cls.__name__, (cls,), exec_body=lambda ns: ns.update(
+                task_family=property(_class_family), _visible_in_registry=False,
+                __module__=cls.__module__))
+        return _yielded[cls](**self.param_kwargs)
+
+    # --- versions -------------------------------------------------------------------------
+    @property
+    def asked_version(self) -> int:
+        return self.version if self.version is not None else BASE_VERSION
+
+    @classmethod
+    def next_forced_version(cls, invocation: Invocation | None = None) -> int:
+        store = registry.marker_store(cls.stage, runtime_or_exit(), invocation)
+        return max(store.max_version(), BASE_VERSION) + 1
+
+    # --- targets ----------------------------------------------------------------------------
+    def marker_store(self) -> MarkerStore:
+        return registry.marker_store(self.stage, runtime_or_exit(), self.current_invocation)
+
+    def requires(self):
+        upstream = registry.required_upstream(self.stage, runtime_or_exit().settings)
+        if upstream is None:
+            return []
+        return task_of(upstream)(docket=self.docket, force=False, invocation=self.invocation)
+
+    def output(self) -> DocketTarget:
+        rt = runtime_or_exit()
+        hints = self.current_invocation.seal_hints
+        if self.docket in hints:
+            sealed = hints[self.docket]
+        else:
+            row = docket_rows.get_docket(self.docket)
+            sealed = row.sealed_at if row else None
+        kind = SealedDocketTarget if sealed else FingerprintTarget
+        return kind(self.docket, self.asked_version, self.marker_store(),
+                    window_start=window_start(utcnow(), rt.settings.freshness_seconds))
+
+    def complete(self) -> bool:
+        if self.output().exists():
+            return True
+        # A stage that already ran in this invocation is done *for this run* even when its
+        # target cannot say so: it stopped on its budget, or its upstream did (so the input
+        # fingerprints disagree). Its downstream works on what exists; no marker vouches for
+        # it, and the next run continues.
+        return runs.finished_since(self.stage.name, self.docket, self.current_invocation.started_at)
+
+    def upstream_vouched(self) -> bool:
+        upstream = self.requires()
+        return not upstream or upstream.output().exists()
+
+    def input_fingerprint(self) -> str | None:
+        """What a marker written now would vouch for: the stage's input as recorded now."""
+        return self.marker_store().input_fingerprint(self.docket)
+
+
+    def write_marker(self, run_id: str, input_fp: str | None, kept_output: str | None = None) -> None:
+        """Record the stage done for this docket at the asked version, vouching for ``input_fp``."""
+        self.output().touch(input_fingerprint=input_fp, run_id=run_id, kept_output=kept_output)
+
+    # --- running ----------------------------------------------------------------------------
+    def make_progress(self, rt) -> Progress:
+        return Progress(
+            f"{self.stage.name} {self.docket}",
+            every=rt.settings.log_every_seconds,
+            on_status=self.set_status_message,
+            on_percent=self.set_progress_percentage,
+        )
+
+    def run(self) -> None:
+        rt = runtime_or_exit()
+        if self._left_complete_by_upstream():
+            return
+        settings = self.current_invocation.settings(rt.settings)  # with this run's budgets
+        docket = docket_rows.require_docket(self.docket)
+        if removed := leftovers.remove_for_run(rt.data_dir, rt.blobs):  # a dead run's scratch
+            log.info("removed %d leftovers of dead runs", removed)
+        if self._helped_running_holder(rt, settings, docket):
+            return
+        # Fingerprint the input before the work reads it: a change during the run is seen
+        # as a change by the next run.
+        input_fp = self.input_fingerprint()
+        started = time.monotonic()
+        with leases.held(self.stage.name, self.docket, settings.lease_seconds) as token:
+            store = self.marker_store()
+            held = store.hold_output(self.docket)  # cleared until the run ends well
+            ctx = self._context(rt, settings, token)
+            ctx.claims = self._holder_claims(ctx, settings, token)
+            result, io = self._call_stage(ctx, docket)
+            ctx.progress.finish()
+            # Rows a helper wrote in this run count as written (the holder may have written
+            # none itself): the output is recorded afresh, never the one held before the run.
+            wrote_rows = bool(io.get(ITEM_STATE_WRITES)) or bool(ctx.claims and ctx.claims.others_claimed())
+            if wrote_rows or held is None or docket.retry_due_at:
+                # Items waiting to retry never block a marker; the docket row carries the
+                # earliest next attempt, and the targets after fetch turn incomplete when it
+                # comes. Rows as they were (and a clean last run) leave it as it was.
+                item_states.refresh_retry_due(self.docket)
+            kept = None if wrote_rows else held
+            # A marker vouches for the whole chain: if the upstream stopped short (budget), this
+            # stage saw only part of its input and must run again once the upstream is done.
+            if not (result.complete and self.upstream_vouched()
+                    and self._write_marker_if_done(ctx.run_id, input_fp, result, kept)):
+                store.restore_output(self.docket, kept)
+            summary = {**result.counts, **io}
+            runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
+                            message=rt.settings.mask(result.message),
+                            budget_spent=result.budget_spent)
+        self._log_summary(result, summary, time.monotonic() - started)
+        if not result.clean and not result.budget_spent:
+            # Cron must see it: the work done is kept, the marker is not written.
+            raise StageIncomplete(
+                f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
+
+    def _left_complete_by_upstream(self) -> bool:
+        """Luigi judged this task before its upstream ran; an upstream that found nothing
+        new (fetch, once per freshness window) leaves its input as this stage's marker
+        recorded it, so the task is complete now: one probe, not a read of every item row."""
+        if self.force or self.stage.upstream is None or not self.output().exists():
+            return False
+        line = f"{self.stage.name} {self.docket}: input unchanged since its marker, nothing to do"
+        log.info(line)
+        if self.set_status_message:
+            self.set_status_message(line)
+        return True
+
+    def _helped_running_holder(self, rt, settings, docket) -> bool:
+        """On a shared state DB, a live run holding this (stage, docket) lease is helped, not
+        fought: this worker takes its share of the items through claims and writes no marker
+        (the holder does). True while that run still holds the lease afterwards; False when
+        there is none, or it ended meanwhile: this task then runs as the holder."""
+        if not (self.stage.splits_items and claims.supported()):
+            return False
+        session = claims.session_of(self.stage.name, self.docket)
+        if session is None:
+            return False
+        log.info("%s %s: its lease is held by a live run; taking a share of its items",
+                 self.stage.name, self.docket)
+        started = time.monotonic()
+        ctx = self._context(rt, settings, session)
+        ctx.claims = claims.ItemClaims(self.stage.name, self.docket, session, leases.holder_name(),
+                                       holder=False, batch=settings.claim_batch,
+                                       seconds=settings.lease_seconds)
+        ctx.progress.on_tick = ctx.claims.renew  # its claims, never the holder's lease
+        try:
+            result, io = self._call_stage(ctx, docket)
+        finally:
+            # What it claimed and did not finish (a spent budget, a run-stopping error) is
+            # the holder's at once; only a helper that died leaves it to expire.
+            ctx.claims.release()
+        ctx.progress.finish()
+        if io.get(ITEM_STATE_WRITES):
+            item_states.refresh_retry_due(self.docket)
+        summary = {**result.counts, **io}
+        runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
+                        message=rt.settings.mask(result.message), budget_spent=result.budget_spent)
+        self._log_summary(result, summary, time.monotonic() - started)
+        if not result.clean and not result.budget_spent:
+            raise StageIncomplete(f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
+        return claims.session_of(self.stage.name, self.docket) == session
+
+    def _holder_claims(self, ctx: StageContext, settings, token: str):
+        """The lease holder's claims (a splitting stage on PostgreSQL), renewed with its lease."""
+        if not (self.stage.splits_items and claims.supported()):
+            return None
+        claims.clear(self.stage.name, self.docket, keep=token)  # earlier sessions are over
+        renew_lease = ctx.progress.on_tick
+        mine = claims.ItemClaims(self.stage.name, self.docket, token, leases.holder_name(),
+                                 holder=True, batch=settings.claim_batch,
+                                 seconds=settings.lease_seconds)
+        # Waiting for a helper is not dying: the lease, and the claims of the items this run
+        # holds undecided meanwhile (read ahead, a batch not written yet), are renewed.
+        ctx.progress.on_tick = mine.on_wait = lambda: (renew_lease(), mine.renew())
+        return mine
+
+    def _context(self, rt, settings, lease_token: str) -> StageContext:
+        """A new run row, and progress whose every report renews the lease: a long run
+        keeps it."""
+        run_id = runs.start_run(self.task_id, self.stage.name, self.docket)
+        progress = self.make_progress(rt)
+        progress.on_tick = lambda: leases.renew(self.stage.name, self.docket, lease_token,
+                                                settings.lease_seconds)
+        deadline = self.current_invocation.deadline(settings.budget_seconds)
+        return StageContext(runtime=rt, run_id=run_id, force=self.force, progress=progress,
+                            deadline=deadline, settings=settings)
+
+    def _call_stage(self, ctx: StageContext, docket) -> tuple[StageResult, dict]:
+        with counters.measure() as io:
+            try:
+                counters.incr(STAGE_CALLS)
+                result = self.stage.run(ctx, docket)
+            except BudgetSpent as exc:
+                result = StageResult(budget_spent=True, message=str(exc))
+            except Exception as exc:
+                runs.finish_run(ctx.run_id, clean=False, counters=dict(ctx.progress.counts),
+                                message=ctx.settings.mask(f"{type(exc).__name__}: {exc}"))
+                raise
+        return result, io
+
+    def _write_marker_if_done(self, run_id: str, input_fp: str | None, result: StageResult,
+                              kept_output: str | None) -> bool:
+        """A marker means done: refused while any vouched item lacks a decided state."""
+        left = self.stage.unfinished(runtime_or_exit(), self.docket, iso(utcnow()))
+        if left:
+            result.message = (f"no marker: {left} item(s) without a decided {self.stage.name} "
+                              "state; the next run continues")
+            log.warning("%s %s: %s", self.stage.name, self.docket, result.message)
+            return False
+        if self.stage.merges_into_upstream:
+            # Its merge changed its own input (OCR refreshed extract's output): the input it
+            # has seen is that output as the run left it, or it would never be complete.
+            input_fp = self.input_fingerprint()
+        self.write_marker(run_id, input_fp, kept_output)
+        return True
+
+    def _log_summary(self, result: StageResult, summary: dict, seconds: float) -> None:
+        shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
+        line = f"{self.stage.name} {self.docket}: {shown or 'nothing to do'} in {seconds:.2f}s"
+        if result.budget_spent:
+            line += f" — budget spent ({result.message}); the next run continues"
+        elif not result.clean:
+            line += f" — unclean: {result.message}"
+        log.info(line)
+        if self.set_status_message:
+            self.set_status_message(line)
+
+
+
+
+_task_of: dict[str, type[DocketStageTask]] = {}  # stage name -> its task class
+_yielded: dict[type[DocketStageTask], type[DocketStageTask]] = {}  # see as_dynamic_dependency
+
+
+def task_of(stage: Stage) -> type[DocketStageTask]:
+    """The stage's task class (``pipeline.tasks`` defines the pipeline's own)."""
+    return _task_of[stage.name]
+
+
+def _class_family(self) -> str:
+    return type(self).get_task_family()

@@ -1,0 +1,202 @@
+"""The Luigi wrappers: one stage task per known docket with work (``DocketWrapper``), after
+discovery (``DiscoverDockets``). Every docket is judged by the targets' own rule in one read
+per store (``MarkerStore.judge``), so the finished ones never become tasks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+from typing import ClassVar
+
+import luigi
+
+from pipeline.clock import iso, utcnow, window_start
+from pipeline.engine import registry, runs
+from pipeline.engine.command_line import (
+    BoundedIntParameter,
+    CheckedParameters,
+    DocketIdsParameter,
+)
+from pipeline.engine.docket_task import BASE_VERSION, DocketStageTask, runtime_or_exit
+from pipeline.engine.invocation import Invocation, InvocationParameter
+from pipeline.engine.markers import MarkerStore
+from pipeline.store import dockets as docket_rows
+
+log = logging.getLogger("docketeer")
+
+
+class DiscoverDockets(CheckedParameters, luigi.Task):
+    """Docket rows from the configured list, a Federal Register search, or a mirror listing."""
+
+    def complete(self) -> bool:
+        from pipeline.discover import stage as discover
+
+        rt = runtime_or_exit()
+        return discover.is_current(rt, utcnow())
+
+    def run(self) -> None:
+        from pipeline.discover import stage as discover
+
+        rt = runtime_or_exit()
+        found = discover.discover(rt, utcnow())
+        log.info("discover (%s): %d dockets known, %d new", rt.settings.discover, found.known, found.new)
+
+
+class DocketWrapper(CheckedParameters, luigi.Task):
+    """Runs one stage task per known docket (after discovery), or only the named dockets."""
+
+    docket = DocketIdsParameter(
+        default="", description="comma-separated docket ids: only these, and no discovery call"
+    )
+    force = luigi.BoolParameter(default=False, description="redo this stage for these dockets")
+    budget_seconds = BoundedIntParameter(
+        default=None, significant=False, maximum=366 * 86400,
+        description="stop at the next item boundary after this many seconds (0: no limit; "
+                    "default: the budget_seconds setting); the next run continues",
+    )
+    request_budget = BoundedIntParameter(
+        default=None, significant=False,
+        description="API requests per task run (0: no limit; default: the request_budget setting)",
+    )
+    invocation = InvocationParameter()
+
+    stage_task: ClassVar[type[DocketStageTask]]
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        runtime_or_exit()  # a bad configuration stops here with one line, before scheduling
+
+    @property
+    def current_invocation(self) -> Invocation:
+        return self.invocation or Invocation.of_process()
+
+    def named(self) -> list[str]:
+        return [d.strip() for d in self.docket.split(",") if d.strip()]
+
+    def requires(self):
+        # Once discovery is current the docket tasks are known when Luigi schedules: required
+        # here, a failed one is traced to this wrapper, which Luigi's summary then names once,
+        # under "had failed dependencies". Yielded from run() only (right after a discovery),
+        # Luigi files the wrapper both as "missing external dependencies" and "not granted
+        # run permission" (luigi.execution_summary cannot see dynamic dependencies).
+        # Decided once per invocation: Luigi asks again before run() and fails the task if
+        # the answer grew (the docket tasks, once a discovery of this run completed).
+        # Named dockets need no discovery: their tasks are always required here.
+        invocation = self.current_invocation
+        if getattr(self, "_required_for", (None,))[0] is not invocation:
+            if self.named():
+                self._admit_named()
+                required = self.docket_tasks()
+            else:
+                discover = DiscoverDockets()
+                required = [discover, *self.docket_tasks()] if discover.complete() else [discover]
+            self._required_for = (invocation, required)
+        return self._required_for[1]
+
+    def _admit_named(self) -> None:
+        """Named on the command line: known from now on, forgotten or not found no longer."""
+        named = self.named()
+        docket_rows.ensure_dockets(named, discovered_by="cli")
+        # Luigi may ask again once tasks ran (a fresh process rebuilding the wrapper): a docket
+        # a task of this run just found missing upstream stays out of the known set.
+        ran = runs.dockets_run_since(named, self.current_invocation.started_at)
+        docket_rows.readmit([d for d in named if d not in ran])
+
+    def docket_tasks(self) -> list[DocketStageTask]:
+        """A task for each docket with work; the finished ones never become tasks."""
+        # First called by complete(), in the scheduling process: what it records in the
+        # invocation is there for every forked worker, which yields the very same tasks.
+        invocation = self.current_invocation
+        invocation.override_budgets(budget_seconds=self.budget_seconds,
+                                    request_budget=self.request_budget,
+                                    mirror_request_budget=self.request_budget)
+        invocation.note_scheduled({})  # from here on, reads every docket shares are made once
+        stage_task = self.stage_task
+        version = self.asked_version()
+        pending = invocation.read_shared(("dockets with work", self.task_id),
+                                         lambda: self._dockets_with_work(version))
+        return [stage_task(docket=d, version=version if self.force else None, force=self.force,
+                           invocation=self.invocation) for d in pending]
+
+    def asked_version(self) -> int:
+        if not self.force:
+            return BASE_VERSION
+        stage_task = self.stage_task
+        return self.current_invocation.forced_version(
+            stage_task.stage.name, lambda: stage_task.next_forced_version(self.current_invocation))
+
+    def _dockets_with_work(self, version: int) -> list[str]:
+        """Every docket judged by the targets' own rule in one read per store: the finished
+        dockets are counted in one line, the others returned (ids)."""
+        invocation = self.current_invocation
+        stage = self.stage_task.stage
+        named = self.named()
+        with _collector_paused():
+            judged = self.marker_store().judge(
+                named or None, version=version, now=iso(utcnow()),
+                window_start=window_start(utcnow(), runtime_or_exit().settings.freshness_seconds),
+                sample=max(SKIPPED_SHOWN, len(named)))
+        pending, done = judged.pending, judged.done
+        if pending:
+            # Ran in this invocation: done for this run (see DocketStageTask.complete).
+            ran = runs.dockets_finished_since(stage.name, invocation.started_at) & pending.keys()
+            pending = {d: sealed for d, sealed in pending.items() if d not in ran}
+            done += len(ran)
+        invocation.note_scheduled(pending)
+        log_skipped(type(self).__name__, done, [d for d, _ in judged.done_sample], len(pending))
+        # Every named sealed docket is said so, finished or not (fetch does not pull it).
+        self._notice_sealed(sorted([*judged.done_sample, *judged.pending.items()]))
+        return list(pending)
+
+    def marker_store(self) -> MarkerStore:
+        return registry.marker_store(self.stage_task.stage, runtime_or_exit(),
+                                     self.current_invocation)
+
+    def complete(self) -> bool:
+        runtime_or_exit()
+        if not self.named() and not DiscoverDockets().complete():
+            return False
+        return not self.docket_tasks()
+
+    def _notice_sealed(self, done_sample: list[tuple[str, str | None]]) -> None:
+        """A named docket skipped under its seal is said so (the sample holds every named one)."""
+        if self.force or not self.named():
+            return
+        for docket, sealed in done_sample:
+            if sealed:
+                log.info("%s: sealed %s, skipping (use --force to redo)", docket, sealed)
+
+    def run(self):
+        if not self.named():  # named dockets' tasks were required, so they are done by now
+            yield [task.as_dynamic_dependency() for task in self.docket_tasks()]
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """A wrapper's bulk read makes a few objects per known docket (100,000 dockets: half a
+    million tuples and strings, no cycles); the cycle collector's passes over them cost a
+    third of a no-op run (measured), so it waits until they are judged."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+SKIPPED_SHOWN = 5  # finished dockets named in the skipped line; the rest are counted
+
+
+def log_skipped(wrapper: str, done: int, first: list[str], with_work: int) -> None:
+    """One line for every finished docket, however many: counted, the first few named."""
+    if not done:
+        return
+    shown = ", ".join(first[:SKIPPED_SHOWN])
+    more = f" and {done - len(first[:SKIPPED_SHOWN]):,} more" if done > len(first[:SKIPPED_SHOWN]) else ""
+    log.info("%s: %s docket%s complete, skipped (%s%s); %s with work", wrapper, f"{done:,}",
+             "" if done == 1 else "s", shown, more, f"{with_work:,}")
+
+
