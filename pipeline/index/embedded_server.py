@@ -168,7 +168,12 @@ def _program_with_capability(setpriv: str, name: str):
     def run(args: list[str], pgdata: Path | None = None, user: str | None = None, timeout=None) -> str:
         command = [str(POSTGRES_BIN_PATH / name), *(["-D", str(pgdata)] if pgdata else []), *args]
         if user is not None:
+            # no_setuid_fixup: PostgreSQL checks its own binaries with access(2), which drops
+            # the capability for a non-root uid unless this bit is set; without it an install
+            # behind a folder only root can traverse (a venv in root's home, a mktemp -d
+            # clone) is "invalid binary ... Permission denied".
             command = [setpriv, f"--reuid={user}", f"--regid={user}", "--init-groups",
+                       "--securebits=+no_setuid_fixup",
                        f"--inh-caps=+{READ_AND_TRAVERSE}", f"--ambient-caps=+{READ_AND_TRAVERSE}", *command]
         # A file, not a pipe: the postmaster pg_ctl starts inherits its output and would hold
         # a pipe open (the wheel does the same for the same reason).

