@@ -652,10 +652,14 @@ def test_a_failed_restart_is_named_by_its_own_log_line_not_an_earlier_lifes():
 BUSY_HOLDER = HOLDER.replace("sys.stdin.read()", """import threading
 def busy():  # a statement that runs for hours: its backend outlives the postmaster's kill
     with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
-        cur.execute("SELECT count(*) FROM generate_series(1, 10000000000000)")
+        # In the select list the rows stream (no tuplestore, no temp files) for hours.
+        cur.execute("SELECT count(*) FROM (SELECT generate_series(1, 10000000000000)) AS numbers")
 threading.Thread(target=busy, daemon=True).start()
-with psycopg2.connect(embedded_server.database_url(server)) as conn, conn.cursor() as cur:
-    conn.autocommit = True  # a transaction reads pg_stat_activity once: each poll is its own
+conn = psycopg2.connect(embedded_server.database_url(server))
+# A transaction reads pg_stat_activity once (psycopg2's `with conn` opens one even in
+# autocommit): each poll is a transaction of its own.
+conn.autocommit = True
+with conn.cursor() as cur:
     while True:  # until its statement runs
         cur.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%generate_series%' AND pid <> pg_backend_pid()")
         if cur.fetchone()[0]:
