@@ -138,7 +138,7 @@ class _Walked:
     fresh: dict[str, ListedObject] = field(default_factory=dict)  # of the keys above
     changed: set[str] = field(default_factory=set)
     comments: int = 0
-    superseded: int = 0  # new or changed older copies of a record, passed over
+    superseded: int = 0  # older copies of a record the listing shows, passed over
 
     def keep(self, page: DocketListing, diff: PageDiff) -> set[str]:
         """The page's docket and documents JSON noted; returns their keys."""
@@ -169,13 +169,13 @@ def _walk_listing(ctx, mirror, docket: Docket, agency: str, scan: str, reads: _R
         _name_rejected(bad, page, fresh)
         owners = page.owners()
         walked.comments += sum(1 for key in page.comments.values() if key in fresh)
-        walked.superseded += sum(1 for key in page.superseded if key in fresh)
+        walked.superseded += len(page.superseded)
         mirror_objects.record_scan(scan, docket.id, [(owners.get(key, ""), entry) for key, entry in fresh.items()
                                                      if key not in kept], now)
     for name in ("listed", "new", "changed", "unchanged"):
         result.add(f"mirror.{name}", getattr(walked.tally, name))
     if walked.superseded:
-        # An older copy of a record a higher ``(N)`` copy replaces: listed, never read.
+        # An older copy of a record a higher ``(N)`` copy replaces: listed, never read as the record.
         result.add("mirror.superseded", walked.superseded)
         counters.incr(MIRROR_SUPERSEDED, walked.superseded)
     return walked
