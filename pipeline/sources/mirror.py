@@ -62,7 +62,7 @@ MIRROR_WALKS = "mirror_walks"
 _COMMENT_BINARY = re.compile(r"^(?P<id>.+)_attachment_(?P<n>\d+)(?:\.(?P<ext>[A-Za-z0-9]+))?$")
 # ``<id>.json`` or a re-downloaded copy ``<id>(<N>).json``, N a positive number without
 # leading zeros; anything else in the brackets stays part of the id and fails its check.
-_RECORD_JSON = re.compile(r"^(?P<id>.+?)(?:\((?P<copy>[1-9][0-9]{0,5})\))?\.json$")
+_RECORD_JSON = re.compile(r"(?P<id>.+?)(?:\((?P<copy>[1-9][0-9]{0,5})\))?\.json", re.DOTALL)
 _DOCUMENT_BINARY = re.compile(r"^(?P<id>.+)_content(?:_(?P<n>\d+))?(?:\.(?P<ext>[A-Za-z0-9]+))?$")
 
 
@@ -369,7 +369,7 @@ def _add_docket_json(listing: DocketListing, name: str, key: str) -> None:
 
 
 def _add_item_file(listing: DocketListing, folder: str, name: str, key: str, size: int) -> None:
-    record = _RECORD_JSON.match(name)
+    record = _RECORD_JSON.fullmatch(name)  # any character in the id: validate_id judges it
     if record:
         item_id = validate_id(record["id"], f"{_FOLDER_KIND[folder]} id")
         copy = int(record["copy"] or 0)

@@ -448,7 +448,7 @@ def recopied_mirror(request, real_mirror_root, tmp_path):
     shutil.copytree(real_mirror_root, root)
     key = f"{REAL_TEXT}comments/{REAL_DOCKET}-0004.json"
     _recopy(root, key, ("(2)", "second"), ("(1)", "first"), ("(x)", "x"), ("(1)(2)", "two"),
-            ("(-1)", "minus"), ("(01)", "zero-led"), ("(0)", "zero"), (" (3)", "spaced"))
+            ("(-1)", "minus"), ("(01)", "zero-led"), ("(0)", "zero"), (" (3)", "spaced"), ("\n(4)", "newline"))
     if request.param == "local":
         return LocalMirror(root)
     client, bucket = request.getfixturevalue("s3_client"), request.getfixturevalue("s3_bucket")
@@ -465,7 +465,7 @@ def test_the_highest_copy_of_a_record_is_the_record(recopied_mirror):
     assert listing.superseded == {f"{folder}{comment}.json": comment, f"{folder}{comment}(1).json": comment}
     rejected = {r.key for r in listing.rejected}
     assert rejected == {f"{folder}{comment}{suffix}.json"
-                        for suffix in ("(x)", "(1)(2)", "(-1)", "(01)", "(0)", " (3)")}
+                        for suffix in ("(x)", "(1)(2)", "(-1)", "(01)", "(0)", " (3)", "\n(4)")}
     # Every copy belongs to the item: filed alone, each item's objects give what the whole gives.
     owners = listing.owners()
     assert all(owners[key] == comment for key in listing.superseded)
