@@ -448,7 +448,7 @@ def recopied_mirror(request, real_mirror_root, tmp_path):
     shutil.copytree(real_mirror_root, root)
     key = f"{REAL_TEXT}comments/{REAL_DOCKET}-0004.json"
     _recopy(root, key, ("(2)", "second"), ("(1)", "first"), ("(x)", "x"), ("(1)(2)", "two"),
-            ("(-1)", "minus"), ("(01)", "zero-led"), ("(0)", "zero"), (" (3)", "spaced"), ("\n(4)", "newline"))
+            ("(-1)", "minus"), ("(01)", "zero-led"), ("(0)", "zero"), (" (3)", "spaced"))
     if request.param == "local":
         return LocalMirror(root)
     client, bucket = request.getfixturevalue("s3_client"), request.getfixturevalue("s3_bucket")
@@ -465,7 +465,7 @@ def test_the_highest_copy_of_a_record_is_the_record(recopied_mirror):
     assert listing.superseded == {f"{folder}{comment}.json": comment, f"{folder}{comment}(1).json": comment}
     rejected = {r.key for r in listing.rejected}
     assert rejected == {f"{folder}{comment}{suffix}.json"
-                        for suffix in ("(x)", "(1)(2)", "(-1)", "(01)", "(0)", " (3)", "\n(4)")}
+                        for suffix in ("(x)", "(1)(2)", "(-1)", "(01)", "(0)", " (3)")}
     # Every copy belongs to the item: filed alone, each item's objects give what the whole gives.
     owners = listing.owners()
     assert all(owners[key] == comment for key in listing.superseded)
@@ -481,3 +481,9 @@ def test_copies_are_filed_the_same_in_any_order():
         listing = listing_of(REAL_DOCKET, "ACF", [ListedObject(key, 1, None, "0") for key in order])
         assert listing.comments == {f"{REAL_DOCKET}-0004": keys[0]}
         assert set(listing.superseded) == set(keys[1:])
+
+
+def test_a_newline_before_a_copy_number_is_refused():
+    key = f"{REAL_TEXT}comments/{REAL_DOCKET}-0004\n(4).json"
+    listing = listing_of(REAL_DOCKET, "ACF", [ListedObject(key, 1, None, "0")])
+    assert [r.key for r in listing.rejected] == [key] and not listing.comments
