@@ -26,6 +26,7 @@ import json
 import mimetypes
 import os
 import random
+import re
 import signal
 import socket
 import struct
@@ -256,7 +257,17 @@ def _json_files(folder: Path, index: MirrorIndex) -> Iterable[Path]:
             index.unavailable.add(entry.name[: -len(UNAVAILABLE)])
         elif entry.name.endswith(".json"):
             found.append(Path(entry.path))
-    return found
+    # The collector keeps a re-downloaded record as ``<id>(<N>).json`` beside ``<id>.json``:
+    # loaded in copy order, the highest copy is the one served.
+    return sorted(found, key=_copy_order)
+
+
+_COPY = re.compile(r"^(.*)\(([1-9][0-9]*)\)\.json$")
+
+
+def _copy_order(path: Path) -> tuple[str, int]:
+    match = _COPY.match(path.name)
+    return (match[1], int(match[2])) if match else (path.name.removesuffix(".json"), 0)
 
 
 def _read_item(path: Path, kind: str, docket_id: str) -> IndexedItem | None:

@@ -45,6 +45,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("download_hosts", str, "downloads.regulations.gov",
             "comma-separated hosts attachment files may come from besides the API host (https; "
             "write http://host:port to allow plain HTTP)"),
+    Setting("download_headers", str, "",
+            "headers sent with attachment downloads, a JSON object (empty = a browser's User-Agent, "
+            "Accept and Accept-Language: the download host refuses non-browser requests); never the key"),
     Setting("fr_base", str, "https://www.federalregister.gov/api/v1", "Federal Register API base URL"),
     Setting("mirror_url", str, "", "mirrulations-layout mirror: a folder or s3://bucket[/prefix]"),
     Setting("mirror_unsigned", str, "auto", "S3 mirror reads: auto = unsigned first, signed once the bucket refuses; true/false force one way", ("auto", "true", "false")),

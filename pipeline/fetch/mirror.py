@@ -48,6 +48,7 @@ log = logging.getLogger("docketeer")
 BACKFILL = "backfill"
 GONE_REASON = "no longer in the mirror listing"
 PAGE = mirror_objects.WRITE_BATCH  # objects of the walk compared and filed at once
+MIRROR_SUPERSEDED = "mirror_copies_superseded"  # older ``(N)`` copies of records passed over
 MIRROR_FETCH_HELD = "mirror_fetch_held"  # the most listed objects one step held (a peak)
 
 
@@ -137,6 +138,7 @@ class _Walked:
     fresh: dict[str, ListedObject] = field(default_factory=dict)  # of the keys above
     changed: set[str] = field(default_factory=set)
     comments: int = 0
+    superseded: int = 0  # older copies of a record the listing shows, passed over
 
     def keep(self, page: DocketListing, diff: PageDiff) -> set[str]:
         """The page's docket and documents JSON noted; returns their keys."""
@@ -167,10 +169,15 @@ def _walk_listing(ctx, mirror, docket: Docket, agency: str, scan: str, reads: _R
         _name_rejected(bad, page, fresh)
         owners = page.owners()
         walked.comments += sum(1 for key in page.comments.values() if key in fresh)
+        walked.superseded += len(page.superseded)
         mirror_objects.record_scan(scan, docket.id, [(owners.get(key, ""), entry) for key, entry in fresh.items()
                                                      if key not in kept], now)
     for name in ("listed", "new", "changed", "unchanged"):
         result.add(f"mirror.{name}", getattr(walked.tally, name))
+    if walked.superseded:
+        # An older copy of a record a higher ``(N)`` copy replaces: listed, never read as the record.
+        result.add("mirror.superseded", walked.superseded)
+        counters.incr(MIRROR_SUPERSEDED, walked.superseded)
     return walked
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipeline.config import Settings
 from pipeline.sources.http import RequestBudget
-from pipeline.sources.regulations_gov import RegulationsGovClient
+from pipeline.sources.regulations_gov import RegulationsGovClient, download_headers_of
 
 
 def request_budget(settings: Settings, deadline: float | None) -> RequestBudget:
@@ -16,6 +16,7 @@ def regulations_gov(settings: Settings, budget: RequestBudget) -> RegulationsGov
         settings.api_base, settings.api_key, pace_seconds=settings.pace_seconds, budget=budget,
         max_attempts=settings.http_attempts, request_seconds=settings.request_seconds,
         download_hosts=tuple(settings.download_hosts.split(",")),
+        download_headers=download_headers_of(settings.download_headers),
         max_json_bytes=settings.max_json_bytes, max_json_depth=settings.max_json_depth,
     )
 

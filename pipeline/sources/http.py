@@ -11,6 +11,7 @@ never appear in a message it raises or logs.
 from __future__ import annotations
 
 import email.utils
+import importlib.metadata
 import logging
 import threading
 import time
@@ -107,6 +108,14 @@ class WaitRetryAfterOrBackoff(tenacity.wait.wait_base):
 KEY_HEADER = "X-Api-Key"
 
 
+def user_agent() -> str:
+    """``docketeer/<version>``: what the API host is told is calling."""
+    try:
+        return f"docketeer/{importlib.metadata.version('docketeer')}"
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree not installed
+        return "docketeer/dev"
+
+
 class KeySafeSession(requests.Session):
     """A session that never carries the API key to another host.
 
@@ -148,7 +157,7 @@ class HttpTransport:
     ) -> None:
         if session is None:
             session = KeySafeSession()
-            session.headers["User-Agent"] = "docketeer/0.1"
+            session.headers["User-Agent"] = user_agent()
         self.session = session
         self.pace_seconds = pace_seconds
         self.max_attempts = max_attempts

@@ -12,6 +12,10 @@ A failed fetch leaves ``<name>_UNAVAILABLE`` in place of the file: the thing nam
 the suffix is gone. Every id and filename taken from a listing is validated with
 ``pipeline.ids`` and a bad one is reported in ``DocketListing.rejected``, never used as a
 path or key.
+
+The collector keeps a record it downloaded again beside the first copy, as
+``<id>(1).json``, ``<id>(2).json``, …: of a record's copies the highest N is the record,
+the others are ``DocketListing.superseded`` (filed under the item, never read).
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ MIRROR_READS = "mirror_reads"
 MIRROR_WALKS = "mirror_walks"
 
 _COMMENT_BINARY = re.compile(r"^(?P<id>.+)_attachment_(?P<n>\d+)(?:\.(?P<ext>[A-Za-z0-9]+))?$")
+# ``<id>.json`` or a re-downloaded copy ``<id>(<N>).json``, N a positive number without
+# leading zeros; anything else in the brackets stays part of the id and fails its check.
+_RECORD_JSON = re.compile(r"(?P<id>.+?)(?:\((?P<copy>[1-9][0-9]{0,5})\))?\.json", re.DOTALL)
 _DOCUMENT_BINARY = re.compile(r"^(?P<id>.+)_content(?:_(?P<n>\d+))?(?:\.(?P<ext>[A-Za-z0-9]+))?$")
 
 
@@ -175,6 +182,9 @@ class DocketListing:
     tombstones: list[Tombstone] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # keys outside what the pipeline reads
+    # key -> item id: an older copy of a record a higher ``(N)`` copy replaces
+    superseded: dict[str, str] = field(default_factory=dict)
+    copies: dict[str, int] = field(default_factory=dict, compare=False)  # record key -> its N
     # every listed object by key: what change detection compares (mirror_listing)
     objects: dict[str, ListedObject] = field(default_factory=dict, compare=False)
 
@@ -188,6 +198,7 @@ class DocketListing:
         owned = {key: item_id for table in (self.comments, self.documents) for item_id, key in table.items()}
         owned.update((a.key, item_id) for item_id, files in self.attachments.items() for a in files)
         owned.update((t.key, t.item_id) for t in self.tombstones if t.kind != "docket")
+        owned.update(self.superseded)
         return owned
 
     def gone_attachments(self) -> set[tuple[str, str]]:
@@ -358,10 +369,19 @@ def _add_docket_json(listing: DocketListing, name: str, key: str) -> None:
 
 
 def _add_item_file(listing: DocketListing, folder: str, name: str, key: str, size: int) -> None:
-    if name.endswith(".json"):
-        item_id = validate_id(name.removesuffix(".json"), f"{_FOLDER_KIND[folder]} id")
+    record = _RECORD_JSON.fullmatch(name)  # any character in the id: validate_id judges it
+    if record:
+        item_id = validate_id(record["id"], f"{_FOLDER_KIND[folder]} id")
+        copy = int(record["copy"] or 0)
         target = listing.comments if folder == "comments" else listing.documents
+        held = target.get(item_id)
+        if held is not None and listing.copies.get(held, 0) > copy:
+            listing.superseded[key] = item_id
+            return
+        if held is not None:
+            listing.superseded[held] = item_id
         target[item_id] = key
+        listing.copies[key] = copy
     elif _COMMENT_BINARY.match(name) or _DOCUMENT_BINARY.match(name):
         # Some mirror dockets keep a document's HTML content next to its JSON.
         _add_attachment(listing, parse_binary_name(name, _FOLDER_KIND[folder]), key, size)

@@ -14,6 +14,7 @@ paging and records.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -73,6 +74,31 @@ class MalformedItem(BadResponse):
 DOWNLOAD_HOST = "downloads.regulations.gov"
 UNBOUNDED = 2**62  # downloads check their own size limit (TooLarge names the file)
 MAX_REDIRECTS = 3
+# CloudFront in front of the download host refuses requests that do not look like a browser's;
+# the API host is told the truth (``http.user_agent``). ``download_headers`` replaces these.
+BROWSER_HEADERS = {
+    "User-Agent": ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 "
+                   "(KHTML, like Gecko) Chrome/136.0.0.0 Safari/537.36"),
+    "Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,application/pdf,*/*;q=0.8",
+    "Accept-Language": "en-US,en;q=0.9",
+}
+
+
+def download_headers_of(text: str) -> dict[str, str]:
+    """The ``download_headers`` setting: "" for ``BROWSER_HEADERS``, else a JSON object of
+    header names to values. The API key header is refused: downloads never carry the key."""
+    if not text.strip():
+        return dict(BROWSER_HEADERS)
+    try:
+        headers = json.loads(text)
+    except ValueError as error:
+        raise ConfigError(f"download_headers is not a JSON object: {error}") from None
+    if not isinstance(headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
+        raise ConfigError("download_headers must be a JSON object of header names to string values")
+    if any(name.strip().lower() == KEY_HEADER.lower() for name in headers):
+        raise ConfigError(f"download_headers may not carry {KEY_HEADER}: the download host never gets the key")
+    return headers
 
 
 def origin_of(url: str) -> tuple[str, str, int | None]:
@@ -100,10 +126,12 @@ class RegulationsGovClient:
     """regulations.gov v4: dockets, documents, comments, and attachment downloads."""
 
     def __init__(self, base_url: str, api_key: str | None, *, min_remaining: int = 5,
-                 download_hosts: tuple[str, ...] = (DOWNLOAD_HOST,), **transport_options) -> None:
+                 download_hosts: tuple[str, ...] = (DOWNLOAD_HOST,),
+                 download_headers: dict[str, str] | None = None, **transport_options) -> None:
         """``transport_options``: HttpTransport's (session, timeout, pace_seconds, budget, ...).
         ``download_hosts``: where attachment files may come from besides the API's own host
-        (``host`` means https://host; ``http://host:port`` allows plain HTTP there)."""
+        (``host`` means https://host; ``http://host:port`` allows plain HTTP there).
+        ``download_headers``: sent with every download request (default ``BROWSER_HEADERS``)."""
         if not api_key or not api_key.strip():
             raise ConfigError(
                 "REGULATIONS_GOV_API_KEY is not set (get a key at https://api.data.gov/signup/)"
@@ -112,6 +140,7 @@ class RegulationsGovClient:
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         self.download_origins = allowed_origins(self.base_url, download_hosts)
+        self.download_headers = dict(BROWSER_HEADERS if download_headers is None else download_headers)
         self.transport = HttpTransport(
             min_remaining=min_remaining, secrets=(self._api_key,), service="regulations.gov",
             **transport_options,
@@ -303,7 +332,8 @@ class RegulationsGovClient:
         """GET ``url`` (no key: the download host does not need it), following a redirect
         only to an allowed origin: a file is never fetched from anywhere else."""
         for _hop in range(MAX_REDIRECTS + 1):
-            resp = self.transport.send("downloads", url, stream=True, allow_redirects=False)
+            resp = self.transport.send("downloads", url, headers=self.download_headers, stream=True,
+                                       allow_redirects=False)
             if not resp.is_redirect:
                 return resp
             resp.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -413,3 +414,19 @@ def test_cli_serves_until_killed(tmp_path):
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=10)
+
+
+def test_the_highest_copy_of_a_re_downloaded_record_is_served(realdata, tmp_path):
+    root = tmp_path / "mirror"
+    shutil.copytree(realdata / "mirror", root)
+    folder = root / f"raw-data/ACF/{REAL_DOCKET}/text-{REAL_DOCKET}/comments"
+    body = json.loads((folder / f"{REAL_DOCKET}-0004.json").read_text())
+    for n in (2, 10, 1):  # written out of order: the number decides, not the file system
+        body["data"]["attributes"]["title"] = f"copy {n}"
+        (folder / f"{REAL_DOCKET}-0004({n}).json").write_text(json.dumps(body))
+    with StandinServer(root) as server:
+        detail = _get(server, f"/v4/comments/{REAL_DOCKET}-0004").json()
+        listed = _get(server, "/v4/comments", {"filter[docketId]": REAL_DOCKET}).json()
+    assert detail["data"]["attributes"]["title"] == "copy 10"
+    titles = {c["id"]: c["attributes"]["title"] for c in listed["data"]}
+    assert titles[f"{REAL_DOCKET}-0004"] == "copy 10"

@@ -422,3 +422,46 @@ def test_a_spent_time_budget_stops_a_mirror_fetch_before_its_listing(tmp_path, p
         assert result.budget_spent and not result.complete and result.message == "time budget spent"
         assert io.get(MIRROR_WALKS, 0) == 0 and io.get(MIRROR_READS, 0) == 0
         assert not MirrorObject.select().exists() and not Item.select().exists()
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_a_newer_copy_of_a_record_updates_its_item_once(tmp_path, pg_server, realdata, monkeypatch, where,
+                                                        request):
+    """The collector writes a re-downloaded record as ``<id>(1).json`` beside ``<id>.json``:
+    the next fetch reads the copy alone, updates the item and sends it back to backfill;
+    the run after finds nothing to do."""
+    mirror = local_copy(realdata, tmp_path)
+    settings = {}
+    if where == "s3":
+        client, bucket = request.getfixturevalue("s3_client"), request.getfixturevalue("s3_bucket")
+        settings = {"s3_endpoint_url": request.getfixturevalue("s3_endpoint"), "mirror_unsigned": "false"}
+        request.getfixturevalue("s3_credentials_env")
+        s3_fixtures.upload_tree(client, bucket, mirror)
+    url = f"s3://{bucket}" if where == "s3" else mirror.as_uri()
+    with mirror_runtime(tmp_path, pg_server, url, monkeypatch, **settings):
+        assert run_at(1)
+        before = stage_rows()
+        folder = "raw-data/USTR/USTR-2015-0010/text-USTR-2015-0010/comments/"
+        body = json.loads((mirror / folder / "USTR-2015-0010-0005.json").read_text())
+        body["data"]["attributes"]["title"] = "Comment from the re-downloaded copy"
+        copy_key = folder + "USTR-2015-0010-0005(1).json"
+        if where == "s3":
+            client.put_object(Bucket=bucket, Key=copy_key, Body=json.dumps(body).encode())
+        else:
+            (mirror / copy_key).write_text(json.dumps(body))
+        with counters.measure() as io:
+            assert run_at(3)
+        assert io.get("mirror_copies_superseded") == 1  # the first copy, passed over
+        assert (io.get(S3_GET) if where == "s3" else io.get(MIRROR_READS)) == 1, io
+        assert Item.get_by_id("USTR-2015-0010-0005").title == "Comment from the re-downloaded copy"
+        assert MirrorObject.get_by_id(copy_key).body is None  # read, handed to backfill, dropped
+        after = stage_rows()
+        moved = {key for key in after if after[key] != before.get(key)}
+        assert ("fetch", "USTR-2015-0010-0005") in moved and ("backfill", "USTR-2015-0010-0005") in moved
+        assert {item for _stage, item in moved} == {"USTR-2015-0010-0005"}
+        with counters.measure() as rerun:
+            assert run_at(5)
+        assert rerun.get(S3_GET, 0) == 0 and rerun.get(MIRROR_READS, 0) == 0, rerun
+        assert rerun.get("mirror_copies_superseded") == 1
+        fetched = {key: row for key, row in stage_rows().items() if key[0] in ("fetch", "backfill")}
+        assert fetched == {key: row for key, row in after.items() if key[0] in ("fetch", "backfill")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from pipeline.counters import S3_GET, S3_LIST, counters
 from pipeline.errors import BadResponse, ConfigError, InvalidIdentifier
 from pipeline.sources.mirror import (
     DocketRef,
+    ListedObject,
     LocalMirror,
     MirrorAttachment,
     S3Mirror,
@@ -422,3 +424,66 @@ def test_docket_tombstone(tmp_path):
     listing = LocalMirror(write_tree(tmp_path / "m", files)).docket_listing(DOCKET)
     assert listing.docket_key is None
     assert listing.tombstones == [Tombstone("docket", DOCKET, f"{TEXT}docket/{DOCKET}_UNAVAILABLE")]
+
+
+# -- re-downloaded records: ``<id>(N).json`` beside ``<id>.json`` ---------------------------
+
+
+def _recopy(root: Path, comment_key: str, *copies: tuple[str, str]) -> None:
+    """Beside a real comment record, copies of it named ``<id><suffix>.json`` with titles."""
+    record = root / comment_key
+    body = json.loads(record.read_text())
+    for suffix, title in copies:
+        body["data"]["attributes"]["title"] = title
+        (record.parent / f"{record.stem}{suffix}.json").write_text(json.dumps(body))
+
+
+@pytest.fixture(params=["local", "s3"])
+def recopied_mirror(request, real_mirror_root, tmp_path):
+    """The real docket with ``(1)`` and ``(2)`` copies of one comment and copies whose
+    names the rule refuses."""
+    root = tmp_path / "mirror"
+
+
+    shutil.copytree(real_mirror_root, root)
+    key = f"{REAL_TEXT}comments/{REAL_DOCKET}-0004.json"
+    _recopy(root, key, ("(2)", "second"), ("(1)", "first"), ("(x)", "x"), ("(1)(2)", "two"),
+            ("(-1)", "minus"), ("(01)", "zero-led"), ("(0)", "zero"), (" (3)", "spaced"))
+    if request.param == "local":
+        return LocalMirror(root)
+    client, bucket = request.getfixturevalue("s3_client"), request.getfixturevalue("s3_bucket")
+    s3_fixtures.upload_tree(client, bucket, root)
+    return S3Mirror(bucket, client=client)
+
+
+def test_the_highest_copy_of_a_record_is_the_record(recopied_mirror):
+    listing = recopied_mirror.docket_listing(REAL_DOCKET, "ACF")
+    comment = f"{REAL_DOCKET}-0004"
+    folder = f"{REAL_TEXT}comments/"
+    assert listing.comments[comment] == f"{folder}{comment}(2).json"
+    assert recopied_mirror.read_json(listing.comments[comment])["data"]["attributes"]["title"] == "second"
+    assert listing.superseded == {f"{folder}{comment}.json": comment, f"{folder}{comment}(1).json": comment}
+    rejected = {r.key for r in listing.rejected}
+    assert rejected == {f"{folder}{comment}{suffix}.json"
+                        for suffix in ("(x)", "(1)(2)", "(-1)", "(01)", "(0)", " (3)")}
+    # Every copy belongs to the item: filed alone, each item's objects give what the whole gives.
+    owners = listing.owners()
+    assert all(owners[key] == comment for key in listing.superseded)
+    mine = [e for e in listing.objects.values() if item_of(REAL_DOCKET, "ACF", e.key) == comment]
+    alone = listing_of(REAL_DOCKET, "ACF", mine)
+    assert alone.comments == {comment: listing.comments[comment]}
+    assert alone.superseded == listing.superseded
+
+
+def test_copies_are_filed_the_same_in_any_order():
+    keys = [f"{REAL_TEXT}comments/{REAL_DOCKET}-0004{suffix}.json" for suffix in ("(10)", "", "(9)", "(1)")]
+    for order in (keys, keys[::-1], sorted(keys)):
+        listing = listing_of(REAL_DOCKET, "ACF", [ListedObject(key, 1, None, "0") for key in order])
+        assert listing.comments == {f"{REAL_DOCKET}-0004": keys[0]}
+        assert set(listing.superseded) == set(keys[1:])
+
+
+def test_a_newline_before_a_copy_number_is_refused():
+    key = f"{REAL_TEXT}comments/{REAL_DOCKET}-0004\n(4).json"
+    listing = listing_of(REAL_DOCKET, "ACF", [ListedObject(key, 1, None, "0")])
+    assert [r.key for r in listing.rejected] == [key] and not listing.comments
