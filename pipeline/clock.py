@@ -3,7 +3,8 @@ the one way a stored instant becomes the date people read: its US Eastern calend
 
 regulations.gov sets its deadlines and days in Washington: a ``commentEndDate`` of
 ``2025-09-23T03:59:59Z`` is the September 22 deadline, and a comment posted at 02:00 UTC was
-posted the day before. Wherever a date is shown (``docketeer dockets``, ``explain``, search
+posted the day before. An instant shown to a person is ``eastern_instant``: Eastern wall
+time with the zone named (EST/EDT). Wherever a date is shown (``docketeer dockets``, ``explain``, search
 results, the web pages) or counted (the seal's quiet period) it is ``eastern_day`` of the
 instant; the instant itself stays what is stored and what JSON carries."""
 
@@ -63,6 +64,22 @@ def eastern_date(stamp: str | None) -> str:
         return (eastern_day(stamp) if "T" in stamp else date.fromisoformat(stamp[:10])).isoformat()
     except ValueError:
         return ""
+
+
+def eastern_instant(moment: datetime | str | None) -> str:
+    """A stored instant as people read it: Washington's wall clock to the minute with the
+    zone named, '2026-12-02 00:12 EST' ('EDT' in summer); '' when absent or unreadable.
+    Machine-readable output (JSON, exported files) keeps the stored UTC instant instead."""
+    if not moment:
+        return ""
+    try:
+        if isinstance(moment, str):
+            moment = datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    except ValueError:
+        return ""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(EASTERN).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def eastern_day_bounds(first: str | None, last: str | None) -> tuple[str | None, str | None]:

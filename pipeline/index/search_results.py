@@ -1,7 +1,8 @@
 """Search hits as plain records: what the warm search service sends and `search --json` prints.
 
 A record is the ``SearchHit``'s fields plus what a reader of the result needs beside them:
-its rank, its kind, the attachment the passage came from (file name and title, from the
+its rank, its kind, whether the item is withdrawn (read from the state DB, so it is
+current without re-indexing), the attachment the passage came from (file name and title, from the
 state DB) and its page on regulations.gov. Importing this module is cheap (no database
 driver): the client of the warm service prints records it did not make.
 """
@@ -26,10 +27,12 @@ def hit_records(hits: list[SearchHit]) -> list[dict]:
 
     from_files = [hit for hit in hits if hit.section not in (INLINE_HEADING, DOCUMENT_HEADING, "")]
     titles = items.attachment_titles((hit.item_key, hit.section) for hit in from_files)
-    return [_record(rank, hit, hit in from_files, titles) for rank, hit in enumerate(hits, start=1)]
+    withdrawn = items.withdrawn_among(hit.item_key for hit in hits)
+    return [_record(rank, hit, hit in from_files, titles, hit.item_key in withdrawn)
+            for rank, hit in enumerate(hits, start=1)]
 
 
-def _record(rank: int, hit: SearchHit, from_file: bool, titles: dict) -> dict:
+def _record(rank: int, hit: SearchHit, from_file: bool, titles: dict, withdrawn: bool) -> dict:
     kind = hit.metadata.get("kind") or ("document" if hit.collection == "documents" else "comment")
     attachment = None
     if from_file:
@@ -37,7 +40,7 @@ def _record(rank: int, hit: SearchHit, from_file: bool, titles: dict) -> dict:
     posted = hit.metadata.get("posted_date")
     # The instant as stored (UTC) for scripts, and the Eastern date people read beside it.
     return {"rank": rank, **asdict(hit), "kind": kind, "attachment": attachment, "posted_date": posted,
-            "posted_day": eastern_date(posted) or None, "link": f"{WEB}/{kind}/{hit.item_key}"}
+            "posted_day": eastern_date(posted) or None, "withdrawn": withdrawn, "link": f"{WEB}/{kind}/{hit.item_key}"}
 
 
 def search_document(query: str, k: int, docket: str | None, collection: str | None,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 
-from pipeline.clock import eastern_date
+from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
 
 COMMANDS: dict[str, Callable] = {}
@@ -119,7 +119,7 @@ def _docket_row(d, counts: dict[str, int], waiting: int, index_db) -> list:
     return [
         d.id, d.agency or "", eastern_date(d.comment_end_date), counts.get("comments", 0),
         counts.get("detailed", 0), counts.get("extracted", 0), indexed,
-        _retry_cell(waiting, d.retry_due_at), d.pull_watermark or "", (d.last_pull_at or "")[:19],
+        _retry_cell(waiting, d.retry_due_at), d.pull_watermark or "", eastern_instant(d.last_pull_at),
         _seal_cell(d),
     ]
 
@@ -127,13 +127,13 @@ def _docket_row(d, counts: dict[str, int], waiting: int, index_db) -> list:
 def _seal_cell(d) -> str:
     from pipeline.store.dockets import out_of_set
 
-    seal = f"{d.sealed_at[:19]} ({d.seal_reason})" if d.sealed_at else "open"
+    seal = f"{eastern_instant(d.sealed_at)} ({d.seal_reason})" if d.sealed_at else "open"
     out = out_of_set(d)  # forgotten or not found: kept, but no run schedules it
     return f"{seal}, {out}" if out else seal
 
 
 def _retry_cell(waiting: int, due_at: str | None) -> str:
-    """'3 @2026-12-01 06:00Z': items waiting to retry and when the pipeline next tries."""
+    """'3 @2026-12-01 01:00 EST': items waiting to retry and when the pipeline next tries."""
     if not waiting and not due_at:
         return "-"
     # due_at is the docket row's copy, the one the targets act on: '?' means nothing will
@@ -142,8 +142,8 @@ def _retry_cell(waiting: int, due_at: str | None) -> str:
 
 
 def _minute(stamp: str) -> str:
-    """'2026-12-01T06:00:00.000000Z' -> '2026-12-01 06:00Z' (stored times are all UTC)."""
-    return f"{stamp[:10]} {stamp[11:16]}Z"
+    """'2026-12-01T06:00:00.000000Z' -> '2026-12-01 01:00 EST' (as people read instants)."""
+    return eastern_instant(stamp)
 
 
 @command
@@ -153,11 +153,11 @@ def cmd_seal(args) -> int:
     _runtime()
     before = dockets.require_docket(args.docket)
     if before.sealed_at:
-        print(f"{args.docket}: already sealed at {before.sealed_at} ({before.seal_reason})")
+        print(f"{args.docket}: already sealed at {eastern_instant(before.sealed_at)} ({before.seal_reason})")
         return 0
     # The operator's why is kept with the seal ("manual: <text>").
     sealed_at = dockets.seal(args.docket, "manual", why=args.reason)
-    print(f"{args.docket}: sealed at {sealed_at}" + (f" ({args.reason})" if args.reason else ""))
+    print(f"{args.docket}: sealed at {eastern_instant(sealed_at)}" + (f" ({args.reason})" if args.reason else ""))
     return 0
 
 
@@ -207,7 +207,7 @@ def _index_row(rt, item) -> list[str]:
     if state is None:
         return _no_failure_row("index", "-", "", "not indexed")
     label = "indexed" if state.fingerprint else "stale"
-    return _no_failure_row("index", label, state.indexed_at.isoformat()[:19],
+    return _no_failure_row("index", label, eastern_instant(state.indexed_at),
                            f"{state.chunk_count} chunk(s), {state.embedder_id}")
 
 
@@ -226,9 +226,9 @@ def _stage_row(row) -> list:
     kind = row.detail if row.detail in (PERMANENT, TRANSIENT) else ""
     retrying = row.state == RETRY  # the retry columns are cleared on leaving retry anyway
     return [row.stage, row.state, kind, row.attempts if retrying and row.attempts else "",
-            (row.first_failed_at or "")[:19] if retrying else "",
-            (row.next_attempt_at or "")[:19] if retrying else "",
-            row.written_at[:19], row.reason or ""]
+            eastern_instant(row.first_failed_at) if retrying else "",
+            eastern_instant(row.next_attempt_at) if retrying else "",
+            eastern_instant(row.written_at), row.reason or ""]
 
 
 @command
@@ -247,18 +247,13 @@ def cmd_explain(args) -> int:
         print(f"{args.comment}  docket {rows[0].docket}  not stored: its fetch did not succeed")
         print(_table(stages, EXPLAIN_HEADER))
         return 0
-    print(f"{item.kind} {item.key}  docket {item.docket}  posted {_day_and_instant(item.posted_date)}  "
-          f"modified {_day_and_instant(item.last_modified)}" + ("  WITHDRAWN" if item.withdrawn else ""))
+    print(f"{item.kind} {item.key}  docket {item.docket}  posted {eastern_instant(item.posted_date) or '-'}  "
+          f"modified {eastern_instant(item.last_modified) or '-'}" + ("  WITHDRAWN" if item.withdrawn else ""))
     if item.title:
         print(f"title: {item.title}")
     print(_table([*_in_pipeline_order(stages), _index_row(rt, item)], EXPLAIN_HEADER))
     _print_attachments(item.key, files)
     return 0
-
-
-def _day_and_instant(stamp: str | None) -> str:
-    """'2025-09-22 (2025-09-23T03:59:59Z)': the Eastern date people read, the stored instant."""
-    return f"{eastern_date(stamp)} ({stamp})" if eastern_date(stamp) else (stamp or "-")
 
 
 def _in_pipeline_order(stages: list[list]) -> list[list]:
@@ -279,7 +274,7 @@ def _ocr_rows(files: dict) -> list[list]:
     counts = ", ".join(f"{sum(r.state == st for r in ocr)} {st}" for st in states)
     worst = max(ocr, key=lambda r: (_SEVERITY.get(r.state, 0), r.written_at))
     row = _stage_row(worst)
-    row[0], row[6] = "ocr", max(r.written_at for r in ocr)[:19]
+    row[0], row[6] = "ocr", eastern_instant(max(r.written_at for r in ocr))
     row[7] = f"{len(ocr)} scan(s): {counts}" + (f"; {worst.reason}" if worst.reason else "")
     return [row]
 
@@ -315,7 +310,7 @@ def _attachment_row(name: str, row, by_stage: dict) -> list:
     return [name, row.format or "" if row else "", row.size if row and row.size is not None else "",
             (row.sha256 or "")[:12] if row else "", state("backfill.file"), state("extract.file"),
             state("ocr"), retrying.attempts or "" if retrying else "",
-            (retrying.next_attempt_at or "")[:19] if retrying else "", reasons[-1] if reasons else ""]
+            eastern_instant(retrying.next_attempt_at) if retrying else "", reasons[-1] if reasons else ""]
 
 
 @command
@@ -333,7 +328,7 @@ def cmd_pending(args) -> int:
         return 0
     run_rows, leased = runs.by_run_id([r.run_id for r in pending if r.run_id]), reports.leased_dockets(iso(now))
     causes = [_pending_cause(run_rows.get(r.run_id), r.docket in leased) for r in pending]
-    rows = [[r.stage, r.item, r.docket, r.reason or "", r.written_at[:19],
+    rows = [[r.stage, r.item, r.docket, r.reason or "", eastern_instant(r.written_at),
              _age(now - parse_iso(r.written_at)), cause] for r, cause in zip(pending, causes, strict=True)]
     print(_table(rows, ["stage", "item", "docket", "reason", "since", "age", "run"]))
     counts = ", ".join(f"{causes.count(c)} {c}" for c in dict.fromkeys(causes))
@@ -447,7 +442,7 @@ def cmd_snapshot(args) -> int:
 
     snap = take_snapshot(_runtime(), Path(args.dest))
     print("\n".join(snap.lines()))
-    print(f"snapshot taken at {snap.taken_at} in {snap.dest} (blobs are not copied: back up the blob folder)")
+    print(f"snapshot taken at {eastern_instant(snap.taken_at)} in {snap.dest} (blobs are not copied: back up the blob folder)")
     return 0
 
 

@@ -256,6 +256,14 @@ def attachment_titles(pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str],
     return {(key, name): title for key, name, title in query if (key, name) in pairs and title}
 
 
+def withdrawn_among(keys: Iterable[str]) -> set[str]:
+    """Those of ``keys`` whose item is withdrawn (the row keeps its id), in one query."""
+    keys = sorted(set(keys))
+    if not keys:
+        return set()
+    return {key for (key,) in Item.select(Item.key).where(Item.key.in_(keys) & Item.withdrawn).tuples()}
+
+
 def upsert_attachment(item_key: str, filename: str, values: dict) -> None:
     """One row per (item, filename): inserted, or updated in place."""
     (Attachment.insert(item=item_key, filename=filename, **values)

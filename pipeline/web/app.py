@@ -17,7 +17,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from pipeline.clock import eastern_date
+from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
 from pipeline.web import campaigns, pages
 
@@ -37,6 +37,7 @@ def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined)
     environment.filters["eastern"] = eastern_date  # dates people read are Washington's days
+    environment.filters["instant"] = eastern_instant  # instants: Washington's time, zone named
     templates = Jinja2Templates(env=environment)
 
     def render(request: Request, template: str, status: int = 200, **context) -> HTMLResponse:

@@ -70,6 +70,7 @@ class Result:
     passage: list[tuple[str, bool]]
     posted: str
     campaign: dict | None
+    withdrawn: bool = False  # the item's row says so: marked, still found
 
     @property
     def url(self) -> str:
@@ -103,6 +104,8 @@ class WarmSearch:
 
 def search_results(engine: WarmSearch, form: SearchForm) -> list[Result]:
     """One page of results, best first, one per comment."""
+    from pipeline.store import items
+
     if not form.q:
         return []
     offset = (form.page - 1) * PAGE_SIZE
@@ -111,8 +114,9 @@ def search_results(engine: WarmSearch, form: SearchForm) -> list[Result]:
     else:
         hits = engine.search(form.q, form.filters(), k=PAGE_SIZE, offset=offset)
         info = campaigns.campaign_info([h.item_key for h in hits])
+    withdrawn = items.withdrawn_among(h.item_key for h in hits)
     return [Result(h, highlight.passage(h.text, form.q), eastern_date(h.metadata.get("posted_date")),
-                   info.get(h.item_key)) for h in hits]
+                   info.get(h.item_key), h.item_key in withdrawn) for h in hits]
 
 
 def _one_per_campaign(engine: WarmSearch, form: SearchForm, offset: int) -> tuple[list[SearchHit], dict]:

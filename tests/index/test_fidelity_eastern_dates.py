@@ -7,11 +7,12 @@ web pages — through the one helper, ``pipeline.clock.eastern_date``.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 import pytest
 from starlette.testclient import TestClient
 
-from pipeline.clock import eastern_date, eastern_day_bounds
+from pipeline.clock import eastern_date, eastern_day_bounds, eastern_instant
 from pipeline.index.database import SearchHit
 from pipeline.index.search import format_hits
 from pipeline.index.search_results import hit_records, search_document
@@ -65,7 +66,7 @@ def test_explain_and_dockets_show_the_eastern_day(sqlite_state, capsys):
     stored_late_item()
     assert cli.main(["explain", KEY]) == 0
     out = capsys.readouterr().out
-    assert f"posted {DAY} ({LATE})  modified {DAY} ({LATE})" in out  # the day, and the instant kept
+    assert f"posted {DAY} 23:59 EDT  modified {DAY} 23:59 EDT" in out  # Washington's time, zone named
     assert cli.main(["dockets"]) == 0
     [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith(DOCKET)]
     assert DAY in row and UTC_DAY not in row
@@ -124,3 +125,29 @@ def test_the_search_pages_date_filter_takes_eastern_days_at_the_utc_boundary(rt)
         assert found("", "2025-01-15") == {"0005", "0006"}
         page = client.get("/search", params={"q": "monitoring schedule", "from": "2025-09-22", "to": "2025-09-22"})
         assert page.text.count('class="date">2025-09-22<') == 2  # each shown by its Eastern day
+
+
+@pytest.mark.parametrize(("stamp", "shown"), [
+    ("2026-12-02T05:12:00.000000Z", "2026-12-02 00:12 EST"),  # winter: UTC-5
+    ("2026-07-04T16:30:00Z", "2026-07-04 12:30 EDT"),  # summer: UTC-4
+    ("2026-03-08T06:59:00Z", "2026-03-08 01:59 EST"),  # a minute before summer time begins
+    ("2026-03-08T07:00:00Z", "2026-03-08 03:00 EDT"),  # 02:00 EST became 03:00 EDT
+    ("2026-11-01T05:30:00Z", "2026-11-01 01:30 EDT"),  # the hour that happens twice: first
+    ("2026-11-01T06:30:00Z", "2026-11-01 01:30 EST"),  # ... and second, told apart by the zone
+    (datetime(2026, 12, 2, 5, 12), "2026-12-02 00:12 EST"),  # a naive datetime is UTC
+    (None, ""), ("", ""), ("soon", ""),  # absent or unreadable: nothing, never a crash
+])
+def test_an_instant_as_people_read_it(stamp, shown):
+    assert eastern_instant(stamp) == shown
+
+
+def test_dockets_and_pages_name_the_zone_of_the_last_pull(sqlite_state, capsys):
+    stored_late_item()
+    Docket.update(last_pull_at="2026-12-02T05:12:00.000000Z").where(Docket.id == DOCKET).execute()
+    assert cli.main(["dockets"]) == 0
+    [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith(DOCKET)]
+    assert "2026-12-02 00:12 EST" in row and "05:12" not in row
+    with TestClient(make_app(sqlite_state, pages.WarmSearch(sqlite_state))) as client:
+        for path in (f"/docket/{DOCKET}", "/status"):
+            page = client.get(path)
+            assert "2026-12-02 00:12 EST" in page.text and "05:12" not in page.text, path

@@ -37,7 +37,7 @@ def comment_with_attachment(store) -> str:
 
 def table(text: str) -> list[dict[str, str]]:
     """A printed table's rows as {header: cell}, cut at the header's column starts (cells
-    such as '2 @2026-12-01 06:00Z' and headers such as 'last pull' hold spaces)."""
+    such as '2 @2026-12-01 01:00 EST' and headers such as 'last pull' hold spaces)."""
     header, *lines = text.splitlines()
     names = [n.strip() for n in header.split("  ") if n.strip()]
     starts, at = [], 0
@@ -123,7 +123,7 @@ def test_dockets_shows_items_waiting_to_retry_and_the_next_attempt(store, waitin
     assert code == 0
     by_id = {row["docket"]: row for row in table(out)}
     # Two comments (the attachment's row is the first comment's), the earliest due at 06:00.
-    assert by_id[waiting]["retry"] == "2 @2026-12-01 06:00Z"
+    assert by_id[waiting]["retry"] == "2 @2026-12-01 01:00 EST"
     assert Docket.get_by_id(waiting).retry_due_at == "2026-12-01T06:00:00.000000Z"
     assert {row["retry"] for d, row in by_id.items() if d != waiting} == {"-"}
     # A waiting comment has no detail yet: the progress columns are unchanged.
@@ -190,9 +190,9 @@ def test_stats_shows_retry_rows_and_their_earliest_next_attempt(store, waiting, 
     assert out.splitlines()[0].split() == ["docket", "stage", "state", "count", "next", "attempt"]
     rows = {(r["stage"], r["state"]): r for r in table(out)}
     assert rows["backfill", "retry"]["count"] == "2"
-    assert rows["backfill", "retry"]["next attempt"] == "2026-12-01 06:00Z"  # the earlier of 06:00, 08:00
+    assert rows["backfill", "retry"]["next attempt"] == "2026-12-01 01:00 EST"  # the earlier of 06:00, 08:00
     assert rows["backfill.file", "retry"]["count"] == "1"
-    assert rows["backfill.file", "retry"]["next attempt"] == "2026-12-01 06:00Z"
+    assert rows["backfill.file", "retry"]["next attempt"] == "2026-12-01 01:00 EST"
     assert {r["next attempt"] for key, r in rows.items() if key[1] != "retry"} == {""}
 
 
@@ -227,7 +227,7 @@ def test_explain_shows_retry_attempts_and_failure_kinds(store, capsys):
     rows = {row["stage"]: row for row in table("\n".join(stages))}
     assert rows["backfill"] | {"at": ""} == {
         "stage": "backfill", "state": "retry", "failure": "transient", "attempts": "2",
-        "first failed": "2026-12-01T05:00:00", "next attempt": "2026-12-01T11:00:00", "at": "",
+        "first failed": "2026-12-01 00:00 EST", "next attempt": "2026-12-01 06:00 EST", "at": "",
         "reason": "HTTP 503 from the stand-in"}
     assert (rows["extract"]["state"], rows["extract"]["failure"]) == ("failed", "permanent")
     assert rows["extract"]["attempts"] == rows["extract"]["next attempt"] == ""
@@ -325,7 +325,7 @@ def test_snapshot_writes_copies(store, capsys, tmp_path):
 
 
 RESULT_FIELDS = {"rank", "item_id", "docket", "collection", "kind", "score", "passage", "chunk", "page",
-                 "section", "attachment", "posted_date", "posted_day", "metadata", "link",
+                 "section", "attachment", "posted_date", "posted_day", "withdrawn", "metadata", "link",
                  "vector_rank", "text_rank", "fused"}  # the hybrid ranking's parts
 
 

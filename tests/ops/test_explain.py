@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from pipeline.clock import eastern_instant
 from pipeline.failures import RetryPolicy
 from pipeline.ops import cli
 from pipeline.store import item_states
@@ -26,8 +27,8 @@ def explain(capsys, comment: str) -> str:
     """The output with the times of the store's build masked (same width: columns stay)."""
     assert cli.main(["explain", comment]) == 0
     out = capsys.readouterr().out
-    built_on = ItemState.get(ItemState.stage == "fetch").written_at[:10]
-    return re.sub(re.escape(built_on) + r"T\d\d:\d\d:\d\d", "XXXX-XX-XXTXX:XX:XX", out)
+    built_on = eastern_instant(ItemState.get(ItemState.stage == "fetch").written_at)[:10]
+    return re.sub(re.escape(built_on) + r" \d\d:\d\d E[SD]T", "XXXX-XX-XX XX:XX EXT", out)
 
 
 def _ocr_comment() -> str:
@@ -35,14 +36,14 @@ def _ocr_comment() -> str:
 
 
 OCR_SNAPSHOT = """\
-comment CMS-2026-0001-0003  docket CMS-2026-0001  posted 2026-01-05 (2026-01-05T05:00:00Z)  modified 2026-01-05 (2026-01-06T02:44:34Z)
+comment CMS-2026-0001-0003  docket CMS-2026-0001  posted 2026-01-05 00:00 EST  modified 2026-01-05 21:44 EST
 title: National Nurses Forum
-stage     state       failure  attempts  first failed  next attempt  at                   reason
-fetch     ok                                                         XXXX-XX-XXTXX:XX:XX
-backfill  ok                                                         XXXX-XX-XXTXX:XX:XX
-extract   ocr_needed                                                 XXXX-XX-XXTXX:XX:XX  attachment_1.pdf: ocr_needed
-ocr       ok                                                         XXXX-XX-XXTXX:XX:XX  1 scan(s): 1 ok
-index     indexed                                                    XXXX-XX-XXTXX:XX:XX  2 chunk(s), hashing:unigram-bigram:256:hash-1
+stage     state       failure  attempts  first failed  next attempt  at                    reason
+fetch     ok                                                         XXXX-XX-XX XX:XX EXT
+backfill  ok                                                         XXXX-XX-XX XX:XX EXT
+extract   ocr_needed                                                 XXXX-XX-XX XX:XX EXT  attachment_1.pdf: ocr_needed
+ocr       ok                                                         XXXX-XX-XX XX:XX EXT  1 scan(s): 1 ok
+index     indexed                                                    XXXX-XX-XX XX:XX EXT  2 chunk(s), hashing:unigram-bigram:256:hash-1
 attachments:
 file              format  bytes  sha256        download  extract     ocr  attempts  next attempt  reason
 attachment_1.pdf  pdf     18576  2de4d60bc78c  ok        ocr_needed  ok                           no text layer
@@ -54,16 +55,16 @@ def test_explain_a_comment_that_went_through_ocr(store, capsys):
 
 
 RETRY_SNAPSHOT = """\
-comment CMS-2026-0001-0002  docket CMS-2026-0001  posted 2026-01-05 (2026-01-05T05:00:00Z)  modified 2026-01-05 (2026-01-05T10:51:55Z)
+comment CMS-2026-0001-0002  docket CMS-2026-0001  posted 2026-01-05 00:00 EST  modified 2026-01-05 05:51 EST
 title: Coalition for Patient Rights
-stage     state    failure    attempts  first failed         next attempt         at                   reason
-fetch     ok                                                                      XXXX-XX-XXTXX:XX:XX
-backfill  retry    transient  1         2020-01-01T05:00:00  2020-01-01T06:00:00  2020-01-01T05:00:00  HTTP 503 from the stand-in
-extract   ok                                                                      XXXX-XX-XXTXX:XX:XX
-index     indexed                                                                 XXXX-XX-XXTXX:XX:XX  5 chunk(s), hashing:unigram-bigram:256:hash-1
+stage     state    failure    attempts  first failed          next attempt          at                    reason
+fetch     ok                                                                        XXXX-XX-XX XX:XX EXT
+backfill  retry    transient  1         2020-01-01 00:00 EST  2020-01-01 01:00 EST  2020-01-01 00:00 EST  HTTP 503 from the stand-in
+extract   ok                                                                        XXXX-XX-XX XX:XX EXT
+index     indexed                                                                   XXXX-XX-XX XX:XX EXT  5 chunk(s), hashing:unigram-bigram:256:hash-1
 attachments:
-file              format  bytes  sha256        download  extract  ocr  attempts  next attempt         reason
-attachment_1.pdf  pdf     4313   3f0c5d413465  retry     ok       -    1         2020-01-01T06:00:00  HTTP 503 from the stand-in
+file              format  bytes  sha256        download  extract  ocr  attempts  next attempt          reason
+attachment_1.pdf  pdf     4313   3f0c5d413465  retry     ok       -    1         2020-01-01 01:00 EST  HTTP 503 from the stand-in
 """
 
 
@@ -78,8 +79,8 @@ def test_explain_a_comment_waiting_to_retry(store, capsys):
 
 FETCH_FAILED_SNAPSHOT = """\
 CMS-2026-0001-0999  docket CMS-2026-0001  not stored: its fetch did not succeed
-stage  state   failure    attempts  first failed  next attempt  at                   reason
-fetch  failed  permanent                                        XXXX-XX-XXTXX:XX:XX  list item without a lastModifiedDate
+stage  state   failure    attempts  first failed  next attempt  at                    reason
+fetch  failed  permanent                                        XXXX-XX-XX XX:XX EXT  list item without a lastModifiedDate
 """
 
 
