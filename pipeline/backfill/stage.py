@@ -242,7 +242,9 @@ def _record_detail(ctx: StageContext, item: Item, fields: dict, state: str, deci
     cannot split them."""
     detail_hash = items.content_digest(fields)
     stored = [[name, files[name]] for name in sorted(files)]  # items.stored_files, as it will be
-    content = items.content_digest({"detail": detail_hash, "files": stored})
+    # Backfill's output is the item as the stages after it read it: its listed fields too
+    # (a title changed upstream is a new input to extract and the index in the same run).
+    content = items.content_digest({"detail": detail_hash, "files": stored, "listed": item.summary_hash})
     decided.detail(items.Detail(item, fields, detail_hash, item.summary_hash))
     decided.state(STAGE, item.key, item.docket, state, run_id=ctx.run_id, content_hash=content,
                   reason=None if state == "ok" else "see files")

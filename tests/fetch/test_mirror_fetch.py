@@ -457,11 +457,11 @@ def test_a_newer_copy_of_a_record_updates_its_item_once(tmp_path, pg_server, rea
         assert MirrorObject.get_by_id(copy_key).body is None  # read, handed to backfill, dropped
         after = stage_rows()
         moved = {key for key in after if after[key] != before.get(key)}
-        assert ("fetch", "USTR-2015-0010-0005") in moved and ("backfill", "USTR-2015-0010-0005") in moved
+        # the changed title reaches every stage that reads it in this same run
+        assert {stage for stage, item in moved} >= {"fetch", "backfill", "extract", "index"}, moved
         assert {item for _stage, item in moved} == {"USTR-2015-0010-0005"}
         with counters.measure() as rerun:
             assert run_at(5)
         assert rerun.get(S3_GET, 0) == 0 and rerun.get(MIRROR_READS, 0) == 0, rerun
         assert rerun.get("mirror_copies_superseded") == 1
-        fetched = {key: row for key, row in stage_rows().items() if key[0] in ("fetch", "backfill")}
-        assert fetched == {key: row for key, row in after.items() if key[0] in ("fetch", "backfill")}
+        assert stage_rows() == after  # nothing is redone
