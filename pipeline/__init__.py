@@ -41,6 +41,16 @@ _TASK_MODULES = {
 __all__ = sorted(_TASK_MODULES)
 
 
+def installed_version() -> str:
+    """The installed release (setup.cfg's version), or "dev" in a source tree not installed."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("docketeer")
+    except importlib.metadata.PackageNotFoundError:
+        return "dev"
+
+
 def __getattr__(name: str):
     """A task class, imported (and so registered with Luigi) on first use."""
     module = _TASK_MODULES.get(name)

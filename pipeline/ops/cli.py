@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
 
+from pipeline import installed_version
 from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
 
@@ -481,10 +482,22 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
+class _Commands:
+    """The subcommands, each with its one-line summary as both the list's help and its own
+    ``--help`` description."""
+
+    def __init__(self, subparsers) -> None:
+        self._subparsers = subparsers
+
+    def add_parser(self, name: str, *, help: str) -> argparse.ArgumentParser:  # noqa: A002 - argparse's name
+        return self._subparsers.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="docketeer", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"docketeer {installed_version()}")
+    sub = _Commands(parser.add_subparsers(dest="command", required=True))
     sub.add_parser("config", help="effective settings and where each came from (secrets masked)")
     sub.add_parser("dockets", help="known dockets: counts, items waiting to retry, watermark, last pull, seal")
     seal = sub.add_parser("seal", help="seal a docket by hand (every stage skips it)")

@@ -11,7 +11,6 @@ never appear in a message it raises or logs.
 from __future__ import annotations
 
 import email.utils
-import importlib.metadata
 import logging
 import threading
 import time
@@ -25,6 +24,7 @@ import requests
 import tenacity
 import urllib3
 
+from pipeline import installed_version
 from pipeline.counters import API_CALLS, counters
 from pipeline.errors import (
     BadResponse,
@@ -110,10 +110,7 @@ KEY_HEADER = "X-Api-Key"
 
 def user_agent() -> str:
     """``docketeer/<version>``: what the API host is told is calling."""
-    try:
-        return f"docketeer/{importlib.metadata.version('docketeer')}"
-    except importlib.metadata.PackageNotFoundError:  # run from a source tree not installed
-        return "docketeer/dev"
+    return f"docketeer/{installed_version()}"
 
 
 class KeySafeSession(requests.Session):

@@ -362,3 +362,30 @@ def test_search_json_is_one_document_with_the_text_outputs_hits(store, capsys):
     again = next(r for r in json.loads(out)["results"] if r["rank"] == from_file["rank"])
     assert again["attachment"] == {"file": from_file["section"], "title": "Letter from the clinic"}
     assert all(r["attachment"] is None for r in results if r["section"] == "Inline comment")
+
+
+def test_version_is_the_installed_release(capsys):
+    import configparser
+
+    from pipeline.ops.cli import build_parser
+    from tests.fixtures.paths import ROOT
+
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args(["--version"])
+    assert done.value.code == 0
+    released = configparser.ConfigParser()
+    released.read(ROOT / "setup.cfg")
+    assert capsys.readouterr().out.strip() == f"docketeer {released['metadata']['version']}"
+
+
+def test_every_subcommand_says_what_it_does_in_its_own_help():
+    import argparse
+
+    from pipeline.ops.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert len(commands.choices) >= 13
+    for name, command in commands.choices.items():
+        assert command.description and command.description.endswith("."), name
+        assert command.description in " ".join(command.format_help().split()), name
