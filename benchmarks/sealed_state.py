@@ -11,7 +11,9 @@ is written straight into the stores:
   by ``item_states.docket_output_fingerprint`` from those rows;
 * index DB: the docket markers, written by ``IndexDocket.write_marker`` itself (so under the
   same seal, with the input fingerprint the task computes), and one ``index_state`` row per comment
-  (bulk SQL: the package has no bulk writer for it). No chunks: a sealed no-op never reads them.
+  (bulk SQL: the package has no bulk writer for it). No chunks: a sealed no-op never reads them;
+* the campaigns stage's rows and markers (``IndexAll`` runs it too, by default), the marker
+  written by ``CampaignGroups.write_marker``.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from psycopg2.extras import execute_values
 
 from pipeline.clock import iso, utcnow
 from pipeline.engine import markers, registry
+from pipeline.engine.completion import expected_input
 from pipeline.index.database import IndexDB
 from pipeline.store import item_states
 from pipeline.store.models import Docket, DocketStage, Item, ItemState, database
-from pipeline.tasks import IndexDocket
+from pipeline.tasks import CampaignGroups, IndexDocket
 
 STAGES = ("fetch", "backfill", "extract")
 BATCH = 500  # rows per INSERT: SQLite's variable limit is 32,766
@@ -104,6 +107,10 @@ def _markers(index_db: IndexDB, docket: str, keys: list[str], sealed_at: str) ->
     task = IndexDocket(docket=docket)
     task.write_marker("bench-build", task.input_fingerprint())
     _index_states(index_db, docket, keys)
+    # Campaigns after the index, as IndexAll runs them (the campaigns setting, on by default).
+    _states("campaigns", docket, keys, sealed_at)
+    groups = CampaignGroups(docket=docket)
+    groups.write_marker("bench-build", groups.input_fingerprint())
 
 
 def _index_states(index_db: IndexDB, docket: str, keys: list[str]) -> None:
@@ -144,6 +151,21 @@ def build_many_sealed(runtime, dockets: list[str]) -> None:
         _insert(DocketStage, rows)
         upstream = outputs
     _many_index_markers(runtime, dockets, upstream, now)
+    _many_campaign_markers(runtime, dockets, keys, upstream, now)
+
+
+def _many_campaign_markers(runtime, dockets: list[str], keys: dict[str, str], extract_outputs: dict[str, str],
+                           now: str) -> None:
+    """The campaigns markers as CampaignGroups writes them (IndexAll runs campaigns too)."""
+    for start in range(0, len(dockets), 20 * BATCH):
+        part = dockets[start:start + 20 * BATCH]
+        _states("campaigns", None, [keys[d] for d in part], now, dockets_of=keys)
+    completion = registry.completion(registry.get("campaigns"), runtime.settings)
+    outputs = item_states.output_fingerprints("campaigns")
+    _insert(DocketStage, [{"docket": d, "stage": "campaigns", "version": 1, "sealed_at": now,
+                           "input_fingerprint": expected_input(completion, extract_outputs[d]),
+                           "output_fingerprint": outputs[d], "completed_at": now, "run_id": "bench-build"}
+                          for d in dockets])
 
 
 def _many_docket_row(docket: str, now: str) -> dict:

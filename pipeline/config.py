@@ -96,6 +96,7 @@ SETTINGS: tuple[Setting, ...] = (
             "request_budget, the details and files the mirror does not hold yet (else they wait to retry)"),
     Setting("max_body_chars", int, 2_000_000, "characters of an inline comment body kept (the rest is cut, with a reason)", minimum=1000),
     Setting("max_item_chars", int, 5_000_000, "characters kept per item, its body and every file together (the rest is cut, with a reason)", minimum=1000),
+    Setting("campaigns", bool, True, "IndexAll also groups campaigns (CampaignGroups) after indexing; CampaignsAll runs them alone"),
     Setting("campaign_threshold", float, 0.5, "word-shingle Jaccard similarity at which a comment joins a campaign group", minimum=0.05),
     Setting("host_id", str, "", "this host's name in leases and item claims (empty = the hostname); "
             "a holder with another host id is known dead only when its lease expires"),

@@ -75,12 +75,6 @@ class IndexDocket(DocketStageTask):
     stage = index.DECLARATION
 
 
-class IndexAll(DocketWrapper):
-    """IndexDocket for every known docket (after discovery), or the named ones."""
-
-    stage_task = IndexDocket
-
-
 class CampaignGroups(DocketStageTask):
     __doc__ = campaigns.DECLARATION.doc
     stage = campaigns.DECLARATION
@@ -90,6 +84,42 @@ class CampaignsAll(DocketWrapper):
     """CampaignGroups for every known docket (after discovery), or the named ones."""
 
     stage_task = CampaignGroups
+
+
+class IndexAll(DocketWrapper):
+    """IndexDocket for every known docket (after discovery), or the named ones; then, with the
+    ``campaigns`` setting on (the default), CampaignGroups for them too."""
+
+    stage_task = IndexDocket
+
+    def campaign_groups(self) -> CampaignsAll | None:
+        """The campaigns wrapper this run also requires (the same dockets and budgets; never
+        forced: ``--force`` on IndexAll re-indexes, and campaigns read extract's text, not the
+        index), or None when the setting is off."""
+        if not runtime_or_exit().settings.campaigns:
+            return None
+        return CampaignsAll(docket=self.docket, budget_seconds=self.budget_seconds,
+                            request_budget=self.request_budget, invocation=self.invocation)
+
+    def requires(self):
+        # The campaign tasks themselves, not their wrapper: a wrapper judges its dockets once
+        # per invocation, so as a dependency it would still say "not done" after they ran.
+        required, groups = super().requires(), self.campaign_groups()
+        if groups is None:
+            return required
+        return [*required, *(task for task in groups.requires() if isinstance(task, CampaignGroups))]
+
+    def complete(self) -> bool:
+        if not super().complete():
+            return False
+        groups = self.campaign_groups()
+        return groups is None or not groups.docket_tasks()
+
+    def run(self):
+        if not self.named():  # named dockets' tasks were required, so they are done by now
+            groups = self.campaign_groups()
+            tasks = [*self.docket_tasks(), *(groups.docket_tasks() if groups is not None else [])]
+            yield [task.as_dynamic_dependency() for task in tasks]
 
 
 _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage name -> tasks
