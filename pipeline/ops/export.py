@@ -28,7 +28,7 @@ from pipeline.fingerprints import RecordsDigest
 from pipeline.store import dockets, item_states, items
 from pipeline.store.blobs import combined_key
 
-EXPORT_VERSION = "export-1"
+EXPORT_VERSION = "export-2"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -75,7 +75,7 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("campaign_id", "string", "the earliest member's comment id"),
         ("size", "int64", "member comments"),
         ("representative_id", "string", "the most central member"),
-        ("representative_text", "string", "its text"),
+        ("representative_text", "string", "its text; a page break of its file is a form feed (\\f) on a line of its own"),
         ("first_seen", "string", "earliest member's posted date"),
         ("last_seen", "string", "latest member's posted date"),
     ],
@@ -203,8 +203,19 @@ def _attachment_row(docket_id, a, state_row, chars) -> dict:
 
 def _campaign_row(docket_id, c) -> dict:
     return {"docket_id": docket_id, "campaign_id": c.id, "size": c.size,
-            "representative_id": c.representative, "representative_text": c.representative_text,
+            "representative_id": c.representative, "representative_text": page_breaks(c.representative_text),
             "first_seen": c.first_seen, "last_seen": c.last_seen}
+
+
+def page_breaks(text: str) -> str:
+    """A text whose page markers (``<!-- page N -->`` lines, extract's own notation) are page
+    breaks as plain text writes them: a form feed between pages, none before the first."""
+    from pipeline.index.chunking import PAGE_MARKER
+
+    parts = PAGE_MARKER.split(text or "")  # [before, n1, page1, n2, page2, ...]
+    pages = [parts[0].strip("\n")] if parts[0].strip() else []
+    pages += [parts[i].strip("\n") for i in range(2, len(parts), 2)]
+    return "\n\f\n".join(pages)
 
 
 # --- files ------------------------------------------------------------------------------------
