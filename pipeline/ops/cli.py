@@ -475,6 +475,37 @@ def cmd_export(args) -> int:
     return 0
 
 
+@command
+def cmd_digest(args) -> int:
+    from pipeline.store import reports
+    from pipeline.web import feeds
+
+    _runtime()
+    dockets = [d.strip() for d in (args.docket or "").split(",") if d.strip()] or None
+    unknown = [d for d in dockets or [] if reports.find_docket(d) is None]
+    if unknown:
+        print(f"docketeer digest: unknown docket(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    print(feeds.digest_text(args.since, feeds.digest(args.since, dockets, args.limit), args.link_base), end="")
+    return 0
+
+
+def parse_since(text: str) -> str:
+    """--since: a span back from now or an Eastern day (argparse type), as a UTC instant."""
+    from pipeline.web.feeds import since_instant
+
+    try:
+        return since_instant(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_limit(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 10_000:
+        raise argparse.ArgumentTypeError(f"not a count from 1 to 10000: {text!r}")
+    return int(text)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """A bad argument is one line on stderr (argparse's usage block is what --help is for)."""
 
@@ -546,6 +577,14 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("dest", metavar="DEST", help="folder; one subfolder per docket")
     export.add_argument("--docket", help="comma-separated docket ids (default: every known docket)")
     export.add_argument("--format", choices=["parquet", "csv"], help="only this format (default: both)")
+    digest = sub.add_parser("digest", help="comments added or changed since a time, per docket (the feeds' news, for cron mail)")
+    digest.add_argument("--since", type=parse_since, default=parse_since("1d"),
+                        help="30m, 12h, 1d, 2w back from now, an Eastern day YYYY-MM-DD, or a UTC instant (default 1d)")
+    digest.add_argument("--docket", help="comma-separated docket ids (default: every known docket)")
+    digest.add_argument("--limit", type=parse_limit, default=20, help="comments listed per docket (default 20; all are counted)")
+    digest.add_argument("--link-base", default=None,
+                        help="the address `docketeer serve` is read at (e.g. http://127.0.0.1:8080): links to its "
+                             "pages instead of regulations.gov")
     return parser
 
 

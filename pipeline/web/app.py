@@ -19,7 +19,8 @@ from starlette.templating import Jinja2Templates
 
 from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
-from pipeline.web import campaigns, pages
+from pipeline.store import browsing
+from pipeline.web import browse, campaigns, pages, reading_routes
 
 HERE = Path(__file__).parent
 # Defence in depth behind autoescaping: no script runs and nothing loads from elsewhere,
@@ -44,7 +45,13 @@ def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
         return templates.TemplateResponse(request, template, context, status_code=status, headers=SECURITY_HEADERS)
 
     async def search(request: Request):
+        problems = browse.problems_of(request.query_params)
+        if problems:  # said on the page, never dropped in silence
+            return render(request, "bad_request.html", 400, problems=problems, back="/search")
         form = pages.SearchForm.parse(request.query_params)
+        if not form.q and any(request.query_params.get(name) for name in browse.FILTER_NAMES):
+            # Filters without a query: the docket's comments, browsed with the same filters.
+            return RedirectResponse(f"/comments?{request.url.query}", status_code=302)
         try:
             results, error = pages.search_results(engine, form), ""
         except DocketeerError as exc:  # a query of punctuation only: say so on the page
@@ -57,7 +64,8 @@ def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
         page = pages.docket_page(request.path_params["docket_id"])
         if page is None:
             return render(request, "missing.html", 404, what="docket", name=request.path_params["docket_id"])
-        return render(request, "docket.html", page=page)
+        return render(request, "docket.html", page=page, problems=browsing.problems(page.docket.id),
+                      failed_states=browsing.FAILED_STATES, show_docket=False)
 
     async def comment(request: Request):
         page = pages.comment_page(runtime, request.path_params["key"])
@@ -66,13 +74,11 @@ def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
         return render(request, "comment.html", page=page)
 
     async def status(request: Request):
-        return render(request, "status.html", rows=pages.status_page(runtime))
-
-    async def home(request: Request):
-        return RedirectResponse("/search", status_code=302)
+        return render(request, "status.html", rows=pages.status_page(runtime), problems=browsing.problems(),
+                      failed_states=browsing.FAILED_STATES, show_docket=True)
 
     routes = [
-        Route("/", home), Route("/search", search), Route("/status", status),
+        *reading_routes.routes(render, engine, SECURITY_HEADERS), Route("/search", search), Route("/status", status),
         Route("/docket/{docket_id}", docket), Route("/comment/{key}", comment),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]

@@ -27,7 +27,20 @@ def campaign_members(campaign_id: str) -> list[str] | None:
 
 
 def largest_campaigns(docket_id: str, limit: int) -> list[dict]:
-    """The docket's largest campaigns, largest first ({"id", "size", "representative"}: the
-    representative's text)."""
-    return [{"id": c.id, "size": c.size, "representative": c.representative_text}
+    """The docket's largest campaigns, largest first ({"id", "size", "first_seen", "last_seen",
+    "opening"}: the start of the representative's text, page markers taken out: the campaign's
+    own page shows it whole)."""
+    return [{"id": c.id, "size": c.size, "first_seen": c.first_seen, "last_seen": c.last_seen,
+             "opening": opening(c.representative_text)}
             for c in campaign_rows.campaigns_of(docket_id, limit)]
+
+
+OPENING_CHARS = 240
+
+
+def opening(text: str) -> str:
+    """The first words of a text, its page markers and line breaks folded into spaces."""
+    from pipeline.index.chunking import PAGE_MARKER
+
+    flat = " ".join(PAGE_MARKER.sub(" ", text or "").split())
+    return flat if len(flat) <= OPENING_CHARS else flat[:OPENING_CHARS].rsplit(" ", 1)[0] + " …"

@@ -38,6 +38,8 @@ class SearchForm:
     campaign: str = ""  # only this campaign's comments
     one_per_campaign: bool = False  # a campaign's members collapse into its best-ranked one
     page: int = 1
+    attachments: str = ""  # "yes" / "no": only comments with (without) attachments
+    withdrawn: str = ""  # "yes" / "no"
 
     @classmethod
     def parse(cls, params) -> SearchForm:
@@ -45,10 +47,19 @@ class SearchForm:
                    date_from=_valid_date(params.get("from", "")), date_to=_valid_date(params.get("to", "")),
                    org=params.get("org", "").strip()[:200], campaign=params.get("campaign", "").strip()[:100],
                    one_per_campaign=params.get("per_campaign") == "1",
-                   page=_bounded_int(params.get("page"), 1, MAX_PAGE))
+                   page=_bounded_int(params.get("page"), 1, MAX_PAGE),
+                   attachments=_choice(params.get("attachments", "")), withdrawn=_choice(params.get("withdrawn", "")))
 
     def filters(self) -> SearchFilters:
         members = campaigns.campaign_members(self.campaign) if self.campaign else None
+        if self.attachments or self.withdrawn:
+            # Facts only the state DB holds: the search is narrowed to the comments that have them.
+            from pipeline.store import browsing
+
+            members = browsing.matching_keys(browsing.BrowseFilters(
+                docket=self.docket or None, campaign=self.campaign or None,
+                has_attachments={"yes": True, "no": False}.get(self.attachments),
+                withdrawn={"yes": True, "no": False}.get(self.withdrawn)))
         # The dates people give are Washington's: the UTC instants bounding those days.
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return SearchFilters(
@@ -60,6 +71,7 @@ class SearchForm:
         """The parameters of this search (for links to other pages of it)."""
         values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
                   "org": self.org, "campaign": self.campaign, "per_campaign": "1" if self.one_per_campaign else "",
+                  "attachments": self.attachments, "withdrawn": self.withdrawn,
                   "page": str(self.page)} | {k: str(v) for k, v in changes.items()}
         return {k: v for k, v in values.items() if v}
 
@@ -274,6 +286,10 @@ def _valid_date(text: str) -> str:
         return date.fromisoformat(text.strip()).isoformat()
     except ValueError:
         return ""
+
+
+def _choice(text: str) -> str:
+    return text.strip() if text.strip() in ("yes", "no") else ""
 
 
 def _bounded_int(text: str | None, low: int, high: int) -> int:

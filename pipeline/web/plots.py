@@ -44,3 +44,24 @@ def _bar(n: int, name: str, value: int, step: float, top: int) -> str:
     x, y = MARGIN + n * step, HEIGHT - MARGIN - height
     return (f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(step - 1, 1):.1f}" height="{height:.1f}">'
             f"<title>{escape(name)}: {value:,}</title></rect>")
+
+
+SPARK_WIDTH, SPARK_HEIGHT = 120, 22
+
+
+def sparkline(points: list[tuple[str, int]], *, label: str) -> Markup:
+    """A small line of the per-day counts (the home page's one per docket): its first and last
+    day and its peak in the tooltip."""
+    if not points:
+        return Markup("<span class='empty'>—</span>")
+    top = max(value for _, value in points) or 1
+    step = SPARK_WIDTH / max(len(points) - 1, 1)
+    coords = " ".join(f"{n * step:.1f},{SPARK_HEIGHT - 1 - (SPARK_HEIGHT - 2) * value / top:.1f}"
+                      for n, (_, value) in enumerate(points))
+    if len(points) == 1:
+        coords += f" {SPARK_WIDTH:.1f},{coords.split(',')[1]}"
+    title = f"{label}: {points[0][0]} to {points[-1][0]}, at most {top:,} a day"
+    return Markup(
+        f'<svg class="spark" role="img" viewBox="0 0 {SPARK_WIDTH} {SPARK_HEIGHT}" width="{SPARK_WIDTH}" '
+        f'height="{SPARK_HEIGHT}" xmlns="http://www.w3.org/2000/svg" aria-label="{escape(title)}">'
+        f'<title>{escape(title)}</title><polyline points="{coords}"/></svg>')

@@ -155,8 +155,10 @@ def test_unknown_ids_and_bad_parameters_answer_plainly(client):
     assert client.get("/comment/NOPE-0000").status_code == 404
     missing = client.get("/docket/%3Cscript%3E")
     assert missing.status_code == 404 and "&lt;script&gt;" in missing.text
-    odd = client.get("/search", params={"q": "%%%", "from": "yesterday", "page": "-4"})
+    odd = client.get("/search", params={"q": "%%%"})
     assert odd.status_code == 200 and "nothing to search for" in odd.text
+    bad = client.get("/search", params={"q": "rule", "from": "yesterday", "page": "-4"})
+    assert bad.status_code == 400 and "from=yesterday is not a date" in bad.text and "page=-4" in bad.text
     assert client.get("/").status_code == 200  # redirected to the search page
 
 

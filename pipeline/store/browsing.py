@@ -1,0 +1,284 @@
+"""The read queries behind browsing without a query (``docketeer serve``'s home page, a
+docket's comments, facets, campaign and organisation pages, feeds): each a fixed number of
+statements per page, never one per row, and every page bounded by a limit.
+
+Filters are the ones the search page takes (docket, Eastern days, organisation, campaign) plus
+two the state DB alone knows (has attachments, withdrawn); every value is a bound parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from peewee import JOIN, Case, fn
+
+from pipeline.store.models import Attachment, Campaign, CampaignMember, Docket, Item
+
+IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
+SORTS = {  # the name in the URL -> what it orders by (ties broken by the comment's id)
+    "newest": "posted_date desc",
+    "oldest": "posted_date asc",
+    "organisation": "organisation a-z",
+    "campaign": "largest campaign first",
+}
+
+
+@dataclass(frozen=True)
+class BrowseFilters:
+    docket: str | None = None
+    organization: str | None = None  # a part of the organisation or submitter name, any case
+    organization_exact: str | None = None  # exactly this organisation (its page)
+    campaign: str | None = None
+    has_attachments: bool | None = None
+    withdrawn: bool | None = None
+    posted_from: str | None = None  # UTC instant, inclusive
+    posted_before: str | None = None  # UTC instant, exclusive
+    changed_since: str | None = None  # updated_at at or after this UTC instant (feeds)
+
+
+@dataclass(frozen=True)
+class CommentRow:
+    key: str
+    docket: str
+    title: str | None
+    posted_date: str | None
+    submitter: str | None
+    organization: str | None
+    withdrawn: bool
+    updated_at: str
+    body: str | None
+    campaign: str | None  # None, or a campaign of at least two comments
+    campaign_size: int
+    attachments: int = 0
+
+
+def _has_attachments():
+    return fn.EXISTS(Attachment.select(Attachment.id).where(Attachment.item == Item.key))
+
+
+def _filtered(query, filters: BrowseFilters):
+    """``query`` (over Item joined to its campaign) narrowed to the comments ``filters`` allow."""
+    query = query.where(Item.kind == "comment")
+    if filters.docket:
+        query = query.where(Item.docket == filters.docket)
+    if filters.organization:
+        query = query.where(Item.organization.contains(filters.organization)
+                            | Item.submitter.contains(filters.organization))
+    if filters.organization_exact:
+        query = query.where(Item.organization == filters.organization_exact)
+    if filters.campaign:
+        query = query.where(CampaignMember.campaign == filters.campaign)
+    if filters.has_attachments is not None:
+        exists = _has_attachments()
+        query = query.where(exists if filters.has_attachments else ~exists)
+    if filters.withdrawn is not None:
+        query = query.where(Item.withdrawn == filters.withdrawn)
+    if filters.posted_from:
+        query = query.where(Item.posted_date >= filters.posted_from)
+    if filters.posted_before:
+        query = query.where(Item.posted_date < filters.posted_before)
+    if filters.changed_since:
+        query = query.where(Item.updated_at >= filters.changed_since)
+    return query
+
+
+def _joined(*columns):
+    return (Item.select(*columns)
+            .join(CampaignMember, JOIN.LEFT_OUTER, on=(CampaignMember.item == Item.key))
+            .join(Campaign, JOIN.LEFT_OUTER, on=(Campaign.id == CampaignMember.campaign)))
+
+
+def count(filters: BrowseFilters) -> int:
+    return _filtered(_joined(fn.COUNT(Item.key)), filters).scalar() or 0
+
+
+def comments(filters: BrowseFilters, *, sort: str = "newest", offset: int = 0, limit: int = 50,
+             keys: list[str] | None = None) -> list[CommentRow]:
+    """One page of the comments ``filters`` allow, in ``sort`` order (one statement, plus one
+    for the page's attachment counts)."""
+    size = fn.COALESCE(Campaign.size, 1)
+    query = _filtered(_joined(Item.key, Item.docket, Item.title, Item.posted_date, Item.submitter,
+                              Item.organization, Item.withdrawn, Item.updated_at, Item.body,
+                              Campaign.id, size), filters)
+    if keys is not None:  # only these (at most IN_CHUNK: a search's hits)
+        query = query.where(Item.key.in_(keys))
+    posted = fn.COALESCE(Item.posted_date, "")
+    order = {
+        "newest": [posted.desc(), Item.key.desc()],
+        "oldest": [posted.asc(), Item.key.asc()],
+        # Comments without an organisation after the named ones.
+        "organisation": [Case(None, [(Item.organization.is_null() | (Item.organization == ""), 1)], 0),
+                         fn.LOWER(fn.COALESCE(Item.organization, "")), Item.key],
+        "campaign": [size.desc(), fn.COALESCE(Campaign.id, ""), Item.key],
+        # Not offered in the URL: an organisation's page (by docket) and the feeds (latest change).
+        "docket": [Item.docket, posted.desc(), Item.key.desc()],
+        "updated": [Item.updated_at.desc(), Item.key.desc()],
+    }[sort]
+    rows = [CommentRow(key, docket, title, posted_date, submitter, org, bool(withdrawn), updated, body,
+                       campaign if (campaign and n > 1) else None, n)
+            for key, docket, title, posted_date, submitter, org, withdrawn, updated, body, campaign, n
+            in query.order_by(*order).offset(offset).limit(limit).tuples()]
+    counts = attachment_counts(r.key for r in rows)
+    return [CommentRow(**{**r.__dict__, "attachments": counts.get(r.key, 0)}) for r in rows]
+
+
+def attachment_counts(keys: Iterable[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    keys = list(keys)
+    for start in range(0, len(keys), IN_CHUNK):
+        chunk = keys[start:start + IN_CHUNK]
+        found.update(Attachment.select(Attachment.item, fn.COUNT(Attachment.id))
+                     .where(Attachment.item.in_(chunk)).group_by(Attachment.item).tuples())
+    return found
+
+
+def matching_keys(filters: BrowseFilters) -> list[str]:
+    """The keys of every comment ``filters`` allow: what a search is narrowed to when a filter
+    only the state DB knows (attachments, withdrawn) is asked with a query."""
+    return [key for (key,) in _filtered(_joined(Item.key), filters).tuples()]
+
+
+@dataclass(frozen=True)
+class Facets:
+    organizations: list[tuple[str, int]]
+    campaigns: list[tuple[str, int, int]]  # (campaign id, comments here, its size)
+    attachments: dict[bool, int]
+    withdrawn: dict[bool, int]
+
+
+def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
+    """Counts of the values of each facet among the comments ``filters`` allow (four grouped
+    statements), the most frequent first."""
+    n = fn.COUNT(Item.key)
+    orgs = (_filtered(_joined(Item.organization, n), filters)
+            .where(Item.organization.is_null(False) & (Item.organization != ""))
+            .group_by(Item.organization).order_by(n.desc(), Item.organization).limit(limit).tuples())
+    groups = (_filtered(_joined(Campaign.id, Campaign.size, n), filters)
+              .where(Campaign.size > 1)
+              .group_by(Campaign.id, Campaign.size).order_by(n.desc(), Campaign.size.desc(), Campaign.id)
+              .limit(limit).tuples())
+    has = Case(None, [(_has_attachments(), 1)], 0)
+    attached = _filtered(_joined(has, n), filters).group_by(has).tuples()
+    withdrawn = _filtered(_joined(Item.withdrawn, n), filters).group_by(Item.withdrawn).tuples()
+    return Facets(list(orgs), [(c, k, size) for c, size, k in groups],
+                  {bool(v): k for v, k in attached}, {bool(v): k for v, k in withdrawn})
+
+
+# --- the home page ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocketSummary:
+    docket: Docket
+    comments: int
+    last_update: str | None  # the latest change to any of its comments' rows
+    per_hour: dict[str, int]  # 'YYYY-MM-DDTHH' (UTC) -> comments posted
+
+
+def docket_summaries() -> list[DocketSummary]:
+    """Every docket with its comment count, latest change and posting hours: three statements
+    whatever the number of dockets."""
+    n = fn.COUNT(Item.key)
+    totals = {d: (k, last) for d, k, last in Item.select(Item.docket, n, fn.MAX(Item.updated_at))
+              .where(Item.kind == "comment").group_by(Item.docket).tuples()}
+    hour = fn.SUBSTR(Item.posted_date, 1, 13)
+    hours: dict[str, dict[str, int]] = {}
+    for docket, at, k in (Item.select(Item.docket, hour, n)
+                          .where((Item.kind == "comment") & Item.posted_date.is_null(False))
+                          .group_by(Item.docket, hour).tuples()):
+        hours.setdefault(docket, {})[at] = k
+    return [DocketSummary(d, totals.get(d.id, (0, None))[0], totals.get(d.id, (0, None))[1], hours.get(d.id, {}))
+            for d in Docket.select().order_by(Docket.id)]
+
+
+# --- an organisation ----------------------------------------------------------------------------
+
+
+def organisation_dockets(name: str) -> list[tuple[str, int]]:
+    """(docket, comments) of one organisation (exact name), dockets in id order."""
+    n = fn.COUNT(Item.key)
+    return list(Item.select(Item.docket, n)
+                .where((Item.kind == "comment") & (Item.organization == name))
+                .group_by(Item.docket).order_by(Item.docket).tuples())
+
+
+# --- a campaign ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CampaignMemberRow:
+    key: str
+    posted_date: str | None
+    submitter: str | None
+    organization: str | None
+    withdrawn: bool
+    added_sentences: str | None  # JSON list, as stored
+
+
+def campaign_members(campaign_id: str, *, offset: int, limit: int) -> list[CampaignMemberRow]:
+    """One page of a campaign's members, earliest first (one statement)."""
+    query = (CampaignMember.select(CampaignMember.item, CampaignMember.posted_date, Item.submitter,
+                                   Item.organization, Item.withdrawn, CampaignMember.added_sentences)
+             .join(Item, JOIN.LEFT_OUTER, on=(Item.key == CampaignMember.item))
+             .where(CampaignMember.campaign == campaign_id)
+             .order_by(CampaignMember.order_key).offset(offset).limit(limit).tuples())
+    return [CampaignMemberRow(key, posted, who, org, bool(withdrawn), added)
+            for key, posted, who, org, withdrawn, added in query]
+
+
+# --- feeds and the digest ---------------------------------------------------------------------
+
+
+def rows_of_keys(keys: list[str], *, limit: int) -> list[CommentRow]:
+    """Of these comments, the ``limit`` added or changed last (a search's feed), latest first."""
+    rows: list[CommentRow] = []
+    for start in range(0, len(keys), IN_CHUNK):
+        chunk = keys[start:start + IN_CHUNK]
+        rows += comments(BrowseFilters(), sort="updated", limit=limit, keys=chunk)
+    return sorted(rows, key=lambda r: (r.updated_at, r.key), reverse=True)[:limit]
+
+
+def changed_counts(since: str, dockets: list[str] | None) -> list[tuple[str, int]]:
+    """(docket, comments added or changed at or after ``since``), dockets with any, in id order."""
+    n = fn.COUNT(Item.key)
+    query = Item.select(Item.docket, n).where((Item.kind == "comment") & (Item.updated_at >= since))
+    if dockets:
+        query = query.where(Item.docket.in_(dockets))
+    return list(query.group_by(Item.docket).order_by(Item.docket).tuples())
+
+
+# --- failures and waiting work -------------------------------------------------------------------
+
+# States that end an item's stage without its result (permanent until Redrive or a version
+# bump), and states in which it waits for later work.
+FAILED_STATES = ("failed", "gone", "too_large", "unsupported")
+WAITING_STATES = ("retry", "pending", "stale", "ocr_needed")
+
+
+@dataclass(frozen=True)
+class ProblemGroup:
+    docket: str
+    stage: str
+    state: str
+    reason: str
+    count: int
+    example: str  # one of its items (the first by key): the page links it
+    next_attempt_at: str | None
+
+
+def problems(docket_id: str | None = None, limit: int = 200) -> list[ProblemGroup]:
+    """Rows that failed or wait, per docket, stage, state and reason, with a count and an
+    example (one grouped statement; the most frequent first, at most ``limit`` groups)."""
+    from pipeline.store.models import ItemState
+
+    reason = fn.COALESCE(ItemState.reason, "")
+    n = fn.COUNT(ItemState.item)
+    query = (ItemState.select(ItemState.docket, ItemState.stage, ItemState.state, reason, n, fn.MIN(ItemState.item),
+                              fn.MIN(ItemState.next_attempt_at))
+             .where(ItemState.state.in_(FAILED_STATES + WAITING_STATES)))
+    if docket_id is not None:
+        query = query.where(ItemState.docket == docket_id)
+    query = (query.group_by(ItemState.docket, ItemState.stage, ItemState.state, reason)
+             .order_by(ItemState.docket, n.desc(), ItemState.stage, ItemState.state, reason).limit(limit))
+    return [ProblemGroup(*row) for row in query.tuples()]

@@ -1,0 +1,240 @@
+"""Browsing without a query: the home page's list of dockets, a docket's comments paged and
+sorted with facets and their counts, a campaign's page, an organisation's page; and the one
+check of the query string every page shares (a bad value is said on the page, with HTTP 400,
+never dropped in silence).
+
+Plain functions over ``pipeline/store/browsing.py`` (no web framework here); nothing writes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import date
+
+from pipeline.clock import eastern_day_bounds
+from pipeline.index.chunking import PAGE_MARKER
+from pipeline.store import browsing
+from pipeline.web import pages, plots
+
+BROWSE_PAGE_SIZE = 50
+MEMBERS_PAGE_SIZE = 50
+MAX_BROWSE_PAGE = 100_000  # a bound on the number, not on the data: offsets stay integers
+CHOICES = {"attachments": ("yes", "no"), "withdrawn": ("yes", "no"), "per_campaign": ("1",),
+           "sort": tuple(browsing.SORTS)}
+FILTER_NAMES = ("docket", "from", "to", "org", "campaign", "attachments", "withdrawn")
+
+
+class BadParameters(ValueError):
+    """One or more values of the query string that cannot be used, each said in one line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def problems_of(params) -> list[str]:
+    """What is wrong with the query string's values, one line each (empty: nothing)."""
+    problems = []
+    days = {}
+    for name in ("from", "to"):
+        text = params.get(name, "").strip()
+        if text:
+            try:
+                days[name] = date.fromisoformat(text)
+            except ValueError:
+                problems.append(f"{name}={text[:40]} is not a date: give it as YYYY-MM-DD (US Eastern)")
+                continue
+            if len(text) != 10:
+                problems.append(f"{name}={text[:40]} is not a date: give it as YYYY-MM-DD (US Eastern)")
+    if len(days) == 2 and days["from"] > days["to"]:
+        problems.append(f"from={days['from']} is after to={days['to']}: no day can match")
+    page = params.get("page", "").strip()
+    if page and (not page.isdigit() or int(page[:9]) < 1):
+        problems.append(f"page={page[:20]} is not a page number: give a whole number from 1")
+    for name, allowed in CHOICES.items():
+        value = params.get(name, "").strip()
+        if value and value not in allowed:
+            problems.append(f"{name}={value[:40]} is not one of: {', '.join(allowed)}")
+    return problems
+
+
+def yes_no(value: str) -> bool | None:
+    return {"yes": True, "no": False}.get(value)
+
+
+@dataclass(frozen=True)
+class BrowseForm:
+    """The browse page's query string, checked (``parse`` raises ``BadParameters``)."""
+
+    q: str = ""
+    docket: str = ""
+    date_from: str = ""
+    date_to: str = ""
+    org: str = ""
+    campaign: str = ""
+    attachments: str = ""  # "yes", "no" or "" (either)
+    withdrawn: str = ""
+    sort: str = "newest"
+    page: int = 1
+
+    @classmethod
+    def parse(cls, params) -> BrowseForm:
+        problems = problems_of(params)
+        if problems:
+            raise BadParameters(problems)
+        return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],
+                   date_from=params.get("from", "").strip(), date_to=params.get("to", "").strip(),
+                   org=params.get("org", "").strip()[:200], campaign=params.get("campaign", "").strip()[:100],
+                   attachments=params.get("attachments", "").strip(), withdrawn=params.get("withdrawn", "").strip(),
+                   sort=params.get("sort", "").strip() or "newest",
+                   # Past the last page is an empty page; a number too long to be one is the bound.
+                   page=min(MAX_BROWSE_PAGE, int(params.get("page", "").strip()[:9] or 1)))
+
+    def filters(self) -> browsing.BrowseFilters:
+        posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
+        return browsing.BrowseFilters(
+            docket=self.docket or None, organization=self.org or None, campaign=self.campaign or None,
+            has_attachments=yes_no(self.attachments), withdrawn=yes_no(self.withdrawn),
+            posted_from=posted_from, posted_before=posted_before)
+
+    def query_string(self, **changes) -> dict[str, str]:
+        """This page's parameters with ``changes`` (a value of "" drops the parameter); a
+        change of filter or order goes back to page 1."""
+        values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
+                  "org": self.org, "campaign": self.campaign, "attachments": self.attachments,
+                  "withdrawn": self.withdrawn, "sort": "" if self.sort == "newest" else self.sort,
+                  "page": "" if self.page == 1 else str(self.page)}
+        if "page" not in changes:
+            values["page"] = ""
+        values |= {k: str(v) for k, v in changes.items()}
+        return {k: v for k, v in values.items() if v}
+
+    @property
+    def active(self) -> list[tuple[str, str, str]]:
+        """(parameter, label, value) of every filter set: the page lists them, each removable."""
+        labels = {"docket": "docket", "from": "from", "to": "to", "org": "organisation or name",
+                  "campaign": "campaign", "attachments": "has attachments", "withdrawn": "withdrawn"}
+        values = self.query_string()
+        return [(name, labels[name], values[name]) for name in FILTER_NAMES if name in values]
+
+
+@dataclass
+class BrowsePage:
+    form: BrowseForm
+    total: int
+    rows: list[browsing.CommentRow]
+    facets: browsing.Facets
+    docket: object | None = None  # the docket's row when the page is one docket's
+
+    @property
+    def first(self) -> int:
+        return (self.form.page - 1) * BROWSE_PAGE_SIZE + 1
+
+    @property
+    def last_page(self) -> int:
+        return max(1, -(-self.total // BROWSE_PAGE_SIZE))
+
+
+def browse_page(form: BrowseForm) -> BrowsePage:
+    """One page of comments without a query: the total, the page's rows and the facets (a
+    fixed number of statements whatever the data's size)."""
+    from pipeline.store import reports
+
+    filters = form.filters()
+    return BrowsePage(form, browsing.count(filters),
+                      browsing.comments(filters, sort=form.sort, offset=(form.page - 1) * BROWSE_PAGE_SIZE,
+                                        limit=BROWSE_PAGE_SIZE),
+                      browsing.facets(filters), reports.find_docket(form.docket) if form.docket else None)
+
+
+# --- the home page ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocketLine:
+    summary: browsing.DocketSummary
+    per_day: list[tuple[str, int]]
+
+    @property
+    def sparkline(self):
+        return plots.sparkline(self.per_day, label=f"comments per day, {self.summary.docket.id}")
+
+
+def home_page() -> list[DocketLine]:
+    return [DocketLine(s, plots.daily_series(pages.eastern_days(s.per_hour))) for s in browsing.docket_summaries()]
+
+
+# --- a campaign --------------------------------------------------------------------------------
+
+
+@dataclass
+class CampaignPage:
+    campaign: object  # the Campaign row
+    representative_pages: list[tuple[int | None, str]]
+    members: list[browsing.CampaignMemberRow]
+    page: int
+    added: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def first(self) -> int:
+        return (self.page - 1) * MEMBERS_PAGE_SIZE + 1
+
+    @property
+    def last_page(self) -> int:
+        return max(1, -(-self.campaign.size // MEMBERS_PAGE_SIZE))
+
+
+def clean_pages(text: str) -> list[tuple[int | None, str]]:
+    """A text with page markers as (page number or None before the first marker, its text):
+    the pages show a break between pages, never the marker itself."""
+    parts = PAGE_MARKER.split(text or "")
+    found = [(None, parts[0].strip())] if parts[0].strip() else []
+    found += [(int(parts[i]), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+    return found
+
+
+def campaign_page(campaign_id: str, page: int) -> CampaignPage | None:
+    from pipeline.campaigns import queries
+
+    found = queries.campaign_rows([campaign_id]).get(campaign_id)
+    if found is None:
+        return None
+    representative = queries.members([found.representative]).get(found.representative)
+    members = browsing.campaign_members(campaign_id, offset=(page - 1) * MEMBERS_PAGE_SIZE, limit=MEMBERS_PAGE_SIZE)
+    added = {m.key: json.loads(m.added_sentences or "[]") for m in members}
+    return CampaignPage(found, clean_pages(representative.text if representative else ""), members, page, added)
+
+
+# --- an organisation ---------------------------------------------------------------------------
+
+
+@dataclass
+class OrganisationPage:
+    name: str
+    dockets: list[tuple[str, int]]
+    rows: list[browsing.CommentRow]
+    page: int
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.dockets)
+
+    @property
+    def last_page(self) -> int:
+        return max(1, -(-self.total // BROWSE_PAGE_SIZE))
+
+    def by_docket(self) -> list[tuple[str, list[browsing.CommentRow]]]:
+        grouped: dict[str, list[browsing.CommentRow]] = {}
+        for row in self.rows:
+            grouped.setdefault(row.docket, []).append(row)
+        return list(grouped.items())
+
+
+def organisation_page(name: str, page: int) -> OrganisationPage | None:
+    dockets = browsing.organisation_dockets(name)
+    if not dockets:
+        return None
+    rows = browsing.comments(browsing.BrowseFilters(organization_exact=name), sort="docket",
+                             offset=(page - 1) * BROWSE_PAGE_SIZE, limit=BROWSE_PAGE_SIZE)
+    return OrganisationPage(name, dockets, rows, page)
