@@ -16,10 +16,10 @@ from peewee import JOIN, Case, fn
 from pipeline.store.models import Attachment, Campaign, CampaignMember, Docket, Item
 
 IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
-SORTS = {  # the name in the URL -> what it orders by (ties broken by the comment's id)
-    "newest": "posted_date desc",
-    "oldest": "posted_date asc",
-    "organisation": "organisation a-z",
+SORTS = {  # the name in the URL -> how the page says it (ties broken by the comment's id)
+    "newest": "newest first",
+    "oldest": "oldest first",
+    "organisation": "by organisation, A to Z",
     "campaign": "largest campaign first",
 }
 
@@ -83,28 +83,24 @@ def _filtered(query, filters: BrowseFilters):
     return query
 
 
-def _joined(*columns):
-    return (Item.select(*columns)
-            .join(CampaignMember, JOIN.LEFT_OUTER, on=(CampaignMember.item == Item.key))
-            .join(Campaign, JOIN.LEFT_OUTER, on=(Campaign.id == CampaignMember.campaign)))
+def _joined(*columns, campaigns: bool = True):
+    """Item rows with their campaign (``campaigns``), or alone: a count or a facet that neither
+    filters nor groups by campaign skips two joins over the whole docket."""
+    query = Item.select(*columns)
+    if campaigns:
+        query = (query.join(CampaignMember, JOIN.LEFT_OUTER, on=(CampaignMember.item == Item.key))
+                 .join(Campaign, JOIN.LEFT_OUTER, on=(Campaign.id == CampaignMember.campaign)))
+    return query
 
 
 def count(filters: BrowseFilters) -> int:
-    return _filtered(_joined(fn.COUNT(Item.key)), filters).scalar() or 0
+    return _filtered(_joined(fn.COUNT(Item.key), campaigns=bool(filters.campaign)), filters).scalar() or 0
 
 
-def comments(filters: BrowseFilters, *, sort: str = "newest", offset: int = 0, limit: int = 50,
-             keys: list[str] | None = None) -> list[CommentRow]:
-    """One page of the comments ``filters`` allow, in ``sort`` order (one statement, plus one
-    for the page's attachment counts)."""
+def _order(sort: str) -> list:
     size = fn.COALESCE(Campaign.size, 1)
-    query = _filtered(_joined(Item.key, Item.docket, Item.title, Item.posted_date, Item.submitter,
-                              Item.organization, Item.withdrawn, Item.updated_at, Item.body,
-                              Campaign.id, size), filters)
-    if keys is not None:  # only these (at most IN_CHUNK: a search's hits)
-        query = query.where(Item.key.in_(keys))
     posted = fn.COALESCE(Item.posted_date, "")
-    order = {
+    return {
         "newest": [posted.desc(), Item.key.desc()],
         "oldest": [posted.asc(), Item.key.asc()],
         # Comments without an organisation after the named ones.
@@ -115,12 +111,31 @@ def comments(filters: BrowseFilters, *, sort: str = "newest", offset: int = 0, l
         "docket": [Item.docket, posted.desc(), Item.key.desc()],
         "updated": [Item.updated_at.desc(), Item.key.desc()],
     }[sort]
-    rows = [CommentRow(key, docket, title, posted_date, submitter, org, bool(withdrawn), updated, body,
-                       campaign if (campaign and n > 1) else None, n)
-            for key, docket, title, posted_date, submitter, org, withdrawn, updated, body, campaign, n
-            in query.order_by(*order).offset(offset).limit(limit).tuples()]
-    counts = attachment_counts(r.key for r in rows)
-    return [CommentRow(**{**r.__dict__, "attachments": counts.get(r.key, 0)}) for r in rows]
+
+
+def comments(filters: BrowseFilters, *, sort: str = "newest", offset: int = 0, limit: int = 50,
+             keys: list[str] | None = None) -> list[CommentRow]:
+    """One page of the comments ``filters`` allow, in ``sort`` order: three statements (the
+    page's keys, sorted over narrow columns only; their rows; their attachment counts), so a
+    deep page sorts keys, not every comment's text."""
+    needs_campaign = bool(filters.campaign) or sort == "campaign"
+    query = _filtered(_joined(Item.key, campaigns=needs_campaign), filters)
+    if keys is not None:  # only these (at most IN_CHUNK: a search's hits)
+        query = query.where(Item.key.in_(keys))
+    page = [key for (key,) in query.order_by(*_order(sort)).offset(offset).limit(limit).tuples()]
+    if not page:
+        return []
+    size = fn.COALESCE(Campaign.size, 1)
+    found = {row[0]: row for row in _joined(
+        Item.key, Item.docket, Item.title, Item.posted_date, Item.submitter, Item.organization, Item.withdrawn,
+        Item.updated_at, Item.body, Campaign.id, size).where(Item.key.in_(page)).tuples()}
+    counts = attachment_counts(page)
+    rows = []
+    for key in page:
+        _, docket, title, posted_date, submitter, org, withdrawn, updated, body, campaign, n = found[key]
+        rows.append(CommentRow(key, docket, title, posted_date, submitter, org, bool(withdrawn), updated, body,
+                               campaign if (campaign and n > 1) else None, n, counts.get(key, 0)))
+    return rows
 
 
 def attachment_counts(keys: Iterable[str]) -> dict[str, int]:
@@ -136,7 +151,7 @@ def attachment_counts(keys: Iterable[str]) -> dict[str, int]:
 def matching_keys(filters: BrowseFilters) -> list[str]:
     """The keys of every comment ``filters`` allow: what a search is narrowed to when a filter
     only the state DB knows (attachments, withdrawn) is asked with a query."""
-    return [key for (key,) in _filtered(_joined(Item.key), filters).tuples()]
+    return [key for (key,) in _filtered(_joined(Item.key, campaigns=bool(filters.campaign)), filters).tuples()]
 
 
 @dataclass(frozen=True)
@@ -151,7 +166,8 @@ def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
     """Counts of the values of each facet among the comments ``filters`` allow (four grouped
     statements), the most frequent first."""
     n = fn.COUNT(Item.key)
-    orgs = (_filtered(_joined(Item.organization, n), filters)
+    alone = bool(filters.campaign)  # campaign joins only when the campaign filter needs them
+    orgs = (_filtered(_joined(Item.organization, n, campaigns=alone), filters)
             .where(Item.organization.is_null(False) & (Item.organization != ""))
             .group_by(Item.organization).order_by(n.desc(), Item.organization).limit(limit).tuples())
     groups = (_filtered(_joined(Campaign.id, Campaign.size, n), filters)
@@ -159,8 +175,8 @@ def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
               .group_by(Campaign.id, Campaign.size).order_by(n.desc(), Campaign.size.desc(), Campaign.id)
               .limit(limit).tuples())
     has = Case(None, [(_has_attachments(), 1)], 0)
-    attached = _filtered(_joined(has, n), filters).group_by(has).tuples()
-    withdrawn = _filtered(_joined(Item.withdrawn, n), filters).group_by(Item.withdrawn).tuples()
+    attached = _filtered(_joined(has, n, campaigns=alone), filters).group_by(has).tuples()
+    withdrawn = _filtered(_joined(Item.withdrawn, n, campaigns=alone), filters).group_by(Item.withdrawn).tuples()
     return Facets(list(orgs), [(c, k, size) for c, size, k in groups],
                   {bool(v): k for v, k in attached}, {bool(v): k for v, k in withdrawn})
 
