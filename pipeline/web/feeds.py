@@ -79,8 +79,8 @@ def _summary(row: browsing.CommentRow) -> str:
     said = [f"docket {row.docket}", f"posted {eastern_date(row.posted_date) or '?'} (Eastern)"]
     if row.withdrawn:
         said.append("withdrawn")
-    if row.campaign:
-        said.append(f"one of a campaign of {row.campaign_size}")
+    # Not its campaign's size: that changes when other comments join, and an entry's text
+    # changes only with its ``updated``.
     if row.attachments:
         said.append(f"{row.attachments} attachment{'' if row.attachments == 1 else 's'}")
     body = " ".join((row.body or "").split())

@@ -18,10 +18,12 @@ from pipeline.ops import cli
 from pipeline.store.models import Docket, Item
 from pipeline.web import pages
 from pipeline.web.app import make_app
+from tests.fixtures.paths import ROOT
 from tests.fixtures.web_fixtures import CITING_ID, web_store
 
 pytestmark = pytest.mark.postgres
 ATOM = "{http://www.w3.org/2005/Atom}"
+ATOM_SCHEMA = etree.RelaxNG(etree.parse(str(ROOT / "tests" / "fixtures" / "atom.rng")))
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +54,11 @@ def _parsed(client, path: str, **params):
 
 
 def _check_atom_rules(xml: bytes) -> None:
-    """RFC 4287's must-haves: the feed and each entry have one id, title and updated (an RFC
-    3339 instant), every entry an author (or the feed one), ids unique, a self link."""
+    """The feed is valid under Atom's schema (RELAX NG, tests/fixtures/atom.rng), and RFC
+    4287's rules a schema cannot say: every entry has an author (or the feed one), ids are
+    unique, and the feed links itself."""
     root = etree.fromstring(xml)
+    assert ATOM_SCHEMA.validate(root), ATOM_SCHEMA.error_log
     assert root.tag == f"{ATOM}feed"
     for element in [root, *root.findall(f"{ATOM}entry")]:
         for name in ("id", "title", "updated"):
