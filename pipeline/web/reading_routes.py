@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from pipeline.errors import DocketeerError
 from pipeline.store import browsing
 from pipeline.web import browse, feeds, pages
 
@@ -96,7 +97,10 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
         query = urlencode(form.query_string(sort="", page=""))
         if form.q:
             search_form = pages.SearchForm.parse(request.query_params)
-            hits = engine.search(form.q, search_form.filters(), k=feeds.SEARCH_READ, offset=0)
+            try:
+                hits = engine.search(form.q, search_form.filters(), k=feeds.SEARCH_READ, offset=0)
+            except DocketeerError as exc:  # a query of punctuation only: said, as on the page
+                return bad(request, [str(exc)], "/search")
             rows = feeds.latest_of_keys(list(dict.fromkeys(h.item_key for h in hits)))
             page_url = f"{base_of(request)}/search?{query}"
         else:
@@ -112,6 +116,8 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
         name = request.query_params.get("name", "").strip()[:300]
         if not name:
             return bad(request, ["name= is missing: give the organisation's name"], "/")
+        if not browsing.organisation_dockets(name):
+            return render(request, "missing.html", 404, what="organisation", name=name)
         query = urlencode({"name": name})
         return atom(feeds.Feed(f"tag:docketeer,2026:organisation?{query}", f"New comments of {name}",
                                f"{base_of(request)}/feed/organisation?{query}",
@@ -119,7 +125,11 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
                                feeds.latest(browsing.BrowseFilters(organization_exact=name))), request)
 
     async def campaign_feed(request: Request):
+        from pipeline.campaigns import queries
+
         campaign_id = request.path_params["campaign_id"]
+        if campaign_id not in queries.campaign_rows([campaign_id]):
+            return render(request, "missing.html", 404, what="campaign", name=campaign_id)
         return atom(feeds.Feed(f"tag:docketeer,2026:campaign/{campaign_id}", f"New comments in campaign {campaign_id}",
                                f"{base_of(request)}/feed/campaign/{campaign_id}",
                                f"{base_of(request)}/campaign/{campaign_id}",

@@ -93,8 +93,12 @@ def test_search_and_organisation_feeds_follow_their_query_and_filters(client, st
     _, browsed = _parsed(client, "/feed/search", docket=store.dockets[1], attachments="no")
     keys = {e.id.rsplit("/", 1)[1] for e in browsed.entries}
     assert keys and all(k.startswith(store.dockets[1]) for k in keys)
-    assert client.get("/feed/docket/NOPE-0000").status_code == 404
+    for missing in ("/feed/docket/NOPE-0000", "/feed/campaign/NOPE-0000", "/feed/organisation?name=Nobody+At+All"):
+        assert client.get(missing).status_code == 404, missing
     assert client.get("/feed/search", params={"from": "2026-13-40"}).status_code == 400
+    nothing = client.get("/feed/search", params={"q": "%%%"})  # nothing to search for: said, not a 500
+    assert nothing.status_code == 400 and "nothing to search for" in nothing.text
+    assert client.get("/feed/organisation").status_code == 400
 
 
 def test_a_run_adding_three_comments_adds_exactly_three_entries_and_a_noop_none(client, store, capsys):
