@@ -290,9 +290,17 @@ def problems(docket_id: str | None = None, limit: int = 200) -> list[ProblemGrou
 
     reason = fn.COALESCE(ItemState.reason, "")
     n = fn.COUNT(ItemState.item)
+    # Extract leaves a scan ``ocr_needed``; once OCR has read it (an ``ocr`` row for the file,
+    # ``<comment>/<file>``, or for one of the comment's files) it waits no more.
+    ocr = ItemState.alias()
+    read_by_ocr = fn.EXISTS(ocr.select(ocr.item).where(
+        (ocr.stage == "ocr") & ocr.state.not_in(("pending", "retry", "stale"))
+        & ((ocr.item == ItemState.item) | ocr.item.startswith(ItemState.item.concat("/")))))
+    still_needed = (ItemState.state == "ocr_needed") & ~read_by_ocr
+    others = tuple(state for state in FAILED_STATES + WAITING_STATES if state != "ocr_needed")
     query = (ItemState.select(ItemState.docket, ItemState.stage, ItemState.state, reason, n, fn.MIN(ItemState.item),
                               fn.MIN(ItemState.next_attempt_at))
-             .where(ItemState.state.in_(FAILED_STATES + WAITING_STATES)))
+             .where(ItemState.state.in_(others) | still_needed))
     if docket_id is not None:
         query = query.where(ItemState.docket == docket_id)
     query = (query.group_by(ItemState.docket, ItemState.stage, ItemState.state, reason)

@@ -233,9 +233,15 @@ def test_every_new_page_keeps_the_security_headers_and_links_its_feed(client, st
 def test_docket_and_status_pages_show_failed_and_waiting_rows_with_reasons(client, store):
     from pipeline.store.models import ItemState
 
-    bad = list(ItemState.select().where(ItemState.state.in_(("failed", "gone", "too_large", "unsupported",
-                                                              "retry", "pending", "stale", "ocr_needed"))))
+    everything = list(ItemState.select())
+    read_by_ocr = {r.item for r in everything if r.stage == "ocr" and r.state not in ("pending", "retry", "stale")}
+    bad = [r for r in everything if r.state in ("failed", "gone", "too_large", "unsupported", "retry", "pending", "stale")
+           or (r.state == "ocr_needed" and r.item not in read_by_ocr
+               and not any(o.startswith(f"{r.item}/") for o in read_by_ocr))]
     assert any(r.state in ("failed", "gone") for r in bad)  # the corpus has a corrupt PDF and a missing file
+    # Its scan was read by OCR: extract's ocr_needed rows of it wait no more, and are not listed.
+    assert read_by_ocr and any(r.state == "ocr_needed" for r in everything) and not any(
+        r.state == "ocr_needed" for r in bad)
     pattern = re.compile(r'<tr class="problem (failed|waiting)">\s*(?:<td><a href="/docket/[^"]+#problems">([^<]+)</a></td>\s*)?'
                          r'<td>([^<]+)</td>\s*<td>(?:<strong class="state-failed">|<span class="state-waiting">)([a-z_]+)'
                          r'.*?<td class="reason">([^<]*)</td>\s*<td class="n">([\d,]+)</td>', re.S)
