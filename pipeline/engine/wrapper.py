@@ -164,9 +164,11 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         """A named docket skipped under its seal is said so (the sample holds every named one)."""
         if self.force or not self.named():
             return
+        invocation = self.current_invocation
         for docket, sealed in done_sample:
-            if sealed:
-                log.info("%s: sealed %s, skipping (use --force to redo)", docket, sealed)
+            if sealed:  # once per run, however many wrappers judge it (IndexAll's campaigns too)
+                invocation.read_shared(("sealed notice", docket), lambda docket=docket, sealed=sealed: log.info(
+                    "%s: sealed %s, skipping (use --force to redo)", docket, sealed) or True)
 
     def run(self):
         if not self.named():  # named dockets' tasks were required, so they are done by now
