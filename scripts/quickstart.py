@@ -101,7 +101,7 @@ def run_index_all(env: dict[str, str], label: str) -> tuple[float, list[str]]:
 
 def _is_summary(line: str) -> bool:
     keep = ("Scheduled", "ran successfully", "complete ones", "failed", "Did not run", "    - ",
-            "docketeer", "fetch ", "backfill ", "extract ", "index ")
+            "docketeer", "fetch ", "backfill ", "extract ", "index ", "campaigns ")
     return any(k in line for k in keep) and "DEBUG" not in line
 
 
