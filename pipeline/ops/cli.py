@@ -578,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--docket", help="comma-separated docket ids (default: every known docket)")
     export.add_argument("--format", choices=["parquet", "csv"], help="only this format (default: both)")
     digest = sub.add_parser("digest", help="comments added or changed since a time, per docket (the feeds' news, for cron mail)")
-    digest.add_argument("--since", type=parse_since, default=parse_since("1d"),
+    digest.add_argument("--since", type=parse_since, default="1d",
                         help="30m, 12h, 1d, 2w back from now, an Eastern day YYYY-MM-DD, or a UTC instant (default 1d)")
     digest.add_argument("--docket", help="comma-separated docket ids (default: every known docket)")
     digest.add_argument("--limit", type=parse_limit, default=20, help="comments listed per docket (default 20; all are counted)")
