@@ -38,14 +38,15 @@ def entry_id(key: str) -> str:
     return f"{REGULATIONS_GOV}/comment/{key}"
 
 
-def latest(filters: browsing.BrowseFilters, limit: int = FEED_ENTRIES) -> list[browsing.CommentRow]:
-    """The comments ``filters`` allow that were added or changed last, latest first."""
-    return browsing.comments(filters, sort="updated", limit=limit)
+def latest(filters: browsing.BrowseFilters, limit: int | None = None) -> list[browsing.CommentRow]:
+    """The comments ``filters`` allow that were added or changed last, latest first
+    (``FEED_ENTRIES`` of them unless ``limit`` says)."""
+    return browsing.comments(filters, sort="updated", limit=limit or FEED_ENTRIES)
 
 
-def latest_of_keys(keys: list[str], limit: int = FEED_ENTRIES) -> list[browsing.CommentRow]:
+def latest_of_keys(keys: list[str], limit: int | None = None) -> list[browsing.CommentRow]:
     """Of these comments (a search's hits), the ones added or changed last, latest first."""
-    return browsing.rows_of_keys(keys, limit=limit)
+    return browsing.rows_of_keys(keys, limit=limit or FEED_ENTRIES)
 
 
 def atom(feed: Feed, base_url: str) -> bytes:

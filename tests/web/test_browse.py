@@ -257,3 +257,25 @@ def test_docket_and_status_pages_show_failed_and_waiting_rows_with_reasons(clien
     status = pattern.findall(client.get("/status").text)
     assert sum(int(n) for *_, n in status) == len(bad)
     assert {d for _, d, *_ in status} == {r.docket for r in bad}
+
+
+@pytest.mark.parametrize("path", ["/", "/comments?docket={docket}", "/comments?docket={docket}&sort=campaign",
+                                  "/campaign/{campaign}", "/organisation?name={organisation}",
+                                  "/feed/docket/{docket}"])
+def test_a_page_costs_the_same_statements_however_many_rows_it_shows(client, store, monkeypatch, path):
+    from pipeline.counters import STATE_QUERIES, counters
+    from pipeline.web import feeds
+
+    campaign = _campaign(store)
+    busiest = max(store.dockets, key=lambda d: len(_comments(d)))
+    organisation = Item.select(Item.organization).where(Item.organization.is_null(False)).first().organization
+    url = path.format(docket=busiest, campaign=campaign.id, organisation=organisation)
+    statements = []
+    for rows in (1, 50):  # one row a page, then every row on one page
+        for name in ("BROWSE_PAGE_SIZE", "MEMBERS_PAGE_SIZE"):
+            monkeypatch.setattr(browse, name, rows)
+        monkeypatch.setattr(feeds, "FEED_ENTRIES", rows)
+        with counters.counting_queries(), counters.measure() as io:
+            assert client.get(url).status_code == 200
+        statements.append(io.get(STATE_QUERIES, 0))
+    assert 0 < statements[0] == statements[1] <= 12, statements
