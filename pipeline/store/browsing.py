@@ -192,20 +192,29 @@ class DocketSummary:
     per_hour: dict[str, int]  # 'YYYY-MM-DDTHH' (UTC) -> comments posted
 
 
-def docket_summaries() -> list[DocketSummary]:
-    """Every docket with its comment count, latest change and posting hours: three statements
-    whatever the number of dockets."""
+def docket_count() -> int:
+    return Docket.select().count()
+
+
+def docket_summaries(offset: int = 0, limit: int = 100) -> list[DocketSummary]:
+    """One page of dockets (in id order) with each one's comment count, latest change and
+    posting hours: three statements whatever the number of dockets."""
+    dockets = list(Docket.select().order_by(Docket.id).offset(offset).limit(limit))
+    ids = [d.id for d in dockets]
+    if not ids:
+        return []
     n = fn.COUNT(Item.key)
+    comments_of = (Item.kind == "comment") & Item.docket.in_(ids)
     totals = {d: (k, last) for d, k, last in Item.select(Item.docket, n, fn.MAX(Item.updated_at))
-              .where(Item.kind == "comment").group_by(Item.docket).tuples()}
+              .where(comments_of).group_by(Item.docket).tuples()}
     hour = fn.SUBSTR(Item.posted_date, 1, 13)
     hours: dict[str, dict[str, int]] = {}
     for docket, at, k in (Item.select(Item.docket, hour, n)
-                          .where((Item.kind == "comment") & Item.posted_date.is_null(False))
+                          .where(comments_of & Item.posted_date.is_null(False))
                           .group_by(Item.docket, hour).tuples()):
         hours.setdefault(docket, {})[at] = k
     return [DocketSummary(d, totals.get(d.id, (0, None))[0], totals.get(d.id, (0, None))[1], hours.get(d.id, {}))
-            for d in Docket.select().order_by(Docket.id)]
+            for d in dockets]
 
 
 # --- an organisation ----------------------------------------------------------------------------

@@ -161,8 +161,25 @@ class DocketLine:
         return plots.sparkline(self.per_day, label=f"comments per day, {self.summary.docket.id}")
 
 
-def home_page() -> list[DocketLine]:
-    return [DocketLine(s, plots.daily_series(pages.eastern_days(s.per_hour))) for s in browsing.docket_summaries()]
+HOME_PAGE_SIZE = 100
+
+
+@dataclass
+class HomePage:
+    lines: list[DocketLine]
+    page: int
+    total: int
+
+    @property
+    def last_page(self) -> int:
+        return max(1, -(-self.total // HOME_PAGE_SIZE))
+
+
+def home_page(page: int = 1) -> HomePage:
+    """One page of dockets (a store may know 100,000): each with its sparkline."""
+    summaries = browsing.docket_summaries((page - 1) * HOME_PAGE_SIZE, HOME_PAGE_SIZE)
+    return HomePage([DocketLine(s, plots.daily_series(pages.eastern_days(s.per_hour))) for s in summaries],
+                    page, browsing.docket_count())
 
 
 # --- a campaign --------------------------------------------------------------------------------

@@ -35,8 +35,15 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
     def atom(feed: feeds.Feed, request: Request) -> Response:
         return Response(feeds.atom(feed, base_of(request)), media_type=ATOM, headers=headers)
 
+    def page_number(request: Request) -> int | list[str]:
+        problems = browse.problems_of({"page": request.query_params.get("page", "")})
+        return problems or min(browse.MAX_BROWSE_PAGE, int(request.query_params.get("page", "").strip()[:9] or 1))
+
     async def home(request: Request):
-        return render(request, "home.html", lines=browse.home_page())
+        number = page_number(request)
+        if isinstance(number, list):
+            return bad(request, number, "/")
+        return render(request, "home.html", page=browse.home_page(number))
 
     async def comments(request: Request):
         try:
@@ -50,10 +57,6 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
             return render(request, "missing.html", 404, what="docket", name=form.docket)
         return render(request, "browse.html", page=page, sorts=browsing.SORTS,
                       feed=f"/feed/search?{urlencode(form.query_string(sort='', page=''))}")
-
-    def page_number(request: Request) -> int | list[str]:
-        problems = browse.problems_of({"page": request.query_params.get("page", "")})
-        return problems or min(browse.MAX_BROWSE_PAGE, int(request.query_params.get("page", "").strip()[:9] or 1))
 
     async def campaign(request: Request):
         campaign_id = request.path_params["campaign_id"]

@@ -64,6 +64,16 @@ def test_home_page_lists_every_docket_with_counts_period_state_and_sparkline(cli
     assert ">open<" in page.text or ">sealed<" in page.text
 
 
+def test_the_home_page_is_paged(client, store, monkeypatch):
+    monkeypatch.setattr(browse, "HOME_PAGE_SIZE", 1)
+    shown = [re.findall(r'<a class="docket-link" href="/docket/([^"]+)"', client.get("/", params={"page": n}).text)
+             for n in (1, 2, 3)]
+    assert shown == [[store.dockets[0]], [store.dockets[1]], []]
+    assert 'rel="next" href="/?page=2"' in client.get("/").text
+    assert "there are 2 pages" in client.get("/", params={"page": 3}).text
+    assert client.get("/", params={"page": "x"}).status_code == 400
+
+
 def test_a_dockets_comments_without_a_query_are_paged_and_cover_the_docket(client, store, monkeypatch):
     docket = store.dockets[0]
     monkeypatch.setattr(browse, "BROWSE_PAGE_SIZE", 3)
