@@ -102,7 +102,7 @@ def test_config_shows_origins_and_masks_secrets(tmp_path):
 def test_dockets_table_has_every_column(store, capsys):
     code, out, _ = run(capsys, "dockets")
     assert code == 0
-    assert out.splitlines()[0].split() == ["docket", "agency", "closes", "comments", "detailed",
+    assert out.splitlines()[0].split() == ["docket", "agency", "closes", "comments", "submissions", "detailed",
                                            "extracted", "indexed", "retry", "watermark", "last",
                                            "pull", "sealed"]
     by_id = {row["docket"]: row for row in table(out)}

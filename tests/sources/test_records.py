@@ -121,6 +121,9 @@ FEEDS = {
     "commentOnDocumentId": {"comment_on_document_id"}, "withdrawn": {"withdrawn"}, "title": {"title"},
     "objectId": {"object_id"}, "postedDate": {"posted_date"}, "modifyDate": {"last_modified"},
     "commentStartDate": {"start", "opens_at"}, "commentEndDate": {"end", "closes_at"},
+    "duplicateComments": {"duplicate_comments"}, "subtype": {"subtype"}, "category": {"category"},
+    "stateProvinceRegion": {"state_province_region"}, "country": {"country"}, "govAgency": {"gov_agency"},
+    "govAgencyType": {"gov_agency_type"}, "trackingNbr": {"tracking_nbr"},
 }
 REAL_RECORDS = sorted(f"{p.parent.parent.parent.name}/{p.parent.name}/{p.name}" for p in
                       (CONFTEST_REALDATA / "mirror/raw-data").glob("*/*/text-*/*/*.json")
