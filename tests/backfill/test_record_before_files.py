@@ -77,7 +77,8 @@ def test_a_real_comment_is_read_whole_at_once_and_redone_alone_when_its_file_arr
         assert reports.attachments_summary(reports.attachment_count(item, [declared]), [standing]) == (
             "1 attachment: 1 waiting for the mirror")
         # ... and it is found by its body, its title and its organisation, before any file.
-        assert {section for section, _ in chunk_rows(runtime, LATE)} == {"Title", "Inline comment"}
+        assert chunk_rows(runtime, LATE) == [("Inline comment", "Comment on DOS-2022-0004-0001\n\n"
+                                                                 "See attached file(s)")]
         embedder = embedder_from(runtime.settings)
         hits = search(runtime.index_db(), embedder, "See attached file(s)", k=5, per_item=True,
                       filters=SearchFilters(organization="Raytheon"))
