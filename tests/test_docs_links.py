@@ -22,7 +22,7 @@ LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^
 EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")  # http:, https:, mailto:, ...
 HISTORY = re.compile(r"\bRound \d")
 ISSUE_NUMBER = re.compile(r"(?<![\w&/])#\d+\b")
-RELEASE_HEADING = re.compile(r"^## (\d+\.\d+\.\d+)\b", re.MULTILINE)
+RELEASE_HEADING = re.compile(r"^## (\d+\.\d+\.\d+)\b(?! — unreleased)", re.MULTILINE)  # not one in the making
 
 
 def markdown_files() -> list[Path]:

@@ -5,6 +5,13 @@ its row was left ``pending``/``stale``. Attachment rows are keyed ``(item, filen
 and blobs by sha256: a rerun creates no row and copies no byte, and a file attached to two
 comments is stored once.
 
+Nothing of a record waits for its files: an item's detail is recorded as soon as its record
+is read, with a row per declared file (from the record: ordinal, title, format, declared size,
+URL; its sha256 once stored). A file the mirror does not hold yet waits on its own
+``backfill.file`` row, and the item stays ``retry`` *with* its content hash, so extract and the
+index take its body at once; the file's arrival changes that hash, and the item alone is
+redone downstream.
+
 Both sources name files the same way, from the detail record's ``fileFormats`` URLs
 (``attachment_1.pdf``, ``content.pdf``), so a docket backfilled from the API and one
 backfilled from the mirror end with the same attachment rows and file states.
