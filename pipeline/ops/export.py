@@ -87,6 +87,7 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("docket_id", "string", "the docket"),
         ("campaign_id", "string", "the earliest member's comment id"),
         ("size", "int64", "member comments"),
+        ("submissions", "int64", "submissions its members represent (duplicates counted)"),
         ("representative_id", "string", "the most central member"),
         ("representative_text", "string", "its text"),
         ("first_seen", "string", "earliest member's posted date"),
@@ -186,7 +187,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
                            chars.get(a.item, {}).get(a.filename))
                        for key in sorted(files) for a in files[key] if key in keys]
     return {"comments": comment_rows, "attachments": attachment_rows,
-            "campaigns": [_campaign_row(docket_id, c) for c in campaigns.campaigns_of(docket_id, min_size=1)]}
+            "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)]}
 
 
 def _text_chars(runtime, docket_id: str, keys: list[str]) -> dict[str, dict[str | None, int]]:
@@ -229,8 +230,8 @@ def _attachment_row(docket_id, a, standing, chars) -> dict:
             "text_chars": chars}
 
 
-def _campaign_row(docket_id, c) -> dict:
-    return {"docket_id": docket_id, "campaign_id": c.id, "size": c.size,
+def _campaign_row(docket_id, c, represented: dict[str, int]) -> dict:
+    return {"docket_id": docket_id, "campaign_id": c.id, "size": c.size, "submissions": represented.get(c.id),
             "representative_id": c.representative, "representative_text": c.representative_text,
             "first_seen": c.first_seen, "last_seen": c.last_seen}
 

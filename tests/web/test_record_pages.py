@@ -63,7 +63,7 @@ def test_unknown_is_not_zero(client):
     assert "1 attachment: 1 read" in found
 
 
-def test_a_mass_mail_record_counts_its_submissions(client, capsys):
+def test_a_mass_mail_record_counts_its_submissions(client, capsys, tmp_path):
     page = client.get(f"/comment/{MASS_MAIL}").text
     assert "<dt>duplicates</dt><dd>15851</dd>" in page and "<dt>subtype</dt><dd>Mass Mail Campaign</dd>" in page
     docket = client.get("/docket/USTR-2015-0010").text
@@ -73,3 +73,10 @@ def test_a_mass_mail_record_counts_its_submissions(client, capsys):
     header = lines[0].split()
     row = next(line.split() for line in lines if line.startswith("USTR-2015-0010"))
     assert (row[header.index("comments")], row[header.index("submissions")]) == ("4", "15855")
+    assert cli.main(["export", str(tmp_path), "--docket", "USTR-2015-0010", "--format", "parquet"]) == 0
+    import pyarrow.parquet as pq
+
+    exported = {r["comment_id"]: r for r in pq.read_table(tmp_path / "USTR-2015-0010/comments.parquet").to_pylist()}
+    assert (exported[MASS_MAIL]["duplicate_comments"], exported[MASS_MAIL]["submissions"],
+            exported[MASS_MAIL]["subtype"]) == (15851, 15852, "Mass Mail Campaign")
+    assert sum(r["submissions"] for r in exported.values()) == 15855
