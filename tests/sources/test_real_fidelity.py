@@ -24,6 +24,7 @@ from pipeline.store.models import Attachment, Docket, Item, ItemState
 from tests.fixtures.chain_runs import KEY, run_at
 from tests.fixtures.real_records import (
     ACF_ABSTRACT,
+    COMMENT_IDS,
     DECLARED,
     DOCKETS,
     FILES,
@@ -87,6 +88,8 @@ def assert_exported_as_the_records_say(runtime, dest) -> None:
                 row["organization"], row["comment_on_document_id"], row["body"]) == (
             title, posted, received, withdrawn, submitter, organisation, on, body), key
         assert tuple(row[c] for c in KEPT_COLUMNS) == KEPT[key], key
+        assert (row["docket_id"], row["object_id"], row["last_modified"]) == (
+            key.rsplit("-", 1)[0], *COMMENT_IDS[key]), key
         assert row["submissions"] == 1 + (KEPT[key][0] or 0)
         assert row["attachment_count"] == (None if key in UNLISTED else len(attached)), key
     assert files.keys() == {k for k in DECLARED if k[0] in comments}
