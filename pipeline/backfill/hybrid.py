@@ -63,6 +63,10 @@ class HybridSource:
                 if ref.mirror_key is None and not ref.tombstoned and ref.filename in by_name else ref
                 for ref in refs]
 
+    def lists_attachments(self, item: Item, body: dict, refs: list[FileRef]) -> bool:
+        source = self.api if item.key in self._from_api else self.mirror
+        return source.lists_attachments(item, body, refs)
+
     def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir):
         if ref.mirror_key is None and not ref.tombstoned and ref.url:
             self._in_stage_thread(ref.filename)

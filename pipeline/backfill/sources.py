@@ -36,6 +36,7 @@ class FileRef:
     mirror_size: int | None = None  # its size in the mirror listing
     tombstoned: bool = False  # the mirror marked it _UNAVAILABLE
     title: str | None = None  # the included attachment's own title
+    declared_url: str | None = None  # the record's fileUrl, whichever source the bytes come from
 
 
 RECORD_BATCH = 100  # decided items whose rows are written in one transaction (mirror sources)
@@ -87,7 +88,7 @@ def _candidates(formats, preference: list[str], ordinal: int, stem: str | None) 
             name = f"{stem}.{name.rsplit('.', 1)[-1]}" if "." in name else f"{stem}.bin"
         size = records.bounded_int(chosen, "size", records.MAX_SIZE)
         refs.append(FileRef(validate_filename(name.lower()), ordinal,
-                            str(chosen.get("format", "")).lower(), size, url=url))
+                            str(chosen.get("format", "")).lower(), size, url=url, declared_url=url))
     return refs
 
 
@@ -116,6 +117,9 @@ class BackfillSource(Protocol):
 
     def files(self, item: Item, body: dict, preference: list[str]) -> list[FileRef]:
         """The files to have for the item, named as every source names them."""
+
+    def lists_attachments(self, item: Item, body: dict, refs: list[FileRef]) -> bool:
+        """Do ``refs`` name every attachment the item has (else their number is unknown)?"""
 
     def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir) -> IngestResult:
         """The file's bytes in the blob store (stored once by content)."""
@@ -153,6 +157,9 @@ class ApiSource:
 
     def files(self, item: Item, body: dict, preference: list[str]) -> list[FileRef]:
         return [candidates[0] for candidates in declared_files(body, preference)]
+
+    def lists_attachments(self, item: Item, body: dict, refs: list[FileRef]) -> bool:
+        return True  # asked with include=attachments: a response without ``included`` has none
 
     def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir) -> IngestResult:
         (data_dir / "tmp").mkdir(exist_ok=True)
@@ -291,6 +298,11 @@ class MirrorSource:
                     for stem in sorted(gone - named - {_stem(n) for n in held}))
         return refs
 
+    def lists_attachments(self, item: Item, body: dict, refs: list[FileRef]) -> bool:
+        """The record lists them (``records.lists_attachments``), or the binary folder holds
+        the item's files (a record without ``included``): those are the rows."""
+        return records.lists_attachments(body) or any(ref.mirror_key or ref.tombstoned for ref in refs)
+
     @staticmethod
     def _pick(candidates: list[FileRef], held: dict, gone: set[str]) -> FileRef:
         """The best declared format the mirror holds; else the best one, gone or not yet there."""
@@ -310,8 +322,9 @@ class MirrorSource:
         refs = []
         for _stem_name, choices in sorted(by_stem.items()):
             best = min(choices, key=lambda a: _rank(a.ext.lower(), preference))
+            # No declared size: the record says nothing of it (the listing's size is checked).
             refs.append(FileRef(validate_filename(best.stored_name), best.n or 0, best.ext.lower(),
-                                best.size, mirror_key=best.key, mirror_size=best.size))
+                                None, mirror_key=best.key, mirror_size=best.size))
         return refs
 
     def fetch_file(self, ref: FileRef, blobs, max_bytes: int, data_dir) -> IngestResult:

@@ -5,6 +5,13 @@ its row was left ``pending``/``stale``. Attachment rows are keyed ``(item, filen
 and blobs by sha256: a rerun creates no row and copies no byte, and a file attached to two
 comments is stored once.
 
+Nothing of a record waits for its files: an item's detail is recorded as soon as its record
+is read, with a row per declared file (from the record: ordinal, title, format, declared size,
+URL; its sha256 once stored). A file the mirror does not hold yet waits on its own
+``backfill.file`` row, and the item stays ``retry`` *with* its content hash, so extract and the
+index take its body at once; the file's arrival changes that hash, and the item alone is
+redone downstream.
+
 Both sources name files the same way, from the detail record's ``fileFormats`` URLs
 (``attachment_1.pdf``, ``content.pdf``), so a docket backfilled from the API and one
 backfilled from the mirror end with the same attachment rows and file states.
@@ -218,34 +225,44 @@ def backfill_item(ctx: StageContext, job: ItemJob, read, result: StageResult, de
 
 def _backfill(ctx: StageContext, job: ItemJob, got: ItemRead, result: StageResult, decided: DecidedRows) -> str:
     item = job.item
-    # The item's files as its rows will say once this batch is written (filename -> sha256).
+    # The item's files as its rows will say once this batch is written (filename -> sha256,
+    # None: declared, its bytes not stored yet).
     files = {row.filename: row.sha256 for row in job.rows}
+    rows = {row.filename: row for row in job.rows}
     series = RetrySeries(ctx, item)
-    outcomes = [_have_file(ctx, item, fetched, result, decided, files, series) for fetched in got.files]
+    outcomes = [_have_file(ctx, item, fetched, result, decided, files, series, rows) for fetched in got.files]
     state = _item_state([file_state for file_state, _reason in outcomes])
+    # The record is stored whatever its files did: a comment's body, submitter and dates are
+    # extracted and indexed now, while a file the mirror lacks waits to retry on its own row.
+    # When it arrives, the item's content hash (which names every file's sha256) changes, and
+    # extract and the index redo that item alone. Past the retry horizon the files that kept
+    # failing are failed for good (_have_file), and the item is recorded like any item with
+    # a failed file.
+    retry = None
     if state == RETRY:
-        if item.kind == "document":  # see items.update_waiting_detail: a comment waits whole
-            items.update_waiting_detail(item.key, got.fields)
         why = "; ".join(reason for file_state, reason in outcomes if file_state == RETRY)
-        decided.write()
-        return _finish(ctx, item, result, Failure("transient", RETRY, why[:500]), series.step)
-    # Past the retry horizon the files that kept failing are failed for good (_have_file):
-    # the item, whose record was read, is recorded like any item with a failed file.
-    _record_detail(ctx, item, got.fields, state, decided, files)
+        retry = (why[:500], series.step)
+    _record_detail(ctx, item, got.fields, state, decided, files, retry)
     result.add(state)
     return state
 
 
 def _record_detail(ctx: StageContext, item: Item, fields: dict, state: str, decided: DecidedRows,
-                   files: dict[str, str | None]) -> None:
-    """Detail fields and the item's terminal state, in the batch with its file rows: a kill
-    cannot split them."""
+                   files: dict[str, str | None], retry: tuple[str, item_states.RetryStep] | None = None) -> None:
+    """Detail fields and the item's state, in the batch with its file rows: a kill cannot
+    split them. ``retry``: why and when its waiting files are tried again (state ``retry``)."""
     detail_hash = items.content_digest(fields)
     stored = [[name, files[name]] for name in sorted(files)]  # items.stored_files, as it will be
     # Backfill's output is the item as the stages after it read it: its listed fields too
     # (a title changed upstream is a new input to extract and the index in the same run).
     content = items.content_digest({"detail": detail_hash, "files": stored, "listed": item.summary_hash})
     decided.detail(items.Detail(item, fields, detail_hash, item.summary_hash))
+    if retry is not None:
+        why, step = retry
+        decided.state(STAGE, item.key, item.docket, RETRY, run_id=ctx.run_id, content_hash=content,
+                      reason=why, detail="transient", attempts=step.attempts,
+                      first_failed_at=iso(step.first_failed_at), next_attempt_at=iso(step.next_attempt_at))
+        return
     decided.state(STAGE, item.key, item.docket, state, run_id=ctx.run_id, content_hash=content,
                   reason=None if state == "ok" else "see files")
 
@@ -299,16 +316,39 @@ def _finish(ctx, item: Item, result: StageResult, failure: Failure,
 
 
 def _have_file(ctx, item: Item, fetched: FileFetch, result: StageResult, decided: DecidedRows,
-               files: dict[str, str | None], series: RetrySeries) -> tuple[str, str | None]:
+               files: dict[str, str | None], series: RetrySeries,
+               rows: dict[str, Attachment] | None = None) -> tuple[str, str | None]:
     """Make sure one file is stored and has its row (in ``decided``, and in ``files``);
     returns the file's state (RETRY when it failed transiently: the item then waits to be
     tried again; ``failed`` once the item's retry series is past its horizon) and why it is
-    not ok."""
+    not ok. A file not stored still gets its row from the record (declared, no sha256)."""
+    outcome = _file_outcome(ctx, item, fetched, result, decided, files, series)
+    ref = fetched.ref
+    if outcome[0] != "ok" and files.get(ref.filename) is None:
+        _declare_attachment(decided, item.key, ref, (rows or {}).get(ref.filename))
+        files[ref.filename] = None
+    return outcome
+
+
+def _declare_attachment(decided: DecidedRows, item_key: str, ref: FileRef, known: Attachment | None) -> None:
+    """The row of a file the record declares whose bytes are not stored (waiting for the
+    mirror, gone, over the cap, failed): what the record says of it, written only when that
+    differs from the row already there (a rerun writes nothing)."""
+    values = {"ordinal": ref.ordinal, "format": ref.format, "source_url": source_of(ref),
+              "declared_size": ref.size, "sha256": None, "size": None, "title": ref.title}
+    if known is None or _row_values(known) != values:
+        decided.attachment(item_key, ref.filename, values)
+
+
+def _file_outcome(ctx, item: Item, fetched: FileFetch, result: StageResult, decided: DecidedRows,
+                  files: dict[str, str | None], series: RetrySeries) -> tuple[str, str | None]:
     ref, existing = fetched.ref, fetched.existing
     key = f"{item.key}/{ref.filename}"
     if existing and not ctx.force:
-        if existing.title != ref.title:  # a re-read record may name the file now: no download
-            decided.attachment(item.key, ref.filename, {**_row_values(existing), "title": ref.title})
+        # A re-read record may name the file now, or say where it is from: no download.
+        if (existing.title, existing.source_url) != (ref.title, source_of(ref)):
+            decided.attachment(item.key, ref.filename,
+                               {**_row_values(existing), "title": ref.title, "source_url": source_of(ref)})
         result.add("files_unchanged")
         return "ok", None
     reason = over_the_cap(ref, ctx.settings.max_attachment_bytes)
@@ -349,8 +389,14 @@ def over_the_cap(ref: FileRef, max_bytes: int) -> str | None:
 def _upsert_attachment(decided: DecidedRows, item_key: str, ref: FileRef, stored: IngestResult) -> None:
     """One row per (item, filename), written only after its blob is whole and in place."""
     decided.attachment(item_key, ref.filename, {
-        "ordinal": ref.ordinal, "format": ref.format, "source_url": ref.url or ref.mirror_key,
+        "ordinal": ref.ordinal, "format": ref.format, "source_url": source_of(ref),
         "declared_size": ref.size, "sha256": stored.sha256, "size": stored.size, "title": ref.title})
+
+
+def source_of(ref: FileRef) -> str | None:
+    """Where a file comes from, as its row says: the record's fileUrl, whichever source the
+    bytes came from; the mirror object for a file only the binary folder shows."""
+    return ref.declared_url or ref.url or ref.mirror_key
 
 
 def _row_values(row: Attachment) -> dict:
@@ -459,6 +505,7 @@ class ItemReader:
         body = self.source.detail(job.item, job.record)
         fields = records.detail_fields(body)
         refs = self.source.files(job.item, body, self.formats)
+        fields["attachments_listed"] = self.source.lists_attachments(job.item, body, refs)
         if self.inline:  # as before any pool: pending once the record is in hand, before downloads
             _mark_pending(self.ctx, [job.item])
         fetches = []

@@ -15,6 +15,7 @@ from pipeline.campaigns.text import points_to_attachment
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.extract.combined import INLINE_HEADING, combined_sections
 from pipeline.extract.stage import read_combined
+from pipeline.failures import RETRY
 from pipeline.fingerprints import digest
 from pipeline.store import item_states, items
 from pipeline.store.models import Docket
@@ -87,12 +88,19 @@ def group_docket(ctx: StageContext, docket: Docket) -> StageResult:
 
 
 def grouping_texts(ctx: StageContext, docket_id: str, keys: list[str]) -> dict[str, str]:
-    """Each comment's body, or its attachments' text when the body only points at them."""
+    """Each comment's body, or its attachments' text when the body only points at them. A
+    comment whose body points at files that still wait for the mirror has nothing to compare
+    yet (grouped by "See attached file(s)" alone, every such comment would look like one form
+    letter): it is placed once a file arrives, which changes its extract hash."""
     bodies = items.bodies_of(docket_id, keys)
+    waiting = set(item_states.rows_in_states("backfill", docket_id, (RETRY,)))
     texts = {}
     for key in keys:
         body = bodies.get(key) or ""
-        texts[key] = attachment_text(ctx, docket_id, key) or body if points_to_attachment(body) else body
+        if not points_to_attachment(body):
+            texts[key] = body
+        else:
+            texts[key] = attachment_text(ctx, docket_id, key) or ("" if key in waiting else body)
     return texts
 
 

@@ -5,6 +5,7 @@ Layout::
     ---
     comment_id: CMS-2026-0001-0002
     docket_id: CMS-2026-0001
+    title: Comment from the National Nurses Forum
     chars: 5120
     attachments:
     - file: attachment_1.pdf
@@ -26,6 +27,8 @@ Layout::
 
 A document's combined.md says ``document_id:`` and its first section is ``## Document``
 (what the record itself says, usually nothing: the text is in its content file).
+``title:`` is the item's title (left out when it has none): the index searches it beside the
+text, so an item is found by what it is called even when its body never says so.
 
 The bytes depend only on the arguments (no timestamps), so re-extracting unchanged
 inputs yields an identical file and an identical content hash downstream. A text line
@@ -65,7 +68,7 @@ def render_combined(*, comment_id: str, docket_id: str, inline_text: str,
                     attachments: list[AttachmentText], sources_fingerprint: str,
                     extractor_version: str,
                     ocr: Mapping[str, AttachmentText] | None = None, kind: str = "comment",
-                    caps: TextCaps | None = None) -> bytes:
+                    caps: TextCaps | None = None, title: str | None = None) -> bytes:
     """Render combined.md. ``ocr`` maps an attachment file name to its OCR result; an ok
     OCR result supplies that attachment's section text and is recorded under ``ocr``.
     ``kind`` (comment or document) picks the id label and the first section's heading.
@@ -85,6 +88,7 @@ def render_combined(*, comment_id: str, docket_id: str, inline_text: str,
     frontmatter = {
         id_label: comment_id,
         "docket_id": docket_id,
+        **({"title": title.strip()} if title and title.strip() else {}),
         "chars": sum(map(len, texts)),
         "attachments": entries,
         "sources": sources_fingerprint,

@@ -32,7 +32,7 @@ from pipeline.counters import PDF_OPENS, counters
 # extract fingerprint, so a bump re-extracts exactly the affected items.
 # 2: PDF page markers; 3: DOC and CSV read, documents labelled, bodies as text;
 # 4: RTF, XLSX, XLS, PPTX, WPD and MSG read, images left for OCR (were `unsupported`).
-EXTRACTOR_VERSION = "extract-4"
+EXTRACTOR_VERSION = "extract-5"
 
 STATUS_OK = "ok"
 STATUS_OCR_NEEDED = "ocr_needed"

@@ -38,11 +38,13 @@ STAGE = "extract"
 FILE_STAGE = "extract.file"
 UPSTREAM = "backfill"
 EXTRACTABLE = ("ok", "too_large", "gone")  # an item with its detail, whatever its files did
-# ... and a "failed" one with its detail (``has_detail``): a file failed for good.
-# An item whose detail waits for its files (retry) or never came (failed) is rendered once,
-# from what it has (its list fields), so that the index finds it by its title (a notice whose
-# content file the mirror lacks); an item already extracted keeps its text while it waits.
-# When backfill completes, its row's new content hash changes the fingerprint: redone.
+# ... and a "failed" or "retry" one with its detail (``has_detail``): a file failed for good,
+# or files that wait for the mirror (the record is stored at once; each file that arrives
+# changes backfill's content hash, and the item is extracted again).
+# An item whose record itself waits (retry) or never came (failed) is rendered once, from
+# what it has (its list fields), so that the index finds it by its title; an item already
+# extracted keeps its text while it waits. When backfill completes, its row's new content
+# hash changes the fingerprint: redone.
 WAITING = ("retry", "failed")
 ITEM_STATE_ORDER = ("failed", "ocr_needed", "unsupported", "too_large", "gone", "ok")
 BATCH = 32  # results whose rows are committed together
@@ -97,10 +99,11 @@ def plan(upstream: dict, mine: dict, force: bool, version: str = EXTRACTOR_VERSI
 
 def has_detail(row) -> bool:
     """Backfill recorded the item's detail, whatever its files did: ``ok``, ``too_large``,
-    ``gone``, or ``failed`` with a content hash (backfill writes one with the detail only): a
-    file failed for good (a 400, or one given up past the retry horizon) beside its body and
-    other files, extracted like any item. A ``failed`` row without one never had its record."""
-    return row.state in EXTRACTABLE or (row.state == "failed" and row.content_hash is not None)
+    ``gone``, or ``failed``/``retry`` with a content hash (backfill writes one with the
+    detail only): a file failed for good (a 400, or one given up past the retry horizon), or
+    files waiting for the mirror, beside its body and other files, extracted like any item.
+    A ``failed`` or ``retry`` row without one never had its record."""
+    return row.state in EXTRACTABLE or (row.state in WAITING and row.content_hash is not None)
 
 
 def _capped_fingerprint(fingerprint: str, done, caps: TextCaps | None) -> str:
@@ -184,12 +187,13 @@ def _extract_page(ctx: StageContext, docket: Docket, todo: dict[str, str], versi
                   scratch: Path, workers_render: bool, result: StageResult) -> None:
     bodies = items.bodies_of(docket.id, todo)
     kinds = items.kinds_of(docket.id, todo)
+    titles = items.titles_of(docket.id, todo)
     files = items.attachments_of(todo, docket.id)
-    writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id, todo.keys()), kinds)
+    writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id, todo.keys()), kinds, titles)
     jobs = (
         item_job(ctx, key, files.get(key, []), scratch,
                  render=render_args(docket.id, key, bodies.get(key), todo[key], version,
-                                    kinds.get(key, "comment"), caps_from(ctx.settings))
+                                    kinds.get(key, "comment"), caps_from(ctx.settings), titles.get(key))
                  if workers_render else None)
         for key in (ctx.claims.take(todo) if ctx.claims else sorted(todo))
     )
@@ -206,11 +210,12 @@ def _extract_page(ctx: StageContext, docket: Docket, todo: dict[str, str], versi
 
 
 def render_args(docket_id: str, item_key: str, body: str | None, fingerprint: str,
-                version: str, kind: str = "comment", caps: TextCaps | None = None) -> dict:
+                version: str, kind: str = "comment", caps: TextCaps | None = None,
+                title: str | None = None) -> dict:
     """render_combined's arguments but the attachments."""
     return {"comment_id": item_key, "docket_id": docket_id, "inline_text": body or "",
             "sources_fingerprint": fingerprint, "extractor_version": version, "kind": kind,
-            "caps": caps}
+            "caps": caps, "title": title}
 
 
 # --- files to read ------------------------------------------------------------------------
@@ -275,10 +280,12 @@ class _Writer:
     """
 
     def __init__(self, ctx: StageContext, docket_id: str, version: str,
-                 known_files: dict[str, list[str]], kinds: dict[str, str]) -> None:
+                 known_files: dict[str, list[str]], kinds: dict[str, str],
+                 titles: dict[str, str | None] | None = None) -> None:
         self.ctx = ctx
         self.docket_id = docket_id
         self.kinds = kinds
+        self.titles = titles or {}
         self.version = version
         self.known_files = known_files
 
@@ -308,7 +315,7 @@ class _Writer:
         # Not asked of the workers (see _extract), or the worker died or overran.
         return render_combined(attachments=texts, **render_args(
             self.docket_id, item_key, body, fingerprint, self.version, self.kinds.get(item_key, "comment"),
-            caps_from(self.ctx.settings)))
+            caps_from(self.ctx.settings), self.titles.get(item_key)))
 
     def _row(self, stage: str, item: str, state: str, *, fingerprint: str | None = None,
              content_hash: str | None = None, reason: str | None = None, detail: str | None = None) -> dict:

@@ -23,9 +23,11 @@ WEB = "https://www.regulations.gov"
 def hit_records(hits: list[SearchHit]) -> list[dict]:
     """Each hit as a JSON-ready dict, best first, with its attachment's title (one query)."""
     from pipeline.extract.combined import DOCUMENT_HEADING, INLINE_HEADING
+    from pipeline.index.stage import TITLE_HEADING
     from pipeline.store import items
 
-    from_files = [hit for hit in hits if hit.section not in (INLINE_HEADING, DOCUMENT_HEADING, "")]
+    own = (INLINE_HEADING, DOCUMENT_HEADING, TITLE_HEADING, "")  # the item's own sections, not a file's
+    from_files = [hit for hit in hits if hit.section not in own]
     titles = items.attachment_titles((hit.item_key, hit.section) for hit in from_files)
     withdrawn = items.withdrawn_among(hit.item_key for hit in hits)
     return [_record(rank, hit, hit in from_files, titles, hit.item_key in withdrawn)

@@ -334,26 +334,25 @@ class Writer:
 
 
 def searchable_sections(frontmatter: dict, body: str, metadata: dict) -> list[tuple[str, str]]:
-    """What an item is found by: its text. While no file gives it any (a document's content
-    files missing, failed or waiting; a comment whose attachments did), its title comes
-    first, then its abstract or body, so that it is found by what it is called. A comment
-    without attachments is its body, as always. When a file's text arrives, the sections
-    change, so the content hash does: that item alone is re-embedded."""
+    """What an item is found by: its title (combined.md's ``title:``, or the item's own), then
+    its text: its body or abstract and its files' texts. A title names what the text may never
+    say (an acronym, the rule it answers), so it is searched for every item, also one with a
+    body: it opens the item's own section (its body or abstract: one chunk more for no
+    comment), or, when the item says nothing itself, is a section of its own before its files'.
+    When a file's text arrives, the sections change, so the content hash does: that item alone
+    is re-embedded."""
     sections = combined_sections(body, skip_placeholders=True)
-    kind = kind_of(frontmatter)
-    own_heading = LABELS[kind][1]
-    if any(heading != own_heading for heading, _ in sections):
-        return sections  # a file's text: the item is found by it
-    if sections and kind == "comment" and not frontmatter.get("attachments"):
-        return sections
-    return title_section(metadata) + sections
+    title = title_section(metadata, frontmatter)
+    own_heading = LABELS[kind_of(frontmatter)][1]
+    if title and sections and sections[0][0] == own_heading:
+        return [(own_heading, f"{title[0][1]}\n\n{sections[0][1]}"), *sections[1:]]
+    return title + sections
 
 
-def title_section(metadata: dict) -> list[tuple[str, str]]:
-    """What an item without any readable text is found by: its title (a notice whose content
-    file is missing, a withdrawn document, a scan OCR could not read). Its title is part of
-    the item's metadata, so a new title re-indexes it."""
-    title = (metadata.get("title") or "").strip()
+def title_section(metadata: dict, frontmatter: dict | None = None) -> list[tuple[str, str]]:
+    """The item's title as a section of its own (none when it has no title). Its title is
+    part of the item's metadata, so a new title re-indexes it."""
+    title = (metadata.get("title") or (frontmatter or {}).get("title") or "").strip()
     return [(TITLE_HEADING, title)] if title else []
 
 

@@ -187,7 +187,7 @@ def merge_item(ctx: StageContext, docket_id: str, work: ItemWork, body: str,
     data = render_combined(
         comment_id=work.key, docket_id=docket_id, inline_text=body, attachments=attachments,
         sources_fingerprint=frontmatter["sources"], extractor_version=frontmatter["extractor"],
-        ocr=ocr, kind=kind_of(frontmatter), caps=caps,
+        ocr=ocr, kind=kind_of(frontmatter), caps=caps, title=frontmatter.get("title"),
     )
     ctx.blobs.put_bytes(key, data)
     content_hash = bytes_digest(data)

@@ -105,20 +105,24 @@ def cmd_dockets(args) -> int:
 
     rt = _runtime()
     progress, waiting = reports.comment_progress(), reports.retry_waiting()
+    represented = reports.submissions()
     index_db = rt.existing_index_db()
-    rows = [_docket_row(d, progress.get(d.id, {}), waiting.get(d.id, 0), index_db)
+    rows = [_docket_row(d, progress.get(d.id, {}), waiting.get(d.id, 0), index_db,
+                        represented.get(d.id, (0, 0))[1])
             for d in reports.all_dockets()]
-    header = ["docket", "agency", "closes", "comments", "detailed", "extracted", "indexed", "retry",
+    header = ["docket", "agency", "closes", "comments", "submissions", "detailed", "extracted", "indexed", "retry",
               "watermark", "last pull", "sealed"]
     print(_table(rows, header) if rows else "no dockets known yet")
     return 0
 
 
-def _docket_row(d, counts: dict[str, int], waiting: int, index_db) -> list:
+def _docket_row(d, counts: dict[str, int], waiting: int, index_db, submissions: int) -> list:
+    """``submissions``: what the docket's comment records represent (a mass-mail campaign's
+    record stands for its ``duplicateComments`` too): regulations.gov's "comments received"."""
     # One query per docket: the comments collection's index rows.
     indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"
     return [
-        d.id, d.agency or "", eastern_date(d.comment_end_date), counts.get("comments", 0),
+        d.id, d.agency or "", eastern_date(d.comment_end_date), counts.get("comments", 0), submissions,
         counts.get("detailed", 0), counts.get("extracted", 0), indexed,
         _retry_cell(waiting, d.retry_due_at), d.pull_watermark or "", eastern_instant(d.last_pull_at),
         _seal_cell(d),
@@ -252,9 +256,18 @@ def cmd_explain(args) -> int:
           f"modified {eastern_instant(item.last_modified) or '-'}" + ("  WITHDRAWN" if item.withdrawn else ""))
     if item.title:
         print(f"title: {item.title}")
+    if kept := _kept_attributes(item):
+        print(f"record: {kept}")
     print(_table([*_in_pipeline_order(stages), _index_row(rt, item)], EXPLAIN_HEADER))
-    _print_attachments(item.key, files)
+    _print_attachments(item, files)
     return 0
+
+
+def _kept_attributes(item) -> str:
+    """'duplicates 15851  subtype Mass Mail Campaign  ...': the record's kept attributes it gives."""
+    from pipeline.store import reports
+
+    return "  ".join(f"{label} {value}" for label, value in reports.kept_attributes(item))
 
 
 def _in_pipeline_order(stages: list[list]) -> list[list]:
@@ -283,35 +296,44 @@ def _ocr_rows(files: dict) -> list[list]:
 _SEVERITY = {"failed": 3, "retry": 2, "pending": 1}
 
 
-def _print_attachments(key: str, states: dict) -> None:
+def _print_attachments(item, states: dict) -> None:
+    """The summary line ('9 attachments: 2 read, 7 waiting for the mirror'), then one row per
+    declared file, from the record (ordinal, title, format, declared size, URL) and its states."""
     from pipeline.store import reports
 
+    key = item.key
     files = reports.attachments_of(key)
-    names = sorted({f.filename for f in files} | {item.split("/", 1)[1] for _, item in states})
-    if not names:
-        print("attachments: none")
-        return
     by_name = {f.filename: f for f in files}
+    standings = [reports.file_standing(f, states.get(("backfill.file", f"{key}/{f.filename}")),
+                                       states.get(("extract.file", f"{key}/{f.filename}"))) for f in files]
+    print(reports.attachments_summary(reports.attachment_count(item, files), standings))
+    names = [f.filename for f in files] + sorted({name.split("/", 1)[1] for _, name in states} - set(by_name))
+    if not names:
+        return
     rows = [_attachment_row(name, by_name.get(name), {stage: states.get((stage, f"{key}/{name}"))
                                                       for stage in ("backfill.file", "extract.file", "ocr")})
             for name in names]
-    print("attachments:")
-    print(_table(rows, ["file", "format", "bytes", "sha256", "download", "extract", "ocr", "attempts",
-                        "next attempt", "reason"]))
+    print(_table(rows, ["file", "#", "title", "format", "declared", "bytes", "sha256", "download", "extract",
+                        "ocr", "attempts", "next attempt", "reason", "url"]))
 
 
 def _attachment_row(name: str, row, by_stage: dict) -> list:
-    """A file's row: what is stored of it, its state in each stage, its retry, the reason
-    of the last stage that gave one."""
+    """A file's row: what the record declares of it, what is stored of it, its state in each
+    stage, its retry, the reason of the last stage that gave one, where it comes from."""
     def state(stage: str) -> str:
         return by_stage[stage].state if by_stage[stage] else "-"
 
+    def value(name: str):
+        got = getattr(row, name) if row is not None else None
+        return "" if got is None else got
+
     retrying = next((r for r in by_stage.values() if r and r.state == "retry"), None)
     reasons = [r.reason for r in by_stage.values() if r and r.reason]
-    return [name, row.format or "" if row else "", row.size if row and row.size is not None else "",
-            (row.sha256 or "")[:12] if row else "", state("backfill.file"), state("extract.file"),
+    return [name, value("ordinal"), value("title"), value("format"), value("declared_size"), value("size"),
+            str(value("sha256"))[:12], state("backfill.file"), state("extract.file"),
             state("ocr"), retrying.attempts or "" if retrying else "",
-            eastern_instant(retrying.next_attempt_at) if retrying else "", reasons[-1] if reasons else ""]
+            eastern_instant(retrying.next_attempt_at) if retrying else "", reasons[-1] if reasons else "",
+            value("source_url")]
 
 
 @command

@@ -25,14 +25,15 @@ from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import DocketeerError
 from pipeline.extract.combined import parse_combined
 from pipeline.fingerprints import RecordsDigest
-from pipeline.store import dockets, item_states, items
+from pipeline.sources import records
+from pipeline.store import dockets, item_states, items, reports
 from pipeline.store.blobs import combined_key
 
 EXPORT_VERSION = "export-2"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
-TEXT_STAGES = ("extract", "extract.file")
+TEXT_STAGES = ("extract", "extract.file", "backfill.file")
 
 # table -> (column, pyarrow type name, what it is): the one description of the files, used
 # for the schemas and for README.txt.
@@ -50,11 +51,21 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("submitter", "string", "the submitter's name as given"),
         ("organization", "string", "the submitter's organisation"),
         ("body", "string", "the inline comment text (plain text)"),
-        ("attachment_count", "int64", "files attached"),
+        ("duplicate_comments", "int64", "more submissions this record stands for (a mass-mail campaign's)"),
+        ("submissions", "int64", "submissions it represents: 1 + duplicate_comments"),
+        ("subtype", "string", "the record's subtype (Public Comment, Mass Mail Campaign, ...)"),
+        ("category", "string", "the agency's category of the commenter"),
+        ("state_province_region", "string", "the submitter's state, province or region"),
+        ("country", "string", "the submitter's country"),
+        ("gov_agency", "string", "the submitting government agency"),
+        ("gov_agency_type", "string", "its type (Federal, State, Local, Tribal, ...)"),
+        ("tracking_nbr", "string", "regulations.gov tracking number"),
+        ("attachment_count", "int64", "files its record declares (empty: the record does not list them)"),
         ("text_state", "string", "extraction outcome: ok, ocr_needed, failed, ..."),
         ("text_chars", "int64", "characters of text extracted (body and attachments)"),
         ("campaign_id", "string", "its campaign group: the earliest member's comment id"),
         ("campaign_size", "int64", "comments in that group (1: a comment of its own)"),
+        ("campaign_submissions", "int64", "submissions that group represents (duplicates counted)"),
     ],
     "attachments": [
         ("docket_id", "string", "the docket"),
@@ -64,9 +75,11 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("title", "string", "the attachment's title"),
         ("format", "string", "file format (pdf, docx, ...)"),
         ("declared_size", "int64", "size regulations.gov declares, bytes"),
-        ("size", "int64", "size of the stored file, bytes"),
-        ("sha256", "string", "sha256 of the stored file"),
-        ("state", "string", "extraction outcome: ok, ocr_needed, failed, unsupported, ..."),
+        ("url", "string", "where it is downloaded from (or its mirror object)"),
+        ("size", "int64", "size of the stored file, bytes (empty: not stored)"),
+        ("sha256", "string", "sha256 of the stored file (empty: not stored)"),
+        ("state", "string", "once stored, the extraction outcome (ok, ocr_needed, failed, unsupported, "
+                            "stored); else waiting, gone, too_large or failed"),
         ("reason", "string", "why, when not ok"),
         ("text_chars", "int64", "characters of text extracted from it"),
     ],
@@ -74,6 +87,7 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("docket_id", "string", "the docket"),
         ("campaign_id", "string", "the earliest member's comment id"),
         ("size", "int64", "member comments"),
+        ("submissions", "int64", "submissions its members represent (duplicates counted)"),
         ("representative_id", "string", "the most central member"),
         ("representative_text", "string", "its text; a page break of its file is a form feed (\\f) on a line of its own"),
         ("first_seen", "string", "earliest member's posted date"),
@@ -141,10 +155,10 @@ def docket_fingerprint(docket_id: str, formats: tuple[str, ...]) -> str:
     for key, files in sorted(items.docket_attachments(docket_id).items()):
         for a in files:
             digest.add(key, a.filename, str(a.ordinal), a.title or "", a.format or "",
-                       str(a.declared_size), str(a.size), a.sha256 or "")
+                       str(a.declared_size), str(a.size), a.sha256 or "", a.source_url or "")
     for stage in TEXT_STAGES:
         for key, row in sorted(item_states.states_for_docket(stage, docket_id).items()):
-            digest.add(stage, key, row.state, row.content_hash or "", row.reason or "")
+            digest.add(stage, key, row.state, row.content_hash or "", row.reason or "", row.detail or "")
     for key, (campaign, size) in sorted(campaigns.docket_membership(docket_id).items()):
         digest.add(key, campaign, str(size))
     for c in campaigns.docket_campaigns(docket_id):
@@ -157,15 +171,23 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     files = items.docket_attachments(docket_id)
     texts = item_states.states_for_docket("extract", docket_id)
     file_states = item_states.states_for_docket("extract.file", docket_id)
+    downloads = item_states.states_for_docket("backfill.file", docket_id)
     membership = campaigns.docket_membership(docket_id)
     chars = _text_chars(runtime, docket_id, [c.key for c in comments if c.key in texts])
+    represented: dict[str, int] = {}  # campaign -> submissions its members stand for
+    for c in comments:
+        if c.key in membership:
+            campaign = membership[c.key][0]
+            represented[campaign] = represented.get(campaign, 0) + 1 + (c.duplicate_comments or 0)
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
-                                 chars.get(c.key, {}), membership.get(c.key)) for c in comments]
-    attachment_rows = [_attachment_row(docket_id, a, file_states.get(f"{a.item}/{a.filename}"),
-                                       chars.get(a.item, {}).get(a.filename))
-                       for key in sorted(files) for a in files[key] if key in {c.key for c in comments}]
+                                 chars.get(c.key, {}), membership.get(c.key), represented) for c in comments]
+    keys = {c.key for c in comments}
+    attachment_rows = [_attachment_row(docket_id, a, reports.file_standing(
+                           a, downloads.get(f"{a.item}/{a.filename}"), file_states.get(f"{a.item}/{a.filename}")),
+                           chars.get(a.item, {}).get(a.filename))
+                       for key in sorted(files) for a in files[key] if key in keys]
     return {"comments": comment_rows, "attachments": attachment_rows,
-            "campaigns": [_campaign_row(docket_id, c) for c in campaigns.campaigns_of(docket_id, min_size=1)]}
+            "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)]}
 
 
 def _text_chars(runtime, docket_id: str, keys: list[str]) -> dict[str, dict[str | None, int]]:
@@ -183,26 +205,33 @@ def _text_chars(runtime, docket_id: str, keys: list[str]) -> dict[str, dict[str 
     return found
 
 
-def _comment_row(docket_id, item, files, text_row, chars, membership) -> dict:
+def _comment_row(docket_id, item, files, text_row, chars, membership, represented) -> dict:
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
             "posted_date": item.posted_date, "received_date": item.received_date,
             "last_modified": item.last_modified, "withdrawn": bool(item.withdrawn),
             "submitter": item.submitter, "organization": item.organization, "body": item.body,
-            "attachment_count": len(files), "text_state": text_row.state if text_row else None,
+            "duplicate_comments": item.duplicate_comments, "submissions": 1 + (item.duplicate_comments or 0),
+            **{column: getattr(item, column) for column in KEPT_TEXT_COLUMNS},
+            "attachment_count": reports.attachment_count(item, files),
+            "text_state": text_row.state if text_row else None,
             "text_chars": chars.get(None), "campaign_id": membership[0] if membership else None,
-            "campaign_size": membership[1] if membership else None}
+            "campaign_size": membership[1] if membership else None,
+            "campaign_submissions": represented.get(membership[0]) if membership else None}
 
 
-def _attachment_row(docket_id, a, state_row, chars) -> dict:
+KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order
+
+
+def _attachment_row(docket_id, a, standing, chars) -> dict:
     return {"docket_id": docket_id, "comment_id": a.item, "filename": a.filename, "ordinal": a.ordinal,
-            "title": a.title, "format": a.format, "declared_size": a.declared_size, "size": a.size,
-            "sha256": a.sha256, "state": state_row.state if state_row else None,
-            "reason": state_row.reason if state_row else None, "text_chars": chars}
+            "title": a.title, "format": a.format, "declared_size": a.declared_size, "url": a.source_url,
+            "size": a.size, "sha256": a.sha256, "state": standing.state, "reason": standing.reason,
+            "text_chars": chars}
 
 
-def _campaign_row(docket_id, c) -> dict:
-    return {"docket_id": docket_id, "campaign_id": c.id, "size": c.size,
+def _campaign_row(docket_id, c, represented: dict[str, int]) -> dict:
+    return {"docket_id": docket_id, "campaign_id": c.id, "size": c.size, "submissions": represented.get(c.id),
             "representative_id": c.representative, "representative_text": page_breaks(c.representative_text),
             "first_seen": c.first_seen, "last_seen": c.last_seen}
 

@@ -35,6 +35,20 @@ ABSTRACTS = ("docAbstract", "abstract")
 # What a record may say of an attachment's order and size before it reaches the database.
 MAX_ORDINAL = 100_000
 MAX_SIZE = 2**62
+# The attributes of a detail people filter and count by (API name -> column), kept as the
+# record writes them: strings, each may be absent or null.
+KEPT_TEXT = {
+    "subtype": "subtype",
+    "category": "category",
+    "stateProvinceRegion": "state_province_region",
+    "country": "country",
+    "govAgency": "gov_agency",
+    "govAgencyType": "gov_agency_type",
+    "trackingNbr": "tracking_nbr",
+}
+# ``duplicateComments``: how many more submissions the record stands for (a mass-mail
+# campaign's record says 15851). A billion is more than regulations.gov ever received.
+MAX_DUPLICATES = 10**9
 
 
 # --------------------------------------------------------------------------- typed values
@@ -92,6 +106,21 @@ def bounded_int(attrs: dict, name: str, maximum: int) -> int | None:
     value = attrs.get(name)
     if value is None or isinstance(value, bool) or not isinstance(value, int):
         return None
+    if not 0 <= value <= maximum:
+        raise BadRecord(f"`{name}` {str(value)[:40]} is out of range (0..{maximum})")
+    return value
+
+
+def count(attrs: dict, name: str, maximum: int) -> int | None:
+    """A count the record gives as a number (older JSON: as a string of digits); absent or
+    null is None, anything else (a fraction, a word, out of 0..maximum) the item's BadRecord."""
+    value = attrs.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRecord(f"`{name}` is not a whole number: {rendering(value)}")
     if not 0 <= value <= maximum:
         raise BadRecord(f"`{name}` {str(value)[:40]} is out of range (0..{maximum})")
     return value
@@ -201,7 +230,23 @@ def detail_fields(body: dict) -> dict:
         "received_date": instant(attrs, "receiveDate"),
         "withdrawn": flag(attrs, "withdrawn"),
         "comment_on_document_id": text(attrs, "commentOnDocumentId"),
+        "duplicate_comments": count(attrs, "duplicateComments", MAX_DUPLICATES),
+        **{column: text(attrs, name) for name, column in KEPT_TEXT.items()},
     }
+
+
+def lists_attachments(body: dict) -> bool:
+    """Does the detail say which attachments the item has? A response to
+    ``include=attachments`` does: its ``included`` array, or the resource linkage
+    ``relationships.attachments.data`` (``[]``: none). A record fetched without it (older
+    mirror JSON: only ``relationships.attachments.links``) does not, and its attachments are
+    unknown, not zero."""
+    if isinstance(body.get("included"), list):
+        return True
+    data = body.get("data")
+    relationships = data.get("relationships") if isinstance(data, dict) else None
+    attachments = relationships.get("attachments") if isinstance(relationships, dict) else None
+    return isinstance(attachments, dict) and isinstance(attachments.get("data"), list)
 
 
 def included_attachments(body: dict) -> list[dict]:

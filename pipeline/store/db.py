@@ -25,7 +25,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -238,6 +238,29 @@ def _upgrade_to_11(db: peewee.Database) -> None:
         migrate(_migrator(db).add_index(table, ("docket", "item"), False))
 
 
+# The item columns schema v12 adds: the kept attributes of a detail record.
+KEPT_COLUMNS = (Item.duplicate_comments, Item.subtype, Item.category, Item.state_province_region, Item.country,
+                Item.gov_agency, Item.gov_agency_type, Item.tracking_nbr, Item.attachments_listed)
+# The stages whose markers vouch for backfill's output in the state DB (the index's, in the
+# index DB, vouches for extract's output, which is cleared with them).
+REREAD_MARKERS = ("backfill", "extract", "ocr", "campaigns")
+NO_DETAIL = ("gone", "failed")  # pipeline.store.items.NO_DETAIL: no record read, none to read again
+
+
+def _upgrade_to_12(db: peewee.Database) -> None:
+    """v12: the attributes people filter and count by (``duplicate_comments``, ``subtype``,
+    ``category``, ``state_province_region``, ``country``, ``gov_agency``,
+    ``gov_agency_type``, ``tracking_nbr``) and whether the record listed its attachments.
+    Every item whose detail is stored is read once more (its detail no longer current for its
+    summary), so that it gets them and a row per declared attachment; files already stored
+    are not fetched again. The markers of backfill and the stages after it are dropped, so
+    that the next run does that read for sealed dockets too."""
+    _add_columns(db, {Item: KEPT_COLUMNS})
+    (Item.update(detail_summary_hash=None)
+     .where(Item.detail_hash.is_null(False) & Item.detail_hash.not_in(NO_DETAIL)).execute())
+    models.DocketStage.delete().where(models.DocketStage.stage.in_(REREAD_MARKERS)).execute()
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
-            10: _upgrade_to_10, 11: _upgrade_to_11}
+            10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12}

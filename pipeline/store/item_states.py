@@ -230,7 +230,8 @@ def transition_many(rows: Iterable[Mapping]) -> int:
 
     A row is a mapping with ``transition``'s arguments: ``stage``, ``item``, ``docket``,
     ``state``, ``run_id`` and optionally ``fingerprint``, ``content_hash``, ``reason``,
-    ``detail`` (absent means NULL, as in ``transition``). Rows share one ``written_at``; of
+    ``detail`` (absent means NULL, as in ``transition``), and for a ``retry`` row its series,
+    ``attempts``, ``first_failed_at`` and ``next_attempt_at`` (``retry_later``'s values). Rows share one ``written_at``; of
     two rows for the same (stage, item) the later wins, as two transitions would leave it.
     Returns the number of rows written."""
     now = iso(utcnow())
@@ -245,7 +246,7 @@ def transition_many(rows: Iterable[Mapping]) -> int:
         if row["state"] == PENDING:
             pending[key] = values
         else:
-            decided[key] = (*values, None, None, None)
+            decided[key] = (*values, get("attempts"), get("first_failed_at"), get("next_attempt_at"))
     with database.atomic():
         prepared.run_many(*_PENDING, list(pending.values()))
         prepared.run_many(*_DECIDED, list(decided.values()))

@@ -106,22 +106,6 @@ def update_detail(key: str, fields: dict, detail_hash: str, summary_hash: str | 
     return True
 
 
-def update_waiting_detail(key: str, fields: dict) -> bool:
-    """Store what a document's detail says while its files wait to retry, leaving its detail
-    hash alone: the item stays due for backfill, and meanwhile it is found by its title and
-    abstract (a notice whose content file the mirror lacks). Backfill asks it for documents
-    only: a comment's body mostly points at the files it waits for ("See attached file(s)"),
-    and found or grouped by that pointer alone every waiting comment would look like one
-    form letter; it waits whole and is found by its title meanwhile. Writes nothing when the
-    fields are already stored (a rerun changes no row)."""
-    row = Item.get(Item.key == key)
-    changed = {name: value for name, value in fields.items() if getattr(row, name) != value}
-    if not changed:
-        return False
-    Item.update(**changed, updated_at=iso(utcnow())).where(Item.key == key).execute()
-    return True
-
-
 @dataclass(frozen=True)
 class Detail:
     """One item's detail to record (``update_detail``'s arguments), with the item's row as
@@ -188,6 +172,11 @@ def bodies_of(docket_id: str, item_keys: Iterable[str]) -> dict[str, str | None]
 def kinds_of(docket_id: str, item_keys: Iterable[str]) -> dict[str, str]:
     """item key -> comment | document, for the given items of one docket."""
     return _column_of(docket_id, item_keys, Item.kind)
+
+
+def titles_of(docket_id: str, item_keys: Iterable[str]) -> dict[str, str | None]:
+    """item key -> its title, for the given items of one docket."""
+    return _column_of(docket_id, item_keys, Item.title)
 
 
 def _column_of(docket_id: str, item_keys: Iterable[str], column) -> dict:

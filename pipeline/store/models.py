@@ -74,11 +74,27 @@ class Item(BaseModel):
     submitter = TextField(null=True)
     organization = TextField(null=True)
     received_date = TextField(null=True)
+    # What people filter and count by, as the detail record says (schema v12).
+    duplicate_comments = IntegerField(null=True)  # more submissions this record stands for
+    subtype = TextField(null=True)  # "Public Comment", "Mass Mail Campaign", ...
+    category = TextField(null=True)
+    state_province_region = TextField(null=True)
+    country = TextField(null=True)
+    gov_agency = TextField(null=True)
+    gov_agency_type = TextField(null=True)
+    tracking_nbr = TextField(null=True)
+    # Whether the detail said which attachments the item has (its attachment rows are then
+    # all of them); False: it did not (older mirror JSON), so their number is unknown unless
+    # the mirror's binary folder showed files; None: no detail read yet.
+    attachments_listed = BooleanField(null=True)
     created_at = TextField()
     updated_at = TextField()
 
 
 class Attachment(BaseModel):
+    """One file the item's record declares (or the mirror's binary folder holds): a row from
+    the record as soon as it is read; ``sha256`` and ``size`` once its bytes are stored."""
+
     id = AutoField()
     item = TextField()
     filename = TextField()  # attachment_1.pdf, content.pdf

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from peewee import Case, fn
@@ -36,7 +37,8 @@ def comment_progress() -> dict[str, dict[str, int]]:
     record was read but one of whose files failed for good keeps its body and submitter, and
     counts; one whose record could not be read does not); extracted: extract wrote a
     combined.md (any outcome, including failed attachments). An item waiting to retry has no
-    result yet and counts in none of them.
+    result yet and counts in none of them, except in backfill one whose record is stored
+    while its files wait for the mirror (it counts as detailed).
     """
     no_detail = Item.detail_hash.is_null() | Item.detail_hash.in_(list(NO_DETAIL))
     has_detail = Case(None, [(no_detail, 0)], 1)
@@ -51,11 +53,23 @@ def comment_progress() -> dict[str, dict[str, int]]:
     progress: dict[str, dict[str, int]] = {}
     column = {"fetch": "comments", "backfill": "detailed", "extract": "extracted"}
     for docket, stage, state, detail_stored, n in query:
-        if state in NOT_DONE or (stage == "backfill" and state == "failed" and not detail_stored):
+        waits_for_files = stage == "backfill" and state == RETRY and detail_stored
+        if (state in NOT_DONE and not waits_for_files) or (stage == "backfill" and state == "failed"
+                                                            and not detail_stored):
             continue
         counts = progress.setdefault(docket, {})
         counts[column[stage]] = counts.get(column[stage], 0) + n
     return progress
+
+
+def submissions(docket_id: str | None = None) -> dict[str, tuple[int, int]]:
+    """docket -> (comment records, submissions they represent), in one grouped query (of one
+    docket, or of all): a record standing for a mass-mail campaign says how many more it
+    stands for (``duplicate_comments``); regulations.gov's "comments received" counts those."""
+    represented = fn.SUM(1 + fn.COALESCE(Item.duplicate_comments, 0))
+    which = (Item.kind == "comment") if docket_id is None else (Item.kind == "comment") & (Item.docket == docket_id)
+    query = Item.select(Item.docket, fn.COUNT(Item.key), represented).where(which).group_by(Item.docket).tuples()
+    return {docket: (records, int(total or 0)) for docket, records, total in query}
 
 
 def retry_waiting() -> dict[str, int]:
@@ -201,3 +215,74 @@ def pending_counts() -> dict[str, int]:
     query = (ItemState.select(ItemState.docket, fn.COUNT(ItemState.item))
              .where(ItemState.state == "pending").group_by(ItemState.docket).tuples())
     return dict(query)
+
+
+# --- declared attachments -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileStanding:
+    """What became of one declared file, for people (explain, export, the comment page):
+    ``state`` is the extraction outcome once its bytes are stored (ok, ocr_needed, failed,
+    unsupported; ``stored`` before extract ran), else what backfill says of it (waiting,
+    gone, too_large, failed); ``label`` says it in words."""
+
+    state: str
+    reason: str | None
+    label: str
+
+
+# Download states of a file whose bytes are not stored, in people's words.
+_NOT_STORED = {"missing": ("waiting", "waiting for the mirror"), "gone": ("gone", "gone"),
+               "too_large": ("too_large", "too large"), "failed": ("failed", "failed")}
+_EXTRACTED = {"ok": "read", "ocr_needed": "waiting for OCR", "failed": "unreadable", "unsupported": "unsupported"}
+LABEL_ORDER = ("read", "stored", "waiting for OCR", "waiting for the mirror", "waiting to retry", "waiting",
+               "unreadable", "unsupported", "too large", "gone", "failed")
+
+
+def file_standing(attachment: Attachment, download: ItemState | None, extracted: ItemState | None) -> FileStanding:
+    """One declared file's standing from its row and its ``backfill.file``/``extract.file`` rows."""
+    if attachment.sha256:
+        if extracted is None or extracted.state in NOT_DONE:
+            return FileStanding("stored", None, "stored")
+        return FileStanding(extracted.state, extracted.reason, _EXTRACTED.get(extracted.state, extracted.state))
+    if download is None or download.state in ("pending", "stale"):
+        return FileStanding("waiting", None, "waiting")
+    if download.state == "failed" and download.detail == "transient":  # tried again at the item's retry
+        return FileStanding("waiting", download.reason, "waiting to retry")
+    state, label = _NOT_STORED.get(download.state, (download.state, download.state))
+    return FileStanding(state, download.reason, label)
+
+
+def attachment_count(item: Item, rows: list[Attachment]) -> int | None:
+    """How many files the item has: its rows, when its record listed them or the mirror's
+    binary folder showed them; None (unknown, not zero) when its record did not list them
+    (older mirror JSON without ``included``) or no record was read yet."""
+    return len(rows) if rows or item.attachments_listed else None
+
+
+def attachments_summary(count: int | None, standings: list[FileStanding]) -> str:
+    """'9 attachments: 2 read, 7 waiting for the mirror'; 'no attachments'; or, when the
+    record did not say, 'attachments not listed in this record'."""
+    if count is None:
+        return "attachments not listed in this record"
+    if count == 0:
+        return "no attachments"
+    labels = Counter(standing.label for standing in standings)
+    order = sorted(labels, key=lambda label: (LABEL_ORDER.index(label) if label in LABEL_ORDER else len(LABEL_ORDER),
+                                              label))
+    noun = "attachment" if count == 1 else "attachments"
+    return f"{count} {noun}: " + ", ".join(f"{labels[label]} {label}" for label in order)
+
+
+# The kept attributes of a record as explain and the comment page name them (column, label).
+KEPT_LABELS = (("duplicate_comments", "duplicates"), ("subtype", "subtype"), ("category", "category"),
+               ("state_province_region", "state/province"), ("country", "country"),
+               ("gov_agency", "government agency"), ("gov_agency_type", "agency type"),
+               ("tracking_nbr", "tracking number"))
+
+
+def kept_attributes(item: Item) -> list[tuple[str, object]]:
+    """(label, value) of the kept attributes the item's record gives (none for those it leaves
+    empty; ``duplicates 0`` is left out: the record stands for itself alone)."""
+    return [(label, getattr(item, name)) for name, label in KEPT_LABELS if getattr(item, name) not in (None, "", 0)]

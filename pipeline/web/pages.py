@@ -161,6 +161,8 @@ class DocketPage:
     per_day: list[tuple[str, int]]
     organizations: list[tuple[str, int]]
     campaigns: list[dict] = field(default_factory=list)
+    # (comment records, submissions they represent: a mass-mail record counts its duplicates)
+    submissions: tuple[int, int] = (0, 0)
 
     @property
     def plot(self):
@@ -180,7 +182,8 @@ def docket_page(docket_id: str) -> DocketPage | None:
     return DocketPage(docket, counts, totals, reports.retry_reasons(docket_id),
                       plots.daily_series(eastern_days(reports.comments_per_hour(docket_id))),
                       reports.top_organizations(docket_id, TOP_ORGANIZATIONS),
-                      campaigns.largest_campaigns(docket_id, 10))
+                      campaigns.largest_campaigns(docket_id, 10),
+                      reports.submissions(docket_id).get(docket_id, (0, 0)))
 
 
 def eastern_days(per_hour: dict[str, int]) -> dict[str, int]:
@@ -224,6 +227,23 @@ class CommentPage:
 
     def section_of(self, filename: str) -> Section | None:
         return next((s for s in self.sections if s.heading == filename), None)
+
+    @property
+    def kept(self) -> list[tuple[str, object]]:
+        from pipeline.store import reports
+
+        return reports.kept_attributes(self.item)
+
+    @property
+    def attachments_summary(self) -> str:
+        """'9 attachments: 2 read, 7 waiting for the mirror' (or: not listed in this record)."""
+        from pipeline.store import reports
+
+        key = self.item.key
+        standings = [reports.file_standing(a, self.file_states.get(("backfill.file", f"{key}/{a.filename}")),
+                                           self.file_states.get(("extract.file", f"{key}/{a.filename}")))
+                     for a in self.attachments]
+        return reports.attachments_summary(reports.attachment_count(self.item, self.attachments), standings)
 
 
 def comment_page(runtime, key: str) -> CommentPage | None:

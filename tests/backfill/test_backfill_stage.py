@@ -179,8 +179,10 @@ def test_api_and_s3_mirror_store_the_same_blobs_and_rows(
     assert api_result.clean and mirror_result.clean
     assert mirror_blobs == api_blobs
     assert mirror_dump == api_dump
-    assert attachment_map() == stored_files(manifest)
+    assert {k: sha for k, sha in attachment_map().items() if sha} == stored_files(manifest)
     assert api_result.counts["files_gone"] == mirror_result.counts["files_gone"] == 1  # the tombstone
+    # The gone file keeps its row from the record, without bytes (the same from either source).
+    assert len([k for k, sha in attachment_map().items() if sha is None]) == 1
 
 
 @pytest.mark.usefixtures("s3_credentials_env")
@@ -231,7 +233,7 @@ def test_backfill_all_through_luigi_is_pruned_on_rerun(runtimes, standin, manife
     ids = docket_ids(manifest)
     runtimes.open("luigi", api_base=standin.api_base)
     assert run_invocation(task_module.BackfillAll(docket=",".join(ids)))
-    assert Attachment.select().count() == len(stored_files(manifest))
+    assert Attachment.select().where(Attachment.sha256.is_null(False)).count() == len(stored_files(manifest))
     before = dump()
     standin.reset_log()
     with counters.measure() as io:
@@ -253,7 +255,7 @@ def test_same_file_on_two_comments_is_stored_once(runtimes, standin, manifest):
     fetch(runtime, ids)
     with counters.measure() as io:
         result = backfill(runtime, ids)
-    rows = {(a.item, a.filename): a for a in Attachment.select()}
+    rows = {(a.item, a.filename): a for a in Attachment.select().where(Attachment.sha256.is_null(False))}
     assert rows[(copy.comment_id, copy.file)].sha256 == rows[(source_item, source_file)].sha256 == copy.sha256
     distinct = {a.sha256 for a in rows.values()}
     assert io[BLOB_WRITES] == len(distinct) < len(rows)  # written once per distinct content
@@ -310,8 +312,8 @@ def test_truncated_download_is_retried_and_never_stored_truncated(runtimes, stan
     assert result.clean
     path = "/" + truncated[0].split("/", 3)[3]
     assert sum(1 for _, p, _ in standin.request_log if p == path) == 2  # cut off, then retried
-    assert attachment_map() == stored_files(manifest)
-    for row in Attachment.select():
+    assert {k: sha for k, sha in attachment_map().items() if sha} == stored_files(manifest)
+    for row in Attachment.select().where(Attachment.sha256.is_null(False)):
         assert row.size == row.declared_size
     assert_blobs_whole(runtime.blobs)
 
@@ -334,7 +336,8 @@ def test_download_truncated_every_time_waits_to_retry_and_is_fetched_when_due(ru
     assert result.clean and result.counts["retry"] == 1
     row = ItemState.get((ItemState.stage == STAGE) & (ItemState.item == item))
     assert (row.state, row.attempts, row.detail) == ("retry", 1, "transient") and row.next_attempt_at
-    assert Attachment.get_or_none((Attachment.item == item) & (Attachment.filename == filename)) is None
+    declared = Attachment.get((Attachment.item == item) & (Attachment.filename == filename))
+    assert declared.sha256 is None and declared.declared_size  # its row from the record, no bytes yet
     assert ItemState.get((ItemState.stage == FILE_STAGE) & (ItemState.item == f"{item}/{filename}")).state == "failed"
     assert_blobs_whole(runtime.blobs)
     standin.request_log.clear()
@@ -344,7 +347,7 @@ def test_download_truncated_every_time_waits_to_retry_and_is_fetched_when_due(ru
         again = backfill(runtime, ids, run_id="next")  # the fault is over
     assert again.clean and again.counts.get("ok") == 1
     assert ItemState.get((ItemState.stage == STAGE) & (ItemState.item == item)).attempts is None
-    assert attachment_map() == {k: v for k, v in stored_files(manifest).items() if k[0].startswith(ids[0])}
+    assert {k: sha for k, sha in attachment_map().items() if sha} == {k: v for k, v in stored_files(manifest).items() if k[0].startswith(ids[0])}
 
 
 def test_too_large_is_permanent_and_costs_no_download(runtimes, standin, manifest):
@@ -359,7 +362,9 @@ def test_too_large_is_permanent_and_costs_no_download(runtimes, standin, manifes
     assert {f"{i}/{f}" for i, f in big} == {k for k, s in states.items() if s == "too_large"}
     downloaded = {p for _, p, _ in standin.request_log if p.startswith("/downloads/")}
     assert not {f"/downloads/{i}/{f}" for i, f in big} & downloaded  # refused on the declared size
-    assert not any(a.size > limit for a in Attachment.select())
+    assert not any(a.size > limit for a in Attachment.select().where(Attachment.sha256.is_null(False)))
+    refused = {(a.item, a.filename) for a in Attachment.select().where(Attachment.sha256.is_null())}
+    assert big <= refused  # each refused file keeps its row from the record
     standin.reset_log()
     with counters.measure() as io:
         backfill(runtime, ids, run_id="again")

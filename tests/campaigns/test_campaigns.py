@@ -245,3 +245,24 @@ def test_grouping_and_placing_later_comments_work_on_both_state_databases(state)
     precision, recall = pair_scores({c.key: c.campaign for c in first + more}, membership())
     assert precision >= 0.95 and recall >= 0.95
     assert sum(c.size for c in campaigns.campaigns_of(D, min_size=1)) == 90
+
+
+def test_see_attached_comments_whose_files_wait_are_not_one_campaign_until_a_file_arrives(rt):
+    """Grouped by "See attached file(s)" alone, every comment whose files the mirror lacks
+    would be one form letter: they wait, with nothing to compare, and one is placed once its
+    file's text arrives (its extract hash changes)."""
+    letter = ("Dear Administrator,\n\nWe oppose the cut to rural payments because our clinic serves "
+              "nine towns and the nearest hospital is two hours away in winter storms.\n\nSincerely,\n")
+    waiting = [PlantedComment(f"{D}-0000{i}", f"2026-01-0{i}T00:00:00Z", name, "See attached file(s)", "", "c")
+               for i, name in enumerate(["Ann Ray", "Bo Li", "Cy Oz"], start=1)]
+    seed_store(rt, D, waiting)
+    for comment in waiting:  # their records read, their files waiting for the mirror
+        item_states.transition("backfill", comment.key, D, "retry", run_id="test", content_hash="h")
+    result, _ = group(rt)
+    assert result.counts == {"no_text": 3} and membership() == {}
+    arrived = waiting[0]
+    seed_store(rt, D, [PlantedComment(arrived.key, arrived.posted_date, arrived.submitter, "See attached file(s)",
+                                      letter + arrived.submitter, "c")])
+    item_states.transition("backfill", arrived.key, D, "ok", run_id="test", content_hash="h2")
+    result, _ = group(rt)
+    assert result.counts.get("placed") == 1 and set(membership()) == {arrived.key}

@@ -1,6 +1,7 @@
-"""An item without readable text is still indexed, by its title: a notice whose content file
-the mirror lacks (DOS-2022-0004-0001, real), a withdrawn document without files, a comment
-whose attachment failed. Once its text arrives, the text replaces the title."""
+"""Every item is found by its title: one without readable text by its title alone (a notice
+whose content file the mirror lacks, DOS-2022-0004-0001, real; a withdrawn document without
+files), one that says something itself by its title opening its body or abstract, one whose
+only text is its files' by its title before them."""
 
 from __future__ import annotations
 
@@ -21,24 +22,26 @@ def test_an_item_whose_combined_md_holds_no_text_is_indexed_by_its_title(rt):
     assert result.counts == {"embedded": 2}
     chunks = chunks_by_item(rt)
     assert chunks[f"{D}-0001"] == [(TITLE_HEADING, f"Comment {D}-0001")]
-    assert [section for section, _ in chunks[f"{D}-0002"]] != [TITLE_HEADING]  # text, not title
+    assert chunks[f"{D}-0002"] == [("Inline comment",  # its title opens its body
+                                    f"Comment {D}-0002\n\nRural clinics need telehealth payment parity.")]
     hits = search(rt.index_db(), HashingEmbedder(), f"Comment {D}-0001", collection="documents", k=1)
     assert [h.item_key for h in hits] == [f"{D}-0001"]
 
 
-def test_a_new_title_re_indexes_a_title_only_item_and_its_text_replaces_the_title(rt):
+def test_a_new_title_re_indexes_a_title_only_item_and_its_text_comes_after_the_title(rt):
     key = f"{D}-0001"
     put_item(rt, key, "", kind="document")
     run(rt)
     Item.update(title="Notice of Proposed Rulemaking: Wetlands Permits").where(Item.key == key).execute()
     assert run(rt)[0].counts == {"embedded": 1}
     assert chunks_by_item(rt)[key] == [(TITLE_HEADING, "Notice of Proposed Rulemaking: Wetlands Permits")]
-    # Its content file's text arrives: it replaces the title.
+    # Its content file's text arrives: found by both.
     put_item(rt, key, "", kind="document", sources="s2",
              attachment="The wetlands permit program is revised as follows.")
     Item.update(title="Notice of Proposed Rulemaking: Wetlands Permits").where(Item.key == key).execute()
     run(rt)
-    assert TITLE_HEADING not in {section for section, _ in chunks_by_item(rt)[key]}
+    assert [section for section, _ in chunks_by_item(rt)[key]][0] == TITLE_HEADING
+    assert len(chunks_by_item(rt)[key]) == 2
 
 
 def test_real_items_without_text_are_found_by_their_titles(tmp_path, pg_server, realdata):
@@ -59,9 +62,10 @@ def test_real_items_without_text_are_found_by_their_titles(tmp_path, pg_server, 
             notice = ("International Traffic in Arms: Consolidation and Restructuring of Purposes and "
                       "Definitions")
             assert chunks["DOS-2022-0004-0001"] == [(TITLE_HEADING, notice)]
-            assert chunks["DOS-2022-0004-0003"] == [(TITLE_HEADING, "Comment on DOS-2022-0004-0001")]
+            assert chunks["DOS-2022-0004-0003"] == [("Inline comment", "Comment on DOS-2022-0004-0001\n\n"
+                                                                       "See attached file(s)")]
             assert chunks["USTR-2015-0010-0015"] == [(TITLE_HEADING, "China Public Hearing Agenda")]
-            assert TITLE_HEADING not in {s for s, _ in chunks["USTR-2015-0010-0016"]}  # its PDF's text
+            assert [s for s, _ in chunks["USTR-2015-0010-0016"]][:2] == [TITLE_HEADING, "content.pdf"]
             hits = search(runtime.index_db(), HashingEmbedder(), notice, collection="documents", k=1)
             assert [h.item_key for h in hits] == ["DOS-2022-0004-0001"]
         finally:
@@ -89,6 +93,13 @@ def test_a_waiting_item_is_rendered_once_and_an_extracted_one_keeps_its_text_whi
     assert set(extract.plan(with_detail, mine_then, False)) == {"new", "old"}
     mine_now = {**mine_then, "old": row("ok", fingerprint=extract.item_fingerprint("h3"))}
     assert set(extract.plan(with_detail, mine_now, False)) == {"new"}
+    # Its record stored while a file waits for the mirror (retry with a content hash): extracted
+    # like any item, and again when a file arrives (its content hash names every file's bytes).
+    done = {"late": row("ok", fingerprint=extract.item_fingerprint("h4"))}
+    assert set(extract.plan({"late": row("retry", "h4")}, {}, False)) == {"late"}
+    assert set(extract.plan({"late": row("retry", "h4")}, done, False)) == set()
+    assert set(extract.plan({"late": row("retry", "h5")}, done, False)) == {"late"}
+    assert set(extract.plan({"late": row("ok", "h5")}, done, False)) == {"late"}
 
 
 def test_a_documents_abstract_is_its_text_and_is_indexed_without_its_content_file(rt):
@@ -103,5 +114,5 @@ def test_a_documents_abstract_is_its_text_and_is_indexed_without_its_content_fil
     assert records.detail_fields(comment)["body"] == "Agreed."
     put_item(rt, f"{D}-0001", body, kind="document")  # its content file: none readable
     run(rt)
-    # No file text: found by its title and its abstract.
-    assert [text for _, text in chunks_by_item(rt)[f"{D}-0001"]] == [f"Comment {D}-0001", body]
+    # No file text: found by its title and its abstract (the title opens it).
+    assert [text for _, text in chunks_by_item(rt)[f"{D}-0001"]] == [f"Comment {D}-0001\n\n{body}"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -102,7 +103,7 @@ def test_config_shows_origins_and_masks_secrets(tmp_path):
 def test_dockets_table_has_every_column(store, capsys):
     code, out, _ = run(capsys, "dockets")
     assert code == 0
-    assert out.splitlines()[0].split() == ["docket", "agency", "closes", "comments", "detailed",
+    assert out.splitlines()[0].split() == ["docket", "agency", "closes", "comments", "submissions", "detailed",
                                            "extracted", "indexed", "retry", "watermark", "last",
                                            "pull", "sealed"]
     by_id = {row["docket"]: row for row in table(out)}
@@ -207,8 +208,8 @@ def test_explain_shows_every_stage_and_attachment(store, capsys):
     assert stages == ["fetch", "backfill", "extract", "index"]
     index_line = next(line for line in lines if line.startswith("index"))
     assert "indexed" in index_line and "chunk(s)" in index_line
-    assert "attachments:" in lines
-    files = lines[lines.index("attachments:") + 2:]
+    summary = next(n for n, line in enumerate(lines) if re.match(r"\d+ attachments?: ", line))
+    files = lines[summary + 2:]
     assert files and files[0].startswith("attachment_") and " ok " in f" {files[0]} "
 
 
@@ -222,8 +223,8 @@ def test_explain_shows_retry_attempts_and_failure_kinds(store, capsys):
                                detail="permanent", reason="corrupt PDF")
         code, out, _ = run(capsys, "explain", comment)
     assert code == 0
-    stages = out.split("attachments:")[0].splitlines()[1:]
-    stages = stages[1:] if stages[0].startswith("title:") else stages
+    stages = re.split(r"\n\d+ attachments?: ", out)[0].splitlines()[1:]
+    stages = [line for line in stages if not line.startswith(("title:", "record:"))]
     rows = {row["stage"]: row for row in table("\n".join(stages))}
     assert rows["backfill"] | {"at": ""} == {
         "stage": "backfill", "state": "retry", "failure": "transient", "attempts": "2",

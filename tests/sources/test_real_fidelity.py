@@ -19,14 +19,20 @@ from devtools.standin_server import StandinServer
 from pipeline.extract.combined import combined_sections
 from pipeline.extract.stage import read_combined
 from pipeline.runtime import set_runtime
+from pipeline.store import reports
 from pipeline.store.models import Attachment, Docket, Item, ItemState
 from tests.fixtures.chain_runs import KEY, run_at
 from tests.fixtures.real_records import (
     ACF_ABSTRACT,
+    COMMENT_IDS,
+    DECLARED,
     DOCKETS,
     FILES,
     ITEMS,
+    KEPT,
+    KEPT_COLUMNS,
     NOT_STORED,
+    UNLISTED,
     WAITING_FILES,
 )
 from tests.fixtures.state_fixtures import make_runtime, new_pg_database, real_mirror_runtime
@@ -45,11 +51,71 @@ def test_every_real_record_is_stored_as_it_says(tmp_path, pg_server, realdata):
         dockets = {d.id: (d.agency, d.title, d.comment_start_date, d.comment_end_date) for d in Docket.select()}
         assert dockets == DOCKETS
         assert {i.key: stored_item(i) for i in Item.select()} == ITEMS
+        assert {i.key: tuple(getattr(i, c) for c in KEPT_COLUMNS) for i in Item.select()} == KEPT
+        assert {(a.item, a.filename): (a.ordinal, a.declared_size, a.source_url) for a in Attachment.select()} == DECLARED
+        counts = {i.key: reports.attachment_count(i, list(Attachment.select().where(Attachment.item == i.key)))
+                  for i in Item.select()}
+        assert {key for key, n in counts.items() if n is None} == UNLISTED  # unknown, not zero
         html = Item.get_by_id("USTR-2015-0010-0004").body_html
         assert html.startswith("See attached file(s)<br/><br/>Notice")  # the original is kept
         assert "&#39;" in Item.get_by_id("USTR-2015-0010-0003").body_html
         assert_combined_is_text_and_labelled(runtime)
         assert_files_read_as_they_say(runtime)
+        assert_exported_as_the_records_say(runtime, tmp_path / "export")
+        assert_titles_and_withdrawals_are_searched(runtime)
+
+
+def assert_exported_as_the_records_say(runtime, dest) -> None:
+    """Every exported field of every real comment and of each of its files is what the
+    tables above (written from the records) say."""
+    import pyarrow.parquet as pq
+
+    from pipeline.ops.export import export
+
+    export(runtime, dest, formats=("parquet",))
+    comments = {key: row for key, row in ITEMS.items() if row[0] == "comment"}
+    exported, files = {}, {}
+    for docket in DOCKETS:
+        for row in pq.read_table(dest / docket / "comments.parquet").to_pylist():
+            exported[row["comment_id"]] = row
+        for row in pq.read_table(dest / docket / "attachments.parquet").to_pylist():
+            files[(row["comment_id"], row["filename"])] = row
+    assert exported.keys() == comments.keys()
+    for key, (_kind, title, posted, received, withdrawn, submitter, organisation, on, body, attached) \
+            in comments.items():
+        row = exported[key]
+        assert (row["title"], row["posted_date"], row["received_date"], row["withdrawn"], row["submitter"],
+                row["organization"], row["comment_on_document_id"], row["body"]) == (
+            title, posted, received, withdrawn, submitter, organisation, on, body), key
+        assert tuple(row[c] for c in KEPT_COLUMNS) == KEPT[key], key
+        assert (row["docket_id"], row["object_id"], row["last_modified"]) == (
+            key.rsplit("-", 1)[0], *COMMENT_IDS[key]), key
+        assert row["submissions"] == 1 + (KEPT[key][0] or 0)
+        assert row["attachment_count"] == (None if key in UNLISTED else len(attached)), key
+    assert files.keys() == {k for k in DECLARED if k[0] in comments}
+    for (key, name), row in files.items():
+        assert (row["title"], row["format"]) == ITEMS[key][9][name], (key, name)
+        assert (row["ordinal"], row["declared_size"], row["url"]) == DECLARED[(key, name)], (key, name)
+        waiting = WAITING_FILES.get((key, name))
+        assert row["state"] == ("waiting" if waiting == "missing" else FILES[(key, name)][0]), (key, name)
+        assert (row["sha256"] is None) == (waiting is not None), (key, name)
+
+
+def assert_titles_and_withdrawals_are_searched(runtime) -> None:
+    """Each item is found by words of its title alone, also one whose body never says them
+    (a body that says "see attached"); a withdrawn document is marked in ``search --json``."""
+    from pipeline.index.search import search
+    from pipeline.index.search_results import hit_records, search_document
+    from pipeline.index.stage import embedder_from
+
+    embedder = embedder_from(runtime.settings)
+    # USTR-2015-0010-0002 says "See attached." and has no file: its title alone names it.
+    hits = search(runtime.index_db(), embedder, "US China Business Council", k=20, mode="text")
+    assert "USTR-2015-0010-0002" in {hit.item_key for hit in hits}
+    hits = search(runtime.index_db(), embedder, "China Public Hearing Agenda", k=20)
+    results = search_document("China Public Hearing Agenda", 20, None, None, hit_records(hits))["results"]
+    withdrawn = {r["item_id"]: r["withdrawn"] for r in results}
+    assert withdrawn["USTR-2015-0010-0015"] is True and withdrawn["USTR-2015-0010-0016"] is False
 
 
 def assert_files_read_as_they_say(runtime) -> None:
@@ -67,6 +133,8 @@ def assert_files_read_as_they_say(runtime) -> None:
     waiting = {tuple(r.item.split("/")): r.state for r in ItemState.select().where(
         ItemState.stage == "backfill.file", ItemState.state != "ok")}
     assert waiting == WAITING_FILES
+    # Each waiting file has its row from the record, without bytes; no other row lacks them.
+    assert {(a.item, a.filename) for a in Attachment.select().where(Attachment.sha256.is_null())} == set(WAITING_FILES)
 
 
 def assert_combined_is_text_and_labelled(runtime) -> None:

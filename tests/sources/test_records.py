@@ -121,6 +121,9 @@ FEEDS = {
     "commentOnDocumentId": {"comment_on_document_id"}, "withdrawn": {"withdrawn"}, "title": {"title"},
     "objectId": {"object_id"}, "postedDate": {"posted_date"}, "modifyDate": {"last_modified"},
     "commentStartDate": {"start", "opens_at"}, "commentEndDate": {"end", "closes_at"},
+    "duplicateComments": {"duplicate_comments"}, "subtype": {"subtype"}, "category": {"category"},
+    "stateProvinceRegion": {"state_province_region"}, "country": {"country"}, "govAgency": {"gov_agency"},
+    "govAgencyType": {"gov_agency_type"}, "trackingNbr": {"tracking_nbr"},
 }
 REAL_RECORDS = sorted(f"{p.parent.parent.parent.name}/{p.parent.name}/{p.name}" for p in
                       (CONFTEST_REALDATA / "mirror/raw-data").glob("*/*/text-*/*/*.json")
@@ -157,3 +160,24 @@ def test_every_attribute_of_every_real_record_may_be_absent(realdata, record):
             assert fields["last_modified"] == full["posted_date"]
     without_included = {k: v for k, v in body.items() if k != "included"}
     assert stored_fields(without_included) == full and records.included_attachments(without_included) == []
+
+
+def test_counts_are_whole_numbers_and_a_record_says_whether_it_lists_its_attachments():
+    assert records.count({"duplicateComments": 15851}, "duplicateComments", records.MAX_DUPLICATES) == 15851
+    assert records.count({"duplicateComments": "42"}, "duplicateComments", records.MAX_DUPLICATES) == 42
+    assert records.count({"duplicateComments": None}, "duplicateComments", records.MAX_DUPLICATES) is None
+    assert records.count({}, "duplicateComments", records.MAX_DUPLICATES) is None
+    for bad in (1.5, "many", True, -1, 10**12, [3]):
+        with pytest.raises(BadRecord, match="duplicateComments"):
+            records.count({"duplicateComments": bad}, "duplicateComments", records.MAX_DUPLICATES)
+    fields = records.detail_fields({"data": {"attributes": {"duplicateComments": 15851, "subtype": "Mass Mail Campaign",
+                                                            "trackingNbr": "l2z-02tq-bsbu"}}})
+    assert (fields["duplicate_comments"], fields["subtype"], fields["tracking_nbr"]) == (
+        15851, "Mass Mail Campaign", "l2z-02tq-bsbu")
+    with pytest.raises(BadRecord, match="country"):
+        records.detail_fields({"data": {"attributes": {"country": 1}}})
+    links = {"links": {"self": "https://api.regulations.gov/v4/comments/X-1/relationships/attachments"}}
+    assert records.lists_attachments({"data": {"relationships": {"attachments": {**links, "data": []}}}})
+    assert records.lists_attachments({"data": {"relationships": {"attachments": links}}, "included": []})
+    assert not records.lists_attachments({"data": {"relationships": {"attachments": links}}})  # older mirror JSON
+    assert not records.lists_attachments({"data": {"attributes": {}}})

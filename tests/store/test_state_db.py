@@ -288,3 +288,29 @@ def test_upgrade_from_version_10_files_mirror_objects_by_item_later(state):
     mirror_objects.file([("EPA-HQ-2026-0001-0002", key)])
     assert mirror_objects.objects_of("EPA-HQ-2026-0001", ["EPA-HQ-2026-0001-0002"]) == [(key, 10, None, "1")]
     assert list(mirror_objects.unfiled("EPA-HQ-2026-0001")) == []
+
+
+def test_upgrade_from_version_11_adds_the_kept_attributes_and_reads_stored_records_again(state):
+    """v12 adds the attributes people filter and count by and whether the record listed its
+    attachments; every item whose record is stored is read again by the next backfill (its
+    detail no longer current), those whose record failed or is gone are not, and the markers
+    of backfill and the stages after it are dropped (sealed dockets are read again too)."""
+    from pipeline.store.models import DocketStage, Item
+
+    db = state.state
+    now = "2026-12-01T00:00:00Z"
+    for key, detail in (("X-1", "d1"), ("X-2", "gone"), ("X-3", "failed"), ("X-4", None)):
+        Item.insert(key=key, docket="X", kind="comment", summary_hash="s", detail_hash=detail,
+                    detail_summary_hash="s" if detail else None, created_at=now, updated_at=now).execute()
+    for stage in ("fetch", "backfill", "extract", "campaigns"):
+        DocketStage.insert(docket="X", stage=stage, version=1, completed_at=now).execute()
+    for field in state_db.KEPT_COLUMNS:
+        migrate(state_db._migrator(db).drop_column(Item._meta.table_name, field.column_name))
+    Meta.update(value="11").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert {f.column_name for f in state_db.KEPT_COLUMNS} <= {c.name for c in db.get_columns("item")}
+    assert {i.key: i.detail_summary_hash for i in Item.select()} == {"X-1": None, "X-2": "s", "X-3": "s", "X-4": None}
+    assert [m.stage for m in DocketStage.select()] == ["fetch"]
+    Item.update(duplicate_comments=15851, subtype="Mass Mail Campaign").where(Item.key == "X-1").execute()
+    assert (Item.get_by_id("X-1").duplicate_comments, Item.get_by_id("X-1").subtype) == (15851, "Mass Mail Campaign")
