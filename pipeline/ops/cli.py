@@ -258,7 +258,7 @@ def cmd_explain(args) -> int:
         print(f"title: {item.title}")
     if kept := _kept_attributes(item):
         print(f"record: {kept}")
-    print(_table([*_in_pipeline_order(stages), _index_row(rt, item)], EXPLAIN_HEADER))
+    print(_table(_in_pipeline_order([*stages, _index_row(rt, item)]), EXPLAIN_HEADER))
     _print_attachments(item, files)
     return 0
 
