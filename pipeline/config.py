@@ -19,6 +19,28 @@ from pipeline.errors import ConfigError
 
 SECTION = "docketeer"
 
+LUIGI_DEFAULTS = Path(__file__).with_name("luigi_defaults.cfg")
+
+
+def install_luigi_defaults() -> None:
+    """Put the Luigi settings docketeer relies on (``[retcode]``, ``[worker]``, ...) first
+    among Luigi's configuration files, wherever the process runs from: Luigi reads only
+    ./luigi.cfg, /etc/luigi and $LUIGI_CONFIG_PATH, so from another folder a failed task
+    exited 0. First, so that every file a user has (read after it, in Luigi's order) wins.
+    Luigi reads [retcode] after ``--module pipeline`` is imported, and this runs at that
+    import (``pipeline.config`` is imported by ``pipeline``'s own import then)."""
+    from luigi.configuration.cfg_parser import LuigiConfigParser
+
+    paths = LuigiConfigParser._config_paths
+    if str(LUIGI_DEFAULTS) in paths:
+        return
+    paths.insert(0, str(LUIGI_DEFAULTS))
+    if LuigiConfigParser._instance is not None:  # already read: read again, ours first
+        LuigiConfigParser.reload()
+
+
+install_luigi_defaults()
+
 
 @dataclass(frozen=True)
 class Setting:

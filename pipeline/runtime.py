@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from functools import cached_property
+from pathlib import Path
 
 from pipeline.config import Settings, ensure_data_dir, load_settings
 from pipeline.errors import ConfigError
@@ -50,9 +51,7 @@ class Runtime:
 
     def existing_index_db(self):
         """The index DB when one exists; None rather than creating an embedded one to answer."""
-        if self.settings.index_url or (self.data_dir / "index-pg").is_dir():
-            return self.index_db()
-        return None
+        return self.index_db() if index_exists(self.settings) else None
 
     def after_fork(self) -> None:
         """A forked Luigi worker must not share its parent's DB connections: open its own."""
@@ -112,6 +111,31 @@ def get_runtime() -> Runtime:
     _current.after_fork()
     _current.state  # noqa: B018 - bind the models before anyone queries
     return _current
+
+
+def index_exists(settings: Settings) -> bool:
+    """Is there an index DB to ask, without starting or creating one? A configured
+    ``index_url``, or the embedded server's folder under data_dir."""
+    return bool(settings.index_url) or (settings.data_path / "index-pg").is_dir()
+
+
+def require_existing_store(settings: Settings) -> None:
+    """A command that reads a store never makes one: a data folder without a state DB (a
+    relative DOCKETEER_DATA_DIR given from another folder, a typo) is one line naming it."""
+    if settings.state_url.startswith(("postgresql:", "postgres:")):
+        return  # a server's database: opening it says whether it is reachable
+    path = Path(state_db.make_database(settings.state_url, settings.data_path).database)
+    if not path.is_file():
+        where = settings.data_path if not settings.state_url else path
+        raise ConfigError(f"no docketeer store at {where} (set DOCKETEER_DATA_DIR to the folder a "
+                          "run wrote, or run `luigi --module pipeline IndexAll` to make one there)")
+
+
+def existing_runtime() -> Runtime:
+    """``get_runtime()`` for a command that reads a store: never creates one."""
+    if _current is None:
+        require_existing_store(load_settings())
+    return get_runtime()
 
 
 def current_settings() -> Settings:

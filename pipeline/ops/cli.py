@@ -35,9 +35,10 @@ _opened: list = []  # runtimes this command used; main() closes them on the way 
 
 
 def _runtime():
-    from pipeline.runtime import get_runtime
+    from pipeline.runtime import existing_runtime
 
-    runtime = get_runtime()
+    # Every subcommand reads (or changes) a store that a run made: none creates one.
+    runtime = existing_runtime()
     _opened.append(runtime)
     return runtime
 
@@ -364,17 +365,20 @@ def _age(delta: timedelta) -> str:
 @command
 def cmd_search(args) -> int:
     from pipeline.config import ensure_data_dir
-    from pipeline.runtime import current_settings
+    from pipeline.runtime import current_settings, index_exists, require_existing_store
 
     # Settings only: the warm path opens no database here (the service has the index DB).
     settings = current_settings()
+    require_existing_store(settings)
     if args.docket:
         from pipeline.store import dockets
 
         _runtime()
         dockets.require_docket(args.docket)
     answer = None
-    if settings.embedder == "minilm" and not args.cold:
+    if not index_exists(settings):  # no service, no embedded server started to say so
+        answer = {"text": f"no results: nothing is indexed yet in {settings.data_path}", "records": []}
+    elif settings.embedder == "minilm" and not args.cold:
         answer = _warm_search(settings, ensure_data_dir(settings), args)
     if answer is None:
         answer = _search_here(args)

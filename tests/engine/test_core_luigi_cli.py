@@ -72,3 +72,35 @@ def test_bad_configuration_is_one_clear_line(tmp_path, env, expected):
     assert "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("docketeer:")]
     assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
+
+
+def luigi_elsewhere(folder: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess:
+    """The `luigi` command as cron runs it: from a folder that is not the checkout, with no
+    luigi.cfg of docketeer's in reach (no LUIGI_CONFIG_PATH)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DOCKETEER_", "TOY_", "LUIGI_"))}
+    env.update(PYTHONPATH=str(ROOT), DOCKETEER_DATA_DIR=str(folder / "data"),
+               DOCKETEER_DISCOVER="list", DOCKETEER_DOCKETS="AB-2026-0001,AB-2026-0002")
+    env.update(env_extra)
+    return subprocess.run(
+        [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", *args, "--local-scheduler"],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_a_failed_task_exits_30_from_any_folder_and_a_users_luigi_cfg_still_wins(tmp_path):
+    elsewhere = tmp_path / "cron-home"
+    elsewhere.mkdir()
+    failing = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002")
+    assert failing.returncode == 30, failing.stderr[-2000:]  # the package's own [retcode]
+    # Every docket's task is in the summary: the package's [execution_summary] too.
+    assert "ToyProcess(docket=AB-2026-0001" in failing.stderr.split("Execution Summary")[1]
+    # A luigi.cfg in the folder the command runs from is read after the package's defaults.
+    (elsewhere / "luigi.cfg").write_text("[retcode]\ntask_failed = 7\n")
+    mine = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002")
+    assert mine.returncode == 7, mine.stderr[-2000:]
+    # ... and so is $LUIGI_CONFIG_PATH, after both.
+    (tmp_path / "theirs.cfg").write_text("[retcode]\ntask_failed = 9\n")
+    theirs = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002",
+                             LUIGI_CONFIG_PATH=str(tmp_path / "theirs.cfg"))
+    assert theirs.returncode == 9, theirs.stderr[-2000:]

@@ -35,9 +35,17 @@ def luigi_cmd(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
 
 
-def docketeer(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *args],
-                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+def docketeer(tmp_path: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *args], cwd=tmp_path,
+                          env={**_env(tmp_path), **env_extra}, capture_output=True, text=True, timeout=120)
+
+
+def made_store(tmp_path: Path) -> None:
+    """An empty store at the commands' data folder (a command never makes one)."""
+    from pipeline.store.db import open_state_db
+
+    (tmp_path / "data").mkdir()
+    open_state_db("", tmp_path / "data").close()
 
 
 def _free_port() -> int:
@@ -89,6 +97,7 @@ def test_bad_docketeer_argument_is_one_line_exit_2(tmp_path, args, expected):
 
 def test_snapshot_onto_a_file_is_one_line(tmp_path):
     (tmp_path / "afile").write_text("x")
+    made_store(tmp_path)
     _one_line(docketeer(tmp_path, "snapshot", str(tmp_path / "afile")), 2, "is a file: snapshot into a new folder")
 
 
@@ -116,8 +125,10 @@ def test_search_for_punctuation_says_so_instead_of_nan_scores():
         search(_NoIndex(), HashingEmbedder(), "%")
 
 
-def test_search_for_punctuation_on_the_command_line_is_one_line_exit_2(tmp_path):
-    _one_line(docketeer(tmp_path, "search", "--cold", "%"), 2, "nothing to search for in '%'")
+def test_search_for_punctuation_on_the_command_line_is_one_line_exit_2(tmp_path, pg_url):
+    made_store(tmp_path)
+    _one_line(docketeer(tmp_path, "search", "--cold", "%", DOCKETEER_INDEX_URL=pg_url), 2,
+              "nothing to search for in '%'")
 
 
 @pytest.fixture
@@ -139,6 +150,8 @@ def full_disk(tmp_path):
 def test_initdb_on_a_full_disk_is_one_line_that_names_the_disk(tmp_path, full_disk):
     env = _env(tmp_path) | {"DOCKETEER_DATA_DIR": str(full_disk / "data")}
     env.pop("DOCKETEER_INDEX_URL", None)  # the embedded index server, made under the data folder
+    made_store(full_disk)  # a store whose index server has not been made yet
+    (full_disk / "data" / "index-pg").mkdir()
     done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", "search", "--cold", "words"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     _one_line(done, 1, "the embedded index server under")

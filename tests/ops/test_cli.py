@@ -99,6 +99,27 @@ def test_config_shows_origins_and_masks_secrets(tmp_path):
     assert lines["source"].split()[-1] == "luigi.cfg"
 
 
+READ_COMMANDS = (["dockets"], ["stats"], ["explain", "CMS-2026-0001-0003"], ["pending"],
+                 ["search", "rural hospitals"], ["verify"], ["serve", "--port", "1"],
+                 ["export", "exported"], ["snapshot", "snap"], ["seal", "CMS-2026-0001"])
+
+
+@pytest.mark.parametrize("argv", READ_COMMANDS, ids=lambda argv: argv[0])
+def test_a_command_never_creates_a_store_where_there_is_none(tmp_path, argv):
+    """The README's relative DOCKETEER_DATA_DIR given from another folder names a folder with
+    no store: one line naming it and exit 2, and nothing made there (no service, no server)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "LUIGI_"))}
+    env.update(PYTHONPATH=str(ROOT), DOCKETEER_DATA_DIR="data/quickstart/store")
+    done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *argv], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"docketeer: no docketeer store at {tmp_path / 'data/quickstart/store'} (set "
+        "DOCKETEER_DATA_DIR to the folder a run wrote, or run `luigi --module pipeline IndexAll` "
+        "to make one there)"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_dockets_table_has_every_column(store, capsys):
     code, out, _ = run(capsys, "dockets")
     assert code == 0
