@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,40 @@ def test_a_failed_task_exits_30_from_any_folder_and_a_users_luigi_cfg_still_wins
     theirs = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002",
                              LUIGI_CONFIG_PATH=str(tmp_path / "theirs.cfg"))
     assert theirs.returncode == 9, theirs.stderr[-2000:]
+
+
+def test_a_run_finding_a_docket_stage_worked_by_a_live_run_skips_it_and_exits_0(tmp_path):
+    """Two overlapping cron jobs: the second meets the first's lease on one docket stage and
+    steps aside with one notice (its work is being done); neither fails."""
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_DISCOVER="list",
+               DOCKETEER_DOCKETS="AB-2026-0001,AB-2026-0002")
+    first = subprocess.Popen(
+        [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", "ToyAll", "--local-scheduler"],
+        cwd=ROOT, env={**env, "TOY_HOLD": f"AB-2026-0001:{hold}"}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (hold / "started").exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.stdout.read()
+            time.sleep(0.05)
+        # Other options, so Luigi's own lock (the same command line) does not stop it first.
+        second = luigi_cmd(tmp_path, "ToyAll", "--docket", "AB-2026-0001")
+    finally:
+        (hold / "release").write_text("")
+        first_out, _ = first.communicate(timeout=120)
+    assert second.returncode == 0, second.stderr[-3000:]
+    holder = f"{socket.gethostname()}:{first.pid}"
+    notices = [line for line in second.stderr.splitlines() if "is being worked by" in line]
+    assert len(notices) == 1, second.stderr[-3000:]
+    assert (f"toyprocess AB-2026-0001 is being worked by {holder} until " in notices[0]
+            and notices[0].endswith(": skipped, that run does its work")), notices
+    assert "Traceback" not in second.stderr
+    assert first.returncode == 0, first_out[-3000:]
+    # The first run did the work and wrote the markers; the second did none of it.
+    assert sqlite(tmp_path, "select count(*) from docket_stage where stage='toyprocess'") == [(2,)]
+    assert sqlite(tmp_path, "select count(*) from item_state where stage='toyprocess' and "
+                            "run_id in (select run_id from run where message like '%skipped%')") == [(0,)]
