@@ -134,3 +134,28 @@ def _plain_meaning(exc: BaseException | None) -> bool:
     from luigi.rpc import RPCError
 
     return isinstance(exc, DocketeerError | ParameterException | RPCError)
+
+
+def task_named_by_its_label(argv: list[str]) -> None:
+    """``luigi --module pipeline.tasks FetchComments.CMS-2026-0001 --docket CMS-2026-0001``
+    runs ``FetchComments``: a docket task's label (its ``task_family`` in luigid, the
+    visualiser's node name, and so the family in its "Command to re-run") is its class and
+    its docket, while Luigi's registry knows the class alone. Only a task named by the very
+    docket its ``--docket`` gives is read so (a Luigi namespace, ``ns.Task``, never is).
+    ``argv`` is the list Luigi parses, changed in place (Luigi parses it again after
+    importing ``--module``)."""
+    dockets = {value for flag, value in zip(argv, argv[1:], strict=False) if flag == "--docket"}
+    dockets |= {arg.removeprefix("--docket=") for arg in argv if arg.startswith("--docket=")}
+    for i, arg in enumerate(argv):
+        family, dot, docket = arg.partition(".")
+        if dot and docket in dockets and family.isidentifier() and not arg.startswith("-"):
+            argv[i] = family
+
+
+def luigi_command_line_args() -> list[str] | None:
+    """The argument list the `luigi` command (``luigi.cmdline.luigi_run``, as the console
+    script and ``python -m luigi`` call it: with its default, ``sys.argv[1:]`` taken when
+    Luigi was imported) is parsing, or None when Luigi is driven some other way."""
+    cmdline = sys.modules.get("luigi.cmdline")
+    defaults = getattr(getattr(cmdline, "luigi_run", None), "__defaults__", None) or ()
+    return defaults[0] if defaults and isinstance(defaults[0], list) else None

@@ -101,8 +101,10 @@ class DocketStageTask(CheckedParameters, luigi.Task):
     version = luigi.OptionalIntParameter(
         default=None, description="target version; --force picks the next one"
     )
+    # Explicit: `--force` alone, or `--force False` as the visualiser's re-run command
+    # writes every parameter out.
     force = luigi.BoolParameter(
-        default=False, significant=False,
+        default=False, significant=False, parsing=luigi.BoolParameter.EXPLICIT_PARSING,
         description="redo known-complete work for this run (bypasses seal, fingerprint, hash)",
     )
     invocation = InvocationParameter()
@@ -384,7 +386,8 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
         line = f"{self.stage.name} {self.docket}: {shown or 'nothing to do'} in {seconds:.2f}s"
         if result.budget_spent:
-            line += f" — budget spent ({result.message}); the next run continues"
+            # "partial: budget spent, continues next run", as the wrapper counts it
+            line += f" — partial: budget spent, continues next run ({result.message})"
         elif not result.clean:
             line += f" — unclean: {result.message}"
         log.info(line)

@@ -50,7 +50,8 @@ class DocketWrapper(CheckedParameters, luigi.Task):
     docket = DocketIdsParameter(
         default="", description="comma-separated docket ids: only these, and no discovery call"
     )
-    force = luigi.BoolParameter(default=False, description="redo this stage for these dockets")
+    force = luigi.BoolParameter(default=False, parsing=luigi.BoolParameter.EXPLICIT_PARSING,
+                                description="redo this stage for these dockets")
     budget_seconds = BoundedIntParameter(
         default=None, significant=False, maximum=366 * 86400,
         description="stop at the next item boundary after this many seconds (0: no limit; "
@@ -169,8 +170,62 @@ class DocketWrapper(CheckedParameters, luigi.Task):
                 log.info("%s: sealed %s, skipping (use --force to redo)", docket, sealed)
 
     def run(self):
+        tasks = self.docket_tasks()
         if not self.named():  # named dockets' tasks were required, so they are done by now
-            yield [task.as_dynamic_dependency() for task in self.docket_tasks()]
+            yield [task.as_dynamic_dependency() for task in tasks]
+        partial = runs.budget_stopped_since([t.docket for t in tasks],
+                                            self.current_invocation.started_at)
+        if partial:
+            # Done for this run, not done: said where operators look. The wrapper's status
+            # and log line count them; and the wrapper waits on an external "continues next
+            # run", so Luigi's summary lists it as a missing external dependency and `luigi`
+            # exits with [retcode] missing_data (20): neither success (0) nor a failure (30).
+            line = partial_line(type(self).__name__, len(tasks), partial)
+            log.warning(line)
+            if self.set_status_message:
+                self.set_status_message(line)
+            yield ContinuesNextRun(wrapper=type(self).__name__, dockets=",".join(partial),
+                                   invocation=self.invocation)
+
+    def _requires(self):
+        """What it requires, and, once its run was partial, what that run waits for: Luigi's
+        summary reads a pending task's reasons from here (not from what run() yielded), so
+        it files the wrapper under "missing external dependencies", not "not granted run
+        permission" (which would set [retcode] not_run). Known only after the wrapper's run
+        in the process that schedules, so Luigi's check before a run never meets it."""
+        required = super()._requires()
+        waits = _waiting.get((type(self).__name__, self.current_invocation.id))
+        return [*required, waits] if waits is not None else required
+
+
+PARTIAL = "partial: budget spent, continues next run"
+
+
+def partial_line(wrapper: str, ran: int, partial: dict[str, list[str]]) -> str:
+    """'IndexAll: 2 of 3 dockets partial: budget spent, continues next run (A: backfill; ...)'."""
+    shown = "; ".join(f"{docket}: {', '.join(stages)}" for docket, stages in partial.items())
+    return f"{wrapper}: {len(partial)} of {ran} docket{'' if ran == 1 else 's'} {PARTIAL} ({shown})"
+
+
+class ContinuesNextRun(luigi.ExternalTask):
+    """What a partial run's wrapper waits for: the next run, which continues where a spent
+    budget stopped this one. Never complete within a run, so Luigi files it as a missing
+    external dependency (its summary names it, and `luigi` exits with [retcode]
+    missing_data); the next run's wrapper judges its dockets afresh."""
+
+    wrapper = luigi.Parameter(description="the wrapper whose run was partial")
+    dockets = luigi.Parameter(description="the dockets a spent budget stopped, comma-separated")
+    invocation = InvocationParameter()
+
+    def complete(self) -> bool:
+        # Asked by the process that schedules, once the wrapper yielded it: from then on the
+        # wrapper counts it among what it requires (DocketWrapper._requires).
+        _waiting[(self.wrapper, (self.invocation or Invocation.of_process()).id)] = self
+        return False
+
+
+# (wrapper, invocation id) -> the ContinuesNextRun that wrapper's partial run waits for
+_waiting: dict[tuple[str, str], ContinuesNextRun] = {}
 
 
 @contextlib.contextmanager
