@@ -101,6 +101,12 @@ def _docket_task_labels_map_to_their_class() -> None:
         task_named_by_its_label(argv)
 
 
+def _stop_if_already_running() -> None:
+    from pipeline.engine.command_line import luigi_command_line_args, stop_if_already_running
+
+    stop_if_already_running(luigi_command_line_args() or sys.argv[1:])
+
+
 if "luigi" in sys.modules:  # Luigi is importing us (see the docstring): define the tasks now
     _register_tasks()
     if _is_luigi_command_line():
@@ -109,4 +115,5 @@ if "luigi" in sys.modules:  # Luigi is importing us (see the docstring): define 
 
     lock_luigi_in_data_folder(create=_is_luigi_command_line())
     if _is_luigi_command_line():
+        _stop_if_already_running()
         _temporary_files_in_data_folder()

@@ -159,3 +159,30 @@ def luigi_command_line_args() -> list[str] | None:
     cmdline = sys.modules.get("luigi.cmdline")
     defaults = getattr(getattr(cmdline, "luigi_run", None), "__defaults__", None) or ()
     return defaults[0] if defaults and isinstance(defaults[0], list) else None
+
+
+def stop_if_already_running(argv: list[str]) -> None:
+    """The same `luigi` command already running (Luigi's process lock, ``lock_pid_dir``):
+    one line naming its pid, then [retcode] already_running, before anything is scheduled.
+    Luigi checks again when it takes the lock (two started in the same instant still meet
+    there), but it says only "Pid(s) {…} already running" on stdout."""
+    from luigi import lock
+
+    config = luigi.configuration.get_config()
+    if ("--no-lock" in argv or "--take-lock" in argv or config.getboolean("core", "no_lock", False)
+            or config.getint("core", "lock_size", 1) != 1
+            or not config.has_option("core", "lock_pid_dir")):
+        return
+    pid_dir = config.get("core", "lock_pid_dir")
+    my_pid, my_cmd, pid_file = lock.get_info(pid_dir)
+    try:
+        with open(pid_file) as listed:
+            pids = {int(p) for p in listed.read().split() if p.strip().isdigit()}
+    except OSError:
+        return
+    others = sorted(p for p in pids if p != my_pid and lock.getpcmd(p) == my_cmd)
+    if others:
+        code = config.getint("retcode", "already_running", 10)
+        print(f"docketeer: the same command is already running as pid {', '.join(map(str, others))} "
+              f"(lock in {pid_dir}); this run did nothing (exit {code})", file=sys.stderr)
+        raise SystemExit(code)

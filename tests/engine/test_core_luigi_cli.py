@@ -143,3 +143,31 @@ def test_a_run_finding_a_docket_stage_worked_by_a_live_run_skips_it_and_exits_0(
     assert sqlite(tmp_path, "select count(*) from docket_stage where stage='toyprocess'") == [(2,)]
     assert sqlite(tmp_path, "select count(*) from item_state where stage='toyprocess' and "
                             "run_id in (select run_id from run where message like '%skipped%')") == [(0,)]
+
+
+def test_the_same_command_while_it_runs_is_one_line_naming_its_pid_and_exit_10(tmp_path):
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_DISCOVER="list",
+               DOCKETEER_DOCKETS="AB-2026-0001")
+    command = [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", "ToyAll",
+               "--local-scheduler"]
+    first = subprocess.Popen(command, cwd=ROOT, env={**env, "TOY_HOLD": f"AB-2026-0001:{hold}"},
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (hold / "started").exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.stdout.read()
+            time.sleep(0.05)
+        second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        (hold / "release").write_text("")
+        first.communicate(timeout=120)
+    assert second.returncode == 10, second.stderr[-3000:]  # [retcode] already_running
+    assert second.stdout == ""
+    assert second.stderr.splitlines() == [
+        f"docketeer: the same command is already running as pid {first.pid} (lock in "
+        f"{tmp_path / 'data' / 'luigi-lock'}); this run did nothing (exit 10)"], second.stderr
+    assert first.returncode == 0
