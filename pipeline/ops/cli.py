@@ -454,6 +454,23 @@ def cmd_snapshot(args) -> int:
 
 
 @command
+def cmd_restore(args) -> int:
+    from pipeline.config import load_settings
+    from pipeline.ops import verify
+    from pipeline.ops.snapshot import restore_snapshot
+
+    restored = restore_snapshot(load_settings(), Path(args.snapshot))
+    print("\n".join(restored.lines()))
+    rt = _runtime()  # the restored store, checked as `docketeer verify` checks it
+    report = verify.run_checks(rt, index_db=rt.existing_index_db())
+    print("\n".join(report.lines()))
+    blobs = rt.settings.blob_url or rt.settings.derived_places()["blob_url"]
+    print(f"restored; blobs are not in a snapshot: put the blob folder back at {blobs} before the next run")
+    print("PASS" if report.passed else "FAIL")
+    return 0 if report.passed else 1
+
+
+@command
 def cmd_serve(args) -> int:
     from pipeline.web.server import serve
 
@@ -545,6 +562,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--out", help="folder for status.json and inventory.csv (default: data_dir)")
     snapshot = sub.add_parser("snapshot", help="consistent copy of the state DB and a dump of the index DB")
     snapshot.add_argument("dest", metavar="DEST", help="a new or empty folder")
+    restore = sub.add_parser("restore", help="load a snapshot into a data folder without a store, then verify it")
+    restore.add_argument("snapshot", metavar="SNAPSHOT", help="the folder `docketeer snapshot` wrote")
     serve = sub.add_parser("serve", help="a read-only web page to search and read the comments (loopback by default)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=parse_port, default=8080, help="port (default 8080)")
