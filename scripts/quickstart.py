@@ -125,14 +125,17 @@ def main(argv: list[str] | None = None) -> None:
     with StandinServer(base / "mirror") as server:
         print(f"stand-in regulations.gov serving {base / 'mirror'} at {server.url}")
         env = job_env(server, store, [d.id for d in manifest.dockets])
-        first, _ = run_index_all(env, "again, on the store of an earlier quickstart" if earlier
+        first, first_ran = run_index_all(env, "again, on the store of an earlier quickstart" if earlier
                                  else "first run: everything is new")
         second, ran = run_index_all(env, "second run: nothing new")
     if ran:  # the claim below is checked, not assumed
         raise SystemExit("the second run was expected to do nothing, but Luigi ran:\n  " + "\n  ".join(ran))
-    if earlier:
+    if earlier and not first_ran:
         print(f"\nthe store was already complete: {first:.1f}s and {second:.1f}s, nothing was redone"
               " (use --fresh to start over)")
+    elif earlier:  # an earlier quickstart stopped part-way (Ctrl-C): this one finished its work
+        print(f"\nfirst run {first:.1f}s finished what an earlier, interrupted quickstart left "
+              f"({len(first_ran)} task(s) ran); second run {second:.1f}s: nothing was redone")
     else:
         print(f"\nfirst run {first:.1f}s; second run {second:.1f}s: nothing was redone")
     docketeer(env, "dockets")
@@ -148,4 +151,9 @@ def _shown(path: Path) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # one line, not a traceback: what was done is kept
+        print("\nquickstart: interrupted; run it again to finish (what was done is kept, and is "
+              "not redone)", file=sys.stderr)
+        raise SystemExit(130) from None

@@ -371,6 +371,13 @@ def cmd_search(args) -> int:
 
     # Settings only: the warm path opens no database here (the service has the index DB).
     settings = current_settings()
+    if args.stop:
+        from pipeline.index import search_service
+
+        print(search_service.stop(settings.data_path))
+        return 0
+    if args.query is None:
+        raise DocketeerError("search needs a query (or --stop)")
     require_existing_store(settings)
     if args.docket:
         from pipeline.store import dockets
@@ -541,7 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
     pending.add_argument("--older-than", type=parse_duration, metavar="DURATION",
                          help="only rows pending longer than this (30m, 1h, 2d)")
     search = sub.add_parser("search", help="semantic search over the index")
-    search.add_argument("query")
+    search.add_argument("query", nargs="?")
     search.add_argument("--docket")
     search.add_argument("--collection", choices=["comments", "documents"])
     search.add_argument("-k", type=parse_k, default=10, help=f"hits to show, 1 to {MAX_K}")
@@ -552,6 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--org", help="only items whose submitter's name or organisation contains this (any case)")
     search.add_argument("--cold", action="store_true",
                         help="load the model in this process instead of asking the warm search service")
+    search.add_argument("--stop", action="store_true",
+                        help="stop the warm search service of this data folder (and the index server it started)")
     search.add_argument("--json", action="store_true",
                         help="one JSON document (query, k, results with docket, item id, score, passage, page, attachment, link)")
     verify = sub.add_parser("verify", help="check the store against itself; PASS or FAIL")
@@ -587,6 +596,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `docketeer stats | head`: the reader left, nothing is wrong
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line; the finally below still closes the stores
+        print("docketeer: interrupted", file=sys.stderr)
+        return 130
     except Exception as exc:  # unexpected (a disk full, a dead DB): one line unless --debug
         if args.debug:
             raise

@@ -213,3 +213,18 @@ def test_pg_ctl_failing_is_named_by_the_server_log_line_that_says_why():
         raise subprocess.CalledProcessError(1, ["/venv/pginstall/bin/pg_ctl", "-w", "start"])
     assert str(raised.value) == ("the embedded index server under /data/index-pg cannot start: pg_ctl: "
                                  'could not create lock file "postmaster.pid": Permission denied')
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
+    from pipeline.ops import cli
+
+    closed = []
+
+    def interrupted(args):
+        cli._opened.append(type("Store", (), {"close": lambda self: closed.append(True)})())
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "config", interrupted)
+    assert cli.main(["config"]) == 130
+    assert capsys.readouterr().err.splitlines() == ["docketeer: interrupted"]
+    assert closed == [True]  # the stores it opened are closed on the way out

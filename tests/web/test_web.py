@@ -168,3 +168,17 @@ def test_serve_refuses_a_bad_port_in_one_line(capsys):
         cli.main(["serve", "--port", "99999"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_serve_on_a_port_in_use_is_one_line_before_anything_loads(store, capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli.main(["serve", "--port", str(port)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # no "loading", no URL printed for a page that will not be there
+    assert err.splitlines() == [f"docketeer: serve: port {port} on 127.0.0.1 is in use: stop what "
+                                "listens there, or pass --port with another"]
