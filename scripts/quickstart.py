@@ -164,8 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         print(f"\nfirst run {first:.1f}s; second run {second:.1f}s: nothing was redone")
     print(f"third run {third:.1f}s: {len(added)} new comments on {open_docket} -> "
-          f"{done['backfill']} backfilled, {done['extract']} extracted, {done['index']} indexed; "
-          "the closed dockets were looked at once more, found quiet, and sealed")
+          f"{done['backfill']} backfilled, {done['extract']} extracted, {done['index']} indexed")
     docketeer(env, "dockets")
     # --cold: the quickstart leaves nothing running behind it (no warm search service, which
     # would keep the embedded index server up for its idle minutes).
