@@ -228,3 +228,32 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
     assert cli.main(["config"]) == 130
     assert capsys.readouterr().err.splitlines() == ["docketeer: interrupted"]
     assert closed == [True]  # the stores it opened are closed on the way out
+
+
+@pytest.fixture
+def read_only_disk(tmp_path):
+    """A read-only tmpfs (mounting needs root, as CI's container has); the test says why it
+    cannot run elsewhere."""
+    disk = tmp_path / "ro"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M,ro", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_data_folder_the_index_server_cannot_use_is_one_line_naming_it_and_the_fix(read_only_disk):
+    from pipeline.errors import ConfigError
+    from pipeline.index import embedded_server
+
+    with pytest.raises(ConfigError) as refused:
+        embedded_server.acquire(read_only_disk)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message == (f"the embedded index server cannot use {read_only_disk / 'index-pg'}: "
+                       "Read-only file system; give it a data folder on a local disk it may write "
+                       "(DOCKETEER_DATA_DIR), or set index_url to a PostgreSQL server with pgvector")
