@@ -117,3 +117,6 @@ if "luigi" in sys.modules:  # Luigi is importing us (see the docstring): define 
     if _is_luigi_command_line():
         _stop_if_already_running()
         _temporary_files_in_data_folder()
+        from pipeline.engine.command_line import interrupt_is_one_line
+
+        interrupt_is_one_line()

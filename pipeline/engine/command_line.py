@@ -186,3 +186,20 @@ def stop_if_already_running(argv: list[str]) -> None:
         print(f"docketeer: the same command is already running as pid {', '.join(map(str, others))} "
               f"(lock in {pid_dir}); this run did nothing (exit {code})", file=sys.stderr)
         raise SystemExit(code)
+
+
+def interrupt_is_one_line() -> None:
+    """Ctrl-C (SIGINT) during a `luigi` run: one line, not the traceback of wherever the
+    worker was. What was done is kept: a stage writes its rows as it goes, and a row left
+    ``pending`` is repaired by the next run. The process still ends as Python ends on an
+    interrupt (killed by SIGINT), which is what a shell and cron expect."""
+    previous = sys.excepthook
+
+    def one_line(kind, value, traceback) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            print("docketeer: interrupted; what was done is kept, and the next run continues",
+                  file=sys.stderr)
+            return
+        previous(kind, value, traceback)
+
+    sys.excepthook = one_line

@@ -171,3 +171,27 @@ def test_the_same_command_while_it_runs_is_one_line_naming_its_pid_and_exit_10(t
         f"docketeer: the same command is already running as pid {first.pid} (lock in "
         f"{tmp_path / 'data' / 'luigi-lock'}); this run did nothing (exit 10)"], second.stderr
     assert first.returncode == 0
+
+
+def test_ctrl_c_during_a_run_is_one_line_and_the_next_run_finishes(tmp_path):
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_DISCOVER="list",
+               DOCKETEER_DOCKETS="AB-2026-0001")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", "ToyAll", "--local-scheduler"],
+        cwd=ROOT, env={**env, "TOY_HOLD": f"AB-2026-0001:{hold}"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (hold / "started").exists():
+        assert run.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    out, err = run.communicate(timeout=60)
+    assert "Traceback" not in out + err, (out + err)[-3000:]
+    assert err.splitlines()[-1] == "docketeer: interrupted; what was done is kept, and the next run continues"
+    again = luigi_cmd(tmp_path, "ToyAll")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sqlite(tmp_path, "select count(*) from docket_stage where stage='toyprocess'") == [(2,)]
