@@ -211,8 +211,11 @@ def test_pg_ctl_failing_is_named_by_the_server_log_line_that_says_why():
                   '2026-12-01 11:00:00 UTC [7] FATAL:  could not create lock file "postmaster.pid": '
                   "Permission denied\n")
         raise subprocess.CalledProcessError(1, ["/venv/pginstall/bin/pg_ctl", "-w", "start"])
+    # ... and a folder it may not write says what to do
     assert str(raised.value) == ("the embedded index server under /data/index-pg cannot start: pg_ctl: "
-                                 'could not create lock file "postmaster.pid": Permission denied')
+                                 'could not create lock file "postmaster.pid": Permission denied; '
+                                 "give it a data folder on a local disk it may write (DOCKETEER_DATA_DIR), "
+                                 "or set index_url to a PostgreSQL server with pgvector")
 
 
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
