@@ -68,6 +68,12 @@ class DocketWrapper(CheckedParameters, luigi.Task):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         runtime_or_exit()  # a bad configuration stops here with one line, before scheduling
+        # Recorded now, in the process that schedules: with --workers 2 every task runs in a
+        # process forked from it, and a run that discovers first learns its docket tasks in
+        # the wrapper's own forked run(), too late for the budgets to reach them from there.
+        self.current_invocation.override_budgets(budget_seconds=self.budget_seconds,
+                                                 request_budget=self.request_budget,
+                                                 mirror_request_budget=self.request_budget)
 
     @property
     def current_invocation(self) -> Invocation:
@@ -170,17 +176,19 @@ class DocketWrapper(CheckedParameters, luigi.Task):
                 log.info("%s: sealed %s, skipping (use --force to redo)", docket, sealed)
 
     def run(self):
-        tasks = self.docket_tasks()
         if not self.named():  # named dockets' tasks were required, so they are done by now
-            yield [task.as_dynamic_dependency() for task in tasks]
-        partial = runs.budget_stopped_since([t.docket for t in tasks],
-                                            self.current_invocation.started_at)
+            yield [task.as_dynamic_dependency() for task in self.docket_tasks()]
+        # From the run rows, not the task list: with --workers 2 this runs again in a process
+        # forked before the tasks ran, whose own judgement finds them done for this run.
+        since = self.current_invocation.started_at
+        partial = runs.budget_stopped_since(self.named() or None, since)
         if partial:
+            ran = runs.dockets_finished_since(self.stage_task.stage.name, since) | partial.keys()
             # Done for this run, not done: said where operators look. The wrapper's status
             # and log line count them; and the wrapper waits on an external "continues next
             # run", so Luigi's summary lists it as a missing external dependency and `luigi`
             # exits with [retcode] missing_data (20): neither success (0) nor a failure (30).
-            line = partial_line(type(self).__name__, len(tasks), partial)
+            line = partial_line(type(self).__name__, len(ran), partial)
             log.warning(line)
             if self.set_status_message:
                 self.set_status_message(line)

@@ -105,14 +105,16 @@ def test_a_yielded_docket_task_is_loaded_again_as_the_same_task(tmp_path):
     assert Register.get_task_cls("FetchComments") is pipeline.FetchComments  # one class by that name
 
 
-def test_a_budget_stopped_run_is_partial_in_luigid_and_luigis_summary_and_exits_20(tmp_path, pg_server):
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_budget_stopped_run_is_partial_in_luigid_and_luigis_summary_and_exits_20(tmp_path, pg_server, workers):
     (tmp_path / "luigid-logs").mkdir()
     # luigid as docs/OPERATING.md starts it: reading the clone's luigi.cfg
     luigid_env = {**os.environ, "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg")}
     with running_luigid(tmp_path / "luigid.state", logdir=tmp_path / "luigid-logs", env=luigid_env) as (port, _), \
             built_store(tmp_path, pg_server, dockets=1, comments=12, build=False) as store:
         [docket] = store.dockets
-        partial = run_index_all(store, port, "--request-budget", "6")
+        # With 2 workers every task runs in a forked process: the budget reaches them too.
+        partial = run_index_all(store, port, "--request-budget", "6", "--workers", workers)
         # Right after it (within luigid's default 10 s cooldown): the same job continues.
         again = run_index_all(store, port, "--request-budget", "6")
         pending = api(port, "task_list", status="PENDING")
