@@ -42,6 +42,8 @@ from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
 log = logging.getLogger("docketeer")
 
 BASE_VERSION = 1
+# What a run that a spent budget stopped is called, by its stage's line and by its wrapper's
+PARTIAL = "partial: budget spent, continues next run"
 
 
 class StageIncomplete(DocketeerError):
@@ -386,8 +388,7 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
         line = f"{self.stage.name} {self.docket}: {shown or 'nothing to do'} in {seconds:.2f}s"
         if result.budget_spent:
-            # "partial: budget spent, continues next run", as the wrapper counts it
-            line += f" — partial: budget spent, continues next run ({result.message})"
+            line += f" — {PARTIAL} ({result.message})"
         elif not result.clean:
             line += f" — unclean: {result.message}"
         log.info(line)

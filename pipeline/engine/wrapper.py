@@ -19,7 +19,7 @@ from pipeline.engine.command_line import (
     CheckedParameters,
     DocketIdsParameter,
 )
-from pipeline.engine.docket_task import BASE_VERSION, DocketStageTask, runtime_or_exit
+from pipeline.engine.docket_task import BASE_VERSION, PARTIAL, DocketStageTask, runtime_or_exit
 from pipeline.engine.invocation import Invocation, InvocationParameter
 from pipeline.engine.markers import MarkerStore
 from pipeline.store import dockets as docket_rows
@@ -204,9 +204,6 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         required = super()._requires()
         waits = _waiting.get((type(self).__name__, self.current_invocation.id))
         return [*required, waits] if waits is not None else required
-
-
-PARTIAL = "partial: budget spent, continues next run"
 
 
 def partial_line(wrapper: str, ran: int, partial: dict[str, list[str]]) -> str:
