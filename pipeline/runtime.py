@@ -34,7 +34,8 @@ class Runtime:
         from pipeline.store import leftovers
         from pipeline.store.blobs import open_blob_store
 
-        url = self.settings.blob_url or str(self.data_dir / "blobs")
+        self.data_dir  # noqa: B018 - made (and checked writable) before anything is put there
+        url = self.settings.blob_url or self.settings.derived_places()["blob_url"]
         settings = self.settings
         return open_blob_store(url, s3_endpoint_url=settings.s3_endpoint_url or None,
                                spool_dir=leftovers.scratch_dir(self.data_dir),
@@ -119,12 +120,20 @@ def index_exists(settings: Settings) -> bool:
     return bool(settings.index_url) or (settings.data_path / "index-pg").is_dir()
 
 
+def sqlite_state_path(settings: Settings) -> Path | None:
+    """The SQLite state DB's file (None: the state DB is a PostgreSQL server's), whether it
+    exists or not; opening nothing."""
+    if settings.state_url.startswith(("postgresql:", "postgres:")):
+        return None
+    return Path(state_db.make_database(settings.state_url, settings.data_path).database)
+
+
 def require_existing_store(settings: Settings) -> None:
     """A command that reads a store never makes one: a data folder without a state DB (a
     relative DOCKETEER_DATA_DIR given from another folder, a typo) is one line naming it."""
-    if settings.state_url.startswith(("postgresql:", "postgres:")):
+    path = sqlite_state_path(settings)
+    if path is None:
         return  # a server's database: opening it says whether it is reachable
-    path = Path(state_db.make_database(settings.state_url, settings.data_path).database)
     if not path.is_file():
         where = settings.data_path if not settings.state_url else path
         raise ConfigError(f"no docketeer store at {where} (set DOCKETEER_DATA_DIR to the folder a "

@@ -116,10 +116,10 @@ def cmd_dockets(args) -> int:
 
 
 def _docket_row(d, counts: dict[str, int], waiting: int, index_db) -> list:
-    # One query per docket: the comments collection's index rows.
-    indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"
     from pipeline.store.reports import progress_cell
 
+    # One query per docket: the comments collection's index rows.
+    indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"
     return [
         d.id, d.agency or "", eastern_date(d.comment_end_date), counts.get("comments", 0),
         progress_cell(counts, "detailed"), progress_cell(counts, "extracted"), indexed,

@@ -166,6 +166,7 @@ def restore_snapshot(settings, source: Path) -> Restored:
     """Load the snapshot in ``source`` into the stores ``settings`` name, which must hold no
     store yet (a restore never overwrites one). Blobs are not part of a snapshot."""
     from pipeline.config import ensure_data_dir
+    from pipeline.runtime import sqlite_state_path
 
     source = Path(source).expanduser().resolve()
     described = source / "snapshot.json"
@@ -174,14 +175,15 @@ def restore_snapshot(settings, source: Path) -> Restored:
                             "`docketeer snapshot` wrote")
     parts = json.loads(described.read_text()).get("parts", {})
     state_file, index_file = (source / parts.get(p, {}).get("file", "") for p in ("state", "index"))
-    postgres_state = settings.state_url.startswith(("postgresql:", "postgres:"))
+    postgres_state = sqlite_state_path(settings) is None
     restored = Restored(str(source))
-    _refuse_an_existing_store(settings, postgres_state)
+    _refuse_an_existing_store(settings)
     if state_file.suffix == ".sqlite":
         if postgres_state:
             raise SnapshotError(f"{state_file.name} is a SQLite state DB and state_url is PostgreSQL: "
                                 "restore it with an empty state_url (SQLite under data_dir)")
-        target = ensure_data_dir(settings) / "state.sqlite"
+        ensure_data_dir(settings)
+        target = sqlite_state_path(settings)
         checked = _integrity_check(state_file)
         backup_sqlite(state_file, target)  # the copy is checked again as it is made
         restored.parts["state"] = f"{target} (integrity_check {checked} before and after the copy)"
@@ -212,11 +214,11 @@ def restore_snapshot(settings, source: Path) -> Restored:
     return restored
 
 
-def _refuse_an_existing_store(settings, postgres_state: bool) -> None:
-    from pipeline.runtime import index_exists
+def _refuse_an_existing_store(settings) -> None:
+    from pipeline.runtime import index_exists, sqlite_state_path
 
-    state = settings.data_path / "state.sqlite"
-    if (not postgres_state and state.exists()) or (not settings.index_url and index_exists(settings)):
+    state = sqlite_state_path(settings)
+    if (state is not None and state.exists()) or (not settings.index_url and index_exists(settings)):
         raise SnapshotError(f"a store exists at {settings.data_path}: restore into a data folder "
                             "without one (set DOCKETEER_DATA_DIR to a new folder)")
 
