@@ -24,6 +24,12 @@ def serve(runtime, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
     from pipeline.web.pages import WarmSearch
 
     check_port(host, port)  # before the model loads and a URL is printed
+    from pipeline.errors import DocketeerError
+    from pipeline.runtime import index_exists
+
+    if not index_exists(runtime.settings):  # the page never makes an index server to show nothing
+        raise DocketeerError(f"serve: nothing is indexed yet in {runtime.settings.data_path}: run "
+                             "`luigi --module pipeline IndexAll` first")
     print(f"docketeer serve: loading the {runtime.settings.embedder} embedder …", flush=True)
     engine = WarmSearch(runtime)
     runtime.index_db()  # start (or join) the index DB now, not on the first search

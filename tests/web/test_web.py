@@ -182,3 +182,21 @@ def test_serve_on_a_port_in_use_is_one_line_before_anything_loads(store, capsys)
     assert out == ""  # no "loading", no URL printed for a page that will not be there
     assert err.splitlines() == [f"docketeer: serve: port {port} on 127.0.0.1 is in use: stop what "
                                 "listens there, or pass --port with another"]
+
+
+def test_serve_on_a_store_with_nothing_indexed_is_one_line_and_starts_no_server(tmp_path, capsys):
+    from pipeline.runtime import set_runtime
+    from tests.fixtures.luigid_server import free_port
+    from tests.fixtures.state_fixtures import make_runtime
+
+    runtime = make_runtime(tmp_path)
+    runtime.state  # noqa: B018 - a store with its state DB, and no index yet
+    previous = set_runtime(runtime)
+    try:
+        assert cli.main(["serve", "--port", str(free_port())]) == 2
+    finally:
+        set_runtime(previous)
+    assert capsys.readouterr().err.splitlines() == [
+        f"docketeer: serve: nothing is indexed yet in {tmp_path / 'data'}: run "
+        "`luigi --module pipeline IndexAll` first"]
+    assert not (tmp_path / "data" / "index-pg").exists()
