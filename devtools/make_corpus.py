@@ -617,8 +617,14 @@ def make_corpus(root: Path, *, dockets: int = 3, comments_per_docket: int | list
                 attachment_share: float = 0.7, seed: int = 7, start: datetime | None = None,
                 reuse_attachments: bool = False, image_only_share: float = 0.03,
                 corrupt_share: float = 0.02, docx_share: float = 0.1, tombstone: bool = True,
-                overwrite: bool = False) -> Manifest:
-    """Write a corpus under ``root`` (which must not hold one yet unless ``overwrite``)."""
+                overwrite: bool = False, open_comments: int = 0,
+                now: datetime | None = None) -> Manifest:
+    """Write a corpus under ``root`` (which must not hold one yet unless ``overwrite``).
+
+    ``open_comments``: one more docket, with that many comments, whose comment period opened
+    ten days before ``now`` (default: this moment) and so is still running: a pull of it is
+    never its last (it cannot seal), and comments added to it later are new work
+    (``devtools.corpus_changes.add_comments``). Its id is ``manifest.options["open_docket"]``."""
     root = Path(root)
     counts = _per_docket_counts(dockets, comments_per_docket)
     start = (start or DEFAULT_START).astimezone(UTC)
@@ -633,6 +639,12 @@ def make_corpus(root: Path, *, dockets: int = 3, comments_per_docket: int | list
     for index, count in enumerate(counts):
         write_docket(writer, manifest, index, count, start=start,
                      attachment_share=attachment_share, shares=shares)
+    if open_comments:
+        index = len(counts)  # write_docket opens docket i 9*i days after its start
+        opens = (now or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0) - timedelta(days=10)
+        write_docket(writer, manifest, index, open_comments, start=opens - timedelta(days=9 * index),
+                     attachment_share=attachment_share, shares=shares)
+        options["open_docket"] = manifest.dockets[-1].id
     (root / "manifest.json").write_text(manifest.to_json())
     return manifest
 

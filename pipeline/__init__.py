@@ -91,10 +91,32 @@ def _temporary_files_in_data_folder() -> None:
         pass
 
 
+def _docket_task_labels_map_to_their_class() -> None:
+    """The visualiser's "Command to re-run" names a docket task by its label
+    (``FetchComments.CMS-2026-0001``): that command runs ``FetchComments``."""
+    from pipeline.engine.command_line import luigi_command_line_args, task_named_by_its_label
+
+    argv = luigi_command_line_args()
+    if argv is not None:
+        task_named_by_its_label(argv)
+
+
+def _stop_if_already_running() -> None:
+    from pipeline.engine.command_line import luigi_command_line_args, stop_if_already_running
+
+    stop_if_already_running(luigi_command_line_args() or sys.argv[1:])
+
+
 if "luigi" in sys.modules:  # Luigi is importing us (see the docstring): define the tasks now
     _register_tasks()
+    if _is_luigi_command_line():
+        _docket_task_labels_map_to_their_class()
     from pipeline.config import lock_luigi_in_data_folder
 
     lock_luigi_in_data_folder(create=_is_luigi_command_line())
     if _is_luigi_command_line():
+        _stop_if_already_running()
         _temporary_files_in_data_folder()
+        from pipeline.engine.command_line import interrupt_is_one_line
+
+        interrupt_is_one_line()

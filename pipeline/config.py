@@ -19,6 +19,28 @@ from pipeline.errors import ConfigError
 
 SECTION = "docketeer"
 
+LUIGI_DEFAULTS = Path(__file__).with_name("luigi_defaults.cfg")
+
+
+def install_luigi_defaults() -> None:
+    """Put the Luigi settings docketeer relies on (``[retcode]``, ``[worker]``, ...) first
+    among Luigi's configuration files, wherever the process runs from: Luigi reads only
+    ./luigi.cfg, /etc/luigi and $LUIGI_CONFIG_PATH, so from another folder a failed task
+    exited 0. First, so that every file a user has (read after it, in Luigi's order) wins.
+    Luigi reads [retcode] after ``--module pipeline`` is imported, and this runs at that
+    import (``pipeline.config`` is imported by ``pipeline``'s own import then)."""
+    from luigi.configuration.cfg_parser import LuigiConfigParser
+
+    paths = LuigiConfigParser._config_paths
+    if str(LUIGI_DEFAULTS) in paths:
+        return
+    paths.insert(0, str(LUIGI_DEFAULTS))
+    if LuigiConfigParser._instance is not None:  # already read: read again, ours first
+        LuigiConfigParser.reload()
+
+
+install_luigi_defaults()
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -161,13 +183,31 @@ class Settings:
         return [f.strip().lower() for f in self.values["format_preference"].split(",") if f.strip()]
 
     def masked(self) -> list[tuple[str, str, str]]:
-        """(name, shown value, origin) with secrets masked, for ``docketeer config``."""
+        """(name, shown value, origin) with secrets masked, for ``docketeer config``: the
+        effective value, so a store left to its default place says where it is."""
+        derived = self.derived_places()
         rows = []
         for s in SETTINGS:
             value = self.values[s.name]
-            shown = ("***" if value else "(unset)") if s.secret else str(value)
-            rows.append((s.name, shown, self.origins.get(s.name, "default")))
+            origin = self.origins.get(s.name, "default")
+            if s.secret:
+                shown = "***" if value else "(unset)"
+            elif s.name in derived:
+                shown, origin = derived[s.name], f"{origin}: under data_dir"
+            elif s.name == "data_dir" and str(self.data_path) != value:
+                shown = f"{value} (= {self.data_path})"
+            else:
+                shown = str(value)
+            rows.append((s.name, shown, origin))
         return rows
+
+    def derived_places(self) -> dict[str, str]:
+        """Where the stores left empty live: the state DB, the index DB and the blobs under
+        data_dir (the runtime opens them there; pipeline/store/db.py, index/embedded_server.py)."""
+        places = {"state_url": f"sqlite:///{self.data_path / 'state.sqlite'}",
+                  "index_url": f"embedded PostgreSQL in {self.data_path / 'index-pg'}",
+                  "blob_url": str(self.data_path / "blobs")}
+        return {name: place for name, place in places.items() if not self.values[name]}
 
     def secrets(self) -> list[str]:
         return [self.values[s.name] for s in SETTINGS if s.secret and self.values[s.name]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from functools import cached_property
+from pathlib import Path
 
 from pipeline.config import Settings, ensure_data_dir, load_settings
 from pipeline.errors import ConfigError
@@ -33,7 +34,8 @@ class Runtime:
         from pipeline.store import leftovers
         from pipeline.store.blobs import open_blob_store
 
-        url = self.settings.blob_url or str(self.data_dir / "blobs")
+        self.data_dir  # noqa: B018 - made (and checked writable) before anything is put there
+        url = self.settings.blob_url or self.settings.derived_places()["blob_url"]
         settings = self.settings
         return open_blob_store(url, s3_endpoint_url=settings.s3_endpoint_url or None,
                                spool_dir=leftovers.scratch_dir(self.data_dir),
@@ -50,9 +52,7 @@ class Runtime:
 
     def existing_index_db(self):
         """The index DB when one exists; None rather than creating an embedded one to answer."""
-        if self.settings.index_url or (self.data_dir / "index-pg").is_dir():
-            return self.index_db()
-        return None
+        return self.index_db() if index_exists(self.settings) else None
 
     def after_fork(self) -> None:
         """A forked Luigi worker must not share its parent's DB connections: open its own."""
@@ -112,6 +112,39 @@ def get_runtime() -> Runtime:
     _current.after_fork()
     _current.state  # noqa: B018 - bind the models before anyone queries
     return _current
+
+
+def index_exists(settings: Settings) -> bool:
+    """Is there an index DB to ask, without starting or creating one? A configured
+    ``index_url``, or the embedded server's folder under data_dir."""
+    return bool(settings.index_url) or (settings.data_path / "index-pg").is_dir()
+
+
+def sqlite_state_path(settings: Settings) -> Path | None:
+    """The SQLite state DB's file (None: the state DB is a PostgreSQL server's), whether it
+    exists or not; opening nothing."""
+    if settings.state_url.startswith(("postgresql:", "postgres:")):
+        return None
+    return Path(state_db.make_database(settings.state_url, settings.data_path).database)
+
+
+def require_existing_store(settings: Settings) -> None:
+    """A command that reads a store never makes one: a data folder without a state DB (a
+    relative DOCKETEER_DATA_DIR given from another folder, a typo) is one line naming it."""
+    path = sqlite_state_path(settings)
+    if path is None:
+        return  # a server's database: opening it says whether it is reachable
+    if not path.is_file():
+        where = settings.data_path if not settings.state_url else path
+        raise ConfigError(f"no docketeer store at {where} (set DOCKETEER_DATA_DIR to the folder a "
+                          "run wrote, or run `luigi --module pipeline IndexAll` to make one there)")
+
+
+def existing_runtime() -> Runtime:
+    """``get_runtime()`` for a command that reads a store: never creates one."""
+    if _current is None:
+        require_existing_store(load_settings())
+    return get_runtime()
 
 
 def current_settings() -> Settings:

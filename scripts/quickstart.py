@@ -1,12 +1,16 @@
 """The offline quickstart: sample data, a local stand-in for regulations.gov, the real job.
 
-1. Generates a small deterministic corpus (3 dockets, 100 comments, PDFs and DOCX) in the
-   mirrulations layout under data/quickstart/mirror (once).
+1. Generates a small deterministic corpus (3 closed dockets, 100 comments, PDFs and DOCX, and
+   one open docket whose comment period is running) in the mirrulations layout under
+   data/quickstart/mirror (once).
 2. Serves it on 127.0.0.1 as regulations.gov v4 + downloads + Federal Register (stand-in).
 3. Runs the real command, ``luigi --module pipeline IndexAll --local-scheduler``, against it.
 4. Runs it again and checks, from Luigi's execution summary, that no task ran (it exits
    non-zero if one did), and says how long that took.
-5. Prints a search result.
+5. Adds 3 comments to the open docket, as its comment period goes on, and runs it once more
+   in a new freshness window: it checks in the store that exactly those 3 were backfilled,
+   extracted and indexed (it exits non-zero otherwise).
+6. Prints a search result.
 
 Everything is written under data/quickstart/; nothing leaves this machine.
 """
@@ -14,11 +18,15 @@ Everything is written under data/quickstart/; nothing leaves this machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,15 +35,24 @@ ROOT = Path(__file__).resolve().parent.parent
 # data and the stand-in come from this checkout whatever an installed copy points at.
 sys.path.insert(0, str(ROOT))
 
+from devtools.corpus_changes import add_comments  # noqa: E402
 from devtools.make_corpus import Manifest, make_corpus  # noqa: E402
 from devtools.standin_server import StandinServer  # noqa: E402
+
+OPEN_COMMENTS = 12  # the open docket's comments at first
+NEW_COMMENTS = 3  # added to it before the third run
 
 
 def corpus(root: Path, comments: int) -> Manifest:
     if (root / "manifest.json").exists():
-        return Manifest.load(root)
-    print(f"generating sample data: 3 dockets, {comments} comments -> {root}")
-    return make_corpus(root, dockets=3, comments_per_docket=_split(comments, 3))
+        manifest = Manifest.load(root)
+        if "open_docket" in manifest.options:
+            return manifest
+        print("adding an open docket to the sample data: generating it again")  # an older quickstart's
+    print(f"generating sample data: 3 closed dockets, {comments} comments, and one open docket "
+          f"with {OPEN_COMMENTS} -> {root}")
+    return make_corpus(root, dockets=3, comments_per_docket=_split(comments, 3),
+                       open_comments=OPEN_COMMENTS, overwrite=True)
 
 
 def _split(total: int, parts: int) -> list[int]:
@@ -125,16 +142,29 @@ def main(argv: list[str] | None = None) -> None:
     with StandinServer(base / "mirror") as server:
         print(f"stand-in regulations.gov serving {base / 'mirror'} at {server.url}")
         env = job_env(server, store, [d.id for d in manifest.dockets])
-        first, _ = run_index_all(env, "again, on the store of an earlier quickstart" if earlier
+        first, first_ran = run_index_all(env, "again, on the store of an earlier quickstart" if earlier
                                  else "first run: everything is new")
         second, ran = run_index_all(env, "second run: nothing new")
-    if ran:  # the claim below is checked, not assumed
-        raise SystemExit("the second run was expected to do nothing, but Luigi ran:\n  " + "\n  ".join(ran))
-    if earlier:
+        if ran:  # the claim below is checked, not assumed
+            raise SystemExit("the second run was expected to do nothing, but Luigi ran:\n  " + "\n  ".join(ran))
+        open_docket = manifest.options["open_docket"]
+        started = datetime.now(UTC)
+        added = add_comments(base / "mirror", open_docket, NEW_COMMENTS, started)
+        server.reload()
+        time.sleep(1.1)  # the next one-second window: the open docket is due for a pull
+        third, _ = run_index_all({**env, "DOCKETEER_FRESHNESS_SECONDS": "1"},
+                                 f"third run: {len(added)} new comments on the open docket {open_docket}")
+    done = processed(store, open_docket, added, started)  # the claim below is checked too
+    if earlier and not first_ran:
         print(f"\nthe store was already complete: {first:.1f}s and {second:.1f}s, nothing was redone"
               " (use --fresh to start over)")
+    elif earlier:  # an earlier quickstart stopped part-way (Ctrl-C): this one finished its work
+        print(f"\nfirst run {first:.1f}s finished what an earlier, interrupted quickstart left "
+              f"({len(first_ran)} task(s) ran); second run {second:.1f}s: nothing was redone")
     else:
         print(f"\nfirst run {first:.1f}s; second run {second:.1f}s: nothing was redone")
+    print(f"third run {third:.1f}s: {len(added)} new comments on {open_docket} -> "
+          f"{done['backfill']} backfilled, {done['extract']} extracted, {done['index']} indexed")
     docketeer(env, "dockets")
     # --cold: the quickstart leaves nothing running behind it (no warm search service, which
     # would keep the embedded index server up for its idle minutes).
@@ -143,9 +173,32 @@ def main(argv: list[str] | None = None) -> None:
           f"DOCKETEER_DATA_DIR={_shown(store)} DOCKETEER_EMBEDDER={env['DOCKETEER_EMBEDDER']} docketeer dockets")
 
 
+def processed(store: Path, docket: str, added: list[str], since: datetime) -> dict[str, int]:
+    """How many of the ``added`` comments each stage did, read from the store: their state
+    rows (backfill, extract) and the index run of this docket after ``since`` (its counters);
+    exits non-zero unless every stage did all of them."""
+    with contextlib.closing(sqlite3.connect(store / "state.sqlite")) as db:
+        marks = ",".join("?" * len(added))
+        done = {stage: db.execute(f"SELECT count(*) FROM item_state WHERE stage = ? AND state = 'ok' "
+                                  f"AND item IN ({marks})", (stage, *added)).fetchone()[0]
+                for stage in ("backfill", "extract")}
+        runs = db.execute("SELECT counters FROM run WHERE stage = 'index' AND docket = ? AND "
+                          "started_at >= ? AND clean", (docket, since.strftime("%Y-%m-%dT%H:%M:%S"))).fetchall()
+    done["index"] = sum(json.loads(counters or "{}").get("embedded", 0) for (counters,) in runs)
+    if set(done.values()) != {len(added)}:
+        raise SystemExit(f"{len(added)} new comments on {docket} were expected to be backfilled, "
+                         f"extracted and indexed; the store says {done}")
+    return done
+
+
 def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # one line, not a traceback: what was done is kept
+        print("\nquickstart: interrupted; run it again to finish (what was done is kept, and is "
+              "not redone)", file=sys.stderr)
+        raise SystemExit(130) from None

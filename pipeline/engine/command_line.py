@@ -134,3 +134,72 @@ def _plain_meaning(exc: BaseException | None) -> bool:
     from luigi.rpc import RPCError
 
     return isinstance(exc, DocketeerError | ParameterException | RPCError)
+
+
+def task_named_by_its_label(argv: list[str]) -> None:
+    """``luigi --module pipeline.tasks FetchComments.CMS-2026-0001 --docket CMS-2026-0001``
+    runs ``FetchComments``: a docket task's label (its ``task_family`` in luigid, the
+    visualiser's node name, and so the family in its "Command to re-run") is its class and
+    its docket, while Luigi's registry knows the class alone. Only a task named by the very
+    docket its ``--docket`` gives is read so (a Luigi namespace, ``ns.Task``, never is).
+    ``argv`` is the list Luigi parses, changed in place (Luigi parses it again after
+    importing ``--module``)."""
+    dockets = {value for flag, value in zip(argv, argv[1:], strict=False) if flag == "--docket"}
+    dockets |= {arg.removeprefix("--docket=") for arg in argv if arg.startswith("--docket=")}
+    for i, arg in enumerate(argv):
+        family, dot, docket = arg.partition(".")
+        if dot and docket in dockets and family.isidentifier() and not arg.startswith("-"):
+            argv[i] = family
+
+
+def luigi_command_line_args() -> list[str] | None:
+    """The argument list the `luigi` command (``luigi.cmdline.luigi_run``, as the console
+    script and ``python -m luigi`` call it: with its default, ``sys.argv[1:]`` taken when
+    Luigi was imported) is parsing, or None when Luigi is driven some other way."""
+    cmdline = sys.modules.get("luigi.cmdline")
+    defaults = getattr(getattr(cmdline, "luigi_run", None), "__defaults__", None) or ()
+    return defaults[0] if defaults and isinstance(defaults[0], list) else None
+
+
+def stop_if_already_running(argv: list[str]) -> None:
+    """The same `luigi` command already running (Luigi's process lock, ``lock_pid_dir``):
+    one line naming its pid, then [retcode] already_running, before anything is scheduled.
+    Luigi checks again when it takes the lock (two started in the same instant still meet
+    there), but it says only "Pid(s) {…} already running" on stdout."""
+    from luigi import lock
+
+    config = luigi.configuration.get_config()
+    if ("--no-lock" in argv or "--take-lock" in argv or config.getboolean("core", "no_lock", False)
+            or config.getint("core", "lock_size", 1) != 1
+            or not config.has_option("core", "lock_pid_dir")):
+        return
+    pid_dir = config.get("core", "lock_pid_dir")
+    my_pid, my_cmd, pid_file = lock.get_info(pid_dir)
+    try:
+        with open(pid_file) as listed:
+            pids = {int(p) for p in listed.read().split() if p.strip().isdigit()}
+    except OSError:
+        return
+    others = sorted(p for p in pids if p != my_pid and lock.getpcmd(p) == my_cmd)
+    if others:
+        code = config.getint("retcode", "already_running", 10)
+        print(f"docketeer: the same command is already running as pid {', '.join(map(str, others))} "
+              f"(lock in {pid_dir}); this run did nothing (exit {code})", file=sys.stderr)
+        raise SystemExit(code)
+
+
+def interrupt_is_one_line() -> None:
+    """Ctrl-C (SIGINT) during a `luigi` run: one line, not the traceback of wherever the
+    worker was. What was done is kept: a stage writes its rows as it goes, and a row left
+    ``pending`` is repaired by the next run. The process still ends as Python ends on an
+    interrupt (killed by SIGINT), which is what a shell and cron expect."""
+    previous = sys.excepthook
+
+    def one_line(kind, value, traceback) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            print("docketeer: interrupted; what was done is kept, and the next run continues",
+                  file=sys.stderr)
+            return
+        previous(kind, value, traceback)
+
+    sys.excepthook = one_line

@@ -10,6 +10,7 @@ stage declared elsewhere). What a `luigi` command run shares travels with the ta
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import time
@@ -31,7 +32,7 @@ from pipeline.engine.invocation import Invocation, InvocationParameter
 from pipeline.engine.markers import MarkerStore
 from pipeline.engine.progress import Progress
 from pipeline.engine.stage import Stage, StageContext, StageResult
-from pipeline.errors import BudgetSpent, ConfigError, DocketeerError
+from pipeline.errors import BudgetSpent, ConfigError, DocketeerError, LeaseHeld
 from pipeline.failures import classify, original_error
 from pipeline.runtime import get_runtime
 from pipeline.store import dockets as docket_rows
@@ -41,6 +42,8 @@ from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
 log = logging.getLogger("docketeer")
 
 BASE_VERSION = 1
+# What a run that a spent budget stopped is called, by its stage's line and by its wrapper's
+PARTIAL = "partial: budget spent, continues next run"
 
 
 class StageIncomplete(DocketeerError):
@@ -100,8 +103,10 @@ class DocketStageTask(CheckedParameters, luigi.Task):
     version = luigi.OptionalIntParameter(
         default=None, description="target version; --force picks the next one"
     )
+    # Explicit: `--force` alone, or `--force False` as the visualiser's re-run command
+    # writes every parameter out.
     force = luigi.BoolParameter(
-        default=False, significant=False,
+        default=False, significant=False, parsing=luigi.BoolParameter.EXPLICIT_PARSING,
         description="redo known-complete work for this run (bypasses seal, fingerprint, hash)",
     )
     invocation = InvocationParameter()
@@ -228,7 +233,13 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         # as a change by the next run.
         input_fp = self.input_fingerprint()
         started = time.monotonic()
-        with leases.held(self.stage.name, self.docket, settings.lease_seconds) as token:
+        with contextlib.ExitStack() as lease:
+            try:
+                token = lease.enter_context(leases.held(self.stage.name, self.docket,
+                                                        settings.lease_seconds))
+            except LeaseHeld as held_by:
+                self._skip_worked_elsewhere(held_by)
+                return
             store = self.marker_store()
             held = store.hold_output(self.docket)  # cleared until the run ends well
             ctx = self._context(rt, settings, token)
@@ -258,6 +269,19 @@ class DocketStageTask(CheckedParameters, luigi.Task):
             # Cron must see it: the work done is kept, the marker is not written.
             raise StageIncomplete(
                 f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
+
+    def _skip_worked_elsewhere(self, held_by: LeaseHeld) -> None:
+        """A live run holds this (stage, docket): its work is being done, so this task steps
+        aside with one notice and succeeds (cron sees exit 0, not a failure). Its run row
+        ends clean, with no item touched: done *for this run*, as a finished stage is, so
+        the wrapper does not ask for it again and the downstream works on what exists; no
+        marker is written (the holder writes its own)."""
+        line = f"{held_by}: skipped, that run does its work"
+        run_id = runs.start_run(self.task_id, self.stage.name, self.docket)
+        runs.finish_run(run_id, clean=True, counters={}, message=line)
+        log.info(line)
+        if self.set_status_message:
+            self.set_status_message(line)
 
     def _left_complete_by_upstream(self) -> bool:
         """Luigi judged this task before its upstream ran; an upstream that found nothing
@@ -364,7 +388,7 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
         line = f"{self.stage.name} {self.docket}: {shown or 'nothing to do'} in {seconds:.2f}s"
         if result.budget_spent:
-            line += f" — budget spent ({result.message}); the next run continues"
+            line += f" — {PARTIAL} ({result.message})"
         elif not result.clean:
             line += f" — unclean: {result.message}"
         log.info(line)

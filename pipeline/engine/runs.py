@@ -62,3 +62,17 @@ def dockets_run_since(docket_ids: list[str], since: str) -> set[str]:
 def by_run_id(run_ids: list[str]) -> dict[str, Run]:
     """run_id -> its row, for the runs that wrote some rows (one query)."""
     return {r.run_id: r for r in Run.select().where(Run.run_id.in_(list(set(run_ids))))} if run_ids else {}
+
+
+def budget_stopped_since(docket_ids: list[str] | None, since: str) -> dict[str, list[str]]:
+    """Which dockets (of these; None: any) had a stage run stop on its budget at or after
+    ``since``, and which stages (one query): the dockets a run left partial, to be continued
+    by the next."""
+    where = (Run.budget_spent == True) & (Run.started_at >= since)  # noqa: E712
+    if docket_ids is not None:
+        where &= Run.docket.in_(list(docket_ids))
+    query = Run.select(Run.docket, Run.stage).where(where).distinct()
+    stopped: dict[str, list[str]] = {}
+    for row in query:
+        stopped.setdefault(row.docket, []).append(row.stage)
+    return {docket: sorted(stages) for docket, stages in sorted(stopped.items())}

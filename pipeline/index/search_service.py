@@ -4,7 +4,9 @@
 sentence-transformers and loading the model (15-30 s), not searching. The first search
 starts this service in the background (``python -m pipeline.index.search_service``); it
 loads the model and the index DB once, listens on ``<data_dir>/search.sock`` and answers
-every later search in well under a second, until it has been idle ``IDLE_SECONDS``.
+every later search in well under a second, until it has been idle ``IDLE_SECONDS``, is
+asked to stop (``docketeer search --stop``) or gets SIGTERM, SIGINT or SIGHUP: each ends it
+the same way, its socket removed and the embedded index server it started stopped.
 
 One request per connection, one JSON line each way. The service answers only requests made
 under its own settings (embedder and index): a request with others is refused, and the
@@ -77,6 +79,33 @@ def _start(data_dir: Path) -> subprocess.Popen:
                             start_new_session=True)  # outlives the command that started it
 
 
+def stop(data_dir: Path, seconds: float = 60) -> str:
+    """Stop the warm search service of this data folder and wait until it has exited (its
+    embedded index server stopped with it, unless a run still uses that server); what
+    happened, as one line."""
+    path = socket_path(data_dir)
+    answer = _send(path, {"stop": True}) if path is not None else None
+    if answer is None:
+        return f"no search service is running for {Path(data_dir).resolve()}"
+    if "refused" in answer:
+        return f"not stopped: {answer['refused']}"
+    pid, deadline = int(answer["pid"]), time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(pid):
+        return f"the search service (pid {pid}) was asked to stop and is still stopping"
+    return f"stopped the search service (pid {pid}) and the index server it started"
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 # --- the service -----------------------------------------------------------------------------
 
 
@@ -111,8 +140,10 @@ class SearchServer(socketserver.UnixStreamServer):
         from pipeline.index.search_results import hit_records
 
         if request.get("stop"):
+            if self.engine is not None:  # docketeer serve's socket: the page goes on
+                return {"refused": "docketeer serve answers here: stop it where it runs (Ctrl-C)"}
             self.stopping = True
-            return {"stopped": True}
+            return {"stopped": True, "pid": os.getpid()}
         if request.get("embedder") != self.embedder.id or request.get("index") != index_key(self.runtime.settings, self.runtime.data_dir):
             return {"refused": "other settings"}
         try:
@@ -151,14 +182,28 @@ def index_key(settings, data_dir) -> str:
     return settings.index_url or str(Path(data_dir).resolve())
 
 
+def _stop_on_terminate(signum, _frame) -> None:
+    # Raised inside the wait for a request: serve_until_idle's cleanup runs (the socket
+    # removed, the index server stopped) instead of the process vanishing with its database.
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    import signal
+
     from pipeline.runtime import get_runtime
 
+    signal.signal(signal.SIGTERM, _stop_on_terminate)
+    signal.signal(signal.SIGINT, _stop_on_terminate)
+    signal.signal(signal.SIGHUP, _stop_on_terminate)
     runtime = get_runtime()
-    path = socket_path(runtime.data_dir)
-    if path is None:
-        raise SystemExit(f"docketeer: data_dir too long for a unix socket: {runtime.data_dir}")
-    SearchServer(path, runtime).serve_until_idle()
+    try:  # a signal while the model loads stops the index server too
+        path = socket_path(runtime.data_dir)
+        if path is None:
+            raise SystemExit(f"docketeer: data_dir too long for a unix socket: {runtime.data_dir}")
+        SearchServer(path, runtime).serve_until_idle()
+    finally:
+        runtime.close()
 
 
 if __name__ == "__main__":

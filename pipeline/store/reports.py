@@ -38,7 +38,8 @@ def comment_progress() -> dict[str, dict[str, int]]:
     counts; one whose record could not be read does not); extracted: extract wrote a
     combined.md (any outcome, including failed attachments). An item waiting to retry has no
     result yet and counts in none of them, except in backfill one whose record is stored
-    while its files wait for the mirror (it counts as detailed).
+    while its files wait for the mirror (it counts as detailed). Beside each, "<column> failed"
+    (failed, unsupported, too large) and "<column> waiting to retry" (``progress_cell``).
     """
     no_detail = Item.detail_hash.is_null() | Item.detail_hash.in_(list(NO_DETAIL))
     has_detail = Case(None, [(no_detail, 0)], 1)
@@ -53,11 +54,14 @@ def comment_progress() -> dict[str, dict[str, int]]:
     progress: dict[str, dict[str, int]] = {}
     column = {"fetch": "comments", "backfill": "detailed", "extract": "extracted"}
     for docket, stage, state, detail_stored, n in query:
+        counts = progress.setdefault(docket, {})
+        if (aside := SET_ASIDE.get(state)) and stage != "fetch":
+            key = f"{column[stage]} {aside}"  # "extracted failed": said beside the count
+            counts[key] = counts.get(key, 0) + n
         waits_for_files = stage == "backfill" and state == RETRY and detail_stored
         if (state in NOT_DONE and not waits_for_files) or (stage == "backfill" and state == "failed"
                                                             and not detail_stored):
             continue
-        counts = progress.setdefault(docket, {})
         counts[column[stage]] = counts.get(column[stage], 0) + n
     return progress
 
@@ -70,6 +74,21 @@ def submissions(docket_id: str | None = None) -> dict[str, tuple[int, int]]:
     which = (Item.kind == "comment") if docket_id is None else (Item.kind == "comment") & (Item.docket == docket_id)
     query = Item.select(Item.docket, fn.COUNT(Item.key), represented).where(which).group_by(Item.docket).tuples()
     return {docket: (records, int(total or 0)) for docket, records, total in query}
+
+
+# Item states that a count of done items would hide, by how a progress cell names them (an
+# ``ocr_needed`` extract row is not among them: the OCR stage takes it from there).
+SET_ASIDE = {"failed": "failed", "unsupported": "failed", "too_large": "failed",
+             RETRY: "waiting to retry"}
+
+
+def progress_cell(counts: dict[str, int], column: str) -> str:
+    """'34', or '34 (1 failed, 2 waiting to retry)': a count with what it leaves out or holds
+    back (``docketeer dockets`` and the status page)."""
+    aside = [f"{counts[key]} {how}" for how in dict.fromkeys(SET_ASIDE.values())
+             if counts.get(key := f"{column} {how}")]
+    done = str(counts.get(column, 0))
+    return f"{done} ({', '.join(aside)})" if aside else done
 
 
 def retry_waiting() -> dict[str, int]:

@@ -287,6 +287,12 @@ class DocketStatus:
     waiting: int
     pending: int
 
+    def cell(self, column: str) -> str:
+        """A progress count with what it leaves out: '34 (1 failed, 2 waiting to retry)'."""
+        from pipeline.store.reports import progress_cell
+
+        return progress_cell(self.progress, column)
+
 
 def status_page(runtime) -> list[DocketStatus]:
     from pipeline.store import reports

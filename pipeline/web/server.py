@@ -23,6 +23,13 @@ def serve(runtime, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
     from pipeline.web.app import make_app
     from pipeline.web.pages import WarmSearch
 
+    check_port(host, port)  # before the model loads and a URL is printed
+    from pipeline.errors import DocketeerError
+    from pipeline.runtime import index_exists
+
+    if not index_exists(runtime.settings):  # the page never makes an index server to show nothing
+        raise DocketeerError(f"serve: nothing is indexed yet in {runtime.settings.data_path}: run "
+                             "`luigi --module pipeline IndexAll` first")
     print(f"docketeer serve: loading the {runtime.settings.embedder} embedder …", flush=True)
     engine = WarmSearch(runtime)
     runtime.index_db()  # start (or join) the index DB now, not on the first search
@@ -39,6 +46,30 @@ def serve(runtime, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
         if socket_server is not None:
             socket_server.stopping = True
             socket_server.shutdown_socket()
+
+
+def check_port(host: str, port: int) -> None:
+    """The address is free to listen on, or one line saying why not (in use, not this
+    machine's): said before anything loads, not as uvicorn's [Errno 98] after the URL."""
+    import errno
+    import socket
+
+    from pipeline.errors import DocketeerError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise DocketeerError(f"serve: cannot listen on {host}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise DocketeerError(f"serve: port {port} on {host} is in use: stop what listens "
+                                     "there, or pass --port with another") from None
+            raise DocketeerError(f"serve: cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 def read_only(runtime) -> None:

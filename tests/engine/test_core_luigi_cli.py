@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,124 @@ def test_bad_configuration_is_one_clear_line(tmp_path, env, expected):
     assert "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("docketeer:")]
     assert len(lines) == 1 and expected in lines[0], result.stderr[-2000:]
+
+
+def luigi_elsewhere(folder: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess:
+    """The `luigi` command as cron runs it: from a folder that is not the checkout, with no
+    luigi.cfg of docketeer's in reach (no LUIGI_CONFIG_PATH)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DOCKETEER_", "TOY_", "LUIGI_"))}
+    env.update(PYTHONPATH=str(ROOT), DOCKETEER_DATA_DIR=str(folder / "data"),
+               DOCKETEER_DISCOVER="list", DOCKETEER_DOCKETS="AB-2026-0001,AB-2026-0002")
+    env.update(env_extra)
+    return subprocess.run(
+        [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", *args, "--local-scheduler"],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_a_failed_task_exits_30_from_any_folder_and_a_users_luigi_cfg_still_wins(tmp_path):
+    elsewhere = tmp_path / "cron-home"
+    elsewhere.mkdir()
+    failing = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002")
+    assert failing.returncode == 30, failing.stderr[-2000:]  # the package's own [retcode]
+    # Every docket's task is in the summary: the package's [execution_summary] too.
+    assert "ToyProcess(docket=AB-2026-0001" in failing.stderr.split("Execution Summary")[1]
+    # A luigi.cfg in the folder the command runs from is read after the package's defaults.
+    (elsewhere / "luigi.cfg").write_text("[retcode]\ntask_failed = 7\n")
+    mine = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002")
+    assert mine.returncode == 7, mine.stderr[-2000:]
+    # ... and so is $LUIGI_CONFIG_PATH, after both.
+    (tmp_path / "theirs.cfg").write_text("[retcode]\ntask_failed = 9\n")
+    theirs = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002",
+                             LUIGI_CONFIG_PATH=str(tmp_path / "theirs.cfg"))
+    assert theirs.returncode == 9, theirs.stderr[-2000:]
+
+
+def test_a_run_finding_a_docket_stage_worked_by_a_live_run_skips_it_and_exits_0(tmp_path):
+    """Two overlapping cron jobs: the second meets the first's lease on one docket stage and
+    steps aside with one notice (its work is being done); neither fails."""
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_DISCOVER="list",
+               DOCKETEER_DOCKETS="AB-2026-0001,AB-2026-0002")
+    first = subprocess.Popen(
+        [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", "ToyAll", "--local-scheduler"],
+        cwd=ROOT, env={**env, "TOY_HOLD": f"AB-2026-0001:{hold}"}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (hold / "started").exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.stdout.read()
+            time.sleep(0.05)
+        # Other options, so Luigi's own lock (the same command line) does not stop it first.
+        second = luigi_cmd(tmp_path, "ToyAll", "--docket", "AB-2026-0001")
+    finally:
+        (hold / "release").write_text("")
+        first_out, _ = first.communicate(timeout=120)
+    assert second.returncode == 0, second.stderr[-3000:]
+    holder = f"{socket.gethostname()}:{first.pid}"
+    notices = [line for line in second.stderr.splitlines() if "is being worked by" in line]
+    assert len(notices) == 1, second.stderr[-3000:]
+    assert (f"toyprocess AB-2026-0001 is being worked by {holder} until " in notices[0]
+            and notices[0].endswith(": skipped, that run does its work")), notices
+    assert "Traceback" not in second.stderr
+    assert first.returncode == 0, first_out[-3000:]
+    # The first run did the work and wrote the markers; the second did none of it.
+    assert sqlite(tmp_path, "select count(*) from docket_stage where stage='toyprocess'") == [(2,)]
+    assert sqlite(tmp_path, "select count(*) from item_state where stage='toyprocess' and "
+                            "run_id in (select run_id from run where message like '%skipped%')") == [(0,)]
+
+
+def test_the_same_command_while_it_runs_is_one_line_naming_its_pid_and_exit_10(tmp_path):
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_DISCOVER="list",
+               DOCKETEER_DOCKETS="AB-2026-0001")
+    command = [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", "ToyAll",
+               "--local-scheduler"]
+    first = subprocess.Popen(command, cwd=ROOT, env={**env, "TOY_HOLD": f"AB-2026-0001:{hold}"},
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (hold / "started").exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.stdout.read()
+            time.sleep(0.05)
+        second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        (hold / "release").write_text("")
+        first.communicate(timeout=120)
+    assert second.returncode == 10, second.stderr[-3000:]  # [retcode] already_running
+    assert second.stdout == ""
+    assert second.stderr.splitlines() == [
+        f"docketeer: the same command is already running as pid {first.pid} (lock in "
+        f"{tmp_path / 'data' / 'luigi-lock'}); this run did nothing (exit 10)"], second.stderr
+    assert first.returncode == 0
+
+
+def test_ctrl_c_during_a_run_is_one_line_and_the_next_run_finishes(tmp_path):
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_DISCOVER="list",
+               DOCKETEER_DOCKETS="AB-2026-0001")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", "ToyAll", "--local-scheduler"],
+        cwd=ROOT, env={**env, "TOY_HOLD": f"AB-2026-0001:{hold}"}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (hold / "started").exists():
+        assert run.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    out, err = run.communicate(timeout=60)
+    assert "Traceback" not in out + err, (out + err)[-3000:]
+    assert err.splitlines()[-1] == "docketeer: interrupted; what was done is kept, and the next run continues"
+    again = luigi_cmd(tmp_path, "ToyAll")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sqlite(tmp_path, "select count(*) from docket_stage where stage='toyprocess'") == [(2,)]

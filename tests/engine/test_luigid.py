@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -101,3 +103,67 @@ def test_a_yielded_docket_task_is_loaded_again_as_the_same_task(tmp_path):
     assert type(loaded) is pipeline.FetchComments and loaded.task_id == task.task_id == yielded.task_id
     assert loaded.task_family == "FetchComments.AB-2026-0001"
     assert Register.get_task_cls("FetchComments") is pipeline.FetchComments  # one class by that name
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_budget_stopped_run_is_partial_in_luigid_and_luigis_summary_and_exits_20(tmp_path, pg_server, workers):
+    (tmp_path / "luigid-logs").mkdir()
+    # luigid as docs/OPERATING.md starts it: reading the clone's luigi.cfg
+    luigid_env = {**os.environ, "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg")}
+    with running_luigid(tmp_path / "luigid.state", logdir=tmp_path / "luigid-logs", env=luigid_env) as (port, _), \
+            built_store(tmp_path, pg_server, dockets=1, comments=12, build=False) as store:
+        [docket] = store.dockets
+        # With 2 workers every task runs in a forked process: the budget reaches them too.
+        partial = run_index_all(store, port, "--request-budget", "6", "--workers", workers)
+        # Right after it (within luigid's default 10 s cooldown): the same job continues.
+        again = run_index_all(store, port, "--request-budget", "6")
+        pending = api(port, "task_list", status="PENDING")
+        done = api(port, "task_list", status="DONE")
+    assert partial.returncode == 20, partial.stderr[-3000:]  # [retcode] missing_data: partial
+    summary = partial.stderr.split("Execution Summary")[1]
+    assert f"ContinuesNextRun(wrapper=IndexAll, dockets={docket})" in summary
+    assert "were missing external dependencies" in summary
+    assert again.returncode in (0, 20), again.stderr[-3000:]  # never "not granted run permission"
+    assert "not granted run permission" not in again.stderr
+    # luigid: the wrapper waits for the next run and says why; the stopped stage says partial.
+    [wrapper] = [t for t in pending.values() if t["name"] == "IndexAll"]
+    assert "of 1 docket partial: budget spent, continues next run" in wrapper["status_message"]
+    assert any(t["name"] == "ContinuesNextRun" for t in pending.values())
+    [backfill] = [t for t in done.values() if t["name"] == f"BackfillComments.{docket}"]
+    assert "partial: budget spent, continues next run" in backfill["status_message"], backfill
+    assert backfill["progress_percentage"] < 100
+
+
+def visualiser_rerun_command(port: int, task_id: str) -> str:
+    """The error dialog's "Command to re-run", built as luigi's visualiser builds it from
+    luigid's fetch_error (luigi/static/visualiser: index.html's errorTemplate,
+    visualiserApp.js's showErrorTrace)."""
+    error = api(port, "fetch_error", task_id=task_id)
+    params = " ".join(f"--{k.replace('_', '-')} {json.dumps(v)}" for k, v in error["taskParams"].items())
+    return f"luigi --module {error['taskModule']} {error['taskFamily']} {params}"
+
+
+def test_the_visualisers_rerun_command_runs_the_failed_docket_task(luigid, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_DISCOVER="list",
+               DOCKETEER_DOCKETS="AB-2026-0001,AB-2026-0002",
+               PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    scheduler = ["--scheduler-host", "127.0.0.1", "--scheduler-port", str(luigid)]
+    failed = subprocess.run(
+        [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", "ToyAll", *scheduler],
+        cwd=ROOT, env={**env, "TOY_FAIL": "AB-2026-0002"}, capture_output=True, text=True, timeout=300)
+    assert failed.returncode == 30, failed.stderr[-3000:]
+    [(task_id, task)] = api(luigid, "task_list", status="FAILED").items()
+    command = visualiser_rerun_command(luigid, task_id)
+    assert command.startswith("luigi --module tests.fixtures.core_stages ToyProcess.AB-2026-0002 "
+                              '--docket "AB-2026-0002"'), command
+    # Run as shown, from a shell in another folder, the cause fixed (TOY_FAIL unset).
+    (tmp_path / "elsewhere").mkdir()
+    rerun = subprocess.run(f"{command} {' '.join(scheduler)}", shell=True, cwd=tmp_path / "elsewhere",
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "TaskClassNotFoundException" not in rerun.stderr
+    assert "ToyProcess(docket=AB-2026-0002" in rerun.stderr.split("Execution Summary")[1]
+    done = api(luigid, "task_list", status="DONE")
+    assert task["name"] in {t["name"] for t in done.values()}

@@ -390,12 +390,14 @@ def test_a_request_budget_stops_a_mirror_fetch_cleanly_and_the_next_run_reads_on
         runtime.state  # noqa: B018 - open the state DB
         docket_rows.ensure_dockets([docket], "list")
         with counters.measure() as first:
-            assert run_invocation(FetchAll(docket=docket, request_budget=6))  # a spent budget exits 0
+            assert run_invocation(FetchAll(docket=docket, request_budget=6))  # no task failed: partial
         # 6 requests: the folder walk and 5 records; the walk stopped before the 7th.
         assert first.get(MIRROR_WALKS) == 1 and len(read) == 5
         assert not DocketStage.select().where((DocketStage.docket == docket) & (DocketStage.stage == "fetch")).exists()
+        # One line from the stage, one from the wrapper counting its partial dockets.
         lines = [r.getMessage() for r in caplog.records if "budget spent" in r.getMessage()]
-        assert len(lines) == 1 and "request budget spent (6 requests)" in lines[0] and "\n" not in lines[0]
+        assert len(lines) == 2 and "request budget spent (6 requests)" in lines[0] and "\n" not in lines[0]
+        assert lines[1] == f"FetchAll: 1 of 1 docket partial: budget spent, continues next run ({docket}: fetch)"
         assert MirrorObject.select().where(MirrorObject.key.in_(read)).count() == 5  # what it read is kept
         created_first = Item.select().where(Item.docket == docket).count()
         assert run_invocation(FetchAll(docket=docket))

@@ -4,6 +4,9 @@ and stops when asked (the model it keeps is the point: here the hashing embedder
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -56,3 +59,70 @@ def test_warm_service_answers_like_the_in_process_search_and_stops(store):
         time.sleep(0.1)
     assert not search_service.socket_path(rt.data_dir).exists()
     assert os.path.exists(rt.data_dir / "search-service.log")
+
+
+def postgres_serving(pgdata) -> list:
+    """The PostgreSQL processes running over ``pgdata``."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["name", "cmdline"]):
+        try:
+            if "postgres" in (process.info["name"] or "") and str(pgdata) in " ".join(process.info["cmdline"] or []):
+                found.append(process)
+        except psutil.Error:
+            pass
+    return found
+
+
+@pytest.fixture
+def embedded_store(tmp_path, monkeypatch):
+    """A store whose index is the embedded server (the default): the service starts it."""
+    from tests.fixtures.state_fixtures import make_runtime
+
+    data = tmp_path / "data"
+    if search_service.socket_path(data) is None:
+        pytest.skip("temporary folder too deep for a unix socket")
+    for name, value in {"DOCKETEER_DATA_DIR": str(data), "DOCKETEER_EMBEDDER": "hashing",
+                        "DOCKETEER_INDEX_URL": "", "DOCKETEER_STATE_URL": "",
+                        "DOCKETEER_DISCOVER": "none"}.items():
+        monkeypatch.setenv(name, value)
+    rt = make_runtime(tmp_path)
+    rt.state  # noqa: B018 - the state DB
+    rt.index_db()  # the embedded server's folder and schema, then stopped
+    rt.close()
+    assert not postgres_serving(data / "index-pg")
+    return data
+
+
+def _start_service(data):
+    child = search_service._start(data)
+    deadline = time.monotonic() + 120
+    while not search_service.socket_path(data).exists():
+        assert child.poll() is None and time.monotonic() < deadline, (data / "search-service.log").read_text()
+        time.sleep(0.1)
+    assert postgres_serving(data / "index-pg"), "the service runs the index server"
+    return child
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_stops_the_service_and_its_index_server(embedded_store, signum):
+    child = _start_service(embedded_store)
+    child.send_signal(signum)
+    child.wait(timeout=60)
+    assert not search_service.socket_path(embedded_store).exists()
+    assert not postgres_serving(embedded_store / "index-pg")
+
+
+def test_search_stop_stops_the_service_and_its_index_server(embedded_store):
+    child = _start_service(embedded_store)
+    done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", "search", "--stop"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (f"stopped the search service (pid {child.pid}) and the index "
+                                   "server it started")
+    assert child.wait(timeout=10) == 0
+    assert not postgres_serving(embedded_store / "index-pg")
+    again = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", "search", "--stop"],
+                           capture_output=True, text=True, timeout=120)
+    assert again.stdout.strip() == f"no search service is running for {embedded_store}"

@@ -35,9 +35,17 @@ def luigi_cmd(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
 
 
-def docketeer(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *args],
-                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+def docketeer(tmp_path: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *args], cwd=tmp_path,
+                          env={**_env(tmp_path), **env_extra}, capture_output=True, text=True, timeout=120)
+
+
+def made_store(tmp_path: Path) -> None:
+    """An empty store at the commands' data folder (a command never makes one)."""
+    from pipeline.store.db import open_state_db
+
+    (tmp_path / "data").mkdir()
+    open_state_db("", tmp_path / "data").close()
 
 
 def _free_port() -> int:
@@ -89,6 +97,7 @@ def test_bad_docketeer_argument_is_one_line_exit_2(tmp_path, args, expected):
 
 def test_snapshot_onto_a_file_is_one_line(tmp_path):
     (tmp_path / "afile").write_text("x")
+    made_store(tmp_path)
     _one_line(docketeer(tmp_path, "snapshot", str(tmp_path / "afile")), 2, "is a file: snapshot into a new folder")
 
 
@@ -116,8 +125,10 @@ def test_search_for_punctuation_says_so_instead_of_nan_scores():
         search(_NoIndex(), HashingEmbedder(), "%")
 
 
-def test_search_for_punctuation_on_the_command_line_is_one_line_exit_2(tmp_path):
-    _one_line(docketeer(tmp_path, "search", "--cold", "%"), 2, "nothing to search for in '%'")
+def test_search_for_punctuation_on_the_command_line_is_one_line_exit_2(tmp_path, pg_url):
+    made_store(tmp_path)
+    _one_line(docketeer(tmp_path, "search", "--cold", "%", DOCKETEER_INDEX_URL=pg_url), 2,
+              "nothing to search for in '%'")
 
 
 @pytest.fixture
@@ -139,6 +150,8 @@ def full_disk(tmp_path):
 def test_initdb_on_a_full_disk_is_one_line_that_names_the_disk(tmp_path, full_disk):
     env = _env(tmp_path) | {"DOCKETEER_DATA_DIR": str(full_disk / "data")}
     env.pop("DOCKETEER_INDEX_URL", None)  # the embedded index server, made under the data folder
+    made_store(full_disk)  # a store whose index server has not been made yet
+    (full_disk / "data" / "index-pg").mkdir()
     done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", "search", "--cold", "words"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     _one_line(done, 1, "the embedded index server under")
@@ -198,5 +211,52 @@ def test_pg_ctl_failing_is_named_by_the_server_log_line_that_says_why():
                   '2026-12-01 11:00:00 UTC [7] FATAL:  could not create lock file "postmaster.pid": '
                   "Permission denied\n")
         raise subprocess.CalledProcessError(1, ["/venv/pginstall/bin/pg_ctl", "-w", "start"])
+    # ... and a folder it may not write says what to do
     assert str(raised.value) == ("the embedded index server under /data/index-pg cannot start: pg_ctl: "
-                                 'could not create lock file "postmaster.pid": Permission denied')
+                                 'could not create lock file "postmaster.pid": Permission denied; '
+                                 "give it a data folder on a local disk it may write (DOCKETEER_DATA_DIR), "
+                                 "or set index_url to a PostgreSQL server with pgvector")
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
+    from pipeline.ops import cli
+
+    closed = []
+
+    def interrupted(args):
+        cli._opened.append(type("Store", (), {"close": lambda self: closed.append(True)})())
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, "config", interrupted)
+    assert cli.main(["config"]) == 130
+    assert capsys.readouterr().err.splitlines() == ["docketeer: interrupted"]
+    assert closed == [True]  # the stores it opened are closed on the way out
+
+
+@pytest.fixture
+def read_only_disk(tmp_path):
+    """A read-only tmpfs (mounting needs root, as CI's container has); the test says why it
+    cannot run elsewhere."""
+    disk = tmp_path / "ro"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M,ro", "tmpfs", str(disk)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a read-only tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_data_folder_the_index_server_cannot_use_is_one_line_naming_it_and_the_fix(read_only_disk):
+    from pipeline.errors import ConfigError
+    from pipeline.index import embedded_server
+
+    with pytest.raises(ConfigError) as refused:
+        embedded_server.acquire(read_only_disk)
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message == (f"the embedded index server cannot use {read_only_disk / 'index-pg'}: "
+                       "Read-only file system; give it a data folder on a local disk it may write "
+                       "(DOCKETEER_DATA_DIR), or set index_url to a PostgreSQL server with pgvector")

@@ -98,6 +98,32 @@ def test_config_shows_origins_and_masks_secrets(tmp_path):
     assert "***" in lines["api_key"] and "env REGULATIONS_GOV_API_KEY" in lines["api_key"]
     assert "env DOCKETEER_DATA_DIR" in lines["data_dir"]
     assert lines["source"].split()[-1] == "luigi.cfg"
+    # The stores left empty say where they are, not a blank
+    assert f"sqlite:///{tmp_path / 'state.sqlite'}  " in lines["state_url"]
+    assert f"embedded PostgreSQL in {tmp_path / 'index-pg'}  " in lines["index_url"]
+    assert f" {tmp_path / 'blobs'}  " in lines["blob_url"]
+    assert all(lines[name].endswith("luigi.cfg: under data_dir") for name in ("state_url", "index_url", "blob_url"))
+
+
+READ_COMMANDS = (["dockets"], ["stats"], ["explain", "CMS-2026-0001-0003"], ["pending"],
+                 ["search", "rural hospitals"], ["verify"], ["serve", "--port", "1"],
+                 ["export", "exported"], ["snapshot", "snap"], ["seal", "CMS-2026-0001"])
+
+
+@pytest.mark.parametrize("argv", READ_COMMANDS, ids=lambda argv: argv[0])
+def test_a_command_never_creates_a_store_where_there_is_none(tmp_path, argv):
+    """The README's relative DOCKETEER_DATA_DIR given from another folder names a folder with
+    no store: one line naming it and exit 2, and nothing made there (no service, no server)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "LUIGI_"))}
+    env.update(PYTHONPATH=str(ROOT), DOCKETEER_DATA_DIR="data/quickstart/store")
+    done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *argv], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"docketeer: no docketeer store at {tmp_path / 'data/quickstart/store'} (set "
+        "DOCKETEER_DATA_DIR to the folder a run wrote, or run `luigi --module pipeline IndexAll` "
+        "to make one there)"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_dockets_table_has_every_column(store, capsys):
@@ -113,7 +139,10 @@ def test_dockets_table_has_every_column(store, capsys):
         listed = str(docket.comment_count)
         assert cells["comments"] == listed
         assert cells["detailed"] == listed
-        assert cells["extracted"] == listed  # each wrote its combined.md
+        # Each wrote its combined.md; those whose every file failed say so beside the count.
+        failed = ItemState.select().where((ItemState.docket == docket.id) & (ItemState.stage == "extract")
+                                          & (ItemState.state == "failed")).count()
+        assert cells["extracted"] == listed + (f" ({failed} failed)" if failed else "")
         assert cells["indexed"] == listed  # comments collection
         assert cells["retry"] == "-"  # nothing waits
         assert cells["sealed"] == "open"
@@ -127,7 +156,8 @@ def test_dockets_shows_items_waiting_to_retry_and_the_next_attempt(store, waitin
     assert by_id[waiting]["retry"] == "2 @2026-12-01 01:00 EST"
     assert Docket.get_by_id(waiting).retry_due_at == "2026-12-01T06:00:00.000000Z"
     assert {row["retry"] for d, row in by_id.items() if d != waiting} == {"-"}
-    # A waiting comment has no detail yet: the progress columns are unchanged.
+    # A waiting comment has no detail yet: the progress columns are unchanged (these two are
+    # made up, no item row: the progress cells count listed comments only).
     listed = str(store.manifest.dockets[0].comment_count)
     assert by_id[waiting]["detailed"] == listed
 

@@ -112,3 +112,54 @@ def test_cli_refuses_a_non_empty_destination(runtime, tmp_path, capsys):
     assert cli.main(["snapshot", str(tmp_path / "snap")]) == 2
     assert "not empty" in capsys.readouterr().err
     assert (tmp_path / "snap" / "precious.txt").read_text() == "keep me"
+
+
+def test_restore_loads_a_snapshot_into_a_new_folder_and_verifies_it(runtime, tmp_path, pg_server,
+                                                                    monkeypatch, capsys):
+    from pipeline.store.models import Docket, Run
+
+    Docket.insert(id="AB-2026-0001", agency="AB").execute()
+    Run.insert(run_id="r1", task="t", started_at="2026-01-01T00:00:00Z", budget_spent=False).execute()
+    index_db = runtime.index_db()
+    index_db.replace_item("comments", "AB-2026-0001-0001", "AB-2026-0001",
+                          [Chunk(ordinal=0, text="hello", page=None, section="")], [[0.1, 0.2, 0.3]],
+                          "fp", "hash", "hashing")
+    take_snapshot(runtime, tmp_path / "snap")
+    chunks = index_db.dump_chunks()
+    # A new data folder and an empty index database; the blobs stay where they are.
+    restored_index = new_pg_database(pg_server)
+    for name, value in {"DATA_DIR": tmp_path / "restored", "INDEX_URL": restored_index,
+                        "BLOB_URL": runtime.data_dir / "blobs", "EMBEDDER": "hashing",
+                        "STATE_URL": ""}.items():
+        monkeypatch.setenv(f"DOCKETEER_{name}", str(value))
+    set_runtime(None)
+    assert cli.main(["restore", str(tmp_path / "snap")]) == 0
+    out = capsys.readouterr().out
+    assert "integrity_check ok before and after the copy" in out and out.rstrip().endswith("PASS")
+    copy = sqlite3.connect(tmp_path / "restored" / "state.sqlite")
+    assert copy.execute("SELECT id FROM docket").fetchall() == [("AB-2026-0001",)]
+    assert copy.execute("SELECT run_id FROM run").fetchall() == [("r1",)]
+    copy.close()
+    restored = make_runtime(tmp_path / "x", index_url=restored_index)
+    try:
+        assert restored.index_db().dump_chunks() == chunks
+    finally:
+        restored.close()
+    # A restore never writes over a store.
+    set_runtime(None)
+    assert cli.main(["restore", str(tmp_path / "snap")]) == 2
+    assert "a store exists at" in capsys.readouterr().err
+
+
+def test_restore_refuses_a_damaged_state_copy_in_one_line(runtime, tmp_path, monkeypatch, capsys):
+    runtime.index_db()
+    take_snapshot(runtime, tmp_path / "snap")
+    copy = tmp_path / "snap" / "state.sqlite"
+    copy.write_bytes(copy.read_bytes()[:4096] + b"\0" * 4096)  # its pages cut off
+    monkeypatch.setenv("DOCKETEER_DATA_DIR", str(tmp_path / "restored"))
+    monkeypatch.setenv("DOCKETEER_STATE_URL", "")
+    set_runtime(None)
+    assert cli.main(["restore", str(tmp_path / "snap")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "state.sqlite" in err[0], err
+    assert not (tmp_path / "restored" / "state.sqlite").exists()

@@ -144,11 +144,14 @@ def test_status_page_lists_every_docket_with_its_progress(client, store):
     assert page.status_code == 200
     for docket in store.dockets:
         assert f'href="/docket/{docket}"' in page.text
-    rows = re.findall(r'<td class="n">(\d+)</td><td class="n">(\d+)</td>\s*<td class="n">(\d+)</td><td class="n">(\d+)</td>',
+    rows = re.findall(r'<td class="n">(\d+)</td><td class="n">([^<]+)</td>\s*<td class="n">([^<]+)</td><td class="n">(\d+)</td>',
                       page.text)
     progress = reports.comment_progress()
-    assert sorted(rows) == sorted((str(p.get("comments", 0)), str(p.get("detailed", 0)),
-                                   str(p.get("extracted", 0)), str(p.get("extracted", 0))) for p in progress.values())
+    # Failed items are said beside the count ("8 (1 failed)"), as docketeer dockets says them.
+    assert sorted(rows) == sorted((str(p.get("comments", 0)), reports.progress_cell(p, "detailed"),
+                                   reports.progress_cell(p, "extracted"), str(p.get("extracted", 0)))
+                                  for p in progress.values())
+    assert any("failed)" in row[2] for row in rows)  # the corpus's corrupt file
 
 
 def test_unknown_ids_and_bad_parameters_answer_plainly(client):
@@ -167,3 +170,35 @@ def test_serve_refuses_a_bad_port_in_one_line(capsys):
         cli.main(["serve", "--port", "99999"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_serve_on_a_port_in_use_is_one_line_before_anything_loads(store, capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli.main(["serve", "--port", str(port)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # no "loading", no URL printed for a page that will not be there
+    assert err.splitlines() == [f"docketeer: serve: port {port} on 127.0.0.1 is in use: stop what "
+                                "listens there, or pass --port with another"]
+
+
+def test_serve_on_a_store_with_nothing_indexed_is_one_line_and_starts_no_server(tmp_path, capsys):
+    from pipeline.runtime import set_runtime
+    from tests.fixtures.luigid_server import free_port
+    from tests.fixtures.state_fixtures import make_runtime
+
+    runtime = make_runtime(tmp_path)
+    runtime.state  # noqa: B018 - a store with its state DB, and no index yet
+    previous = set_runtime(runtime)
+    try:
+        assert cli.main(["serve", "--port", str(free_port())]) == 2
+    finally:
+        set_runtime(previous)
+    assert capsys.readouterr().err.splitlines() == [
+        f"docketeer: serve: nothing is indexed yet in {tmp_path / 'data'}: run "
+        "`luigi --module pipeline IndexAll` first"]
+    assert not (tmp_path / "data" / "index-pg").exists()
