@@ -120,6 +120,7 @@ class IndexAll(DocketWrapper):
             groups = self.campaign_groups()
             tasks = [*self.docket_tasks(), *(groups.docket_tasks() if groups is not None else [])]
             yield [task.as_dynamic_dependency() for task in tasks]
+        yield from self.report_partial()
 
 
 _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage name -> tasks

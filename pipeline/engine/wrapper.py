@@ -180,6 +180,11 @@ class DocketWrapper(CheckedParameters, luigi.Task):
     def run(self):
         if not self.named():  # named dockets' tasks were required, so they are done by now
             yield [task.as_dynamic_dependency() for task in self.docket_tasks()]
+        yield from self.report_partial()
+
+    def report_partial(self):
+        """After its dockets' tasks ran: a run a spent budget stopped is said partial, and the
+        wrapper waits on what continues it (a generator for run() to ``yield from``)."""
         # From the run rows, not the task list: with --workers 2 this runs again in a process
         # forked before the tasks ran, whose own judgement finds them done for this run.
         since = self.current_invocation.started_at
