@@ -62,7 +62,7 @@ def eastern_date(stamp: str | None) -> str:
         return ""
     try:
         return (eastern_day(stamp) if "T" in stamp else date.fromisoformat(stamp[:10])).isoformat()
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: year 1's instant has no Eastern date
         return ""
 
 
@@ -79,7 +79,10 @@ def eastern_instant(moment: datetime | str | None) -> str:
         return ""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(EASTERN).strftime("%Y-%m-%d %H:%M %Z")
+    try:
+        return moment.astimezone(EASTERN).strftime("%Y-%m-%d %H:%M %Z")
+    except OverflowError:  # a stored instant at the edge of the calendar (year 1)
+        return ""
 
 
 def eastern_day_bounds(first: str | None, last: str | None) -> tuple[str | None, str | None]:

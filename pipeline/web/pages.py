@@ -149,10 +149,11 @@ class DocketPage:
     per_day: list[tuple[str, int]]
     organizations: list[tuple[str, int]]
     campaigns: list[dict] = field(default_factory=list)
+    unit: str = "day"  # of per_day's points: a long span is drawn by week, month or year
 
     @property
     def plot(self):
-        return plots.bar_chart(self.per_day, label=f"comments received per day, {self.docket.id}")
+        return plots.bar_chart(self.per_day, label=f"comments received per {self.unit}, {self.docket.id}")
 
 
 def docket_page(docket_id: str) -> DocketPage | None:
@@ -165,10 +166,10 @@ def docket_page(docket_id: str) -> DocketPage | None:
     totals: dict[str, int] = {}
     for row in counts:
         totals[row.stage] = totals.get(row.stage, 0) + row.count
-    return DocketPage(docket, counts, totals, reports.retry_reasons(docket_id),
-                      plots.daily_series(eastern_days(reports.comments_per_hour(docket_id))),
+    unit, points = plots.dated_series(eastern_days(reports.comments_per_hour(docket_id)))
+    return DocketPage(docket, counts, totals, reports.retry_reasons(docket_id), points,
                       reports.top_organizations(docket_id, TOP_ORGANIZATIONS),
-                      campaigns.largest_campaigns(docket_id, 10))
+                      campaigns.largest_campaigns(docket_id, 10), unit=unit)
 
 
 def eastern_days(per_hour: dict[str, int]) -> dict[str, int]:
@@ -177,9 +178,9 @@ def eastern_days(per_hour: dict[str, int]) -> dict[str, int]:
     for hour, count in per_hour.items():
         try:
             moment = datetime.fromisoformat(f"{hour}:00:00+00:00")
-        except ValueError:
-            continue  # a malformed stored date: not plotted, still counted elsewhere
-        day = eastern_day(moment).isoformat()
+            day = eastern_day(moment).isoformat()
+        except (ValueError, OverflowError):
+            continue  # a malformed or impossible stored date: not plotted, still counted elsewhere
         days[day] = days.get(day, 0) + count
     return days
 
