@@ -140,6 +140,18 @@ def instant(value: str, where: str) -> datetime:
     return parsed
 
 
+def docket_named(item_id: str, attrs: object = None) -> str | None:
+    """The docket an item belongs to, as its own record says: its ``docketId`` when the
+    record gives one (details, the mirror's JSON), else its id's prefix (a regulations.gov
+    id is its docket's id and a number: ``FAA-2018-1084-0418``); None when neither says.
+    A listing never decides it: a docket that lists another docket's item does not own it."""
+    named = attrs.get("docketId") if isinstance(attrs, dict) else None
+    if isinstance(named, str) and named:
+        return named
+    head, sep, tail = item_id.rpartition("-")
+    return head if sep and head and tail.isdigit() else None
+
+
 def detail(body: dict) -> dict:
     """A detail response (comment, document), checked against ``DETAIL``."""
     check(body, DETAIL, "")
