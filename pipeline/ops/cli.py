@@ -497,6 +497,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="docketeer", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     parser.add_argument("--version", action="version", version=f"docketeer {installed_version()}")
+    parser.add_argument("--reinitialise", action="store_true",
+                        help="move an unusable state DB aside (never deleted) and start a new, empty store")
     sub = _Commands(parser.add_subparsers(dest="command", required=True))
     sub.add_parser("config", help="effective settings and where each came from (secrets masked)")
     sub.add_parser("dockets", help="known dockets: counts, items waiting to retry, watermark, last pull, seal")
@@ -552,6 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.reinitialise:
+            _reinitialise()
         return COMMANDS[args.command](args)
     except DocketeerError as exc:
         print(f"docketeer: {exc}", file=sys.stderr)
@@ -569,6 +573,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         _close_runtime()
+
+
+def _reinitialise() -> None:
+    from pipeline.config import ensure_data_dir, load_settings
+    from pipeline.store.db import set_aside_unusable
+
+    settings = load_settings()
+    aside = set_aside_unusable(settings.state_url, ensure_data_dir(settings))
+    print(f"docketeer: the unusable state DB was moved aside to {aside}; a new, empty store starts now"
+          if aside else "docketeer: the state DB is usable: nothing was moved aside", file=sys.stderr)
 
 
 def _close_runtime() -> None:
