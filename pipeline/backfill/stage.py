@@ -34,7 +34,7 @@ from pipeline.clock import iso
 from pipeline.counters import counters
 from pipeline.engine.read_ahead import read_ahead
 from pipeline.engine.stage import Stage, StageContext, StageResult
-from pipeline.errors import BudgetSpent, NotMirroredYet
+from pipeline.errors import BadRecord, BudgetSpent, NotMirroredYet
 from pipeline.failures import PERMANENT, RETRY, Failure, RetryPolicy, classify, item_failure
 from pipeline.sources import connect, records
 from pipeline.store import item_states, items, mirror_objects
@@ -472,6 +472,8 @@ class ItemReader:
         def fetch() -> IngestResult:
             return self.source.fetch_file(ref, self.blobs, self.max_bytes, self.data_dir)
 
+        if ref.refused:  # never requested: this file's own failure (BadRecord: permanent)
+            return FileFetch(ref, error=BadRecord(ref.refused), later=fetch)
         existing = stored.get(ref.filename)
         if existing or over_the_cap(ref, self.max_bytes):
             return FileFetch(ref, existing, later=fetch)

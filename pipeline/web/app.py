@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Mount, Route
@@ -20,6 +21,7 @@ from starlette.templating import Jinja2Templates
 from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
 from pipeline.web import campaigns, pages
+from pipeline.web.hosts import HostCheck, allowed_hosts
 
 HERE = Path(__file__).parent
 # Defence in depth behind autoescaping: no script runs and nothing loads from elsewhere,
@@ -32,8 +34,9 @@ SECURITY_HEADERS = {
 }
 
 
-def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
-    """The application over ``runtime``'s stores, searching with ``engine`` (kept warm)."""
+def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = None) -> Starlette:
+    """The application over ``runtime``'s stores, searching with ``engine`` (kept warm),
+    answering only requests whose Host is one of ``hosts`` (default: the loopback names)."""
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined)
     environment.filters["eastern"] = eastern_date  # dates people read are Washington's days
@@ -76,4 +79,4 @@ def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
         Route("/docket/{docket_id}", docket), Route("/comment/{key}", comment),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(HostCheck, hosts=hosts or allowed_hosts())])
