@@ -12,7 +12,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from pipeline import installed_version
@@ -66,11 +66,16 @@ def parse_duration(text: str) -> timedelta:
 
 
 def parse_day(text: str) -> str:
-    """--from / --to: a calendar day, YYYY-MM-DD (argparse type)."""
+    """--from / --to: a calendar day, YYYY-MM-DD, 1000-01-01 to 9999-12-31 (argparse type)."""
+    from pipeline import search_arguments
+
     try:
-        return date.fromisoformat(text.strip()).isoformat()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+        given = search_arguments.day(text, "day")
+    except search_arguments.BadSearch as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("day: ")) from None
+    if not given:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}")
+    return given
 
 
 def parse_k(text: str) -> int:
@@ -363,11 +368,17 @@ def _age(delta: timedelta) -> str:
 
 @command
 def cmd_search(args) -> int:
+    from pipeline import search_arguments
     from pipeline.config import ensure_data_dir
     from pipeline.runtime import current_settings
 
     # Settings only: the warm path opens no database here (the service has the index DB).
     settings = current_settings()
+    args.query = search_arguments.query_text(args.query)  # the arguments checked as the page checks them
+    search_arguments.day_range(args.date_from or "", args.date_to or "")
+    if args.org:
+        _runtime()
+        args.org = search_arguments.organisation(args.org)
     if args.docket:
         from pipeline.store import dockets
 

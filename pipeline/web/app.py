@@ -20,6 +20,7 @@ from starlette.templating import Jinja2Templates
 
 from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
+from pipeline.search_arguments import BadSearch
 from pipeline.web import campaigns, pages
 from pipeline.web.hosts import HostCheck, allowed_hosts
 
@@ -47,12 +48,17 @@ def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = N
         return templates.TemplateResponse(request, template, context, status_code=status, headers=SECURITY_HEADERS)
 
     async def search(request: Request):
-        form = pages.SearchForm.parse(request.query_params)
+        form, status = pages.SearchForm.parse(request.query_params), 200
         try:
-            results, error = pages.search_results(engine, form), ""
-        except DocketeerError as exc:  # a query of punctuation only: say so on the page
-            results, error = [], str(exc)
-        return render(request, "search.html", form=form, results=results, error=error,
+            form = form.checked()
+        except BadSearch as exc:  # NUL, an impossible day, an unknown campaign: 400, said
+            results, error, status = [], str(exc), 400
+        else:
+            try:
+                results, error = pages.search_results(engine, form), ""
+            except DocketeerError as exc:  # a query of punctuation only: say so on the page
+                results, error = [], str(exc)
+        return render(request, "search.html", status, form=form, results=results, error=error,
                       page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE,
                       campaigns_known=campaigns.available())
 

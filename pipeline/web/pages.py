@@ -8,9 +8,10 @@ methods and the blob store; nothing here writes.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from datetime import date, datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
+from pipeline import search_arguments
 from pipeline.clock import eastern_date, eastern_day, eastern_day_bounds
 from pipeline.index.chunking import PAGE_MARKER
 from pipeline.index.database import SearchFilters, SearchHit
@@ -41,11 +42,24 @@ class SearchForm:
 
     @classmethod
     def parse(cls, params) -> SearchForm:
+        """The form as given; ``checked()`` says what in it cannot be searched for."""
         return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],
-                   date_from=_valid_date(params.get("from", "")), date_to=_valid_date(params.get("to", "")),
+                   date_from=params.get("from", "").strip()[:40], date_to=params.get("to", "").strip()[:40],
                    org=params.get("org", "").strip()[:200], campaign=params.get("campaign", "").strip()[:100],
                    one_per_campaign=params.get("per_campaign") == "1",
                    page=_bounded_int(params.get("page"), 1, MAX_PAGE))
+
+    def checked(self) -> SearchForm:
+        """The same form, its arguments checked as ``docketeer search`` checks them
+        (``pipeline/search_arguments.py``); BadSearch names the first that is not searchable."""
+        q = search_arguments.query_text(self.q)
+        first = search_arguments.day(self.date_from, "from")
+        last = search_arguments.day(self.date_to, "to")
+        search_arguments.day_range(first, last)
+        if self.campaign:
+            search_arguments.campaign(self.campaign, campaigns.campaign_members)
+        org = search_arguments.organisation(self.org) if self.org else ""
+        return replace(self, q=q, date_from=first, date_to=last, org=org)
 
     def filters(self) -> SearchFilters:
         members = campaigns.campaign_members(self.campaign) if self.campaign else None
@@ -268,13 +282,6 @@ def status_page(runtime) -> list[DocketStatus]:
 
 
 # --- values ---------------------------------------------------------------------------------
-
-
-def _valid_date(text: str) -> str:
-    try:
-        return date.fromisoformat(text.strip()).isoformat()
-    except ValueError:
-        return ""
 
 
 def _bounded_int(text: str | None, low: int, high: int) -> int:

@@ -155,8 +155,10 @@ def test_unknown_ids_and_bad_parameters_answer_plainly(client):
     assert client.get("/comment/NOPE-0000").status_code == 404
     missing = client.get("/docket/%3Cscript%3E")
     assert missing.status_code == 404 and "&lt;script&gt;" in missing.text
-    odd = client.get("/search", params={"q": "%%%", "from": "yesterday", "page": "-4"})
+    odd = client.get("/search", params={"q": "%%%", "page": "-4"})
     assert odd.status_code == 200 and "nothing to search for" in odd.text
+    bad_day = client.get("/search", params={"q": "rural", "from": "yesterday"})
+    assert bad_day.status_code == 400 and "from: not a date (YYYY-MM-DD): &#39;yesterday&#39;" in bad_day.text
     assert client.get("/").status_code == 200  # redirected to the search page
 
 
@@ -165,3 +167,23 @@ def test_serve_refuses_a_bad_port_in_one_line(capsys):
         cli.main(["serve", "--port", "99999"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_search_arguments_are_checked_as_the_command_line_checks_them(client):
+    """NUL, the calendar's edges, a day range the wrong way round, an unknown campaign or
+    organisation: 400 with the reason on the page, never a 500 or a filter dropped."""
+    said = {
+        "rural\x00hospitals": ("q", "control character"),
+        "0999-01-01": ("from", "outside 1000-01-01 to 9999-12-31"),
+    }
+    for value, (name, reason) in said.items():
+        page = client.get("/search", params={"q": "rural", name: value})
+        assert page.status_code == 400 and reason in page.text, page.text[:500]
+    wrong_way = client.get("/search", params={"q": "rural", "from": "2026-02-02", "to": "2026-02-01"})
+    assert wrong_way.status_code == 400 and "is after" in wrong_way.text
+    campaign = client.get("/search", params={"q": "rural", "campaign": "no-such-campaign"})
+    assert campaign.status_code == 400 and "no campaign" in campaign.text
+    org = client.get("/search", params={"q": "rural", "org": "Nobody Inc of Nowhere"})
+    assert org.status_code == 400 and "no submitter or organisation contains" in org.text
+    widest = client.get("/search", params={"q": CITATION, "from": "1000-01-01", "to": "9999-12-31"})
+    assert widest.status_code == 200 and _result_ids(widest.text)[0] == CITING_ID

@@ -42,7 +42,7 @@ def test_passage_without_a_match_is_the_start_and_page_markers_are_dropped():
 
 
 def test_search_form_bounds_what_it_is_given():
-    form = pages.SearchForm.parse({"q": " x " * 400, "page": "100000", "from": "2026-02-30", "to": "2026-03-01"})
+    form = pages.SearchForm.parse({"q": " x " * 400, "page": "100000", "to": "2026-03-01"}).checked()
     assert len(form.q) <= 500 and form.page == pages.MAX_PAGE and form.date_from == ""
     filters = form.filters()
     # The end date is inclusive, in Eastern time: the filter stops at the next Eastern midnight.
