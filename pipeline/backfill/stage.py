@@ -36,7 +36,7 @@ from pipeline.engine.read_ahead import read_ahead
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.errors import BadRecord, BudgetSpent, NotMirroredYet
 from pipeline.failures import PERMANENT, RETRY, Failure, RetryPolicy, classify, item_failure
-from pipeline.sources import connect, records
+from pipeline.sources import connect, record_checks, records
 from pipeline.store import item_states, items, mirror_objects
 from pipeline.store.blobs import IngestResult
 from pipeline.store.models import Attachment, Docket, Item, database
@@ -458,6 +458,9 @@ class ItemReader:
     def read(self, job: ItemJob) -> ItemRead:
         body = self.source.detail(job.item, job.record)
         fields = records.detail_fields(body)
+        owner = record_checks.docket_named(job.item.key, body["data"].get("attributes"))
+        if owner is not None and owner != job.item.docket:  # its own record says whose it is
+            raise BadRecord(f"its record says it belongs to docket {owner}, not {job.item.docket}")
         refs = self.source.files(job.item, body, self.formats)
         if self.inline:  # as before any pool: pending once the record is in hand, before downloads
             _mark_pending(self.ctx, [job.item])
