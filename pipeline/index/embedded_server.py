@@ -110,7 +110,14 @@ def one_process_at_a_time(pgdata: Path):
     other's half-made server ("the database system is shutting down", a pid file still being
     written). The one that waits finds the server running and joins it. Not reentrant: taken
     once per start, join or stop, never around another."""
-    with open(pgdata.parent / START_LOCK, "a+b") as handle:
+    try:
+        handle = open(pgdata.parent / START_LOCK, "a+b")  # noqa: SIM115 - held across the yield
+    except OSError:
+        # The data folder is gone (a process exiting after its folder was removed) or cannot
+        # be written: there is no server there for another process to start meanwhile.
+        yield
+        return
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

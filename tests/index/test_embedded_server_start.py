@@ -62,3 +62,13 @@ def test_a_start_while_the_last_user_stops_the_server_joins_or_starts_it_again(t
         done = users(tmp_path, [0.0, 0.05, 0.1, 0.0])
         for one in done:
             assert one.returncode == 0 and "Traceback" not in one.stderr, one.stderr[-3000:]
+
+
+def test_the_lock_of_a_removed_data_folder_is_no_error(tmp_path):
+    """A process exiting after its data folder was removed stops nothing there: no traceback."""
+    from pipeline.index.embedded_server import one_process_at_a_time
+
+    with one_process_at_a_time(tmp_path / "removed" / "index-pg"):
+        pass
+    with one_process_at_a_time(tmp_path / "index-pg"):
+        assert (tmp_path / "index-pg.lock").exists()
