@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import uuid
 from contextlib import closing
@@ -85,9 +86,13 @@ def open_state_db(url: str, data_dir: Path) -> peewee.Database:
     An existing SQLite file is checked first (``unusable_sqlite``): a file that is empty,
     not a SQLite database, another program's database or damaged is refused with the way
     back, never taken for a new store (that would forget every seal, forget and retry, and
-    refetch everything). Only a path where no file exists becomes a new store."""
+    refetch everything). Only a path where no file exists becomes a new store, made aside
+    and moved into place whole (``_create_sqlite_store``), so no failed or killed first run
+    leaves a half-made file there to be refused."""
     path = sqlite_path(url, data_dir)
-    if path is not None and path.exists():
+    if path is not None and not path.exists():
+        _create_sqlite_store(path, data_dir)
+    if path is not None:
         reason = unusable_sqlite(path)
         if reason:
             raise UnusableStateDB(path, reason)
@@ -100,11 +105,41 @@ def open_state_db(url: str, data_dir: Path) -> peewee.Database:
     try:
         ensure_schema(db)
     except peewee.DatabaseError as exc:
-        if path is None:
+        # Damaged past what quick_check saw: said as such. Anything else (a full disk during
+        # an upgrade) is what it is.
+        reason = unusable_sqlite(path) if path is not None else None
+        if reason is None:
             raise
         db.close()
-        raise UnusableStateDB(path, _first_line(exc)) from None
+        raise UnusableStateDB(path, reason) from exc
     return db
+
+
+def _create_sqlite_store(path: Path, data_dir: Path) -> None:
+    """A new SQLite store with its schema, made under a name of its own and linked into
+    place only when whole (``os.link`` never replaces: a store another process made
+    meanwhile wins, and this one is dropped). A failure (a full disk) leaves nothing."""
+    making = path.with_name(f".{path.name}.new-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    companions = [making, making.with_name(making.name + "-wal"), making.with_name(making.name + "-shm")]
+    db = make_database(f"sqlite:///{making}", data_dir)
+    try:
+        db.connect()
+        models.database.initialize(db)
+        ensure_schema(db)
+        db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the main file
+        db.close()
+        try:
+            os.link(making, path)
+        except FileExistsError:
+            pass  # another process made the store first: theirs is opened
+        except OSError:  # a file system without hard links: a rename, unless one appeared
+            if not path.exists():
+                os.replace(making, path)
+    finally:
+        if not db.is_closed():
+            db.close()
+        for leftover in companions:
+            leftover.unlink(missing_ok=True)
 
 
 class UnusableStateDB(ConfigError):

@@ -136,3 +136,23 @@ def test_verify_runs_the_full_integrity_check(tmp_path):
     summary, problems = state_db.integrity_check(runtime.state)
     assert problems == [] and "ok" in summary
     runtime.close()
+
+
+def test_a_new_store_is_made_aside_and_a_failed_first_open_leaves_nothing(tmp_path, monkeypatch):
+    """A first run that fails while making the store (a full disk) must not leave a half-made
+    state.sqlite that every later run would refuse."""
+    import peewee
+
+    def disk_full(db):
+        db.execute_sql("CREATE TABLE half (x)")
+        raise peewee.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(state_db, "ensure_schema", disk_full)
+    with pytest.raises(peewee.OperationalError, match="disk is full"):
+        state_db.open_state_db("", tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing made, nothing left aside
+    monkeypatch.undo()
+    db = state_db.open_state_db("", tmp_path)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    db.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == ["state.sqlite"]
