@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         build_docket(store.rt.index_db(), engine.embedder, args.comments)
         print(f"state of {args.comments:,} comments built in {time.perf_counter() - started:.1f} s")
-        with TestClient(make_app(store.rt, engine)) as client:
+        with TestClient(make_app(store.rt, engine), base_url="http://127.0.0.1") as client:
             report_search(client, args.repeat)
             report_docket_page(client, args.repeat)
     return 0

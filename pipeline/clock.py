@@ -62,7 +62,7 @@ def eastern_date(stamp: str | None) -> str:
         return ""
     try:
         return (eastern_day(stamp) if "T" in stamp else date.fromisoformat(stamp[:10])).isoformat()
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: year 1's instant has no Eastern date
         return ""
 
 
@@ -79,7 +79,10 @@ def eastern_instant(moment: datetime | str | None) -> str:
         return ""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(EASTERN).strftime("%Y-%m-%d %H:%M %Z")
+    try:
+        return moment.astimezone(EASTERN).strftime("%Y-%m-%d %H:%M %Z")
+    except OverflowError:  # a stored instant at the edge of the calendar (year 1)
+        return ""
 
 
 def eastern_day_bounds(first: str | None, last: str | None) -> tuple[str | None, str | None]:
@@ -87,9 +90,14 @@ def eastern_day_bounds(first: str | None, last: str | None) -> tuple[str | None,
     open) as the UTC instants a stored instant is compared with: (from, inclusive; before,
     exclusive). People give the dates they read: September 22 in Washington runs from
     ``2025-09-22T04:00:00Z`` to ``2025-09-23T04:00:00Z`` (EDT), January 15 from 05:00Z (EST)."""
-    def midnight(day: str, after: int) -> str:
-        start = datetime.combine(date.fromisoformat(day) + timedelta(days=after), time(), EASTERN)
-        return start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # as instants are stored
+    def midnight(day: str, after: int) -> str | None:
+        try:
+            start = datetime.combine(date.fromisoformat(day) + timedelta(days=after), time(), EASTERN)
+            moment = start.astimezone(UTC)
+        except OverflowError:  # the day after 9999-12-31: nothing stored is that late
+            return None
+        # As instants are stored, the year in four digits (strftime leaves 999 unpadded).
+        return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%SZ}"
 
     return (midnight(first, 0) if first else None, midnight(last, 1) if last else None)
 

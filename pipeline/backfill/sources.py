@@ -13,7 +13,7 @@ from typing import Protocol
 from pipeline.clock import iso, utcnow
 from pipeline.counters import counters
 from pipeline.engine.stage import StageResult
-from pipeline.errors import BadRecord, Gone, NotMirroredYet
+from pipeline.errors import BadRecord, Gone, InvalidIdentifier, NotMirroredYet
 from pipeline.extract.readers import can_read
 from pipeline.ids import validate_filename
 from pipeline.sources import records
@@ -37,6 +37,7 @@ class FileRef:
     tombstoned: bool = False  # the mirror marked it _UNAVAILABLE
     title: str | None = None  # the included attachment's own title
     declared_url: str | None = None  # the record's fileUrl, whichever source the bytes come from
+    refused: str | None = None  # why this declared file is not fetched (an unsafe name): its own failure
 
 
 RECORD_BATCH = 100  # decided items whose rows are written in one transaction (mirror sources)
@@ -80,16 +81,24 @@ def declared_files(body: dict, preference: list[str]) -> list[list[FileRef]]:
 
 
 def _candidates(formats, preference: list[str], ordinal: int, stem: str | None) -> list[FileRef]:
-    refs = []
+    """The file's formats as refs, best first. A format whose URL names no safe file (``..``,
+    a NUL) is left out; when every format is unsafe the file is one ref that names why, under
+    a safe name of its own (``unsafe_name_<ordinal>``): that file's failure, not the item's,
+    so the comment's body and its other files are still kept."""
+    refs, unsafe = [], []
     for chosen in ranked_formats(formats, preference):
         url = records.file_url(chosen)
         name = url.rstrip("/").rsplit("/", 1)[-1]
         if stem:
             name = f"{stem}.{name.rsplit('.', 1)[-1]}" if "." in name else f"{stem}.bin"
         size = records.bounded_int(chosen, "size", records.MAX_SIZE)
-        refs.append(FileRef(validate_filename(name.lower()), ordinal,
-                            str(chosen.get("format", "")).lower(), size, url=url, declared_url=url))
-    return refs
+        fmt = str(chosen.get("format", "")).lower()
+        try:
+            refs.append(FileRef(validate_filename(name.lower()), ordinal, fmt, size, url=url, declared_url=url))
+        except InvalidIdentifier as exc:
+            unsafe.append(FileRef(f"unsafe_name_{ordinal}", ordinal, fmt, size, refused=str(exc)[:300],
+                                  declared_url=url))
+    return refs or unsafe[:1]
 
 
 def _stem(filename: str) -> str:

@@ -41,9 +41,9 @@ from pipeline.clock import iso
 from pipeline.counters import counters
 from pipeline.engine.read_ahead import read_ahead
 from pipeline.engine.stage import Stage, StageContext, StageResult
-from pipeline.errors import BudgetSpent, NotMirroredYet
+from pipeline.errors import BadRecord, BudgetSpent, NotMirroredYet
 from pipeline.failures import PERMANENT, RETRY, Failure, RetryPolicy, classify, item_failure
-from pipeline.sources import connect, records
+from pipeline.sources import connect, record_checks, records
 from pipeline.store import item_states, items, mirror_objects
 from pipeline.store.blobs import IngestResult
 from pipeline.store.models import Attachment, Docket, Item, database
@@ -504,6 +504,9 @@ class ItemReader:
     def read(self, job: ItemJob) -> ItemRead:
         body = self.source.detail(job.item, job.record)
         fields = records.detail_fields(body)
+        owner = record_checks.docket_named(job.item.key, body["data"].get("attributes"))
+        if owner is not None and owner != job.item.docket:  # its own record says whose it is
+            raise BadRecord(f"its record says it belongs to docket {owner}, not {job.item.docket}")
         refs = self.source.files(job.item, body, self.formats)
         fields["attachments_listed"] = self.source.lists_attachments(job.item, body, refs)
         if self.inline:  # as before any pool: pending once the record is in hand, before downloads
@@ -519,6 +522,8 @@ class ItemReader:
         def fetch() -> IngestResult:
             return self.source.fetch_file(ref, self.blobs, self.max_bytes, self.data_dir)
 
+        if ref.refused:  # never requested: this file's own failure (BadRecord: permanent)
+            return FileFetch(ref, error=BadRecord(ref.refused), later=fetch)
         existing = stored.get(ref.filename)
         if existing or over_the_cap(ref, self.max_bytes):
             return FileFetch(ref, existing, later=fetch)

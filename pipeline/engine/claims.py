@@ -21,6 +21,7 @@ from typing import TypeVar
 from peewee import EXCLUDED
 
 from pipeline.clock import iso, utcnow
+from pipeline.engine.lease_holders import holder_alive
 from pipeline.store.models import ItemClaim, Lease, database
 
 T = TypeVar("T")
@@ -36,11 +37,12 @@ def supported() -> bool:
 
 
 def session_of(stage: str, docket_id: str) -> str | None:
-    """The token of the live (unexpired) lease on (stage, docket): the run a helper joins.
-    An expired one is not joined: its holder is taken over instead."""
+    """The token of the live lease on (stage, docket): the run a helper joins. An expired
+    one, or one whose holder on this host is dead (``lease_holders.holder_alive``, the rule
+    ``leases.acquire`` takes over by), is not joined: its holder is taken over instead."""
     row = Lease.get_or_none((Lease.stage == stage) & (Lease.docket == docket_id)
                             & (Lease.expires_at > iso(utcnow())))
-    return row.token if row else None
+    return row.token if row and holder_alive(row.holder, row.expires_at) else None
 
 
 def _session_live(stage: str, docket_id: str, session: str) -> bool:

@@ -1,29 +1,20 @@
 """(stage, docket) leases: two independent invocations never work the same docket stage at once.
 
-A holder is ``host_id:pid``. A holder on this host id whose process is gone is taken over at
-once; one on another host id cannot be asked, so it is known dead only when its lease
-expires (renewed on every progress report while it lives).
+A holder is ``host_id:pid``; whether it still lives is ``lease_holders.holder_alive``, the
+rule a helper joining a lease applies too (``claims.session_of``).
 """
 
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from contextlib import contextmanager
 from datetime import timedelta
 
 from pipeline.clock import iso, utcnow
+from pipeline.engine.lease_holders import holder_alive, host_id
 from pipeline.errors import LeaseHeld
 from pipeline.store.models import Lease, database
-
-
-def host_id() -> str:
-    """This host's identity: the ``host_id`` setting, else the hostname. Two processes on one
-    machine with different ids act as two hosts (tests, containers sharing a kernel)."""
-    from pipeline.runtime import current_settings
-
-    return current_settings().host_id or socket.gethostname()
 
 
 def holder_name() -> str:
@@ -56,21 +47,8 @@ def acquire(stage: str, docket_id: str, seconds: int) -> str:
 def _drop_if_holder_died(here) -> None:
     """A lease held by a dead process on this host (killed, OOM) is taken over at once."""
     current = Lease.get_or_none(here)
-    if current is None:
-        return
-    host, _, pid = current.holder.rpartition(":")
-    if host == host_id() and pid.isdigit() and not _alive(int(pid)):
+    if current is not None and not holder_alive(current.holder, current.expires_at):
         Lease.delete().where(here & (Lease.token == current.token)).execute()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def renew(stage: str, docket_id: str, token: str, seconds: int) -> bool:

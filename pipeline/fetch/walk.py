@@ -20,7 +20,7 @@ from pipeline.fetch.watermark import Watermark
 from pipeline.fingerprints import json_digest
 from pipeline.ids import validate_id
 from pipeline.seals import should_seal
-from pipeline.sources import records
+from pipeline.sources import record_checks, records
 from pipeline.sources.regulations_gov import MalformedItem
 from pipeline.store import dockets as docket_rows
 from pipeline.store import item_states, items
@@ -104,6 +104,14 @@ def _docket_fields(data: dict) -> dict:
 
 def _upsert_document(doc: dict, docket_id: str, known: dict, run_id: str) -> str:
     key = validate_id(doc["id"], "document id")
+    owner = record_checks.docket_named(key, doc.get("attributes"))
+    if owner is not None and owner != docket_id:
+        # Another docket's document: its rows are that docket's, never moved or overwritten.
+        log.warning("%s: document %s belongs to docket %s: not taken in", docket_id, key, owner)
+        item_states.transition(UNKEYED_STAGE, f"{docket_id}/foreign-{key}", docket_id, "failed",
+                               run_id=run_id, reason=f"document {key} belongs to docket {owner}: "
+                               f"not taken in by {docket_id}"[:500], detail="permanent")
+        return "foreign"
     try:
         fields = records.summary_fields(doc["attributes"])
     except BadRecord as exc:
@@ -146,6 +154,22 @@ class BadItems:
                                reason=why[:500], detail="permanent")
         self.result.add("malformed")
         self._noted(f"{kind} without a safe id: {label}", raw)
+
+    def foreign(self, kind: str, key: str, owner: str, listed: object) -> str:
+        """A listed item whose own record names another docket: a failure of this docket's
+        listing, on a row of its own (``fetch.unkeyed``), so the item's rows, which belong
+        to ``owner``, are never moved or overwritten. It holds no watermark: no later run
+        could take it in."""
+        name = f"{self.docket_id}/foreign-{key}"
+        why = f"{kind} {key} belongs to docket {owner}: not taken in by {self.docket_id}"
+        log.warning("%s: %s", self.docket_id, why)
+        item_states.transition(UNKEYED_STAGE, name, self.docket_id, "failed", run_id=self.ctx.run_id,
+                               reason=why[:500], detail="permanent")
+        self.named += 1
+        if self.named <= NAMED_IN_MESSAGE:
+            sep = "; " if self.result.message else "bad list items (the docket goes on): "
+            self.result.message += sep + why[:160]
+        return "foreign"
 
     def comment(self, exc: MalformedItem) -> None:
         """The client's callback for a comment list item that failed its checks."""
@@ -208,6 +232,9 @@ class Walk:
 
     def upsert(self, summary: dict, document_id: str) -> str:
         key = summary["id"]
+        owner = record_checks.docket_named(key, summary.get("attributes"))
+        if owner is not None and owner != self.docket_id:
+            return self.bad.foreign("comment", key, owner, summary)
         try:
             fields = records.comment_summary(summary["attributes"], document_id)
         except BadRecord as exc:

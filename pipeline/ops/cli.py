@@ -12,7 +12,7 @@ import json
 import re
 import sys
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from pipeline import installed_version
@@ -67,11 +67,16 @@ def parse_duration(text: str) -> timedelta:
 
 
 def parse_day(text: str) -> str:
-    """--from / --to: a calendar day, YYYY-MM-DD (argparse type)."""
+    """--from / --to: a calendar day, YYYY-MM-DD, 1000-01-01 to 9999-12-31 (argparse type)."""
+    from pipeline import search_arguments
+
     try:
-        return date.fromisoformat(text.strip()).isoformat()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+        given = search_arguments.day(text, "day")
+    except search_arguments.BadSearch as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("day: ")) from None
+    if not given:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}")
+    return given
 
 
 def parse_k(text: str) -> int:
@@ -388,6 +393,7 @@ def _age(delta: timedelta) -> str:
 
 @command
 def cmd_search(args) -> int:
+    from pipeline import search_arguments
     from pipeline.config import ensure_data_dir
     from pipeline.runtime import current_settings, index_exists, require_existing_store
 
@@ -401,6 +407,11 @@ def cmd_search(args) -> int:
     if args.query is None:
         raise DocketeerError("search needs a query (or --stop)")
     require_existing_store(settings)
+    args.query = search_arguments.query_text(args.query)  # the arguments checked as the page checks them
+    search_arguments.day_range(args.date_from or "", args.date_to or "")
+    if args.org:
+        _runtime()
+        args.org = search_arguments.organisation(args.org)
     if args.docket:
         from pipeline.store import dockets
 
@@ -580,6 +591,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="docketeer", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show the traceback of an unexpected error")
     parser.add_argument("--version", action="version", version=f"docketeer {installed_version()}")
+    parser.add_argument("--reinitialise", action="store_true",
+                        help="move an unusable state DB aside (never deleted) and start a new, empty store")
     sub = _Commands(parser.add_subparsers(dest="command", required=True))
     sub.add_parser("config", help="effective settings and where each came from (secrets masked)")
     sub.add_parser("dockets", help="known dockets: counts, items waiting to retry, watermark, last pull, seal")
@@ -647,6 +660,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.reinitialise:
+            _reinitialise()
         return COMMANDS[args.command](args)
     except DocketeerError as exc:
         print(f"docketeer: {exc}", file=sys.stderr)
@@ -667,6 +682,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         _close_runtime()
+
+
+def _reinitialise() -> None:
+    from pipeline.config import ensure_data_dir, load_settings
+    from pipeline.store.db import set_aside_unusable
+
+    settings = load_settings()
+    aside = set_aside_unusable(settings.state_url, ensure_data_dir(settings))
+    print(f"docketeer: the unusable state DB was moved aside to {aside}; a new, empty store starts now"
+          if aside else "docketeer: the state DB is usable: nothing was moved aside", file=sys.stderr)
 
 
 def _close_runtime() -> None:

@@ -114,13 +114,40 @@ def export(runtime, dest: Path, docket_ids: list[str] | None = None,
         raise ExportError(f"unknown docket(s): {', '.join(unknown)}")
     if bad := [f for f in formats if f not in FORMATS]:
         raise ExportError(f"unknown format(s) {', '.join(bad)}; one of: {', '.join(FORMATS)}")
+    chosen = docket_ids or dockets.all_docket_ids()
+    check_destination(runtime, dest, chosen)
     dest.mkdir(parents=True, exist_ok=True)
     _write_if_changed(dest / "README.txt", readme().encode())
     report = ExportReport()
-    for docket_id in docket_ids or dockets.all_docket_ids():
+    for docket_id in chosen:
         done = export_docket(runtime, dest / docket_id, docket_id, formats)
         (report.written if done else report.unchanged).append(docket_id)
     return report
+
+
+def check_destination(runtime, dest: Path, docket_ids: list[str]) -> None:
+    """ExportError, before anything is written, for a destination inside the data folder or
+    the local blob folder (its files would be the store's: ``verify`` then finds orphan
+    blobs, a purge could delete them) and for a symbolic link where export writes (a docket's
+    folder or a file in it): export never writes through one, out of DEST."""
+    where = dest.resolve()
+    stores = [runtime.data_dir]
+    blob_url = runtime.settings.blob_url
+    if blob_url and "://" not in blob_url.replace("file://", "", 1):
+        stores.append(Path(blob_url.removeprefix("file://")))
+    for store in stores:
+        store = store.resolve()
+        if where == store or where.is_relative_to(store):
+            raise ExportError(f"{dest} is inside the store's folder {store}: export to a folder of its own")
+    for docket_id in docket_ids:
+        folder = dest / docket_id
+        links = [folder] if folder.is_symlink() else []
+        if folder.is_dir() and not folder.is_symlink():
+            links += [p for p in folder.iterdir() if p.is_symlink()]
+        links += [p for p in (dest / "README.txt",) if p.is_symlink()]
+        if links:
+            raise ExportError(f"{links[0]} is a symbolic link: export never writes through one "
+                              "(remove it, or export to another folder)")
 
 
 def export_docket(runtime, folder: Path, docket_id: str, formats: tuple[str, ...]) -> bool:

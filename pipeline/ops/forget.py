@@ -2,11 +2,11 @@
 
 Without ``--purge`` the docket's rows, blobs and index stay: it is only marked forgotten
 (``Docket.discovered_by``), so no wrapper schedules it again until it is named with
-``--docket``. With ``--purge`` everything of it goes: its state-DB rows (one transaction,
-refused while a run holds a lease on it), then its index rows (one transaction), then its
-blobs (its ``combined.md`` files, and the attachment files no other docket's row refers to).
-Rows go before blobs: a purge cut short leaves at worst orphan blobs, which ``verify`` only
-warns about, and running it again finishes the job.
+``--docket``. With ``--purge`` everything of it goes: its state-DB rows and the attachment
+files no other docket's row refers to (one transaction, refused while a run holds a lease on
+it: which files are shared is decided and acted on inside it, ``purge.delete_rows``), then its
+index rows (one transaction), then its ``combined.md`` files. A purge cut short leaves at
+worst orphan blobs, which ``verify`` only warns about, and running it again finishes the job.
 """
 
 from __future__ import annotations
@@ -44,14 +44,16 @@ def forget(rt, docket_id: str, *, purge_data: bool = False, dry_run: bool = Fals
         return _untrack(docket_id, dry_run)
     report = ForgetReport(docket_id, purge=True, dry_run=dry_run)
     index_db = rt.existing_index_db()
-    report.blobs = _blob_keys(rt.blobs, docket_id)
+    combined = _combined_keys(rt.blobs, docket_id)
     if dry_run:
+        report.blobs = combined + [attachment_key(sha) for sha in purge.only_its_attachments(docket_id)]
         report.rows = {**purge.count_rows(docket_id), **(index_db.docket_row_counts(docket_id) if index_db else {})}
     else:
-        report.rows = purge.delete_rows(docket_id)
+        report.rows, attachments = purge.delete_rows(docket_id, rt.blobs)
         report.rows.update(index_db.purge_docket(docket_id) if index_db else {})
-        for key in report.blobs:
+        for key in combined:
             rt.blobs.delete(key)
+        report.blobs = combined + attachments
     if not any(report.rows.values()) and not report.blobs:
         raise dockets.UnknownDocket(f"unknown docket {docket_id!r}: nothing of it is stored")
     return report
@@ -65,6 +67,6 @@ def _untrack(docket_id: str, dry_run: bool) -> ForgetReport:
     return report
 
 
-def _blob_keys(blobs, docket_id: str) -> list[str]:
-    combined = list(blobs.list(combined_key(docket_id, "x").rsplit("/", 1)[0] + "/"))
-    return combined + [attachment_key(sha) for sha in purge.only_its_attachments(docket_id)]
+def _combined_keys(blobs, docket_id: str) -> list[str]:
+    """The docket's own extract output (never shared with another docket)."""
+    return list(blobs.list(combined_key(docket_id, "x").rsplit("/", 1)[0] + "/"))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pipeline.clock import iso, utcnow
 from pipeline.errors import DocketeerError
+from pipeline.store.blobs import attachment_key
+from pipeline.store.db import is_postgres
 from pipeline.store.models import (
     Attachment,
     Campaign,
@@ -72,11 +74,29 @@ def only_its_attachments(docket_id: str) -> list[str]:
     return sorted(mine - shared)
 
 
-def delete_rows(docket_id: str) -> dict[str, int]:
-    """Delete every row of the docket in one transaction; refused while a run holds a lease."""
+def delete_rows(docket_id: str, blobs=None) -> tuple[dict[str, int], list[str]]:
+    """Delete every row of the docket and, with ``blobs``, the attachment files only it
+    referred to, in one transaction; refused while a run holds a lease. Returns the rows
+    deleted per table and the blob keys deleted.
+
+    Which files are the docket's alone is decided inside the transaction, after its rows are
+    gone, and each file is deleted only while no row refers to it: attachment rows cannot be
+    added meanwhile (SQLite's write lock; on PostgreSQL the attachment table is locked against
+    writes), so a backfill of another docket that stores the same file keeps it, its row
+    written before this decision or after it, never between. A failure deleting a file rolls
+    the rows back: a second purge finishes the job."""
     with database.atomic():
+        if is_postgres(database.obj):
+            database.execute_sql('LOCK TABLE "attachment" IN SHARE ROW EXCLUSIVE MODE')
         live = Lease.select().where((Lease.docket == docket_id) & (Lease.expires_at > iso(utcnow())))
         if live.exists():
             raise DocketBusy(f"{docket_id}: a run holds it ({live.get().stage}); try again once it ends")
-        return {name: _MODELS[name].delete().where(where).execute()
+        candidates = only_its_attachments(docket_id) if blobs is not None else []
+        rows = {name: _MODELS[name].delete().where(where).execute()
                 for name, where in _queries(docket_id).items()}
+        deleted = []
+        for sha in candidates:
+            if not Attachment.select().where(Attachment.sha256 == sha).exists():  # the reference check
+                blobs.delete(attachment_key(sha))
+                deleted.append(attachment_key(sha))
+        return rows, deleted

@@ -14,6 +14,9 @@ Checks, each PASS or FAIL (warnings are reported and do not fail):
   items — the stage's own ``unfinished`` count, the rule it writes its marker by. Left out
   for now: a docket whose retry has come due (its targets are incomplete until the stage
   runs) and one a run holds a lease on (it is mid-work);
+* every item's docket is the one its own record names (its id's docket), and each of its
+  state rows is filed under that docket: a listing that claimed another docket's item
+  must never have moved or overwritten it;
 * ``pending`` rows older than a threshold (a process died mid-item; the next run of the
   stage repairs them);
 * scratch a dead run left (blob part files, extract/OCR scratch folders; a warning: the next
@@ -35,10 +38,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from pipeline.clock import iso, utcnow
+from pipeline.sources.record_checks import docket_named
 from pipeline.store import db as state_db
 from pipeline.store import item_states, leftovers, reports
 from pipeline.store.blobs import attachment_key
-from pipeline.store.models import Attachment, Docket
+from pipeline.store.models import Attachment, Docket, Item, ItemState
 
 SHOWN_PROBLEMS = 20
 DEFAULT_SAMPLE = 100
@@ -249,6 +253,18 @@ def check_index_chunks(index_db) -> Check:
     return _check("index chunk counts", mismatches, "every recorded chunk count matches its rows")
 
 
+def check_item_dockets() -> Check:
+    """Each item under the docket its record names, and its state rows under the same one."""
+    problems = [f"{key}: filed under {docket}, its record names {docket_named(key)}"
+                for key, docket in Item.select(Item.key, Item.docket).tuples().iterator()
+                if docket_named(key) not in (None, docket)]
+    moved = (ItemState.select(ItemState.stage, ItemState.item, ItemState.docket, Item.docket.alias("owner"))
+             .join(Item, on=(ItemState.item == Item.key)).where(ItemState.docket != Item.docket))
+    problems += [f"{row.item}: its {row.stage} row is filed under {row.docket}, the item under "
+                 f"{row.owner}" for row in moved.objects()]
+    return _check("item dockets", problems, "every item and its rows under the docket its record names")
+
+
 def check_pending(older_than: datetime) -> Check:
     rows = item_states.all_pending(iso(older_than))
     problems = [f"{r.stage} {r.item} ({r.docket}) pending since {r.written_at}: {r.reason or ''}"
@@ -308,6 +324,7 @@ def run_checks(rt, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
         check_orphans(rt.blobs, rows, {(d, i) for d, i, _ in extract_rows}),
         check_extract_output(rt.blobs, extract_rows),
         check_index_chunks(index_db),
+        check_item_dockets(),
         *marker_checks(rt, now),
         check_pending(now - pending_age),
         check_leftovers(leftovers.scratch_folders(rt.data_dir, rt.blobs)),

@@ -23,6 +23,7 @@ from pipeline.errors import BadRecord, InvalidIdentifier
 from pipeline.fetch.watermark import parse_api_time
 from pipeline.html_text import html_to_text
 from pipeline.ids import validate_id
+from pipeline.sources import record_checks
 
 log = logging.getLogger("docketeer")
 
@@ -78,10 +79,7 @@ def instant(attrs: dict, name: str) -> str | None:
     value = text(attrs, name)
     if not value:
         return None
-    try:
-        parse_api_time(value)
-    except ValueError:
-        raise BadRecord(f"`{name}` is not a date and time: {value[:40]!r}") from None
+    record_checks.instant(value, name)  # parses, and is a possible date
     return value
 
 
@@ -157,6 +155,7 @@ def list_item_label(raw: object) -> str:
 
 def summary_fields(attrs: dict) -> dict:
     """The stored fields of a list item (comment or document)."""
+    record_checks.check(attrs, record_checks.ATTRIBUTES, "")
     fields = {column: text(attrs, name) for name, column in SUMMARY_TEXT.items()}
     fields.update({column: instant(attrs, name) for name, column in SUMMARY_INSTANTS.items()})
     fields["withdrawn"] = flag(attrs, "withdrawn")
@@ -212,6 +211,7 @@ def comment_window(doc: dict) -> dict:
 
 def detail_fields(body: dict) -> dict:
     """The stored fields of a detail response (comment or document, either source)."""
+    record_checks.detail(body)
     attrs = attributes_of(body.get("data"), "data")
     names = [text(attrs, "firstName"), text(attrs, "lastName")]
     # A document has no comment text: its abstract, when the record gives one, is what it
@@ -252,8 +252,9 @@ def lists_attachments(body: dict) -> bool:
 def included_attachments(body: dict) -> list[dict]:
     """The ``included`` attachments; [] for a detail fetched without include=attachments."""
     included = body.get("included")
-    if not isinstance(included, list):
+    if included is None:
         return []
+    record_checks.check(included, record_checks.ListOf(record_checks.RESOURCE), "included")
     return [i for i in included if isinstance(i, dict) and i.get("type") == "attachments"]
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import uuid
+from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 
 import peewee
@@ -77,16 +81,133 @@ def _redacted(url: str) -> str:
 
 
 def open_state_db(url: str, data_dir: Path) -> peewee.Database:
-    """Bind the models to the state DB, create or upgrade its schema; one clear error if unusable."""
+    """Bind the models to the state DB, create or upgrade its schema; one clear error if unusable.
+
+    An existing SQLite file is checked first (``unusable_sqlite``): a file that is empty,
+    not a SQLite database, another program's database or damaged is refused with the way
+    back, never taken for a new store (that would forget every seal, forget and retry, and
+    refetch everything). Only a path where no file exists becomes a new store, made aside
+    and moved into place whole (``_create_sqlite_store``), so no failed or killed first run
+    leaves a half-made file there to be refused."""
+    path = sqlite_path(url, data_dir)
+    if path is not None and not path.exists():
+        _create_sqlite_store(path, data_dir)
+    if path is not None:
+        reason = unusable_sqlite(path)
+        if reason:
+            raise UnusableStateDB(path, reason)
     db = make_database(url, data_dir)
     try:
         db.connect(reuse_if_open=True)
     except peewee.OperationalError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"cannot open state DB {_redacted(url) or data_dir}: {first}") from None
+        raise ConfigError(f"cannot open state DB {_redacted(url) or data_dir}: {_first_line(exc)}") from None
     models.database.initialize(db)
-    ensure_schema(db)
+    try:
+        ensure_schema(db)
+    except peewee.DatabaseError as exc:
+        # Damaged past what quick_check saw: said as such. Anything else (a full disk during
+        # an upgrade) is what it is.
+        reason = unusable_sqlite(path) if path is not None else None
+        if reason is None:
+            raise
+        db.close()
+        raise UnusableStateDB(path, reason) from exc
     return db
+
+
+def _create_sqlite_store(path: Path, data_dir: Path) -> None:
+    """A new SQLite store with its schema, made under a name of its own and linked into
+    place only when whole (``os.link`` never replaces: a store another process made
+    meanwhile wins, and this one is dropped). A failure (a full disk) leaves nothing."""
+    making = path.with_name(f".{path.name}.new-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    companions = [making, making.with_name(making.name + "-wal"), making.with_name(making.name + "-shm")]
+    db = make_database(f"sqlite:///{making}", data_dir)
+    try:
+        db.connect()
+        models.database.initialize(db)
+        ensure_schema(db)
+        db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the main file
+        db.close()
+        try:
+            os.link(making, path)
+        except FileExistsError:
+            pass  # another process made the store first: theirs is opened
+        except OSError:  # a file system without hard links: a rename, unless one appeared
+            if not path.exists():
+                os.replace(making, path)
+    finally:
+        if not db.is_closed():
+            db.close()
+        for leftover in companions:
+            leftover.unlink(missing_ok=True)
+
+
+class UnusableStateDB(ConfigError):
+    """An existing state DB file that cannot be used as it is: one line, the way back named."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(
+            f"state DB {path} is not usable ({reason}): restore it from a snapshot "
+            f"(`docketeer restore`), or start a new, empty store on purpose with "
+            f"`docketeer --reinitialise dockets` (the file is moved aside, not deleted)")
+        self.path = path
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def sqlite_path(url: str, data_dir: Path) -> Path | None:
+    """The SQLite file a state URL names (None for PostgreSQL)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        return None
+    return Path(url[len("sqlite:///"):]) if url else data_dir / "state.sqlite"
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def unusable_sqlite(path: Path, *, full: bool = False) -> str | None:
+    """Why the existing file at ``path`` cannot be this store's state DB, or None when it can:
+    empty, not SQLite, damaged (``quick_check``; ``integrity_check`` with ``full``, as
+    ``verify`` asks), or tables of another program's without docketeer's ``meta``. A SQLite
+    file holding no table at all (a first open killed before its schema) is usable."""
+    with open(path, "rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    if not header:
+        return "an empty file"
+    if header != SQLITE_HEADER:
+        return "not a SQLite database"
+    pragma = "integrity_check" if full else "quick_check"
+    try:
+        # Read-only, by URI: the check never writes, creates a journal or repairs anything.
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as check:
+            found = [row[0] for row in check.execute(f"PRAGMA {pragma}(5)").fetchall()]
+            if found != ["ok"]:
+                return f"{pragma}: {'; '.join(found)[:200]}"
+            tables = {row[0] for row in check.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        return _first_line(exc)
+    if tables and Meta._meta.table_name not in tables:
+        return f"another program's database (tables: {', '.join(sorted(tables)[:5])})"
+    return None
+
+
+def set_aside_unusable(url: str, data_dir: Path) -> Path | None:
+    """``--reinitialise``: move an unusable SQLite state DB (and its -wal/-shm) aside as
+    ``<name>.unusable-<UTC time>``, so the next open starts a new store; None when there was
+    nothing unusable to move. A usable store is never touched."""
+    path = sqlite_path(url, data_dir)
+    if path is None or not path.exists() or unusable_sqlite(path) is None:
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.unusable-{stamp}")
+    for suffix in ("-wal", "-shm"):
+        companion = path.with_name(path.name + suffix)
+        if companion.exists():
+            companion.rename(aside.with_name(aside.name + suffix))
+    path.rename(aside)
+    return aside
 
 
 def schema_version(db: peewee.Database) -> int:
@@ -134,7 +255,10 @@ def integrity_check(db: peewee.Database) -> tuple[str, list[str]]:
         for model in MODELS:
             db.execute_sql(f'SELECT count(*) FROM "{model._meta.table_name}"').fetchone()
         return f"postgresql: {len(MODELS)} tables read through", []
-    rows = [r[0] for r in db.execute_sql("PRAGMA integrity_check").fetchall()]
+    try:
+        rows = [r[0] for r in db.execute_sql("PRAGMA integrity_check").fetchall()]
+    except peewee.DatabaseError as exc:  # damaged past what the check can read
+        return "sqlite integrity_check", [_first_line(exc)]
     return "sqlite integrity_check: ok", [] if rows == ["ok"] else rows
 
 

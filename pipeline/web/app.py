@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Mount, Route
@@ -19,8 +20,10 @@ from starlette.templating import Jinja2Templates
 
 from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
+from pipeline.search_arguments import BadSearch
 from pipeline.store import browsing
 from pipeline.web import browse, campaigns, pages, reading_routes
+from pipeline.web.hosts import HostCheck, allowed_hosts
 
 HERE = Path(__file__).parent
 # Defence in depth behind autoescaping: no script runs and nothing loads from elsewhere,
@@ -33,8 +36,9 @@ SECURITY_HEADERS = {
 }
 
 
-def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
-    """The application over ``runtime``'s stores, searching with ``engine`` (kept warm)."""
+def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = None) -> Starlette:
+    """The application over ``runtime``'s stores, searching with ``engine`` (kept warm),
+    answering only requests whose Host is one of ``hosts`` (default: the loopback names)."""
     environment = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                                      undefined=jinja2.StrictUndefined)
     environment.filters["eastern"] = eastern_date  # dates people read are Washington's days
@@ -52,11 +56,17 @@ def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
         if not form.q and any(request.query_params.get(name) for name in browse.FILTER_NAMES):
             # Filters without a query: the docket's comments, browsed with the same filters.
             return RedirectResponse(f"/comments?{request.url.query}", status_code=302)
+        status = 200
         try:
-            results, error = pages.search_results(engine, form), ""
-        except DocketeerError as exc:  # a query of punctuation only: say so on the page
-            results, error = [], str(exc)
-        return render(request, "search.html", form=form, results=results, error=error,
+            form = form.checked()
+        except BadSearch as exc:  # NUL, an impossible day, an unknown campaign: 400, said
+            results, error, status = [], str(exc), 400
+        else:
+            try:
+                results, error = pages.search_results(engine, form), ""
+            except DocketeerError as exc:  # a query of punctuation only: say so on the page
+                results, error = [], str(exc)
+        return render(request, "search.html", status, form=form, results=results, error=error,
                       page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE,
                       campaigns_known=campaigns.available())
 
@@ -82,4 +92,4 @@ def make_app(runtime, engine: pages.WarmSearch) -> Starlette:
         Route("/docket/{docket_id}", docket), Route("/comment/{key}", comment),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(HostCheck, hosts=hosts or allowed_hosts())])

@@ -8,9 +8,10 @@ methods and the blob store; nothing here writes.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from datetime import date, datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
+from pipeline import search_arguments
 from pipeline.clock import eastern_date, eastern_day, eastern_day_bounds
 from pipeline.index.chunking import PAGE_MARKER
 from pipeline.index.database import SearchFilters, SearchHit
@@ -43,12 +44,25 @@ class SearchForm:
 
     @classmethod
     def parse(cls, params) -> SearchForm:
+        """The form as given; ``checked()`` says what in it cannot be searched for."""
         return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],
-                   date_from=_valid_date(params.get("from", "")), date_to=_valid_date(params.get("to", "")),
+                   date_from=params.get("from", "").strip()[:40], date_to=params.get("to", "").strip()[:40],
                    org=params.get("org", "").strip()[:200], campaign=params.get("campaign", "").strip()[:100],
                    one_per_campaign=params.get("per_campaign") == "1",
                    page=_bounded_int(params.get("page"), 1, MAX_PAGE),
                    attachments=_choice(params.get("attachments", "")), withdrawn=_choice(params.get("withdrawn", "")))
+
+    def checked(self) -> SearchForm:
+        """The same form, its arguments checked as ``docketeer search`` checks them
+        (``pipeline/search_arguments.py``); BadSearch names the first that is not searchable."""
+        q = search_arguments.query_text(self.q)
+        first = search_arguments.day(self.date_from, "from")
+        last = search_arguments.day(self.date_to, "to")
+        search_arguments.day_range(first, last)
+        if self.campaign:
+            search_arguments.campaign(self.campaign, campaigns.campaign_members)
+        org = search_arguments.organisation(self.org) if self.org else ""
+        return replace(self, q=q, date_from=first, date_to=last, org=org)
 
     def filters(self) -> SearchFilters:
         members = campaigns.campaign_members(self.campaign) if self.campaign else None
@@ -163,10 +177,11 @@ class DocketPage:
     campaigns: list[dict] = field(default_factory=list)
     # (comment records, submissions they represent: a mass-mail record counts its duplicates)
     submissions: tuple[int, int] = (0, 0)
+    unit: str = "day"  # of per_day's points: a long span is drawn by week, month or year
 
     @property
     def plot(self):
-        return plots.bar_chart(self.per_day, label=f"comments received per day, {self.docket.id}")
+        return plots.bar_chart(self.per_day, label=f"comments received per {self.unit}, {self.docket.id}")
 
 
 def docket_page(docket_id: str) -> DocketPage | None:
@@ -179,11 +194,11 @@ def docket_page(docket_id: str) -> DocketPage | None:
     totals: dict[str, int] = {}
     for row in counts:
         totals[row.stage] = totals.get(row.stage, 0) + row.count
-    return DocketPage(docket, counts, totals, reports.retry_reasons(docket_id),
-                      plots.daily_series(eastern_days(reports.comments_per_hour(docket_id))),
+    unit, points = plots.dated_series(eastern_days(reports.comments_per_hour(docket_id)))
+    return DocketPage(docket, counts, totals, reports.retry_reasons(docket_id), points,
                       reports.top_organizations(docket_id, TOP_ORGANIZATIONS),
                       campaigns.largest_campaigns(docket_id, 10),
-                      reports.submissions(docket_id).get(docket_id, (0, 0)))
+                      reports.submissions(docket_id).get(docket_id, (0, 0)), unit=unit)
 
 
 def eastern_days(per_hour: dict[str, int]) -> dict[str, int]:
@@ -192,9 +207,9 @@ def eastern_days(per_hour: dict[str, int]) -> dict[str, int]:
     for hour, count in per_hour.items():
         try:
             moment = datetime.fromisoformat(f"{hour}:00:00+00:00")
-        except ValueError:
-            continue  # a malformed stored date: not plotted, still counted elsewhere
-        day = eastern_day(moment).isoformat()
+            day = eastern_day(moment).isoformat()
+        except (ValueError, OverflowError):
+            continue  # a malformed or impossible stored date: not plotted, still counted elsewhere
         days[day] = days.get(day, 0) + count
     return days
 
@@ -305,13 +320,6 @@ def status_page(runtime) -> list[DocketStatus]:
 
 
 # --- values ---------------------------------------------------------------------------------
-
-
-def _valid_date(text: str) -> str:
-    try:
-        return date.fromisoformat(text.strip()).isoformat()
-    except ValueError:
-        return ""
 
 
 def _choice(text: str) -> str:

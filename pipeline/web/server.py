@@ -21,6 +21,7 @@ def serve(runtime, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
     import uvicorn
 
     from pipeline.web.app import make_app
+    from pipeline.web.hosts import allowed_hosts
     from pipeline.web.pages import WarmSearch
 
     check_port(host, port)  # before the model loads and a URL is printed
@@ -40,7 +41,7 @@ def serve(runtime, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
               flush=True)
     print(f"docketeer serve: http://{host}:{port}/ (Ctrl-C stops)", flush=True)
     try:
-        uvicorn.run(make_app(runtime, engine), host=host, port=port, log_level="warning",
+        uvicorn.run(make_app(runtime, engine, allowed_hosts(host)), host=host, port=port, log_level="warning",
                     server_header=False)
     finally:
         if socket_server is not None:

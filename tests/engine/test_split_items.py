@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ import pytest
 import pipeline
 from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
+from pipeline.clock import iso, utcnow
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.engine import claims, markers
 from pipeline.engine.completion import Completion
@@ -282,6 +284,29 @@ def test_a_helper_that_stops_on_its_budget_frees_its_claims_at_once(fetched, bac
         assert set(rows_per_run("backfill", split.docket)) == {holder_run.run_id}
         assert markers.read_marker(split.docket, "backfill").output_fingerprint == backfill_reference["output"]
         assert dump(stable=True) == backfill_reference["dump"]
+
+
+def test_a_dead_holders_unexpired_lease_is_taken_over_not_joined(fetched, backfill_reference):
+    """A run whose state server was killed under it dies holding its lease (its release never
+    reached the database). The rerun on its host must not join it as a helper (nothing would
+    be offered: the items stayed unbackfilled until the lease expired, two hours by default):
+    the rule ``leases.acquire`` takes over by applies to joining too."""
+    split = fetched
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # reaped: its pid names no process
+    with split.holder() as runtime:
+        Lease.insert(stage="backfill", docket=split.docket, token="dead-run", holder=f"host-a:{dead.pid}",
+                     expires_at=iso(utcnow() + timedelta(hours=2))).execute()
+        assert claims.session_of("backfill", split.docket) is None
+        assert run_invocation(pipeline.BackfillComments(docket=split.docket))
+        assert markers.read_marker(split.docket, "backfill").output_fingerprint == backfill_reference["output"]
+        assert dump(stable=True) == backfill_reference["dump"]
+        assert sorted(runtime.blobs.list()) == backfill_reference["blobs"]
+        assert not Lease.select().exists()
+        # A live holder's lease (this process, on this host) is still joined.
+        Lease.insert(stage="backfill", docket=split.docket, token="live-run", holder=f"host-a:{os.getpid()}",
+                     expires_at=iso(utcnow() + timedelta(hours=2))).execute()
+        assert claims.session_of("backfill", split.docket) == "live-run"
 
 
 # --------------------------------------------------------------------------- index

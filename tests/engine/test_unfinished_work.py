@@ -275,7 +275,8 @@ def test_each_hostile_record_fails_its_item_and_every_other_item_is_indexed(tmp_
                 next(mirror.glob(f"raw-data/*/{docket}/text-{docket}/comments/{key}.json")).write_bytes(body)
         assert run_at(1)  # item failures are per item: the run succeeds
         rows = states("backfill", docket)
-        expected = {"deep": "nested", "attributes": "attributes is a str", "included": "attributes is a str",
+        expected = {"deep": "nested", "attributes": "attributes` is a string, not an object",
+                    "included": "attributes` is a string, not an object",
                     "fileUrl": "not an http(s) URL", "docOrder": "out of range"}
         for kind, key in victims.items():
             assert rows[key].state == "failed" and rows[key].detail == "permanent", (kind, rows[key].reason)

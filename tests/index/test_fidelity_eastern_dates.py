@@ -74,7 +74,7 @@ def test_explain_and_dockets_show_the_eastern_day(sqlite_state, capsys):
 
 def test_web_pages_show_the_eastern_day(sqlite_state):
     stored_late_item()
-    with TestClient(make_app(sqlite_state, pages.WarmSearch(sqlite_state))) as client:
+    with TestClient(make_app(sqlite_state, pages.WarmSearch(sqlite_state)), base_url="http://127.0.0.1") as client:
         for path in (f"/comment/{KEY}", f"/docket/{DOCKET}", "/status"):
             page = client.get(path)
             assert page.status_code == 200 and DAY in page.text and UTC_DAY not in page.text, path
@@ -110,7 +110,7 @@ def test_the_search_pages_date_filter_takes_eastern_days_at_the_utc_boundary(rt)
         put_item(rt, key, f"Small water systems cannot meet the monitoring schedule ({key}).")
         Item.update(posted_date=posted).where(Item.key == key).execute()
     run(rt)
-    with TestClient(make_app(rt, pages.WarmSearch(rt))) as client:
+    with TestClient(make_app(rt, pages.WarmSearch(rt)), base_url="http://127.0.0.1") as client:
         def found(since: str, until: str) -> set[str]:
             page = client.get("/search", params={"q": "monitoring schedule", "from": since, "to": until})
             assert page.status_code == 200
@@ -147,7 +147,7 @@ def test_dockets_and_pages_name_the_zone_of_the_last_pull(sqlite_state, capsys):
     assert cli.main(["dockets"]) == 0
     [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith(DOCKET)]
     assert "2026-12-02 00:12 EST" in row and "05:12" not in row
-    with TestClient(make_app(sqlite_state, pages.WarmSearch(sqlite_state))) as client:
+    with TestClient(make_app(sqlite_state, pages.WarmSearch(sqlite_state)), base_url="http://127.0.0.1") as client:
         for path in (f"/docket/{DOCKET}", "/status"):
             page = client.get(path)
             assert "2026-12-02 00:12 EST" in page.text and "05:12" not in page.text, path

@@ -40,7 +40,7 @@ def test_search_json_says_which_hits_are_withdrawn(indexed):
 
 
 def test_the_search_page_marks_a_withdrawn_hit(indexed):
-    with TestClient(make_app(indexed, pages.WarmSearch(indexed, HashingEmbedder()))) as client:
+    with TestClient(make_app(indexed, pages.WarmSearch(indexed, HashingEmbedder())), base_url="http://127.0.0.1") as client:
         page = client.get("/search", params={"q": "monitoring schedule"})
     assert page.status_code == 200
     items = re.findall(r'<li class="result">(.*?)</li>', page.text, flags=re.S)

@@ -328,8 +328,8 @@ def test_search_takes_washingtons_days_and_an_organisation(store, capsys):
     assert results and {r["posted_day"] for r in results} == {day}
     code, out, _ = run(capsys, "search", "hospital funding", "-k", "50", "--json", "--from", day)
     assert {r["posted_day"] for r in json.loads(out)["results"]} == {d for d in days if d >= day} - {None}
-    code, out, _ = run(capsys, "search", "hospital funding", "--org", "no such organisation anywhere")
-    assert code == 0 and out.strip() == "no results"
+    code, out, err = run(capsys, "search", "hospital funding", "--org", "no such organisation anywhere")
+    assert code == 2 and "no submitter or organisation contains 'no such organisation anywhere'" in err
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["search", "hospital funding", "--from", "22/09/2025"])
     err = capsys.readouterr().err

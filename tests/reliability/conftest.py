@@ -32,3 +32,12 @@ def pytest_terminal_summary(terminalreporter):
 @pytest.fixture(autouse=True, scope="session")
 def _short_data_folders(tmp_path_factory):
     harness.DATA_ROOT = tmp_path_factory.getbasetemp()
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory, pg_server) -> dict:
+    """The store after one uninterrupted run (every scenario compares with it)."""
+    with harness.world(tmp_path_factory.mktemp("reference"), pg_server) as w:
+        code, output = w.luigi()
+        assert code == 0, output[-2000:]
+        return harness.snapshot(w)

@@ -117,3 +117,45 @@ def spoil(root: Path) -> dict[str, str]:
     put(ids[9], "wrong JSON types and huge values", _detail_types)
     put(ids[7], "absolute path as a file URL", url("/etc/passwd"))
     return done
+
+
+ANOTHER_DOCKET = "ZZZ-2026-0001"  # a docket the corpus does not have: an item claiming it is an impostor
+
+
+def spoil_records(root: Path) -> dict[str, str]:
+    """A second hostile corpus, of records rather than files: impossible dates, wrong JSON
+    types where lists and objects are due, an attachment named ``..`` beside a body, and an
+    item whose own record names another docket. Comment id -> what was done to it."""
+    files = comment_files(root)
+    ids = sorted(files)
+    done: dict[str, str] = {}
+
+    def put(comment_id: str, what: str, change) -> None:
+        record = json.loads(files[comment_id].read_text())
+        change(comment_id, record)
+        replace_json(files[comment_id], record)
+        done[comment_id] = what
+
+    def attrs(**values):
+        return lambda _id, record: record["data"]["attributes"].update(values)
+
+    def included_object(comment_id: str, record: dict) -> None:
+        _attachment(record, f"https://downloads.regulations.gov/{comment_id}/attachment_1.pdf", "pdf", 100)
+        record["included"] = record["included"][0]  # an object where the list is due
+
+    def dot_dot_name(comment_id: str, record: dict) -> None:
+        record["data"]["attributes"]["comment"] = f"The body of {comment_id} is kept whatever its files are."
+        _attachment(record, f"https://downloads.regulations.gov/{comment_id}/..", "pdf", 100)
+
+    def file_format_text(comment_id: str, record: dict) -> None:
+        _attachment(record, f"https://downloads.regulations.gov/{comment_id}/attachment_1.pdf", "pdf", 100)
+        record["included"][0]["attributes"]["fileFormats"] = [f"https://downloads.regulations.gov/{comment_id}/a.pdf"]
+
+    put(ids[0], "posted in year 1", attrs(postedDate="0001-01-01T00:00:00Z"))
+    put(ids[1], "received in year 2", attrs(receiveDate="0002-01-01T00:00:00Z"))
+    put(ids[2], "included an object, not a list", included_object)
+    put(ids[3], "an attachment named .. beside a body", dot_dot_name)
+    put(ids[4], "a file format that is text, not an object", file_format_text)
+    put(ids[5], "a count that is a huge fraction", attrs(duplicateComments=1e308))
+    put(ids[6], "its record names another docket", attrs(docketId=ANOTHER_DOCKET))
+    return done

@@ -30,15 +30,6 @@ STAGES = ("backfill", "extract", "index")
 SENTINEL = "SENTINELkey7f3a9c2e"
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory, pg_server) -> dict:
-    """The store after one uninterrupted run."""
-    with world(tmp_path_factory.mktemp("reference"), pg_server) as w:
-        code, output = w.luigi()
-        assert code == 0, output[-2000:]
-        return snapshot(w)
-
-
 def test_sigkill_at_seeded_item_boundaries_then_one_rerun_recovers(tmp_path, pg_server, reference):
     count = trials(default=3, full=20 * len(STAGES))
     failures, lost_total, dup_total, outside, killed = [], 0, 0, 0, 0

@@ -61,7 +61,7 @@ def test_bad_records_in_a_mirror_folder_are_their_own_failures(tmp_path, realdat
                                                                      ItemState.state == "failed")}
         assert set(failed) == {"USTR-2015-0010-0096", "USTR-2015-0010-0097", "USTR-2015-0010-0098"}
         assert "no data object for this id" in failed["USTR-2015-0010-0098"]
-        assert "`title` is a int" in failed["USTR-2015-0010-0097"]
+        assert "`title` is a whole number, not a string" in failed["USTR-2015-0010-0097"]
         unkeyed = sorted(s.reason for s in ItemState.select().where(ItemState.stage == "fetch.unkeyed"))
         assert len(unkeyed) == 2 and all(r.startswith("mirror object without a safe id (key ") for r in unkeyed)
         assert any("'text-USTR-2015-0010/comments/USTR 2015-0010-0099.json'" in r for r in unkeyed)

@@ -166,7 +166,7 @@ def variant(body: dict) -> tuple[dict, dict[str, str]]:
     data[7]["attributes"] = None  # no attributes object
     del data[8]["attributes"]["title"]  # optional fields removed: the same record without them
     del data[9]["attributes"]["withdrawn"]
-    keyed = {data[4]["id"]: "`title` is a int", data[5]["id"]: "`postedDate` is not a date",
+    keyed = {data[4]["id"]: "`title` is a whole number", data[5]["id"]: "`postedDate` is not a date",
              data[6]["id"]: "`withdrawn` is not a boolean", data[7]["id"]: "no attributes object"}
     return page, keyed
 

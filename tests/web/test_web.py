@@ -25,7 +25,7 @@ def store(tmp_path_factory, pg_server):
 
 @pytest.fixture(scope="module")
 def client(store):
-    with TestClient(make_app(store.runtime, pages.WarmSearch(store.runtime))) as test_client:
+    with TestClient(make_app(store.runtime, pages.WarmSearch(store.runtime)), base_url="http://127.0.0.1") as test_client:
         yield test_client
 
 
@@ -202,3 +202,23 @@ def test_serve_on_a_store_with_nothing_indexed_is_one_line_and_starts_no_server(
         f"docketeer: serve: nothing is indexed yet in {tmp_path / 'data'}: run "
         "`luigi --module pipeline IndexAll` first"]
     assert not (tmp_path / "data" / "index-pg").exists()
+
+
+def test_search_arguments_are_checked_as_the_command_line_checks_them(client):
+    """NUL, the calendar's edges, a day range the wrong way round, an unknown campaign or
+    organisation: 400 with the reason on the page, never a 500 or a filter dropped."""
+    said = {
+        "rural\x00hospitals": ("q", "control character"),
+        "0999-01-01": ("from", "outside 1000-01-01 to 9999-12-31"),
+    }
+    for value, (name, reason) in said.items():
+        page = client.get("/search", params={"q": "rural", name: value})
+        assert page.status_code == 400 and reason in page.text, page.text[:500]
+    wrong_way = client.get("/search", params={"q": "rural", "from": "2026-02-02", "to": "2026-02-01"})
+    assert wrong_way.status_code == 400 and "is after" in wrong_way.text
+    campaign = client.get("/search", params={"q": "rural", "campaign": "no-such-campaign"})
+    assert campaign.status_code == 400 and "no campaign" in campaign.text
+    org = client.get("/search", params={"q": "rural", "org": "Nobody Inc of Nowhere"})
+    assert org.status_code == 400 and "no submitter or organisation contains" in org.text
+    widest = client.get("/search", params={"q": CITATION, "from": "1000-01-01", "to": "9999-12-31"})
+    assert widest.status_code == 200 and _result_ids(widest.text)[0] == CITING_ID

@@ -1,0 +1,80 @@
+"""What a search may be asked, checked once for ``docketeer search`` and the search page: the
+query's text, the days it is bounded by, and the campaign or organisation it is narrowed to.
+
+A bad argument is a message (``BadSearch``: exit 2 on the command line, 400 on the page),
+never an exception from the database (a NUL byte PostgreSQL refuses, a day past 9999-12-31
+whose next midnight overflows) and never a filter silently dropped (an unknown campaign used
+to show every result, unfiltered).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import date
+
+from pipeline.errors import DocketeerError
+
+MAX_QUERY_CHARS = 500
+# Years of four digits: what a stored instant can be compared with as text.
+FIRST_DAY, LAST_DAY = date(1000, 1, 1), date(9999, 12, 31)
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+# Control characters (NUL among them) never belong in a search and some cannot be stored.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class BadSearch(DocketeerError):
+    """A search argument that cannot be searched for: the message says which and why."""
+
+
+def query_text(text: str, what: str = "query") -> str:
+    """The text searched for (or an organisation looked for): no control characters, at
+    most MAX_QUERY_CHARS, spaces around it dropped."""
+    if _CONTROL.search(text):
+        raise BadSearch(f"the {what} holds a control character (such as NUL): {text[:60]!r}")
+    return text.strip()[:MAX_QUERY_CHARS]
+
+
+def day(text: str, what: str) -> str:
+    """A calendar day YYYY-MM-DD from FIRST_DAY to LAST_DAY ('' when none is given)."""
+    text = text.strip()
+    if not text:
+        return ""
+    try:
+        given = date.fromisoformat(text) if _DAY.fullmatch(text) else None
+    except ValueError:
+        given = None
+    if given is None:
+        raise BadSearch(f"{what}: not a date (YYYY-MM-DD): {text[:40]!r}")
+    if not FIRST_DAY <= given <= LAST_DAY:
+        raise BadSearch(f"{what}: {text} is outside {FIRST_DAY} to {LAST_DAY}")
+    return given.isoformat()
+
+
+def day_range(first: str, last: str) -> None:
+    """Days given as ``day`` gives them: the first not after the last."""
+    if first and last and first > last:
+        raise BadSearch(f"from {first} is after to {last}: no day is in between")
+
+
+def campaign(campaign_id: str, members_of: Callable[[str], list[str] | None]) -> list[str]:
+    """The item keys of a campaign that exists (``members_of`` looks it up)."""
+    members = members_of(campaign_id)
+    if not members:
+        raise BadSearch(f"no campaign {campaign_id[:100]!r} in this store")
+    return members
+
+
+def organisation(text: str) -> str:
+    """An organisation (or submitter) filter that some item matches, as the search matches it:
+    contained, in any case."""
+    from pipeline.store.models import Item
+
+    wanted = query_text(text, "organisation")
+    if not wanted:
+        return ""
+    pattern = f"%{wanted}%"  # a % or _ in it matches more, never less: a check, not the filter
+    found = Item.select(Item.key).where((Item.organization ** pattern) | (Item.submitter ** pattern)).limit(1)
+    if not found.exists():
+        raise BadSearch(f"no submitter or organisation contains {wanted[:100]!r} in this store")
+    return wanted
