@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
             "docket feed (Atom)": f"/feed/docket/{DOCKET}",
             "status page": "/status",
         }
-        with TestClient(make_app(store.rt, engine)) as client:
+        with TestClient(make_app(store.rt, engine), base_url="http://127.0.0.1") as client:
             print(f"| page ({args.comments:,} comments) | median ms | worst ms | bytes | load average (1 min) |")
             print("|---|---:|---:|---:|---:|")
             worst = 0.0

@@ -690,6 +690,10 @@ def _reinitialise() -> None:
 
     settings = load_settings()
     aside = set_aside_unusable(settings.state_url, ensure_data_dir(settings))
+    if aside:  # asked for on purpose: the new, empty store is made now (commands never make one)
+        from pipeline.runtime import get_runtime
+
+        get_runtime().state  # noqa: B018 - opening it makes it
     print(f"docketeer: the unusable state DB was moved aside to {aside}; a new, empty store starts now"
           if aside else "docketeer: the state DB is usable: nothing was moved aside", file=sys.stderr)
 

@@ -30,7 +30,7 @@ def store(tmp_path_factory, pg_server):
 
 @pytest.fixture(scope="module")
 def client(store):
-    with TestClient(make_app(store.runtime, pages.WarmSearch(store.runtime))) as test_client:
+    with TestClient(make_app(store.runtime, pages.WarmSearch(store.runtime)), base_url="http://127.0.0.1") as test_client:
         yield test_client
 
 

@@ -43,7 +43,7 @@ def client(tmp_path_factory, pg_server, realdata):
             extract_workers=1, ocr="false", http_attempts=1)) as runtime:
         runtime.state  # noqa: B018
         assert run_at(1)
-        with TestClient(make_app(runtime, pages.WarmSearch(runtime))) as test_client:
+        with TestClient(make_app(runtime, pages.WarmSearch(runtime)), base_url="http://127.0.0.1") as test_client:
             yield test_client
 
 
