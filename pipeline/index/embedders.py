@@ -1,7 +1,8 @@
 """Text embedders behind one small interface, chosen by name from configuration.
 
 Every embedder returns L2-normalised vectors (so cosine similarity is a dot product) and
-counts one ``EMBED_CALLS`` per ``embed()`` call: one call is one batch, whatever its size.
+counts one ``EMBED_CALLS`` per ``embed()`` call (one call is one batch, whatever its size)
+and its texts on ``EMBEDDED_TEXTS``.
 
 ``Embedder.id`` is ``name:model:dim:version``. It goes into the index fingerprint, so
 changing any part of it (another model, another dimension, a new code version of an
@@ -27,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from pipeline.counters import EMBED_CALLS, counters
+from pipeline.counters import EMBED_CALLS, EMBEDDED_TEXTS, counters
 from pipeline.errors import BadResponse, ConfigError, PermanentHTTPError, TransientHTTPError
 
 log = logging.getLogger("docketeer")
@@ -95,6 +96,8 @@ class HashingEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         counters.incr(EMBED_CALLS)
+        if texts:
+            counters.incr(EMBEDDED_TEXTS, len(texts))
         return [self._embed_one(text) for text in texts]
 
     def _embed_one(self, text: str) -> list[float]:
@@ -149,6 +152,8 @@ class MiniLMEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         counters.incr(EMBED_CALLS)
+        if texts:
+            counters.incr(EMBEDDED_TEXTS, len(texts))
         if not texts:
             return []
         return self._loaded_model().encode(list(texts), self.batch_size)
@@ -296,6 +301,8 @@ class OpenAIEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         counters.incr(EMBED_CALLS)
+        if texts:
+            counters.incr(EMBEDDED_TEXTS, len(texts))
         if not texts:
             return []
         vectors = self._parse(self._post({"model": self.model, "input": list(texts)}), len(texts))
