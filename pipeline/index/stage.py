@@ -29,7 +29,7 @@ from pipeline.failures import item_failure
 from pipeline.fingerprints import RECORD, canonical_json, digest, digest_each, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
 from pipeline.index.database import ItemRows, VectorsGone
-from pipeline.index.embedders import embed_in_batches, make_embedder
+from pipeline.index.embedders import embed_in_batches, make_embedder, token_budget_of
 from pipeline.index.markers import IndexMarkers
 from pipeline.store import item_states, items
 from pipeline.store.models import Docket
@@ -243,6 +243,7 @@ class Writer:
         self.unknown: dict[str, str] = {}  # text hash -> text of pending chunks not known stored
         self.stored: set[str] = set()  # text hashes this run knows to have a stored vector
         self.dims: set[int] = set()  # dimensions of the vectors this run stored
+        self.tokens = token_budget_of(embedder)  # chunks the model reads whole
         self.fingerprints: dict[str, dict[str, str]] = {}  # collection -> key -> fingerprint
         self.decided: list[str] = []  # keys written (or failed) since claims last heard of it
 
@@ -274,7 +275,7 @@ class Writer:
             self._failed(work.key, item_failure(exc).reason)
             return None
         chars = self.ctx.settings.chunk_chars
-        chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars))
+        chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars), tokens=self.tokens)
         # The cap is in the content hash too: the same text under another cap is other chunks.
         biting = chunks_biting(len(chunks), self.ctx.settings.max_item_chunks)
         return Loaded(work, self._capped(work.key, chunks),

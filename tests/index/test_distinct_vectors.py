@@ -174,3 +174,27 @@ def test_a_store_of_version_4_is_upgraded_in_place_without_embedding(pg_url, tmp
         assert hit.text == LETTERS[2]
     finally:
         db.close()
+
+
+def test_a_new_chunker_version_rewrites_every_item_and_embeds_only_changed_texts(rt, monkeypatch):
+    from pipeline.index import stage
+
+    seed_campaign(rt, 20)
+    run(rt)
+    monkeypatch.setattr(stage, "CHUNKER_VERSION", "chunk-next")
+    result, io = run(rt)
+    assert result.counts == {"embedded": 20}  # every item re-chunked and written again
+    assert io.get(EMBEDDED_TEXTS, 0) == 0  # its chunks' texts did not change: vectors kept
+
+
+def test_the_index_stage_keeps_chunks_within_the_embedders_token_budget(rt):
+    from pipeline.index.chunking import counted_words_and_marks
+
+    dense = "\n\n".join(" ".join(f"({p}.{n}) 42 CFR 482.12(a)(1)-(3), §§ 412.8; 3.7% ($1,204.50)."
+                                 for n in range(4)) for p in range(10))
+    put_item(rt, f"{D}-0001", "See attached file(s)", attachment=dense)
+    run(rt)
+    texts = distinct_chunk_texts(rt)
+    assert len(texts) > 1
+    assert max(map(counted_words_and_marks, texts)) <= HashingEmbedder.MAX_TOKENS
+    assert max(map(len, texts)) < 1100  # the tokens bound these chunks, not the 1,200 characters

