@@ -156,16 +156,17 @@ def bare_index_work(rt: Runtime, docket: str, embedder, batch: int) -> float:
     from pipeline.extract.stage import read_combined
     from pipeline.fingerprints import digest
     from pipeline.index.chunking import chunk_text
-    from pipeline.index.embedders import embed_in_batches
+    from pipeline.index.embedders import embed_in_batches, token_budget_of
     from pipeline.index.stage import chunk_overlap, searchable_sections
 
     keys = [row.key for row in Item.select(Item.key).where(Item.docket == docket).order_by(Item.key)]
+    tokens = token_budget_of(embedder)
     started = time.process_time()
     distinct: dict[str, str] = {}
     for key in keys:
         frontmatter, body = read_combined(rt.blobs, docket, key)
         sections = searchable_sections(frontmatter, body, {"title": f"Comment {key}"})
-        for chunk in chunk_text(sections, max_chars=1200, overlap=chunk_overlap(1200)):
+        for chunk in chunk_text(sections, max_chars=1200, overlap=chunk_overlap(1200), tokens=tokens):
             distinct.setdefault(digest(chunk.text), chunk.text)
     embed_in_batches(embedder, list(distinct.values()), batch)
     return time.process_time() - started

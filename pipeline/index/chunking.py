@@ -34,6 +34,7 @@ Chunks never span sections: the section heading is stored with the chunk.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,7 +87,7 @@ def counted_words_and_marks(text: str) -> int:
     """A deterministic token count without a tokenizer (for embedders that have none): each
     run of word characters and each other non-space character is one token, as a WordPiece
     tokenizer counts at least."""
-    return sum(1 for _ in _WORD_OR_MARK.finditer(text))
+    return len(_WORD_OR_MARK.findall(text))
 
 
 def _no_tokens(text: str) -> int:
@@ -117,7 +118,8 @@ class _Limits:
 
     def __init__(self, max_chars: int, overlap: int, tokens: TokenBudget | None) -> None:
         self.max_chars, self.overlap = max_chars, overlap
-        self.count = tokens.count if tokens else _no_tokens
+        # A paragraph is counted as a whole, then as a piece: counted once per call.
+        self.count = functools.lru_cache(maxsize=4096)(tokens.count) if tokens else _no_tokens
         self.max_tokens = tokens.limit if tokens else 0
         self.overlap_tokens = tokens.overlap if tokens else 0
         # Every piece must fit after an overlap prefix: 2 = the "\n\n" joining them.

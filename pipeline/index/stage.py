@@ -328,9 +328,11 @@ class Writer:
         self._claims_done()
 
     def _embedded(self, texts: dict[str, str]) -> dict[str, list[float]]:
-        """text hash -> vector of these texts, embedded in batches."""
-        vectors = embed_in_batches(self.embedder, list(texts.values()), self.ctx.settings.embed_batch)
-        return dict(zip(texts, vectors, strict=True))
+        """text hash -> vector of these texts, embedded in batches of like length (a batch
+        pads to its longest text)."""
+        ordered = sorted(texts, key=lambda text_hash: (-len(texts[text_hash]), text_hash))
+        vectors = embed_in_batches(self.embedder, [texts[h] for h in ordered], self.ctx.settings.embed_batch)
+        return dict(zip(ordered, vectors, strict=True))
 
     def _rows(self, loaded: Loaded, vector_of: dict[str, list[float]]) -> ItemRows:
         work = loaded.work
