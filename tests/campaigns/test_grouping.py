@@ -8,7 +8,7 @@ import pytest
 
 from devtools.campaign_corpus import campaign_comments, pair_scores, seed_store
 from pipeline.campaigns import grouping
-from pipeline.campaigns.grouping import CAMPAIGN_COMPARES, CAMPAIGN_ESTIMATES, COMPARED_PER_GROUP
+from pipeline.campaigns.grouping import CAMPAIGN_COMPARES, CAMPAIGN_ESTIMATES
 from pipeline.campaigns.stage import group_docket
 from pipeline.counters import counters
 from pipeline.engine.stage import StageContext
@@ -18,6 +18,13 @@ from pipeline.store.models import Campaign, CampaignBand, CampaignMember
 from tests.fixtures.state_fixtures import make_runtime
 
 D = "ACF-2026-0002"
+# The bound these tests' groups outgrow (the default is sized for campaigns of thousands).
+COMPARED_PER_GROUP = 32
+
+
+@pytest.fixture(autouse=True)
+def small_bound(monkeypatch):
+    monkeypatch.setattr(grouping, "COMPARED_PER_GROUP", COMPARED_PER_GROUP)
 
 
 @pytest.fixture
