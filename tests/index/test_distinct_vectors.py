@@ -198,3 +198,30 @@ def test_the_index_stage_keeps_chunks_within_the_embedders_token_budget(rt):
     assert len(texts) > 1
     assert max(map(counted_words_and_marks, texts)) <= HashingEmbedder.MAX_TOKENS
     assert max(map(len, texts)) < 1100  # the tokens bound these chunks, not the 1,200 characters
+
+
+def test_a_vector_dropped_between_lookup_and_write_is_embedded_again(rt, pg_url):
+    """Another writer replaces the last chunks of a text after this run found its vector
+    stored: the write finds it gone, embeds it here and writes the batch."""
+    seed_campaign(rt, 5)
+    run(rt)
+    dockets.ensure_dockets([E], "list")
+    put_item(rt, f"{E}-0001", LETTERS[1], docket=E)
+    db = rt.index_db()
+    other = IndexDB.open(pg_url, rt.data_dir)  # the other writer's own connection
+    looked_up = db.stored_texts
+
+    def then_purged(embedder_id, hashes):
+        found = looked_up(embedder_id, hashes)
+        other.purge_docket(D)  # the letter's last chunks elsewhere go, and its vector
+        return found
+
+    db.stored_texts = then_purged
+    try:
+        result, io = run(rt, docket=E, index_db=db)
+    finally:
+        del db.stored_texts
+        other.close()
+    assert result.counts == {"embedded": 1}
+    assert io[EMBEDDED_TEXTS] == 1  # embedded again after the write found it gone
+    assert distinct_chunk_texts(rt) == {LETTERS[1]} and vector_rows(rt) == 1
