@@ -307,7 +307,9 @@ class OpenAIEmbedder:
     The key comes from ``api_key`` or the environment variable named by ``api_key_env``;
     it is sent as a bearer token and is scrubbed from every error message. ``dim`` may be
     given; otherwise the first call that needs it (``.dim``, ``.id`` or ``embed``) learns
-    it from a response — reading ``.id`` before any embed costs one probe call.
+    it from a response — reading ``.id`` before any embed costs one probe call. One
+    ``embed`` call sends its texts as requests of at most ``request_texts``, ``in_flight`` of
+    them at a time, and returns the vectors in input order.
     """
 
     VERSION = "oai-1"
@@ -321,6 +323,8 @@ class OpenAIEmbedder:
         dim: int | None = None,
         timeout: float = 60.0,
         max_attempts: int = 3,
+        request_texts: int = 32,
+        in_flight: int = 4,
     ) -> None:
         if not url or not model:
             raise ConfigError("embedder 'openai' needs url and model")
@@ -331,6 +335,12 @@ class OpenAIEmbedder:
         self._dim = int(dim) if dim else None
         self.timeout = float(timeout)
         self.max_attempts = max(1, int(max_attempts))
+        # A call's texts go as requests of at most request_texts, up to in_flight of them at
+        # once: a GPU server batches what arrives together, and the network round trip of
+        # one request overlaps the others' work.
+        self.request_texts = max(1, int(request_texts))
+        self.in_flight = max(1, int(in_flight))
+        self._pool = None
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(endpoint={self.endpoint!r}, model={self.model!r}, dim={self._dim})"
@@ -352,7 +362,20 @@ class OpenAIEmbedder:
             counters.incr(EMBEDDED_TEXTS, len(texts))
         if not texts:
             return []
-        vectors = self._parse(self._post({"model": self.model, "input": list(texts)}), len(texts))
+        parts = [list(texts[start:start + self.request_texts])
+                 for start in range(0, len(texts), self.request_texts)]
+        if len(parts) == 1:
+            answers = [self._embed_part(parts[0])]
+        else:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(self.in_flight, thread_name_prefix="embeddings")
+            answers = list(self._pool.map(self._embed_part, parts))  # in order; the first error raised
+        return [vector for answer in answers for vector in answer]
+
+    def _embed_part(self, texts: list[str]) -> list[list[float]]:
+        vectors = self._parse(self._post({"model": self.model, "input": texts}), len(texts))
         self._check_dim(len(vectors[0]))
         return [l2_normalise(v) for v in vectors]
 
