@@ -221,8 +221,12 @@ class Grouper:
         shingles = candidates.shingles([k for keys in chosen.values() for k in keys])
         matches = {}
         for campaign, group_keys in sorted(chosen.items()):
-            counters.incr(CAMPAIGN_CANDIDATES, len(group_keys))
-            best = max(campaign_text.jaccard(p.shingles, shingles[k]) for k in group_keys)
+            best = 0.0
+            for key in group_keys:  # past REPRESENTED_AT the rest cannot change a decision
+                counters.incr(CAMPAIGN_CANDIDATES)
+                best = max(best, campaign_text.jaccard(p.shingles, shingles[key]))
+                if best >= max(REPRESENTED_AT, self.threshold):
+                    break
             if best >= self.threshold:
                 matches[campaign] = best
         return matches
