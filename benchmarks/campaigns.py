@@ -7,7 +7,11 @@
    (planted campaigns with names, salutations, inserted and deleted sentences, reordered
    paragraphs, some sent as attachments, beside independent comments on the same topic),
    grouped by the stage's function; precision and recall of group membership over pairs.
-2. Incremental: a docket of ``--items`` comments grouped from scratch (timed), then
+2. ``--scaling 2000,20000``: instead of 1 and 3, each size grouped from scratch against bare
+   datasketch (shingles, MinHash in bulk, an LSH query and insert per comment) on the same
+   texts, CPU of this process; up to ``--every-up-to`` comments also with every member of a
+   group compared (as before the bounded set), and whether the groups are the same.
+3. Incremental: a docket of ``--items`` comments grouped from scratch (timed), then
    ``--new`` more comments seeded and grouped (timed, side by side in this one run): the
    run must compare exactly ``--new`` comments (counter ``campaign_compares``), place them
    as planted, and cost under 5 % of the full grouping. Then a second store is grouped from
@@ -123,6 +127,63 @@ def _new_placed_as_planted(first, more, found: dict[str, str]) -> float:
     return round(right / len(more), 4)
 
 
+def bare_datasketch(comments) -> float:
+    """CPU seconds of the bare operation the grouping wraps: each comment's text normalised
+    and shingled, MinHash signatures in bulk, each queried against an LSH of the earlier
+    ones and inserted (datasketch alone: no exact check, no store)."""
+    from datasketch import MinHash, MinHashLSH
+
+    from pipeline.campaigns import text as campaign_text
+    from pipeline.campaigns.grouping import NUM_PERM
+
+    started = time.process_time()
+    shingle_sets = [campaign_text.shingles(campaign_text.normalise(c.attachment or c.body, c.submitter))
+                    for c in comments]
+    signatures = MinHash.bulk([[s.encode() for s in sh] for sh in shingle_sets], num_perm=NUM_PERM)
+    lsh = MinHashLSH(threshold=0.5, num_perm=NUM_PERM)
+    for comment, signature in zip(comments, signatures, strict=True):
+        lsh.query(signature)
+        lsh.insert(comment.key, signature, check_duplication=False)
+    return time.process_time() - started
+
+
+def scaling(folder: Path, args, size: int) -> dict:
+    """Grouping ``size`` planted comments from scratch against bare datasketch on the same
+    texts (CPU of this process); up to ``--every-up-to`` also with every member compared, as
+    before the bounded set, and whether the groups are the same."""
+    from pipeline.campaigns import grouping
+    from pipeline.campaigns.grouping import CAMPAIGN_ESTIMATES
+
+    comments = campaign_comments(DOCKET, size, seed=3)
+    row = {"comments": size, "bare_cpu_s": round(bare_datasketch(comments), 2)}
+    modes = [("bounded", grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP)]
+    if size <= args.every_up_to:
+        modes.append(("every", 2.0, 10**9))
+    dumps = {}
+    for name, represented, per_group in modes:
+        grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP = represented, per_group
+        try:
+            rt = runtime_in(folder / f"scaling-{size}-{name}", args)
+            seed_store(rt, DOCKET, comments)
+            cpu = time.process_time()
+            seconds, _, io = timed_grouping(rt)
+            cpu = time.process_time() - cpu
+            precision, recall = pair_scores({c.key: c.campaign for c in comments}, membership())
+            dumps[name] = groups_dump()
+            rt.close()
+        finally:
+            grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP = modes[0][1], modes[0][2]
+        row[name] = {"cpu_s": round(cpu, 2), "wall_s": round(seconds, 2),
+                     "to_bare": round(cpu / row["bare_cpu_s"], 2),
+                     "estimates": io.get(CAMPAIGN_ESTIMATES, 0),
+                     "jaccard_checks": io.get(CAMPAIGN_CANDIDATES, 0),
+                     "precision": round(precision, 4), "recall": round(recall, 4)}
+    if "every" in dumps:
+        row["same_groups_as_every_member"] = dumps["every"] == dumps["bounded"]
+    set_runtime(None)
+    return row
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quality", type=int, default=3000)
@@ -130,8 +191,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--new", type=int, default=40)
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--state-url", default="")
+    parser.add_argument("--scaling", default="",
+                        help="comma-separated sizes: grouping from scratch against bare datasketch, alone")
+    parser.add_argument("--every-up-to", type=int, default=2000,
+                        help="with --scaling: also compare with every member up to this size")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-campaigns-"))
+    if args.scaling:
+        try:
+            for size in [int(n) for n in args.scaling.split(",") if n]:
+                print(json.dumps(scaling(folder, args, size)), flush=True)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return 0
     try:
         results = {"quality": quality(folder / "quality", args), "incremental": incremental(folder, args)}
     finally:

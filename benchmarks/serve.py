@@ -27,12 +27,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from psycopg2.extras import Json, execute_values
-
 from benchmarks.common import Store
 from devtools.corpus_topics import FIRST_NAMES, LAST_NAMES, ORGANIZATIONS, PLACES, TOPICS
 from pipeline.clock import iso, utcnow
-from pipeline.index.database import IndexDB
+from pipeline.index.chunking import Chunk
+from pipeline.index.database import IndexDB, ItemRows
 from pipeline.store.models import Docket, Item, ItemState, database
 
 DOCKET = "CMS-2026-0777"
@@ -173,22 +172,19 @@ def _chunks(index_db: IndexDB, embedder, items: list[dict]) -> None:
     distinct = sorted({sentence for item in items for sentence in item["sentences"]})
     vector_of = dict(zip(distinct, embedder.embed(distinct), strict=True))
     print(f"{len(distinct):,} distinct sentences embedded")
-    conn = index_db._conn  # noqa: SLF001 - benchmark set-up only
     for start in range(0, len(items), BATCH):
-        rows = [_chunk_row(item, embedder.id, _mean([vector_of[s] for s in item["sentences"]]))
-                for item in items[start:start + BATCH]]
-        with conn, conn.cursor() as cur:
-            execute_values(cur, """INSERT INTO chunks (collection, item_key, ordinal, docket, text, page, section,
-                                   embedder_id, dim, embedding, metadata) VALUES %s""", rows, page_size=BATCH)
+        index_db.replace_items([_item_rows(item, _mean([vector_of[s] for s in item["sentences"]]))
+                                for item in items[start:start + BATCH]], embedder.id, index_after=True)
     index_db.ensure_dimension_index(len(vector_of[distinct[0]]))  # built once, over every row
-    with conn, conn.cursor() as cur:
+    with index_db._conn, index_db._conn.cursor() as cur:  # noqa: SLF001 - benchmark set-up only
         cur.execute("ANALYZE chunks")
+        cur.execute("ANALYZE chunk_vectors")
 
 
-def _chunk_row(item: dict, embedder_id: str, vector: list[float]) -> tuple:
+def _item_rows(item: dict, vector: list[float]) -> ItemRows:
     metadata = {k: item[k] for k in ("submitter", "organization", "posted_date") if item[k]}
-    return ("comments", item["key"], 0, DOCKET, item["body"], None, "Inline comment", embedder_id,
-            len(vector), str(vector), Json(metadata))
+    return ItemRows("comments", item["key"], DOCKET, [Chunk(0, item["body"], None, "Inline comment")],
+                    [vector], "bench", "bench", metadata)
 
 
 def _mean(vectors: list[list[float]]) -> list[float]:

@@ -16,6 +16,7 @@ API_CALLS = "api_calls"
 PDF_OPENS = "pdf_opens"
 COMBINED_READS = "combined_reads"
 EMBED_CALLS = "embed_calls"
+EMBEDDED_TEXTS = "embedded_texts"  # texts sent to an embedder (a call embeds a batch of them)
 ROWS_WRITTEN = "rows_written"
 BLOB_READS = "blob_reads"
 BLOB_WRITES = "blob_writes"

@@ -75,6 +75,14 @@ def members_by_band(docket_id: str, keys: Iterable[str]) -> dict[str, list[tuple
     return found
 
 
+def banded_count(campaign_id: str) -> int:
+    """How many of a group's members have band keys stored: the members later comments are
+    compared with (one indexed read)."""
+    return (CampaignBand.select(fn.COUNT(fn.DISTINCT(CampaignBand.item)))
+            .join(CampaignMember, on=(CampaignMember.item == CampaignBand.item))
+            .where(CampaignMember.campaign == campaign_id).scalar() or 0)
+
+
 def normalised_texts(items: Iterable[str]) -> dict[str, str]:
     found = {}
     for chunk in _chunks(sorted(set(items))):

@@ -34,10 +34,13 @@ Chunks never span sections: the section heading is stored with the chunk.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
-CHUNKER_VERSION = "chunk-1"
+# chunk-2: chunks also keep within the embedding model's own token limit (TokenBudget).
+CHUNKER_VERSION = "chunk-2"
 
 PAGE_MARKER = re.compile(r"^[ \t]*<!--\s*page\s+(\d+)\s*-->[ \t]*$", re.MULTILINE | re.IGNORECASE)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
@@ -60,38 +63,99 @@ class _Paragraph:
     page: int | None
 
 
+@dataclass(frozen=True)
+class TokenBudget:
+    """A model's own length limit, in its own tokens: ``count`` gives a text's tokens without
+    the model's special tokens, and must add up over texts joined by whitespace (a WordPiece
+    tokenizer's do: it splits at whitespace first); a chunk holds at most ``limit`` of them,
+    its overlap at most ``overlap``. A model reads a longer text only up to its limit and drops
+    the rest without a word: chunks within it are read whole."""
+
+    count: Callable[[str], int]
+    limit: int
+    overlap: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.overlap <= self.limit // 2:
+            raise ValueError(f"token overlap must be between 0 and limit/2, got {self.overlap}")
+
+
+_WORD_OR_MARK = re.compile(r"\w+|[^\w\s]")
+
+
+def counted_words_and_marks(text: str) -> int:
+    """A deterministic token count without a tokenizer (for embedders that have none): each
+    run of word characters and each other non-space character is one token, as a WordPiece
+    tokenizer counts at least."""
+    return len(_WORD_OR_MARK.findall(text))
+
+
+def _no_tokens(text: str) -> int:
+    return 0
+
+
 def chunk_text(
-    sections: list[tuple[str, str]], *, max_chars: int = 1200, overlap: int = 150
+    sections: list[tuple[str, str]], *, max_chars: int = 1200, overlap: int = 150,
+    tokens: TokenBudget | None = None,
 ) -> list[Chunk]:
-    """Chunk ``sections`` (heading, text) into at most ``max_chars``-character chunks."""
+    """Chunk ``sections`` (heading, text) into at most ``max_chars``-character chunks (and at
+    most ``tokens.limit`` tokens each, when a budget is given)."""
     if max_chars < 50:
         raise ValueError(f"max_chars must be at least 50, got {max_chars}")
     if not 0 <= overlap <= max_chars // 2:
         raise ValueError(f"overlap must be between 0 and max_chars/2, got {overlap}")
+    limits = _Limits(max_chars, overlap, tokens)
     chunks: list[Chunk] = []
     for heading, text in sections:
-        for body, page in _chunk_section(text, max_chars, overlap):
+        for body, page in _chunk_section(text, limits):
             chunks.append(Chunk(len(chunks), body, page, heading.strip()))
     return chunks
 
 
-def _chunk_section(text: str, max_chars: int, overlap: int) -> list[tuple[str, int | None]]:
-    # Every piece must fit after an overlap prefix: 2 = the "\n\n" joining them.
-    piece_limit = max_chars - overlap - 2
+class _Limits:
+    """Both lengths a chunk keeps to: characters, and the model's tokens when it has a limit
+    (counting 0 tokens otherwise, which every check passes)."""
+
+    def __init__(self, max_chars: int, overlap: int, tokens: TokenBudget | None) -> None:
+        self.max_chars, self.overlap = max_chars, overlap
+        # A paragraph is counted as a whole, then as a piece: counted once per call.
+        self.count = functools.lru_cache(maxsize=4096)(tokens.count) if tokens else _no_tokens
+        self.max_tokens = tokens.limit if tokens else 0
+        self.overlap_tokens = tokens.overlap if tokens else 0
+        # Every piece must fit after an overlap prefix: 2 = the "\n\n" joining them.
+        self.piece_chars = max_chars - overlap - 2
+        self.piece_tokens = self.max_tokens - self.overlap_tokens
+
+    def piece_fits(self, text: str) -> bool:
+        return len(text) <= self.piece_chars and self.count(text) <= self.piece_tokens
+
+    def slice_width(self) -> int:
+        """Characters a slice of one over-long word may have: a token covers at least one."""
+        return min(self.piece_chars, self.piece_tokens) if self.max_tokens else self.piece_chars
+
+
+def _chunk_section(text: str, limits: _Limits) -> list[tuple[str, int | None]]:
     pieces = [
         _Paragraph(piece, para.page)
         for para in _paragraphs(text)
-        for piece in _split_long(para.text, piece_limit)
+        for piece in _split_long(para.text, limits)
     ]
+    count = limits.count
     out: list[tuple[str, int | None]] = []
     prefix, parts, page = "", [], None
+    chars = tokens = 0  # of _compose(prefix, parts): tokens add up over the joined parts
     for piece in pieces:
-        if parts and len(_compose(prefix, parts + [piece.text])) > max_chars:
+        piece_chars, piece_tokens = len(piece.text), count(piece.text)
+        if parts and (chars + 2 + piece_chars > limits.max_chars
+                      or tokens + piece_tokens > limits.max_tokens):
             done = _compose(prefix, parts)
             out.append((done, page))
-            prefix, parts = _overlap_tail(done, overlap), []
+            prefix, parts = _overlap_tail(done, limits), []
+            chars, tokens = len(prefix), count(prefix)
         if not parts:
             page = piece.page
+        chars = chars + 2 + piece_chars if (parts or prefix) else piece_chars
+        tokens += piece_tokens
         parts.append(piece.text)
     if parts:
         out.append((_compose(prefix, parts), page))
@@ -102,18 +166,25 @@ def _compose(prefix: str, parts: list[str]) -> str:
     return "\n\n".join([prefix, *parts] if prefix else parts)
 
 
-def _overlap_tail(text: str, overlap: int) -> str:
-    """The last <= ``overlap`` characters of ``text``, starting at a word boundary."""
+def _overlap_tail(text: str, limits: _Limits) -> str:
+    """The last <= ``overlap`` characters (and overlap tokens) of ``text``, starting at a
+    word boundary."""
+    overlap = limits.overlap
     if overlap == 0:
         return ""
     if len(text) <= overlap:
-        return text.strip()
-    tail = text[-overlap:]
-    if not text[-overlap - 1].isspace():
-        # Drop the partial first word; a tail that is one long word gives no overlap.
-        cut = re.search(r"\s", tail)
-        tail = tail[cut.end() :] if cut else ""
-    return tail.strip()
+        tail = text.strip()
+    else:
+        tail = text[-overlap:]
+        if not text[-overlap - 1].isspace():
+            # Drop the partial first word; a tail that is one long word gives no overlap.
+            cut = re.search(r"\s", tail)
+            tail = tail[cut.end() :] if cut else ""
+        tail = tail.strip()
+    while tail and limits.count(tail) > limits.overlap_tokens:
+        rest = re.split(r"\s+", tail, maxsplit=1)
+        tail = rest[1] if len(rest) > 1 else ""
+    return tail
 
 
 def _paragraphs(text: str) -> list[_Paragraph]:
@@ -139,28 +210,34 @@ def _page_segments(text: str) -> list[tuple[int | None, str]]:
     return [(None, text)]
 
 
-def _split_long(text: str, limit: int) -> list[str]:
-    """Split one paragraph into pieces of at most ``limit`` chars: sentences, words, slices."""
-    if len(text) <= limit:
+def _split_long(text: str, limits: _Limits) -> list[str]:
+    """Split one paragraph into pieces that fit after an overlap: sentences, words, slices."""
+    if limits.piece_fits(text):
         return [text]
+    width = limits.slice_width()
     units: list[str] = []
     for sentence in _SENTENCE_END.split(text):
-        if len(sentence) <= limit:
+        if limits.piece_fits(sentence):
             units.append(sentence)
             continue
-        words = [w[i : i + limit] for w in sentence.split() for i in range(0, len(w), limit)]
-        units.extend(_pack(words, limit))
-    return _pack(units, limit)
+        words = [w[i : i + width] for w in sentence.split() for i in range(0, len(w), width)]
+        units.extend(_pack(words, limits))
+    return _pack(units, limits)
 
 
-def _pack(units: list[str], limit: int) -> list[str]:
-    """Greedily join ``units`` with single spaces into strings of at most ``limit`` chars."""
+def _pack(units: list[str], limits: _Limits) -> list[str]:
+    """Greedily join ``units`` with single spaces into pieces that fit."""
     packed: list[str] = []
+    chars = tokens = 0  # of packed[-1]
     for unit in units:
-        if packed and len(packed[-1]) + 1 + len(unit) <= limit:
+        unit_chars, unit_tokens = len(unit), limits.count(unit)
+        if (packed and chars + 1 + unit_chars <= limits.piece_chars
+                and tokens + unit_tokens <= limits.piece_tokens):
             packed[-1] = f"{packed[-1]} {unit}"
+            chars, tokens = chars + 1 + unit_chars, tokens + unit_tokens
         else:
             packed.append(unit)
+            chars, tokens = unit_chars, unit_tokens
     return packed
 
 

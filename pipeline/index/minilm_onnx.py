@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pipeline.errors import ConfigError
@@ -33,10 +35,30 @@ def onnx_file(cache_dir: Path, model_version: str) -> Path:
     return Path(cache_dir) / f"all-MiniLM-L6-v2-{model_version}-{EXPORT_VERSION}.onnx"
 
 
-class OnnxMiniLM:
-    """Tokenise, run the exported transformer, mean-pool under the mask, L2-normalise."""
+# Tokens (texts x their longest, padding included) per model call. Measured on 1,200-char
+# chunks on a 2-core EPYC with a 32 MiB cache (docs/BENCHMARKS.md): calls of 256 tokens (one
+# long chunk, or a few short ones) embed 1.7x more chunks per CPU-second than calls of 4,096;
+# a bigger call's attention tensors leave the cache.
+BATCH_TOKENS = 256
 
-    def __init__(self, model_dir: Path, onnx_path: Path, threads: int = 0) -> None:
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+class OnnxMiniLM:
+    """Tokenise, run the exported transformer, mean-pool under the mask, L2-normalise.
+
+    One session per core, each on one thread, fed small batches of like-length texts from a
+    thread pool (ONNX Runtime releases the GIL while it runs): two sessions on two cores
+    embed nearly twice as fast, where a second intra-op thread in one session adds 1.2x.
+    """
+
+    def __init__(self, model_dir: Path, onnx_path: Path, sessions: int | None = None) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -44,43 +66,73 @@ class OnnxMiniLM:
         _require_mean_pooling(model_dir)
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=_max_seq_length(model_dir))
-        pad_id = self.tokenizer.token_to_id("[PAD]") or 0
-        self.tokenizer.enable_padding(pad_id=pad_id, pad_token="[PAD]")  # to the longest
+        self.tokenizer.no_padding()  # padded per batch, to its own longest text
+        self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads  # 0: onnxruntime's choice (the cores)
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: no warnings in cron logs
         # Idle threads sleep instead of spinning: on a shared machine spinning burns the
         # cores other processes (extract workers, PostgreSQL) are waiting for.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = onnxruntime.InferenceSession(
-            str(onnx_path), options, providers=["CPUExecutionProvider"]
-        )
+        self.sessions = queue.SimpleQueue()
+        for _ in range(sessions or cores()):
+            self.sessions.put(onnxruntime.InferenceSession(
+                str(onnx_path), options, providers=["CPUExecutionProvider"]))
+        self.workers = sessions or cores()
+        self._pool: ThreadPoolExecutor | None = None
 
     def encode(self, texts: list[str], batch_size: int = 64) -> list[list[float]]:
-        """One unit vector per text, in input order."""
-        # Texts of like length batched together pad less, as sentence-transformers does.
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        """One unit vector per text, in input order. ``batch_size``: at most this many texts
+        in one model call (BATCH_TOKENS decides first)."""
+        encodings = self.tokenizer.encode_batch(list(texts))
         vectors: list = [None] * len(texts)
-        for start in range(0, len(order), batch_size):
-            batch = order[start : start + batch_size]
-            for i, vector in zip(batch, self._encode_batch([texts[i] for i in batch]), strict=True):
+        batches = token_batches([len(e.ids) for e in encodings], BATCH_TOKENS, batch_size)
+        if self.workers > 1 and len(batches) > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="minilm")
+            results = self._pool.map(lambda batch: self._encode_batch([encodings[i] for i in batch]), batches)
+        else:
+            results = (self._encode_batch([encodings[i] for i in batch]) for batch in batches)
+        for batch, batch_vectors in zip(batches, results, strict=True):
+            for i, vector in zip(batch, batch_vectors, strict=True):
                 vectors[i] = vector.tolist()
         return vectors
 
-    def _encode_batch(self, texts: list[str]):
+    def _encode_batch(self, encodings):
         import numpy as np
 
-        encodings = self.tokenizer.encode_batch(texts)
-        feeds = {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-        }
-        [hidden] = self.session.run(None, feeds)
-        mask = feeds["attention_mask"][..., None].astype(np.float32)
-        pooled = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+        longest = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), longest), self.pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), longest), dtype=np.int64)
+        types = np.zeros((len(encodings), longest), dtype=np.int64)
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[row, :n], mask[row, :n], types[row, :n] = e.ids, e.attention_mask, e.type_ids
+        session = self.sessions.get()  # this call's own: a session runs one call at a time
+        try:
+            [hidden] = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
+        finally:
+            self.sessions.put(session)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return pooled / np.clip(norms, 1e-12, None)
+
+
+def token_batches(lengths: list[int], batch_tokens: int, max_texts: int) -> list[list[int]]:
+    """Indexes of texts by length, longest first, cut into batches whose padded size (texts
+    x the longest) stays within ``batch_tokens`` (a longer text alone) and ``max_texts``."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    for i in order:
+        batch = batches[-1] if batches else None
+        # Sorted longest first: a batch's first text is its longest.
+        if batch and len(batch) < max_texts and (len(batch) + 1) * lengths[batch[0]] <= batch_tokens:
+            batch.append(i)
+        else:
+            batches.append([i])
+    return batches
 
 
 def _require_mean_pooling(model_dir: Path) -> None:

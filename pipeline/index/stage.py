@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import partial
 from operator import attrgetter
 
 from pipeline.config import SETTINGS
@@ -27,7 +28,8 @@ from pipeline.extract.text_caps import chunks_biting, with_caps
 from pipeline.failures import item_failure
 from pipeline.fingerprints import RECORD, canonical_json, digest, digest_each, json_digest
 from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text
-from pipeline.index.embedders import embed_in_batches, make_embedder
+from pipeline.index.database import ItemRows, VectorsGone
+from pipeline.index.embedders import embed_in_batches, make_embedder, token_budget_of
 from pipeline.index.markers import IndexMarkers
 from pipeline.store import item_states, items
 from pipeline.store.models import Docket
@@ -41,6 +43,8 @@ MARKER_COLLECTION = "comments"  # the docket-level marker row IndexDocket's targ
 METADATA_FIELDS = ("title", "submitter", "organization", "posted_date", "kind")
 # Hash-unchanged fingerprints are written in bulk statements of at most this many rows.
 FINGERPRINT_FLUSH = 500
+# Items whose vectors exist are written together, at most this many in one transaction.
+WRITE_BATCH = 500
 CHUNK_OVERLAP = 150
 TITLE_HEADING = "Title"  # the section of an item indexed by its title alone
 DEFAULT_ITEM_CHUNKS = next(s.default for s in SETTINGS if s.name == "max_item_chunks")
@@ -215,11 +219,15 @@ def plan_work(docket_id: str, index_db, config: str, force: bool,
 
 
 class Writer:
-    """Loads items, embeds their chunks across items in full batches, writes each item.
+    """Loads items, embeds their chunks' distinct new texts across items in full batches,
+    writes the items.
 
+    Each distinct chunk text is embedded once per embedder, whichever item, docket or run
+    it comes from: a text the index already holds a vector for (a form letter's 15,000
+    copies, a quoted paragraph, a re-posted comment) is looked up by its hash, not embedded.
     Batching across items matters: most comments are one or two chunks, and MiniLM is far
-    faster on a batch of 64 than on 64 batches of one. Each item is still written in its
-    own transaction (chunks + state row), after its vectors exist.
+    faster on a batch of 64 than on 64 batches of one. The items of a batch are written
+    together (one transaction, a few statements), after their vectors exist.
 
     When the run shares its items with other workers (``ctx.claims``), the items an embed
     batch or a fingerprint flush wrote (and those that failed meanwhile: worked, with no
@@ -232,6 +240,10 @@ class Writer:
         self.result = result
         self.config = index_config_id(embedder.id, ctx.settings.chunk_chars)
         self.pending: list[Loaded] = []
+        self.unknown: dict[str, str] = {}  # text hash -> text of pending chunks not known stored
+        self.stored: set[str] = set()  # text hashes this run knows to have a stored vector
+        self.dims: set[int] = set()  # dimensions of the vectors this run stored
+        self.tokens = token_budget_of(embedder)  # chunks the model reads whole
         self.fingerprints: dict[str, dict[str, str]] = {}  # collection -> key -> fingerprint
         self.decided: list[str] = []  # keys written (or failed) since claims last heard of it
 
@@ -247,7 +259,11 @@ class Writer:
                 self.flush_fingerprints()
             return
         self.pending.append(loaded)
-        if sum(len(p.chunks) for p in self.pending) >= self.ctx.settings.embed_batch:
+        for chunk in loaded.chunks:
+            text_hash = digest(chunk.text)
+            if text_hash not in self.stored:
+                self.unknown[text_hash] = chunk.text
+        if len(self.unknown) >= self.ctx.settings.embed_batch or len(self.pending) >= WRITE_BATCH:
             self.flush_embeddings()
 
     def load(self, work: Work) -> Loaded | None:
@@ -259,7 +275,7 @@ class Writer:
             self._failed(work.key, item_failure(exc).reason)
             return None
         chars = self.ctx.settings.chunk_chars
-        chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars))
+        chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars), tokens=self.tokens)
         # The cap is in the content hash too: the same text under another cap is other chunks.
         biting = chunks_biting(len(chunks), self.ctx.settings.max_item_chunks)
         return Loaded(work, self._capped(work.key, chunks),
@@ -279,19 +295,50 @@ class Writer:
     def flush(self) -> None:
         self.flush_embeddings()
         self.flush_fingerprints()
+        # Vectors of a dimension the index had none of were loaded without its HNSW index:
+        # built now, once, over all of them (an existing one took them as they came).
+        for dim in sorted(self.dims):
+            self.index_db.ensure_dimension_index(dim)
 
     def flush_embeddings(self) -> None:
         if not self.pending:
             return
         pending, self.pending = self.pending, []
-        texts = [chunk.text for loaded in pending for chunk in loaded.chunks]
-        vectors = embed_in_batches(self.embedder, texts, self.ctx.settings.embed_batch)
-        start = 0
+        unknown, self.unknown = self.unknown, {}
+        # --force re-embeds (and rewrites) every text once in the run; otherwise only the
+        # texts without a stored vector are embedded.
+        stored = set() if self.ctx.force else self.index_db.stored_texts(self.embedder.id, unknown)
+        vector_of = self._embedded({h: t for h, t in unknown.items() if h not in stored})
+        batch = [self._rows(loaded, vector_of) for loaded in pending]
+        write = partial(self.index_db.replace_items, embedder_id=self.embedder.id,
+                        refresh=self.ctx.force, index_after=True)
+        try:
+            write(batch)
+        except VectorsGone as gone:
+            # Another writer dropped them after the lookup (their last chunks replaced):
+            # embed those texts here and write the batch again.
+            texts = {chunk.text for loaded in pending for chunk in loaded.chunks}
+            vector_of.update(self._embedded({h: t for t in texts if (h := digest(t)) in gone.text_hashes}))
+            write([self._rows(loaded, vector_of) for loaded in pending])
+        self.stored.update(unknown)
+        self.dims.update(len(vector) for vector in vector_of.values())
         for loaded in pending:
-            end = start + len(loaded.chunks)
-            self._write(loaded, vectors[start:end])
-            start = end
+            self._decide([loaded.work.key])
+            self._advance("embedded")
         self._claims_done()
+
+    def _embedded(self, texts: dict[str, str]) -> dict[str, list[float]]:
+        """text hash -> vector of these texts, embedded in batches of like length (a batch
+        pads to its longest text)."""
+        ordered = sorted(texts, key=lambda text_hash: (-len(texts[text_hash]), text_hash))
+        vectors = embed_in_batches(self.embedder, [texts[h] for h in ordered], self.ctx.settings.embed_batch)
+        return dict(zip(ordered, vectors, strict=True))
+
+    def _rows(self, loaded: Loaded, vector_of: dict[str, list[float]]) -> ItemRows:
+        work = loaded.work
+        return ItemRows(work.collection, work.key, self.docket_id, loaded.chunks,
+                        [vector_of.get(digest(chunk.text)) for chunk in loaded.chunks],
+                        loaded.fingerprint, loaded.content, work.metadata, loaded.chunks_made)
 
     def flush_fingerprints(self) -> None:
         fingerprints, self.fingerprints = self.fingerprints, {}
@@ -310,15 +357,6 @@ class Writer:
         if self.decided:
             decided, self.decided = self.decided, []
             self.ctx.claims.done(decided)
-
-    def _write(self, loaded: Loaded, vectors: list[list[float]]) -> None:
-        work = loaded.work
-        self.index_db.replace_item(
-            work.collection, work.key, self.docket_id, loaded.chunks, vectors, loaded.fingerprint,
-            loaded.content, self.embedder.id, metadata=work.metadata, chunks_before_cap=loaded.chunks_made,
-        )
-        self._decide([work.key])
-        self._advance("embedded")
 
     def _failed(self, key: str, reason: str) -> None:
         # No marker for a docket with a broken item: the next run retries it.

