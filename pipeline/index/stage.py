@@ -22,7 +22,7 @@ from pipeline.config import SETTINGS
 from pipeline.engine.completion import Completion, join_terms
 from pipeline.engine.stage import Redrivable, Stage, StageContext, StageResult
 from pipeline.errors import BudgetSpent
-from pipeline.extract.combined import LABELS, combined_sections, kind_of
+from pipeline.extract.combined import combined_sections
 from pipeline.extract.stage import read_combined
 from pipeline.extract.text_caps import chunks_biting, with_caps
 from pipeline.failures import item_failure
@@ -375,16 +375,11 @@ def searchable_sections(frontmatter: dict, body: str, metadata: dict) -> list[tu
     """What an item is found by: its title (combined.md's ``title:``, or the item's own), then
     its text: its body or abstract and its files' texts. A title names what the text may never
     say (an acronym, the rule it answers), so it is searched for every item, also one with a
-    body: it opens the item's own section (its body or abstract: one chunk more for no
-    comment), or, when the item says nothing itself, is a section of its own before its files'.
-    When a file's text arrives, the sections change, so the content hash does: that item alone
-    is re-embedded."""
-    sections = combined_sections(body, skip_placeholders=True)
-    title = title_section(metadata, frontmatter)
-    own_heading = LABELS[kind_of(frontmatter)][1]
-    if title and sections and sections[0][0] == own_heading:
-        return [(own_heading, f"{title[0][1]}\n\n{sections[0][1]}"), *sections[1:]]
-    return title + sections
+    body, as a section of its own: joined to the body it would make every form-letter copy's
+    first chunk unique (titles name their senders), and each copy would be embedded again
+    instead of pointing to the letter's one vector. When a file's text arrives, the sections
+    change, so the content hash does: that item alone is re-embedded."""
+    return title_section(metadata, frontmatter) + combined_sections(body, skip_placeholders=True)
 
 
 def title_section(metadata: dict, frontmatter: dict | None = None) -> list[tuple[str, str]]:

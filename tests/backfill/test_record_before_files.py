@@ -15,7 +15,7 @@ import pytest
 from devtools.standin_server import StandinServer
 from pipeline.index.database import SearchFilters
 from pipeline.index.search import search
-from pipeline.index.stage import embedder_from
+from pipeline.index.stage import TITLE_HEADING, embedder_from
 from pipeline.store import reports
 from pipeline.store.models import Attachment, Item
 from tests.fixtures.chain_runs import KEY, run_at, states
@@ -77,8 +77,8 @@ def test_a_real_comment_is_read_whole_at_once_and_redone_alone_when_its_file_arr
         assert reports.attachments_summary(reports.attachment_count(item, [declared]), [standing]) == (
             "1 attachment: 1 waiting for the mirror")
         # ... and it is found by its body, its title and its organisation, before any file.
-        assert chunk_rows(runtime, LATE) == [("Inline comment", "Comment on DOS-2022-0004-0001\n\n"
-                                                                 "See attached file(s)")]
+        assert chunk_rows(runtime, LATE) == [(TITLE_HEADING, "Comment on DOS-2022-0004-0001"),
+                                             ("Inline comment", "See attached file(s)")]
         embedder = embedder_from(runtime.settings)
         hits = search(runtime.index_db(), embedder, "See attached file(s)", k=5, per_item=True,
                       filters=SearchFilters(organization="Raytheon"))

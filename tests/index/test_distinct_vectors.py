@@ -40,7 +40,7 @@ def seed_campaign(rt, n: int, *, docket: str = D) -> dict[str, str]:
     for i in range(n):
         key = f"{docket}-{i + 1:04d}"
         texts[key] = LETTERS[i % len(LETTERS)] if i % 5 else unique_text(i)
-        put_item(rt, key, texts[key], docket=docket)
+        put_item(rt, key, texts[key], docket=docket, title=None)  # one chunk each: its body
     return texts
 
 
@@ -85,7 +85,7 @@ def test_a_text_another_docket_holds_is_not_embedded_again(rt):
     vectors = vector_rows(rt)
     dockets.ensure_dockets([E], "list")
     for i, letter in enumerate(LETTERS):
-        put_item(rt, f"{E}-{i:04d}", letter, docket=E)
+        put_item(rt, f"{E}-{i:04d}", letter, docket=E, title=None)
     result, io = run(rt, docket=E)
     assert result.counts == {"embedded": 3}
     assert io.get(EMBEDDED_TEXTS, 0) == 0  # each letter's vector was there already
@@ -98,8 +98,8 @@ def test_a_text_shared_by_no_chunk_any_more_loses_its_vector(rt):
     [only] = [key for key, text in texts.items() if text == unique_text(0)]
     shared = next(key for key, text in texts.items() if text == LETTERS[1])
     vectors = vector_rows(rt)
-    put_item(rt, only, "A new text about airline refunds.", sources="s2")
-    put_item(rt, shared, "Another new text about nurse staffing.", sources="s2")
+    put_item(rt, only, "A new text about airline refunds.", sources="s2", title=None)
+    put_item(rt, shared, "Another new text about nurse staffing.", sources="s2", title=None)
     result, io = run(rt)
     assert result.counts == {"unchanged": 8, "embedded": 2} and io[EMBEDDED_TEXTS] == 2
     # The unique text's vector went with its chunk; the letter's stays for its other copies.
@@ -192,7 +192,7 @@ def test_the_index_stage_keeps_chunks_within_the_embedders_token_budget(rt):
 
     dense = "\n\n".join(" ".join(f"({p}.{n}) 42 CFR 482.12(a)(1)-(3), §§ 412.8; 3.7% ($1,204.50)."
                                  for n in range(4)) for p in range(10))
-    put_item(rt, f"{D}-0001", "See attached file(s)", attachment=dense)
+    put_item(rt, f"{D}-0001", "See attached file(s)", attachment=dense, title=None)
     run(rt)
     texts = distinct_chunk_texts(rt)
     assert len(texts) > 1
@@ -206,7 +206,7 @@ def test_a_vector_dropped_between_lookup_and_write_is_embedded_again(rt, pg_url)
     seed_campaign(rt, 5)
     run(rt)
     dockets.ensure_dockets([E], "list")
-    put_item(rt, f"{E}-0001", LETTERS[1], docket=E)
+    put_item(rt, f"{E}-0001", LETTERS[1], docket=E, title=None)
     db = rt.index_db()
     other = IndexDB.open(pg_url, rt.data_dir)  # the other writer's own connection
     looked_up = db.stored_texts
@@ -225,3 +225,16 @@ def test_a_vector_dropped_between_lookup_and_write_is_embedded_again(rt, pg_url)
     assert result.counts == {"embedded": 1}
     assert io[EMBEDDED_TEXTS] == 1  # embedded again after the write found it gone
     assert distinct_chunk_texts(rt) == {LETTERS[1]} and vector_rows(rt) == 1
+
+
+def test_a_copy_with_a_title_of_its_own_still_points_to_the_letters_vector(rt):
+    """Titles name their senders ("Comment from ..."): the title is a chunk of its own, so
+    every copy's body is still one text, embedded once."""
+    for i in range(6):
+        put_item(rt, f"{D}-{i + 1:04d}", LETTERS[0], title=f"Comment from Sender {i + 1}")
+    result, io = run(rt)
+    assert result.counts == {"embedded": 6}
+    distinct = distinct_chunk_texts(rt)
+    assert LETTERS[0] in distinct and len(distinct) == 7  # the letter once, six titles
+    assert io[EMBEDDED_TEXTS] == 7 and vector_rows(rt) == 7
+    assert sum(rt.index_db().chunk_counts().values()) == 12

@@ -43,17 +43,18 @@ def test_a_document_without_file_text_is_found_by_title_and_abstract_until_its_f
     missing = AttachmentText("content.pdf", "failed", "the mirror has no content.pdf yet")
     extracted(rt, NOTICE, "document", ABSTRACT, [missing], "s1")
     assert run(rt)[0].counts == {"embedded": 4}
-    # The title opens the item's own section: its abstract, or a comment's body.
-    assert chunks_by_item(rt)[NOTICE] == [(DOCUMENT_HEADING, f"{TITLE}\n\n{ABSTRACT}")]
-    assert chunks_by_item(rt)[others[0]] == [(INLINE_HEADING, f"Comment {others[0]}\n\n"
-                                                              f"Plain comment {others[0]} about monitoring costs.")]
+    # The title is a section of its own, then the item's own: its abstract, or a comment's body.
+    assert chunks_by_item(rt)[NOTICE] == [(TITLE_HEADING, TITLE), (DOCUMENT_HEADING, ABSTRACT)]
+    assert chunks_by_item(rt)[others[0]] == [(TITLE_HEADING, f"Comment {others[0]}"),
+                                             (INLINE_HEADING, f"Plain comment {others[0]} about monitoring costs.")]
 
     arrived = AttachmentText("content.pdf", "ok", "", len(RULE_TEXT), 1, RULE_TEXT)
     extracted(rt, NOTICE, "document", ABSTRACT, [arrived], "s2")
     result, _ = run(rt)
     # The notice alone; the others are skipped by their fingerprints, none of them read.
     assert result.counts == {"embedded": 1, "unchanged": 3}
-    assert chunks_by_item(rt)[NOTICE] == [(DOCUMENT_HEADING, f"{TITLE}\n\n{ABSTRACT}"), ("content.pdf", RULE_TEXT)]
+    assert chunks_by_item(rt)[NOTICE] == [(TITLE_HEADING, TITLE), (DOCUMENT_HEADING, ABSTRACT),
+                                          ("content.pdf", RULE_TEXT)]
     assert run(rt)[0].counts == {"unchanged": 4}  # and then nothing is redone
 
 
@@ -64,8 +65,8 @@ def test_a_comment_whose_attachment_failed_is_found_by_title_and_body(rt):
     failed = AttachmentText("attachment_1.pdf", "failed", "not a PDF: truncated")
     extracted(rt, key, "comment", "See attached file(s)", [failed], "s1")
     run(rt)
-    assert chunks_by_item(rt)[key] == [(INLINE_HEADING, "Wisconsin Department of Children & Families\n\n"
-                                                        "See attached file(s)")]
+    assert chunks_by_item(rt)[key] == [(TITLE_HEADING, "Wisconsin Department of Children & Families"),
+                                       (INLINE_HEADING, "See attached file(s)")]
 
 
 def test_a_real_notice_without_its_content_file_is_found_by_title_and_abstract(tmp_path, pg_server, realdata):
@@ -101,7 +102,7 @@ def test_a_real_notice_without_its_content_file_is_found_by_title_and_abstract(t
             stored = Item.get_by_id(notice)
             assert (stored.body, stored.received_date) == (ACF_ABSTRACT, ITEMS[notice][3])
             title = ITEMS[notice][1]
-            assert chunks_by_item(runtime)[notice] == [(DOCUMENT_HEADING, f"{title}\n\n{ACF_ABSTRACT.strip()}")]
+            assert chunks_by_item(runtime)[notice] == [(TITLE_HEADING, title), (DOCUMENT_HEADING, ACF_ABSTRACT.strip())]
             hits = search(runtime.index_db(), HashingEmbedder(), "Title IV-E Prevention Services Clearinghouse",
                           collection="documents", k=1)
             assert [h.item_key for h in hits] == [notice]
@@ -115,8 +116,7 @@ def test_a_real_notice_without_its_content_file_is_found_by_title_and_abstract(t
                 run_at(30)
             assert ItemState.get(ItemState.stage == "backfill", ItemState.item == notice).state == "ok"
             sections = [section for section, _ in chunks_by_item(runtime)[notice]]
-            assert TITLE_HEADING not in sections and "content.pdf" in sections
-            assert sections[0] == DOCUMENT_HEADING  # the title and abstract stay its first section
+            assert sections[:2] == [TITLE_HEADING, DOCUMENT_HEADING] and "content.pdf" in sections
             assert io.get(COMBINED_READS) == 1 and chunks_by_item(runtime)[comment] == before  # it alone
             with counters.measure() as io:
                 run_at(31)

@@ -54,7 +54,7 @@ def prose(seed: int, paragraphs: int = 2) -> str:
 def seed(rt, n: int, *, docket: str = D) -> list[str]:
     keys = [f"{docket}-{i:04d}" for i in range(1, n + 1)]
     for i, key in enumerate(keys):
-        put_item(rt, key, prose(i), docket=docket)
+        put_item(rt, key, prose(i), docket=docket, title=None)  # one chunk each: its body
     return keys
 
 
@@ -69,7 +69,7 @@ def dumps(rt) -> tuple[str, str]:
 
 def test_rerun_loads_nothing_embeds_nothing_and_leaves_tables_identical(rt):
     seed(rt, 6)
-    put_item(rt, f"{D}-0100", "The proposed rule text.", kind="document")
+    put_item(rt, f"{D}-0100", "The proposed rule text.", kind="document", title=None)
     first, io = run(rt)
     assert first.counts == {"embedded": 7} and first.complete
     assert io[COMBINED_READS] == 7
@@ -85,7 +85,7 @@ def test_one_changed_item_costs_one_load_and_one_embed_batch(rt):
     keys = seed(rt, 5)
     run(rt)
     chunks_before = rt.index_db().dump_chunks()
-    put_item(rt, keys[2], "A new text about broadband subsidies for tribal lands.", sources="s2")
+    put_item(rt, keys[2], "A new text about broadband subsidies for tribal lands.", sources="s2", title=None)
     result, io = run(rt)
     assert result.counts == {"unchanged": 4, "embedded": 1}
     assert io[COMBINED_READS] == 1 and io[EMBED_CALLS] == 1
@@ -98,7 +98,7 @@ def test_touched_file_with_the_same_text_is_loaded_once_and_not_embedded(rt):
     run(rt)
     chunks_before, state_before = dumps(rt)
     # A re-extraction that renders the same text under another sources fingerprint.
-    put_item(rt, keys[1], prose(1), sources="re-extracted")
+    put_item(rt, keys[1], prose(1), sources="re-extracted", title=None)
     result, io = run(rt)
     assert result.counts == {"unchanged": 4, "hash_unchanged": 1}
     assert io[COMBINED_READS] == 1 and io.get(EMBED_CALLS, 0) == 0
@@ -161,7 +161,7 @@ def test_a_missing_combined_md_fails_that_item_only_and_is_retried(rt):
     rt.blobs.delete(combined_key(D, keys[0]))
     result, _ = run(rt)
     assert result.counts == {"failed": 1, "embedded": 3} and not result.complete
-    put_item(rt, keys[0], prose(0))
+    put_item(rt, keys[0], prose(0), title=None)
     result, io = run(rt)
     assert result.counts == {"unchanged": 3, "embedded": 1} and io[COMBINED_READS] == 1
 
@@ -203,7 +203,7 @@ def test_state_is_read_in_bulk_not_per_item(rt, pg_url, monkeypatch, n):
         assert len(state_sql) == 2  # extract's rows + the docket's items, whatever n is
         assert len(CountingCursor.executed) == 2  # index state: one per collection
         # A changed item: still no per-item reads; its writes are its own.
-        put_item(rt, f"{D}-0002", "changed text about airline refunds", sources="s9")
+        put_item(rt, f"{D}-0002", "changed text about airline refunds", sources="s9", title=None)
         state_sql.clear()
         CountingCursor.executed = []
         run(rt, index_db=index_db)
@@ -233,7 +233,7 @@ def test_a_first_build_writes_in_bulk_and_builds_the_hnsw_index_after(rt, pg_url
         [build] = [i for i, q in enumerate(executed) if "CREATE INDEX" in q]
         assert all(i < build for i, q in enumerate(executed) if "INSERT INTO chunk_vectors" in q)
         # An incremental run puts its vectors in the existing index: no build.
-        put_item(rt, f"{D}-0002", "changed text about zebra quartz xylophones", sources="s9")
+        put_item(rt, f"{D}-0002", "changed text about zebra quartz xylophones", sources="s9", title=None)
         CountingCursor.executed = []
         result, _ = run(rt, index_db=index_db)
         assert result.counts == {"unchanged": n - 1, "embedded": 1}

@@ -22,8 +22,8 @@ def test_an_item_whose_combined_md_holds_no_text_is_indexed_by_its_title(rt):
     assert result.counts == {"embedded": 2}
     chunks = chunks_by_item(rt)
     assert chunks[f"{D}-0001"] == [(TITLE_HEADING, f"Comment {D}-0001")]
-    assert chunks[f"{D}-0002"] == [("Inline comment",  # its title opens its body
-                                    f"Comment {D}-0002\n\nRural clinics need telehealth payment parity.")]
+    assert chunks[f"{D}-0002"] == [(TITLE_HEADING, f"Comment {D}-0002"),  # its title, then its body
+                                   ("Inline comment", "Rural clinics need telehealth payment parity.")]
     hits = search(rt.index_db(), HashingEmbedder(), f"Comment {D}-0001", collection="documents", k=1)
     assert [h.item_key for h in hits] == [f"{D}-0001"]
 
@@ -62,8 +62,8 @@ def test_real_items_without_text_are_found_by_their_titles(tmp_path, pg_server, 
             notice = ("International Traffic in Arms: Consolidation and Restructuring of Purposes and "
                       "Definitions")
             assert chunks["DOS-2022-0004-0001"] == [(TITLE_HEADING, notice)]
-            assert chunks["DOS-2022-0004-0003"] == [("Inline comment", "Comment on DOS-2022-0004-0001\n\n"
-                                                                       "See attached file(s)")]
+            assert chunks["DOS-2022-0004-0003"] == [(TITLE_HEADING, "Comment on DOS-2022-0004-0001"),
+                                                    ("Inline comment", "See attached file(s)")]
             assert chunks["USTR-2015-0010-0015"] == [(TITLE_HEADING, "China Public Hearing Agenda")]
             assert [s for s, _ in chunks["USTR-2015-0010-0016"]][:2] == [TITLE_HEADING, "content.pdf"]
             hits = search(runtime.index_db(), HashingEmbedder(), notice, collection="documents", k=1)
@@ -114,5 +114,5 @@ def test_a_documents_abstract_is_its_text_and_is_indexed_without_its_content_fil
     assert records.detail_fields(comment)["body"] == "Agreed."
     put_item(rt, f"{D}-0001", body, kind="document")  # its content file: none readable
     run(rt)
-    # No file text: found by its title and its abstract (the title opens it).
-    assert [text for _, text in chunks_by_item(rt)[f"{D}-0001"]] == [f"Comment {D}-0001\n\n{body}"]
+    # No file text: found by its title and its abstract.
+    assert [text for _, text in chunks_by_item(rt)[f"{D}-0001"]] == [f"Comment {D}-0001", body]
