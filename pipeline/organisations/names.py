@@ -43,6 +43,13 @@ ORGANISATION_WORDS = frozenset(
     "international national american states county city town tribe nation energy foods food "
     "pharmaceuticals pharmaceutical logistics chemical chemicals insurance capital motors bank "
     "holdings technologies solutions enterprises manufacturing farms utilities power airlines".split())
+# Words that name the kind of body: a title that is nothing but a name holds one.
+KIND_WORDS = frozenset(
+    "association associates council society institute foundation federation coalition alliance league "
+    "committee company corporation inc llc ltd university college hospital department agency board "
+    "commission authority chamber bureau office union club network center centre trust partnership "
+    "cooperative consortium academy ministries church tribe".split())
+TITLE_MOST_WORDS = 10
 ON_BEHALF = re.compile(r"^.*?\bon behalf of\b\s*", re.IGNORECASE)
 TITLE_FROM = re.compile(r"^\s*comments?\s+(?:from|submitted by|by|of|on behalf of)\s+(?P<name>.+?)\s*$",
                         re.IGNORECASE)
@@ -160,14 +167,28 @@ def title_name(title: str | None, submitter: str | None) -> str | None:
     if not title:
         return None
     found = TITLE_FROM.match(title) or TITLE_DASH.match(title)
-    if not found:
+    if found:
+        name = ON_BEHALF.sub("", found["name"]).strip(" ,;:-")
+    elif bare_name(title):
+        name = title.strip()
+    else:
         return None
-    name = ON_BEHALF.sub("", found["name"]).strip(" ,;:-")
     if submitter and normalise(name) == normalise(submitter):
         return None  # a person's own name
     if not names_organisation(normalise(name)) or not looks_like_organisation(name):
         return None
     return name
+
+
+def bare_name(title: str) -> bool:
+    """A title that is an organisation's name alone ("Wisconsin Department of Children &
+    Families"): a few words, one of them a kind of body, no sentence, no docket reference."""
+    words = normalise(title).split()
+    written = [w for w in re.findall(r"[A-Za-z][\w'-]*", title) if len(w) > 3]
+    title_case = all(w[0].isupper() for w in written)  # a name, not a sentence about one
+    return (0 < len(words) <= TITLE_MOST_WORDS and title_case and bool(set(words) & KIND_WORDS)
+            and not re.search(r"[.!?:]\s|\d{4}|^\s*(comments?|re|request|response|support|opposition)\b",
+                              title, re.IGNORECASE))
 
 
 def signature_organisation(body: str | None, submitter: str | None) -> str | None:

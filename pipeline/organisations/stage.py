@@ -12,6 +12,7 @@ or else a new organisation whose id is a digest of its name.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from pipeline.engine.stage import Stage, StageContext, StageResult
@@ -131,7 +132,7 @@ class Resolution:
                 if known is not None and name not in index.variants:
                     learnt[name] = (known.organisation, "matched")
             if known is None:
-                display = min(spellings[name], key=lambda raw: (-spellings[name][raw], raw.isupper() or raw.islower(), raw))
+                display = shown_name(name, spellings[name])
                 known = Known(organisation_id(name), display)
                 learnt[name] = (known.organisation, "new")
                 new_orgs.add((known.organisation, known.name, name))
@@ -143,6 +144,16 @@ class Resolution:
         queries.save_organisations(new_orgs)
         queries.save_variants(learnt)
         return {key: (chosen[normalise(c.raw)].organisation, normalise(c.raw)) for key, c in named.items()}
+
+
+def shown_name(normalised: str, spellings: Counter) -> str:
+    """The spelling an organisation is shown by: the commonest; among equals, one in mixed
+    case, then the one nearest its normal form ("American Hospital Association" rather than
+    "American Hospital Assn." or "The American Hospital Association, Inc.")."""
+    def rank(raw: str):
+        letters = re.sub(r"[^a-z0-9 ]", "", raw.lower())
+        return (-spellings[raw], raw.isupper() or raw.islower(), abs(len(letters) - len(normalised)), raw)
+    return min(spellings, key=rank)
 
 
 # --- the declaration ---------------------------------------------------------------------------
