@@ -181,6 +181,21 @@ def organisations_summary(docket_id: str | None = None) -> list[OrganisationSumm
     return sorted(found, key=lambda s: (-s.comments, s.name.lower(), s.id))
 
 
+def campaigns_joined(organisations: Iterable[str]) -> dict[str, int]:
+    """organisation -> the form-letter campaigns (groups of two or more) its comments are in."""
+    from pipeline.store.models import Campaign, CampaignMember
+
+    found: dict[str, int] = {}
+    for chunk in _chunks(sorted(set(organisations))):
+        query = (OrganisationMember.select(OrganisationMember.organisation, fn.COUNT(Campaign.id.distinct()))
+                 .join(CampaignMember, on=(CampaignMember.item == OrganisationMember.item))
+                 .join(Campaign, on=(Campaign.id == CampaignMember.campaign))
+                 .where(OrganisationMember.organisation.in_(chunk) & (Campaign.size >= 2))
+                 .group_by(OrganisationMember.organisation).tuples())
+        found.update(query)
+    return found
+
+
 def docket_organisations(docket_id: str) -> dict[str, tuple[str, str]]:
     """item -> (organisation id, canonical name), for the docket's resolved comments (export)."""
     query = (OrganisationMember.select(OrganisationMember.item, Organisation.id, Organisation.name)
