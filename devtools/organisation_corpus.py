@@ -27,7 +27,13 @@ from pathlib import Path
 from devtools.corpus_topics import FIRST_NAMES, LAST_NAMES
 
 PLACES = ("American", "National", "Ohio", "Texas", "California", "Rural", "Northeast", "Pacific",
-          "Western", "Florida", "Michigan", "United States", "International", "Southern")
+          "Western", "Florida", "Michigan", "United States", "International", "Southern", "Alabama", "Alaska",
+          "Arizona", "Arkansas", "Colorado", "Connecticut", "Delaware", "Georgia", "Hawaii", "Idaho", "Illinois",
+          "Indiana", "Iowa", "Kansas", "Kentucky", "Louisiana", "Maine", "Maryland", "Massachusetts",
+          "Minnesota", "Mississippi", "Missouri", "Montana", "Nebraska", "Nevada", "New Hampshire",
+          "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Oklahoma", "Oregon",
+          "Pennsylvania", "Rhode Island", "South Carolina", "South Dakota", "Tennessee", "Utah", "Vermont",
+          "Virginia", "Washington", "West Virginia", "Wisconsin", "Wyoming", "Midwest", "Gulf Coast")
 FIELDS = ("Medical", "Hospital", "Health Care", "Nurses", "Farm Bureau", "Dairy Farmers", "Trucking",
           "Bankers", "Realtors", "Pharmacists", "Home Builders", "Electric Cooperative", "Wildlife",
           "Water Works", "Public Health", "Dental", "Soybean", "Beverage", "Chemistry", "Retail",

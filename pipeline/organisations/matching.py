@@ -1,23 +1,23 @@
 """Which organisation a normalised name belongs to: the alias file, an exact known variant, an
 acronym the docket pairs with a full name, or a close spelling of a known variant.
 
-Close spellings are found with rapidfuzz among the known variants that share a block with
-the name (a word of it, or the word's first four letters), so a name is compared with tens
-of variants, not every one. Two names only match when their words pair up one to one as
-the same word or a typo of it: "American Hospital Association" and "American Health Care
+Two names only match when their words pair up one to one as the same word or a typo of it
+that keeps its first letter: "American Hospital Association" and "American Health Care
 Association" score high as strings but "hospital" has no partner among "health care", so
-they stay apart.
+they stay apart. So names that can match share their words' first letters, and that is the
+block: a name is compared (by rapidfuzz, in C) only with the known variants of its block
+("aam" for "american medical association"), tens of them, not every one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from pipeline.fingerprints import digest
 
-MATCH_SCORE = 90  # token_sort_ratio over the whole name, out of 100
+MATCH_SCORE = 90  # rapidfuzz ratio over the whole name (as written or words sorted), out of 100
 WORD_SCORE = 80  # ratio at which two words are one word with a typo
 SHORT_WORD = 4  # a word this short must match exactly ("of" is not "or")
 NOISE_WORDS = frozenset({"of", "for", "and", "the", "in", "on", "at", "to"})
@@ -34,9 +34,11 @@ class Known:
     name: str  # its canonical name
 
 
-def blocks(normalised: str) -> set[str]:
+def block(normalised: str) -> str:
+    """The first letters of the name's words, sorted (small words left out): every name
+    whose words pair up with these has the same."""
     words = [w for w in normalised.split() if w not in NOISE_WORDS] or normalised.split()
-    return {w[:4] for w in words}
+    return "".join(sorted(w[0] for w in words))
 
 
 def words_pair_up(a: str, b: str) -> bool:
@@ -62,6 +64,8 @@ def words_pair_up(a: str, b: str) -> bool:
 class VariantIndex:
     """The known variants (normalised name -> organisation), blocked for close-spelling look-ups."""
 
+    CANDIDATES = 10  # best-scoring variants of a block checked word by word
+
     def __init__(self, variants: dict[str, Known]):
         self.variants: dict[str, Known] = {}
         self.blocked: dict[str, list[str]] = {}
@@ -70,23 +74,24 @@ class VariantIndex:
 
     def add(self, normalised: str, known: Known) -> None:
         if normalised not in self.variants:
-            for key in blocks(normalised):
-                self.blocked.setdefault(key, []).append(normalised)
+            self.blocked.setdefault(block(normalised), []).append(normalised)
         self.variants[normalised] = known
 
     def exact(self, normalised: str) -> Known | None:
         return self.variants.get(normalised)
 
     def closest(self, normalised: str) -> Known | None:
-        """The organisation of the best-scoring known variant whose words pair up with these."""
-        seen: set[str] = set()
-        best: tuple[float, str] | None = None
-        for key in sorted(blocks(normalised)):
-            for other in self.blocked.get(key, ()):
-                if other in seen:
-                    continue
-                seen.add(other)
-                score = fuzz.token_sort_ratio(normalised, other, score_cutoff=MATCH_SCORE)
-                if score and words_pair_up(normalised, other) and (best is None or (score, other) > best):
-                    best = (score, other)
-        return self.variants[best[1]] if best else None
+        """The organisation of the best-scoring known variant whose words pair up with these
+        (the highest score, then the first name in order: the same answer every time)."""
+        candidates = self.blocked.get(block(normalised), ())
+        # In the order written ("Msasachusetts Medical" sorts its words unlike "Massachusetts
+        # Medical") and with the words sorted ("Association of American X" reordered).
+        scores: dict[str, float] = {}
+        for scorer in (fuzz.ratio, fuzz.token_sort_ratio):
+            for other, score, _ in process.extract(normalised, candidates, scorer=scorer,
+                                                   score_cutoff=MATCH_SCORE, limit=self.CANDIDATES):
+                scores[other] = max(score, scores.get(other, 0))
+        for other in sorted(scores, key=lambda name: (-scores[name], name)):
+            if words_pair_up(normalised, other):
+                return self.variants[other]
+        return None

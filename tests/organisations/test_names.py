@@ -76,3 +76,9 @@ def test_the_alias_file_lists_organisations_and_their_variants():
 def test_a_bad_alias_file_is_one_clear_line(text, says):
     with pytest.raises(ConfigError, match=says):
         parse_aliases(text)
+
+
+def test_a_typo_that_changes_the_words_order_when_sorted_still_matches():
+    index = VariantIndex({"massachusetts medical coalition": Known("m", "Massachusetts Medical Coalition")})
+    assert index.closest(normalise("Msasachusetts Medical Coalition")).organisation == "m"
+    assert index.closest(normalise("Minnesota Medical Coalition")) is None
