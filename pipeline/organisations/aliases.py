@@ -88,5 +88,13 @@ def parse_aliases(text: str, where: str = FILE_NAME) -> Aliases:
 
 
 def alias_terms(settings) -> str:
-    """The stage's terms: the alias file's digest, "" when there is none."""
-    return load_aliases(settings).text_digest
+    """The stage's terms: the alias file's digest, "" when there is none. Never raises: a bad
+    or missing file still changes the terms, and the stage's run reports it in one line (a
+    target asked from Luigi's scheduling would show a traceback instead)."""
+    path = alias_path(settings)
+    try:
+        return digest("organisations-aliases", path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"missing {path}" if getattr(settings, "organisations_file", "") else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"unreadable {path}: {type(exc).__name__}"

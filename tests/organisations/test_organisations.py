@@ -5,11 +5,16 @@ names, on both state databases."""
 
 from __future__ import annotations
 
+import pytest
+
 from devtools.campaign_corpus import pair_scores
 from devtools.organisation_corpus import PlantedComment, organisation_comments, seed_store, truth
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.engine.stage import StageContext
+from pipeline.errors import ConfigError
+from pipeline.failures import classify
 from pipeline.organisations import queries
+from pipeline.organisations.aliases import alias_terms
 from pipeline.organisations.matching import organisation_id
 from pipeline.organisations.stage import STAGE, resolve_docket, unfinished
 from pipeline.store import dockets, item_states
@@ -182,4 +187,29 @@ def test_the_alias_file_merges_splits_and_renames_exactly_the_comments_it_names(
         back = membership()
         assert back[key["Texas Medial Association"]] == back[key["Texas Medical Association"]]
         assert back[key["American Hospital Association of Ohio"]] != back[key["Ohio Hospital Association"]]
+    runtime.close()
+
+
+def test_redriven_comments_are_resolved_again_through_the_stage(state):
+    seed_store(organisation_comments(DOCKETS[:1], 40, 60))
+    resolve(state, DOCKETS[:1])
+    before = dump()
+    sent_back = item_states.mark_stale(STAGE, DOCKETS[0], ["ok"], 5, "redrive")
+    assert len(sent_back) == 5 and unfinished(state, DOCKETS[0]) == 5
+    counts, _ = resolve(state, DOCKETS[:1], run_id="after redrive")
+    assert sum(counts.values()) == 5 and unfinished(state, DOCKETS[0]) == 0
+    assert dump()[:2] == before[:2]  # the same organisations as before
+
+
+def test_a_bad_alias_file_stops_the_run_before_any_comment_is_written(tmp_path):
+    runtime = make_runtime(tmp_path)
+    with installed(runtime):
+        runtime.state  # noqa: B018
+        seed_store(organisation_comments(DOCKETS[:1], 10, 20))
+        (runtime.settings.data_path / "organisations.yaml").write_text("organisations: [\n")
+        assert alias_terms(runtime.settings)  # the terms change; asking them raises nothing
+        with pytest.raises(ConfigError, match="organisations.yaml: not valid YAML") as raised:
+            resolve(runtime, DOCKETS[:1])
+        assert classify(raised.value).stops_run
+        assert membership() == {} and not item_states.states_for_docket(STAGE, DOCKETS[0])
     runtime.close()
