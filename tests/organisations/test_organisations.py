@@ -213,3 +213,22 @@ def test_a_bad_alias_file_stops_the_run_before_any_comment_is_written(tmp_path):
         assert classify(raised.value).stops_run
         assert membership() == {} and not item_states.states_for_docket(STAGE, DOCKETS[0])
     runtime.close()
+
+
+def test_an_organisation_counts_the_form_letter_campaigns_its_comments_joined(state):
+    from pipeline.campaigns import queries as campaigns
+
+    d = DOCKETS[0]
+    seed_store([PlantedComment(f"{d}-{n:04d}", d, "Jo Ng", name, "t", "", None) for n, name in
+                enumerate(["Sierra Club", "Sierra Club", "Sierra Club", "Acme Energy Inc."], start=1)])
+    resolve(state, [d])
+    member = {"order_key": "", "posted_date": None, "exact_hash": "h", "text": "t", "normalised": "t",
+              "signature": "", "added_sentences": []}
+    campaigns.add_members(d, [{**member, "item": f"{d}-0001", "campaign": "c1"},
+                              {**member, "item": f"{d}-0002", "campaign": "c1"},
+                              {**member, "item": f"{d}-0003", "campaign": "c2"},
+                              {**member, "item": f"{d}-0004", "campaign": "c1"}], [])
+    campaigns.save_campaign("c1", d, size=3, representative=f"{d}-0001", first_seen=None, last_seen=None)
+    campaigns.save_campaign("c2", d, size=1, representative=f"{d}-0003", first_seen=None, last_seen=None)
+    sierra, acme = organisation_id("sierra club"), organisation_id("acme energy")
+    assert queries.campaigns_joined([sierra, acme]) == {sierra: 1, acme: 1}  # a group of one is no campaign
