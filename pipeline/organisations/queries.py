@@ -172,13 +172,18 @@ def organisations_summary(docket_id: str | None = None) -> list[OrganisationSumm
         entry["comments"] += n
         entry["dockets"].add(docket)
         entry["variants"][written] = entry["variants"].get(written, 0) + n
-    names = {}
-    for chunk in _chunks(sorted(counts)):
-        names.update(Organisation.select(Organisation.id, Organisation.name).where(Organisation.id.in_(chunk)).tuples())
+    names = organisation_names(counts)
     found = [OrganisationSummary(org, names.get(org, org), e["comments"], sorted(e["dockets"]),
                                  sorted(e["variants"].items(), key=lambda v: (-v[1], v[0])))
              for org, e in counts.items()]
     return sorted(found, key=lambda s: (-s.comments, s.name.lower(), s.id))
+
+
+def organisation_names(organisations: Iterable[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for chunk in _chunks(sorted(set(organisations))):
+        found.update(Organisation.select(Organisation.id, Organisation.name).where(Organisation.id.in_(chunk)).tuples())
+    return found
 
 
 def campaigns_joined(organisations: Iterable[str]) -> dict[str, int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import duckdb
+from starlette.testclient import TestClient
 
 from pipeline.counters import STAGE_CALLS, counters
 from pipeline.engine import markers
@@ -18,6 +19,8 @@ from pipeline.organisations.matching import organisation_id
 from pipeline.organisations.names import normalise
 from pipeline.store.models import Item, OrganisationMember
 from pipeline.tasks import OrganisationsAll, ResolveOrganisations
+from pipeline.web import pages
+from pipeline.web.app import make_app
 from tests.fixtures.state_fixtures import real_mirror_runtime, run_invocation
 
 EXPECTED = {  # comment -> its organisation as shown (None: names none the record or title gives)
@@ -83,3 +86,11 @@ def test_real_comments_are_resolved_exported_and_listed(tmp_path, pg_server, rea
         assert "Wisconsin Department of Children & Families" in table and "USA Rice" not in table
         assert cli.main(["orgs", "--docket", "NOPE-2026-0001"]) == 2
         assert "unknown docket: NOPE-2026-0001" in capsys.readouterr().err
+
+        # The comment page names the organisation resolved, beside the one written.
+        with TestClient(make_app(runtime, pages.WarmSearch(runtime))) as client:
+            merged = client.get("/comment/USTR-2015-0010-0003").text
+            titled = client.get("/comment/ACF-2025-0038-0004").text
+        assert "organisation resolved" in merged and "USA Rice Federation" in merged
+        assert "American Insurance Association" in merged  # as written
+        assert "Wisconsin Department of Children &amp; Families" in titled and "from its title" in titled
