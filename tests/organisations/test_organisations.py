@@ -5,6 +5,8 @@ names, on both state databases."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from devtools.campaign_corpus import pair_scores
@@ -232,3 +234,39 @@ def test_an_organisation_counts_the_form_letter_campaigns_its_comments_joined(st
     campaigns.save_campaign("c2", d, size=1, representative=f"{d}-0003", first_seen=None, last_seen=None)
     sierra, acme = organisation_id("sierra club"), organisation_id("acme energy")
     assert queries.campaigns_joined([sierra, acme]) == {sierra: 1, acme: 1}  # a group of one is no campaign
+
+
+def test_docketeer_orgs_lists_organisations_with_their_spellings_and_exports_name_them(tmp_path, capsys):
+    import duckdb
+
+    from pipeline.ops import cli
+
+    runtime = make_runtime(tmp_path)
+    d, other = DOCKETS[0], DOCKETS[1]
+    with installed(runtime):
+        runtime.state  # noqa: B018
+        seed_store([PlantedComment(f"{d}-0001", d, "Jo Ng", "American Medical Association (AMA)", "t", "", None),
+                    PlantedComment(f"{d}-0002", d, "Bo Li", "AMA", "t", "", None),
+                    PlantedComment(f"{d}-0003", d, "Cy Oz", "", "t", "", None),
+                    PlantedComment(f"{other}-0001", other, "Al Po", "The American Medical Assn.", "t", "", None)])
+        assert cli.main(["orgs"]) == 0
+        assert "no organisations resolved yet" in capsys.readouterr().out
+        resolve(runtime, [d, other])
+        assert cli.main(["orgs", "--json"]) == 0
+        [ama] = json.loads(capsys.readouterr().out)["organisations"]
+        assert (ama["organisation"], ama["comments"], ama["dockets"]) == ("American Medical Association", 3, [d, other])
+        assert {v["written"]: v["comments"] for v in ama["variants"]} == {
+            "American Medical Association": 1, "AMA": 1, "The American Medical Assn.": 1}
+        assert cli.main(["orgs", "--docket", other]) == 0
+        table = capsys.readouterr().out.splitlines()
+        assert table[0].split() == ["organisation", "comments", "dockets", "campaigns", "variants", "seen"]
+        assert table[1].startswith("American Medical Association  1") and "The American Medical Assn." in table[1]
+        assert cli.main(["orgs", "--docket", "bad id"]) == 2
+        assert cli.main(["export", str(tmp_path / "out"), "--format", "parquet"]) == 0
+        with duckdb.connect() as con:
+            rows = con.execute(f"SELECT comment_id, organisation_id, organisation FROM "
+                               f"read_parquet('{tmp_path}/out/*/comments.parquet') ORDER BY 1").fetchall()
+    runtime.close()
+    ama_id = organisation_id("american medical association")
+    assert rows == [(f"{d}-0001", ama_id, "American Medical Association"), (f"{d}-0002", ama_id, "American Medical Association"),
+                    (f"{d}-0003", None, None), (f"{other}-0001", ama_id, "American Medical Association")]
