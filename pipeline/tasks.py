@@ -21,6 +21,7 @@ from pipeline.extract import stage as extract
 from pipeline.fetch import stage as fetch
 from pipeline.index import stage as index
 from pipeline.ocr import stage as ocr
+from pipeline.organisations import stage as organisations
 
 __all__ = ["DiscoverDockets", "DocketStageTask", "DocketWrapper", "StageIncomplete",
            "runtime_or_exit", "stage_tasks"]
@@ -123,10 +124,22 @@ class IndexAll(DocketWrapper):
         yield from self.report_partial()
 
 
+class ResolveOrganisations(DocketStageTask):
+    __doc__ = organisations.DECLARATION.doc
+    stage = organisations.DECLARATION
+
+
+class OrganisationsAll(DocketWrapper):
+    """ResolveOrganisations for every known docket (after discovery), or the named ones."""
+
+    stage_task = ResolveOrganisations
+
+
 _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage name -> tasks
     task.stage.name: (task, wrapper) for task, wrapper in [
         (FetchComments, FetchAll), (BackfillComments, BackfillAll), (ExtractText, ExtractAll),
-        (OcrText, OcrAll), (IndexDocket, IndexAll), (CampaignGroups, CampaignsAll)]
+        (OcrText, OcrAll), (IndexDocket, IndexAll), (CampaignGroups, CampaignsAll),
+        (ResolveOrganisations, OrganisationsAll)]
 }
 
 

@@ -1,6 +1,7 @@
 """The stages in pipeline order: the one place the order lives.
 
-fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns. Each stage package
+fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns, and organisations after
+backfill (it reads the records' fields, not their text). Each stage package
 declares its ``Stage``; this module lists them once, in order, and answers the questions the
 tasks, ``Redrive`` and ``docketeer verify`` ask about the chain. ``register`` adds a stage whose
 upstream is known (a plug-in, a test's stage) after the others; ``unregister`` removes it.
@@ -20,6 +21,7 @@ from pipeline.extract import stage as extract
 from pipeline.fetch import stage as fetch
 from pipeline.index import stage as index
 from pipeline.ocr import stage as ocr
+from pipeline.organisations import stage as organisations
 
 _stages: dict[str, Stage] = {}  # name -> declaration, in pipeline order
 
@@ -123,5 +125,5 @@ def marker_store(stage: Stage, runtime, invocation=None) -> MarkerStore:
     return stage.markers(completion(stage, runtime.settings), runtime, invocation)
 
 
-for _declared in (fetch, backfill, extract, ocr, index, campaigns):
+for _declared in (fetch, backfill, extract, ocr, index, campaigns, organisations):
     register(_declared.DECLARATION)

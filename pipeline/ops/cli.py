@@ -538,6 +538,37 @@ def cmd_export(args) -> int:
     return 0
 
 
+ORGS_VARIANTS_SHOWN = 3  # spellings in the table's cell; --json lists every one
+
+
+@command
+def cmd_orgs(args) -> int:
+    from pipeline.organisations import queries
+    from pipeline.store import reports
+
+    _runtime()
+    if args.docket and reports.find_docket(args.docket) is None:
+        print(f"docketeer orgs: unknown docket: {args.docket}", file=sys.stderr)
+        return 2
+    found = queries.organisations_summary(args.docket)
+    joined = queries.campaigns_joined([o.id for o in found])
+    if args.json:
+        print(json.dumps({"docket": args.docket, "organisations": [
+            {"id": o.id, "organisation": o.name, "comments": o.comments, "dockets": o.dockets,
+             "campaigns_joined": joined.get(o.id, 0),
+             "variants": [{"written": w, "comments": n} for w, n in o.variants]} for o in found]}, indent=1))
+        return 0
+    if not found:
+        print("no organisations resolved yet (luigi --module pipeline OrganisationsAll resolves them)")
+        return 0
+    rows = [[o.name, o.comments, len(o.dockets), joined.get(o.id, 0),
+             "; ".join(w for w, _ in o.variants[:ORGS_VARIANTS_SHOWN])
+             + (f" (+{len(o.variants) - ORGS_VARIANTS_SHOWN})" if len(o.variants) > ORGS_VARIANTS_SHOWN else "")]
+            for o in found]
+    print(_table(rows, ["organisation", "comments", "dockets", "campaigns", "variants seen"]))
+    return 0
+
+
 @command
 def cmd_digest(args) -> int:
     from pipeline.store import reports
@@ -646,6 +677,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("dest", metavar="DEST", help="folder; one subfolder per docket")
     export.add_argument("--docket", help="comma-separated docket ids (default: every known docket)")
     export.add_argument("--format", choices=["parquet", "csv"], help="only this format (default: both)")
+    orgs = sub.add_parser("orgs", help="organisations resolved across spellings: comments, dockets, campaigns "
+                                       "joined, the variants seen")
+    orgs.add_argument("--docket", help="only this docket's comments")
+    orgs.add_argument("--json", action="store_true",
+                      help="one JSON document (id, organisation, comments, dockets, campaigns joined, every variant)")
     digest = sub.add_parser("digest", help="comments added or changed since a time, per docket (the feeds' news, for cron mail)")
     digest.add_argument("--since", type=parse_since, default="1d",
                         help="30m, 12h, 1d, 2w back from now, an Eastern day YYYY-MM-DD, or a UTC instant (default 1d)")

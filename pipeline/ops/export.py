@@ -25,11 +25,12 @@ from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import DocketeerError
 from pipeline.extract.combined import parse_combined
 from pipeline.fingerprints import RecordsDigest
+from pipeline.organisations import queries as organisations
 from pipeline.sources import records
 from pipeline.store import dockets, item_states, items, reports
 from pipeline.store.blobs import combined_key
 
-EXPORT_VERSION = "export-2"
+EXPORT_VERSION = "export-3"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -66,6 +67,8 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("campaign_id", "string", "its campaign group: the earliest member's comment id"),
         ("campaign_size", "int64", "comments in that group (1: a comment of its own)"),
         ("campaign_submissions", "int64", "submissions that group represents (duplicates counted)"),
+        ("organisation_id", "string", "its organisation, the same across spellings and dockets (a digest of its name)"),
+        ("organisation", "string", "that organisation's canonical name"),
     ],
     "attachments": [
         ("docket_id", "string", "the docket"),
@@ -190,6 +193,8 @@ def docket_fingerprint(docket_id: str, formats: tuple[str, ...]) -> str:
         digest.add(key, campaign, str(size))
     for c in campaigns.docket_campaigns(docket_id):
         digest.add(c.id, c.representative, c.first_seen or "", c.last_seen or "")
+    for key, (organisation, name) in sorted(organisations.docket_organisations(docket_id).items()):
+        digest.add(key, organisation, name)
     return digest.hexdigest()
 
 
@@ -200,6 +205,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     file_states = item_states.states_for_docket("extract.file", docket_id)
     downloads = item_states.states_for_docket("backfill.file", docket_id)
     membership = campaigns.docket_membership(docket_id)
+    resolved = organisations.docket_organisations(docket_id)
     chars = _text_chars(runtime, docket_id, [c.key for c in comments if c.key in texts])
     represented: dict[str, int] = {}  # campaign -> submissions its members stand for
     for c in comments:
@@ -207,7 +213,8 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             campaign = membership[c.key][0]
             represented[campaign] = represented.get(campaign, 0) + 1 + (c.duplicate_comments or 0)
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
-                                 chars.get(c.key, {}), membership.get(c.key), represented) for c in comments]
+                                 chars.get(c.key, {}), membership.get(c.key), represented,
+                                 resolved.get(c.key, (None, None))) for c in comments]
     keys = {c.key for c in comments}
     attachment_rows = [_attachment_row(docket_id, a, reports.file_standing(
                            a, downloads.get(f"{a.item}/{a.filename}"), file_states.get(f"{a.item}/{a.filename}")),
@@ -232,7 +239,7 @@ def _text_chars(runtime, docket_id: str, keys: list[str]) -> dict[str, dict[str 
     return found
 
 
-def _comment_row(docket_id, item, files, text_row, chars, membership, represented) -> dict:
+def _comment_row(docket_id, item, files, text_row, chars, membership, represented, organisation) -> dict:
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
             "posted_date": item.posted_date, "received_date": item.received_date,
@@ -244,7 +251,8 @@ def _comment_row(docket_id, item, files, text_row, chars, membership, represente
             "text_state": text_row.state if text_row else None,
             "text_chars": chars.get(None), "campaign_id": membership[0] if membership else None,
             "campaign_size": membership[1] if membership else None,
-            "campaign_submissions": represented.get(membership[0]) if membership else None}
+            "campaign_submissions": represented.get(membership[0]) if membership else None,
+            "organisation_id": organisation[0], "organisation": organisation[1]}
 
 
 KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order

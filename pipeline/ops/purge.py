@@ -19,6 +19,8 @@ from pipeline.store.models import (
     Lease,
     MirrorObject,
     MirrorScan,
+    OrganisationAcronym,
+    OrganisationMember,
     Run,
     database,
 )
@@ -39,6 +41,9 @@ def _queries(docket_id: str) -> dict[str, object]:
         "campaign members": CampaignMember.docket == docket_id,
         "campaign bands": CampaignBand.docket == docket_id,
         "campaigns": Campaign.docket == docket_id,
+        # An organisation and its spellings stay: other dockets' comments may be from it.
+        "organisation members": OrganisationMember.docket == docket_id,
+        "organisation acronyms": OrganisationAcronym.docket == docket_id,
         "item states": ItemState.docket == docket_id,
         "markers": DocketStage.docket == docket_id,
         "runs": Run.docket == docket_id,
@@ -53,6 +58,7 @@ def _queries(docket_id: str) -> dict[str, object]:
 
 _MODELS = {"attachments": Attachment, "campaign members": CampaignMember,
            "campaign bands": CampaignBand, "campaigns": Campaign, "item states": ItemState,
+           "organisation members": OrganisationMember, "organisation acronyms": OrganisationAcronym,
            "markers": DocketStage, "runs": Run, "leases": Lease, "items": Item, "docket": Docket,
            "mirror objects": MirrorObject, "item claims": ItemClaim, "mirror scans": MirrorScan}
 

@@ -29,7 +29,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -385,6 +385,14 @@ def _upgrade_to_12(db: peewee.Database) -> None:
     models.DocketStage.delete().where(models.DocketStage.stage.in_(REREAD_MARKERS)).execute()
 
 
+def _upgrade_to_13(db: peewee.Database) -> None:
+    """v13: organisations (their names in every spelling seen, each comment's, the acronyms a
+    docket pairs with full names)."""
+    db.create_tables([models.Organisation, models.OrganisationVariant, models.OrganisationMember,
+                      models.OrganisationAcronym], safe=True)
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
-            10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12}
+            10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
+            13: _upgrade_to_13}

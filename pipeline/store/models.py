@@ -286,5 +286,47 @@ class ItemClaim(BaseModel):
         indexes = ((("stage", "docket", "session"), False),)
 
 
+class Organisation(BaseModel):
+    """An organisation comments are from, across spellings and dockets. Its id is a digest
+    of its canonical name in normal form, so a rebuild of the same data gives the same ids."""
+
+    id = TextField(primary_key=True)
+    name = TextField()  # the canonical name shown (the alias file's, or the commonest spelling)
+    normalised = TextField()
+
+
+class OrganisationVariant(BaseModel):
+    """A name in normal form and the organisation it stands for, in every docket: how a new
+    comment's organisation is found without resolving the others again."""
+
+    normalised = TextField(primary_key=True)
+    organisation = TextField(index=True)
+    source = TextField()  # alias | matched | new
+
+
+class OrganisationMember(BaseModel):
+    """The organisation of one comment, and the name it was written with."""
+
+    item = TextField(primary_key=True)
+    docket = TextField(index=True)
+    organisation = TextField(index=True)
+    variant = TextField()  # the written name in normal form
+    written = TextField()  # as written ("Amer. Med. Assn.")
+    source = TextField()  # organization | title | signature
+
+
+class OrganisationAcronym(BaseModel):
+    """A docket's pairing of an acronym with a full name ("American Medical Association
+    (AMA)"): a bare "AMA" in that docket is that organisation."""
+
+    docket = TextField()
+    acronym = TextField()
+    normalised = TextField()  # the full name in normal form
+
+    class Meta:
+        primary_key = CompositeKey("docket", "acronym")
+
+
 MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
-          CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan)
+          CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan,
+          Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym)

@@ -231,6 +231,8 @@ class CommentPage:
     sections: list[Section]
     extracted: bool
     campaign: dict | None
+    # (canonical name, as written, where from: organization | title | signature) once resolved
+    organisation: tuple[str, str, str] | None = None
 
     @property
     def url(self) -> str:
@@ -269,7 +271,17 @@ def comment_page(runtime, key: str) -> CommentPage | None:
         return None
     sections, extracted = _extracted_sections(runtime, item)
     return CommentPage(item, reports.attachments_of(key), reports.file_rows_of(key), sections, extracted,
-                       campaigns.campaign_info([key]).get(key))
+                       campaigns.campaign_info([key]).get(key), resolved_organisation(key))
+
+
+def resolved_organisation(key: str) -> tuple[str, str, str] | None:
+    from pipeline.organisations import queries as organisations
+
+    found = organisations.members([key]).get(key)
+    if found is None:
+        return None
+    organisation, _, written, source = found
+    return organisations.organisation_names([organisation]).get(organisation, organisation), written, source
 
 
 def _extracted_sections(runtime, item) -> tuple[list[Section], bool]:

@@ -22,16 +22,18 @@ from pipeline.engine.invocation import Invocation
 from pipeline.runtime import set_runtime
 from pipeline.store.models import Docket
 from pipeline.tasks import stage_tasks
+from tests.fixtures.paths import ROOT
 from tests.fixtures.state_fixtures import make_runtime, new_pg_database
 
 pytestmark = pytest.mark.postgres
 
 HISTORIES = ("never run", "finished open", "finished sealed", "resealed", "old window",
              "retry due", "retry later", "new input", "held output", "forced", "one stage short")
+ALIAS_FILE = str(ROOT / "tests" / "fixtures" / "organisations.yaml")
 # Each setting that changes some stage's output, changed (the defaults first).
 VARIANTS = ({}, {"max_item_chars": 1000}, {"max_body_chars": 1500}, {"max_file_chars": 1700},
             {"max_item_chunks": 3}, {"chunk_chars": 600}, {"campaign_threshold": "0.8"},
-            {"ocr": "false"})
+            {"ocr": "false"}, {"organisations_file": ALIAS_FILE})
 DOCKETS_PER_SEED = 44
 
 
@@ -131,9 +133,10 @@ def test_each_changed_setting_makes_the_stages_it_shapes_incomplete(generated):
     dockets = [f"FIN-2026-{n:04d}" for n in range(3)]
     shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns"},
               "max_item_chunks": {"index"}, "chunk_chars": {"index"},
-              "campaign_threshold": {"campaigns"}, "ocr": {"ocr", "index", "campaigns"}}
+              "campaign_threshold": {"campaigns"}, "ocr": {"ocr", "index", "campaigns"},
+              "organisations_file": {"organisations"}}
     values = {"max_item_chars": 1000, "max_item_chunks": 3, "chunk_chars": 600,
-              "campaign_threshold": "0.8", "ocr": "false"}
+              "campaign_threshold": "0.8", "ocr": "false", "organisations_file": ALIAS_FILE}
     for setting, stages in shaped.items():
         runtime = generated(**{setting: values[setting]})
         set_runtime(runtime)

@@ -23,7 +23,7 @@ def pipeline_stages():
 
 def test_every_declared_stage_has_its_two_tasks_written_out_under_its_names():
     assert [stage.name for stage in pipeline_stages()] == [
-        "fetch", "backfill", "extract", "ocr", "index", "campaigns"]
+        "fetch", "backfill", "extract", "ocr", "index", "campaigns", "organisations"]
     for stage in pipeline_stages():
         task, wrapper = getattr(tasks, stage.task), getattr(tasks, stage.wrapper)
         assert issubclass(task, DocketStageTask) and issubclass(wrapper, DocketWrapper)
@@ -56,3 +56,8 @@ def test_a_reader_finds_each_class_statement_in_the_tasks_module():
     source = (ROOT / "pipeline" / "tasks.py").read_text(encoding="utf-8")
     written = {node.name for node in ast.parse(source).body if isinstance(node, ast.ClassDef)}
     assert {name for stage in pipeline_stages() for name in (stage.task, stage.wrapper)} <= written
+
+
+def test_the_organisations_task_requires_backfill_whose_fields_it_reads(tmp_path):
+    set_runtime(make_runtime(tmp_path))
+    assert type(tasks.ResolveOrganisations(docket="ACF-2026-0001").requires()) is tasks.BackfillComments

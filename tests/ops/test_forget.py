@@ -8,7 +8,16 @@ import logging
 import pipeline
 from pipeline.ops import cli, verify
 from pipeline.store import dockets
-from pipeline.store.models import Attachment, Docket, DocketStage, Item, ItemState, Lease, Run
+from pipeline.store.models import (
+    Attachment,
+    Docket,
+    DocketStage,
+    Item,
+    ItemState,
+    Lease,
+    OrganisationMember,
+    Run,
+)
 from tests.fixtures.pipeline_fixtures import built_store
 
 
@@ -66,12 +75,16 @@ def test_forget_purge_leaves_no_row_blob_or_chunk_and_verify_passes(tmp_path, pg
     with built_store(tmp_path, pg_server) as store:
         gone, kept = store.dockets
         rt = store.runtime
+        assert store.run(pipeline.OrganisationsAll())
+        assert OrganisationMember.select().where(OrganisationMember.docket == gone).count() > 0
         assert cli.main(["forget", gone, "--purge", "--dry-run"]) == 0
         assert "would delete" in capsys.readouterr().out
         assert _state_rows_of(gone) > 0
         assert cli.main(["forget", gone, "--purge"]) == 0
         assert "did delete" in capsys.readouterr().out
         assert _state_rows_of(gone) == 0
+        assert OrganisationMember.select().where(OrganisationMember.docket == gone).count() == 0
+        assert OrganisationMember.select().where(OrganisationMember.docket == kept).count() > 0
         assert not any(rt.index_db().docket_row_counts(gone).values())
         assert not list(rt.blobs.list(f"combined/{gone}/"))
         assert any(rt.index_db().docket_row_counts(kept).values())

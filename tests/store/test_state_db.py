@@ -314,3 +314,23 @@ def test_upgrade_from_version_11_adds_the_kept_attributes_and_reads_stored_recor
     assert [m.stage for m in DocketStage.select()] == ["fetch"]
     Item.update(duplicate_comments=15851, subtype="Mass Mail Campaign").where(Item.key == "X-1").execute()
     assert (Item.get_by_id("X-1").duplicate_comments, Item.get_by_id("X-1").subtype) == (15851, "Mass Mail Campaign")
+
+
+def test_upgrade_from_version_12_adds_the_organisation_tables_and_keeps_every_row(state):
+    from pipeline.store.models import (
+        Organisation,
+        OrganisationAcronym,
+        OrganisationMember,
+        OrganisationVariant,
+    )
+
+    db = state.state
+    dockets.ensure_dockets(["ACF-2025-0001"], discovered_by="list")
+    db.drop_tables([Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym])
+    Meta.update(value="12").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert {"organisation", "organisation_variant", "organisation_member", "organisation_acronym"} <= set(db.get_tables())
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert dockets.get_docket("ACF-2025-0001") is not None
+    Organisation.insert(id="org-1", name="Sierra Club", normalised="sierra club").execute()
+    assert Organisation.get_by_id("org-1").name == "Sierra Club"

@@ -1,0 +1,1 @@
+"""Organisations: each comment's organisation, resolved across spellings and dockets."""

@@ -1,0 +1,209 @@
+"""Every query of the organisation tables (``organisation``, ``organisation_variant``,
+``organisation_member``, ``organisation_acronym``): what the stage reads and writes, and the
+read side ``docketeer orgs`` and the export call (``organisations_summary``,
+``docket_organisations``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from peewee import fn
+
+from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.organisations.matching import Known
+from pipeline.store.models import (
+    Item,
+    Organisation,
+    OrganisationAcronym,
+    OrganisationMember,
+    OrganisationVariant,
+    database,
+)
+
+IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
+
+
+def _chunks(values: Iterable, size: int = IN_CHUNK):
+    values = list(values)
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+# --- what the stage reads ----------------------------------------------------------------------
+
+def member_variants(docket_id: str) -> dict[str, str]:
+    """item -> the written name in normal form, for the docket's resolved comments."""
+    return dict(OrganisationMember.select(OrganisationMember.item, OrganisationMember.variant)
+                .where(OrganisationMember.docket == docket_id).tuples())
+
+
+def members(keys: Iterable[str]) -> dict[str, tuple]:
+    """item -> (organisation, variant, written, source) for those of ``keys`` that have one."""
+    found = {}
+    for chunk in _chunks(sorted(set(keys))):
+        for item, *rest in (OrganisationMember.select(OrganisationMember.item, OrganisationMember.organisation,
+                                                      OrganisationMember.variant, OrganisationMember.written,
+                                                      OrganisationMember.source)
+                            .where(OrganisationMember.item.in_(chunk)).tuples()):
+            found[item] = tuple(rest)
+    return found
+
+
+def known_variants() -> dict[str, tuple[Known, str]]:
+    """normalised name -> (its organisation, how it was learnt), every docket's."""
+    query = (OrganisationVariant.select(OrganisationVariant.normalised, OrganisationVariant.organisation,
+                                        Organisation.name, OrganisationVariant.source)
+             .join(Organisation, on=(Organisation.id == OrganisationVariant.organisation)).tuples())
+    return {normalised: (Known(org, name), source) for normalised, org, name, source in query}
+
+
+def acronyms_of(docket_id: str) -> dict[str, str]:
+    return dict(OrganisationAcronym.select(OrganisationAcronym.acronym, OrganisationAcronym.normalised)
+                .where(OrganisationAcronym.docket == docket_id).tuples())
+
+
+def comment_fields(keys: Iterable[str]) -> dict[str, tuple]:
+    """item -> (organization, title, body, submitter)."""
+    found = {}
+    for chunk in _chunks(sorted(set(keys))):
+        for key, *rest in (Item.select(Item.key, Item.organization, Item.title, Item.body, Item.submitter)
+                           .where(Item.key.in_(chunk)).tuples()):
+            found[key] = tuple(rest)
+    return found
+
+
+def item_facts(docket_id: str) -> dict[str, tuple]:
+    """item -> (kind, summary hash, detail hash): what a comment's fingerprint is made of."""
+    return {key: (kind, summary, detail) for key, kind, summary, detail in
+            Item.select(Item.key, Item.kind, Item.summary_hash, Item.detail_hash)
+            .where(Item.docket == docket_id).tuples()}
+
+
+# --- what the stage writes ---------------------------------------------------------------------
+
+def forget_variants(names: Iterable[str]) -> None:
+    for chunk in _chunks(sorted(set(names))):
+        OrganisationVariant.delete().where(OrganisationVariant.normalised.in_(chunk)).execute()
+        counters.incr(ROWS_WRITTEN)
+
+
+def save_organisations(found: Iterable[tuple[str, str, str]]) -> None:
+    """(id, canonical name, normal form): new ones inserted, a renamed one (the alias file
+    says another name) updated."""
+    rows = sorted(set(found))
+    for chunk in _chunks(rows, 300):
+        stored = {o.id: o.name for o in Organisation.select().where(Organisation.id.in_([r[0] for r in chunk]))}
+        for org, name, normalised in chunk:
+            if org not in stored:
+                Organisation.insert(id=org, name=name, normalised=normalised).on_conflict_ignore().execute()
+                counters.incr(ROWS_WRITTEN)
+            elif stored[org] != name:
+                Organisation.update(name=name).where(Organisation.id == org).execute()
+                counters.incr(ROWS_WRITTEN)
+
+
+def save_variants(found: dict[str, tuple[str, str]]) -> None:
+    """normalised -> (organisation, source): written where new or changed."""
+    for chunk in _chunks(sorted(found)):
+        stored = dict(OrganisationVariant.select(OrganisationVariant.normalised, OrganisationVariant.organisation)
+                      .where(OrganisationVariant.normalised.in_(chunk)).tuples())
+        for name in chunk:
+            org, source = found[name]
+            if name not in stored:
+                OrganisationVariant.insert(normalised=name, organisation=org, source=source) \
+                    .on_conflict_ignore().execute()
+                counters.incr(ROWS_WRITTEN)
+            elif stored[name] != org and source == "alias":  # the alias file wins
+                OrganisationVariant.update(organisation=org, source=source) \
+                    .where(OrganisationVariant.normalised == name).execute()
+                counters.incr(ROWS_WRITTEN)
+
+
+def save_acronyms(docket_id: str, pairs: dict[str, str]) -> None:
+    for acronym, normalised in sorted(pairs.items()):
+        (OrganisationAcronym.insert(docket=docket_id, acronym=acronym, normalised=normalised)
+         .on_conflict(conflict_target=[OrganisationAcronym.docket, OrganisationAcronym.acronym],
+                      update={OrganisationAcronym.normalised: normalised}).execute())
+        counters.incr(ROWS_WRITTEN)
+
+
+def save_members(docket_id: str, rows: dict[str, tuple], leaving: Iterable[str]) -> None:
+    """item -> (organisation, variant, written, source): written where new or changed; the
+    ``leaving`` items (they name no organisation now) lose theirs."""
+    stored = members([*rows, *leaving])
+    with database.atomic():
+        for chunk in _chunks(sorted(k for k in leaving if k in stored)):
+            OrganisationMember.delete().where(OrganisationMember.item.in_(chunk)).execute()
+            counters.incr(ROWS_WRITTEN)
+        for item in sorted(rows):
+            if stored.get(item) == rows[item]:
+                continue
+            org, variant, written, source = rows[item]
+            values = {OrganisationMember.docket: docket_id, OrganisationMember.organisation: org,
+                      OrganisationMember.variant: variant, OrganisationMember.written: written,
+                      OrganisationMember.source: source}
+            (OrganisationMember.insert({OrganisationMember.item: item, **values})
+             .on_conflict(conflict_target=[OrganisationMember.item], update=values).execute())
+            counters.incr(ROWS_WRITTEN)
+
+
+# --- the read side: docketeer orgs, docketeer export --------------------------------------------
+
+@dataclass(frozen=True)
+class OrganisationSummary:
+    id: str
+    name: str
+    comments: int
+    dockets: list[str]
+    variants: list[tuple[str, int]]  # (as written, comments), commonest first
+
+
+def organisations_summary(docket_id: str | None = None) -> list[OrganisationSummary]:
+    """Every organisation with comments (in ``docket_id`` alone when given), most comments first."""
+    query = (OrganisationMember.select(OrganisationMember.organisation, OrganisationMember.docket,
+                                       OrganisationMember.written, fn.COUNT(OrganisationMember.item))
+             .group_by(OrganisationMember.organisation, OrganisationMember.docket, OrganisationMember.written))
+    if docket_id:
+        query = query.where(OrganisationMember.docket == docket_id)
+    counts: dict[str, dict] = {}
+    for org, docket, written, n in query.tuples():
+        entry = counts.setdefault(org, {"comments": 0, "dockets": set(), "variants": {}})
+        entry["comments"] += n
+        entry["dockets"].add(docket)
+        entry["variants"][written] = entry["variants"].get(written, 0) + n
+    names = organisation_names(counts)
+    found = [OrganisationSummary(org, names.get(org, org), e["comments"], sorted(e["dockets"]),
+                                 sorted(e["variants"].items(), key=lambda v: (-v[1], v[0])))
+             for org, e in counts.items()]
+    return sorted(found, key=lambda s: (-s.comments, s.name.lower(), s.id))
+
+
+def organisation_names(organisations: Iterable[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for chunk in _chunks(sorted(set(organisations))):
+        found.update(Organisation.select(Organisation.id, Organisation.name).where(Organisation.id.in_(chunk)).tuples())
+    return found
+
+
+def campaigns_joined(organisations: Iterable[str]) -> dict[str, int]:
+    """organisation -> the form-letter campaigns (groups of two or more) its comments are in."""
+    from pipeline.store.models import Campaign, CampaignMember
+
+    found: dict[str, int] = {}
+    for chunk in _chunks(sorted(set(organisations))):
+        query = (OrganisationMember.select(OrganisationMember.organisation, fn.COUNT(Campaign.id.distinct()))
+                 .join(CampaignMember, on=(CampaignMember.item == OrganisationMember.item))
+                 .join(Campaign, on=(Campaign.id == CampaignMember.campaign))
+                 .where(OrganisationMember.organisation.in_(chunk) & (Campaign.size >= 2))
+                 .group_by(OrganisationMember.organisation).tuples())
+        found.update(query)
+    return found
+
+
+def docket_organisations(docket_id: str) -> dict[str, tuple[str, str]]:
+    """item -> (organisation id, canonical name), for the docket's resolved comments (export)."""
+    query = (OrganisationMember.select(OrganisationMember.item, Organisation.id, Organisation.name)
+             .join(Organisation, on=(Organisation.id == OrganisationMember.organisation))
+             .where(OrganisationMember.docket == docket_id).tuples())
+    return {item: (org, name) for item, org, name in query}
