@@ -45,7 +45,7 @@ fetch      ok                                                         XXXX-XX-XX
 backfill   ok                                                         XXXX-XX-XX XX:XX EXT
 extract    ocr_needed                                                 XXXX-XX-XX XX:XX EXT  attachment_1.pdf: ocr_needed
 ocr        ok                                                         XXXX-XX-XX XX:XX EXT  1 scan(s): 1 ok
-index      indexed                                                    XXXX-XX-XX XX:XX EXT  2 chunk(s), hashing:unigram-bigram:256:hash-1
+index      indexed                                                    XXXX-XX-XX XX:XX EXT  3 chunk(s), hashing:unigram-bigram:256:hash-1
 campaigns  ok                                                         XXXX-XX-XX XX:XX EXT
 1 attachment: 1 waiting for OCR
 file              #  title                                        format  declared  bytes  sha256        download  extract     ocr  attempts  next attempt  reason         url
@@ -65,7 +65,7 @@ stage      state    failure    attempts  first failed          next attempt     
 fetch      ok                                                                        XXXX-XX-XX XX:XX EXT
 backfill   retry    transient  1         2020-01-01 00:00 EST  2020-01-01 01:00 EST  2020-01-01 00:00 EST  HTTP 503 from the stand-in
 extract    ok                                                                        XXXX-XX-XX XX:XX EXT
-index      indexed                                                                   XXXX-XX-XX XX:XX EXT  5 chunk(s), hashing:unigram-bigram:256:hash-1
+index      indexed                                                                   XXXX-XX-XX XX:XX EXT  6 chunk(s), hashing:unigram-bigram:256:hash-1
 campaigns  ok                                                                        XXXX-XX-XX XX:XX EXT
 1 attachment: 1 read
 file              #  title                                               format  declared  bytes  sha256        download  extract  ocr  attempts  next attempt          reason                      url

@@ -88,7 +88,7 @@ def test_real_comments_are_resolved_exported_and_listed(tmp_path, pg_server, rea
         assert "unknown docket: NOPE-2026-0001" in capsys.readouterr().err
 
         # The comment page names the organisation resolved, beside the one written.
-        with TestClient(make_app(runtime, pages.WarmSearch(runtime))) as client:
+        with TestClient(make_app(runtime, pages.WarmSearch(runtime)), base_url="http://127.0.0.1") as client:
             merged = client.get("/comment/USTR-2015-0010-0003").text
             titled = client.get("/comment/ACF-2025-0038-0004").text
         assert "organisation resolved" in merged and "USA Rice Federation" in merged
