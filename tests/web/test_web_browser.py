@@ -6,18 +6,16 @@ folder; ``docs/serve.png`` is one of them)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-import httpx
 import pytest
 
 from pipeline.index import search_service
 from pipeline.index.stage import embedder_from
+from tests.fixtures.luigid_server import free_port
 from tests.fixtures.paths import ROOT as CHECKOUT
+from tests.fixtures.served_site import wait_until_up
 from tests.fixtures.web_fixtures import CITATION, CITING_ID, HOSTILE_ID, web_store
 
 pytestmark = pytest.mark.postgres
@@ -36,14 +34,14 @@ def store(tmp_path_factory, pg_server):
 @pytest.fixture(scope="module")
 def served(store):
     """The base URL of a `docketeer serve` subprocess over the store."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, **store.env(), "PYTHONPATH": str(CHECKOUT)}
     log = open(store.root / "serve.log", "wb")  # noqa: SIM115 - closed below
     child = subprocess.Popen([sys.executable, "-m", "pipeline.ops.cli", "serve", "--port", str(port)],
                              env=env, cwd=CHECKOUT, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait_until_up(base, child, store.root / "serve.log")
+        wait_until_up(base, child, store.root / "serve.log")
         yield base
     finally:
         child.terminate()
@@ -143,23 +141,3 @@ def test_the_server_also_answers_docketeer_search_on_its_socket(served, store):
                "embedder": embedder_from(settings).id, "index": search_service.index_key(settings, data_dir)}
     answer = search_service.ask(data_dir, request, start=False)  # start=False: only serve answers
     assert answer is not None and CITING_ID in answer["text"].splitlines()[0]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_until_up(base: str, child: subprocess.Popen, log: Path, seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if child.poll() is not None:
-            raise AssertionError(f"docketeer serve exited {child.returncode}: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{base}/status", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"docketeer serve did not answer in {seconds} s: {log.read_text()[-2000:]}")
