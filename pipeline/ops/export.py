@@ -228,7 +228,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             continue
         for a in files[key]:
             file_key = f"{a.item}/{a.filename}"
-            ocr = _current_ocr(ocr_states.get(file_key), texts.get(a.item))
+            ocr = reports.ocr_in_force(ocr_states.get(file_key), texts.get(a.item))
             standing = reports.file_standing(a, downloads.get(file_key), file_states.get(file_key), ocr)
             text = read[key].files.get(a.filename) if key in read else None
             attachment_rows.append(_attachment_row(docket_id, a, standing, text))
@@ -273,14 +273,6 @@ def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
         parts += [f.text for f in files.values() if f.text]
         found[key] = ItemText(front.get("chars"), "\n\n".join(p for p in parts if p) or None, files)
     return found
-
-
-def _current_ocr(ocr_row, extract_row):
-    """The file's ``ocr`` row while it vouches for the combined.md stored now (extract
-    re-rendering the item drops the OCR text: the row then says nothing of it)."""
-    if ocr_row is None or extract_row is None or ocr_row.content_hash != extract_row.content_hash:
-        return None
-    return ocr_row
 
 
 def _comment_row(docket_id, item, files, text_row, read: ItemText | None, membership, represented,

@@ -279,6 +279,15 @@ def file_standing(attachment: Attachment, download: ItemState | None, extracted:
     return FileStanding(state, download.reason, label)
 
 
+def ocr_in_force(ocr: ItemState | None, extracted_item: ItemState | None) -> ItemState | None:
+    """A file's ``ocr`` row while it vouches for the item's combined.md stored now (its content
+    hash is the one extract's item row records); None when extract re-rendered the item since
+    (the OCR text is gone from it: the row then says nothing of the file)."""
+    if ocr is None or extracted_item is None or ocr.content_hash != extracted_item.content_hash:
+        return None
+    return ocr
+
+
 def attachment_count(item: Item, rows: list[Attachment]) -> int | None:
     """How many files the item has: its rows, when its record listed them or the mirror's
     binary folder showed them; None (unknown, not zero) when its record did not list them
