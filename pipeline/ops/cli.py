@@ -267,7 +267,7 @@ def cmd_explain(args) -> int:
     if kept := _kept_attributes(item):
         print(f"record: {kept}")
     print(_table(_in_pipeline_order([*stages, _index_row(rt, item)]), EXPLAIN_HEADER))
-    _print_attachments(item, files)
+    _print_attachments(item, files, next((r for r in rows if r.stage == "extract"), None))
     return 0
 
 
@@ -304,16 +304,19 @@ def _ocr_rows(files: dict) -> list[list]:
 _SEVERITY = {"failed": 3, "retry": 2, "pending": 1}
 
 
-def _print_attachments(item, states: dict) -> None:
+def _print_attachments(item, states: dict, extracted) -> None:
     """The summary line ('9 attachments: 2 read, 7 waiting for the mirror'), then one row per
-    declared file, from the record (ordinal, title, format, declared size, URL) and its states."""
+    declared file, from the record (ordinal, title, format, declared size, URL) and its states
+    (a scan OCR read stands as OCR says, while its text is the one stored)."""
     from pipeline.store import reports
 
     key = item.key
     files = reports.attachments_of(key)
     by_name = {f.filename: f for f in files}
     standings = [reports.file_standing(f, states.get(("backfill.file", f"{key}/{f.filename}")),
-                                       states.get(("extract.file", f"{key}/{f.filename}"))) for f in files]
+                                       states.get(("extract.file", f"{key}/{f.filename}")),
+                                       reports.ocr_in_force(states.get(("ocr", f"{key}/{f.filename}")), extracted))
+                 for f in files]
     print(reports.attachments_summary(reports.attachment_count(item, files), standings))
     names = [f.filename for f in files] + sorted({name.split("/", 1)[1] for _, name in states} - set(by_name))
     if not names:

@@ -4,8 +4,10 @@ attachments and campaigns as files that DuckDB, pandas and spreadsheets read dir
 ``DEST/<docket>/comments.parquet`` (or ``.csv``), ``attachments.*`` and ``campaigns.*``,
 with ``DEST/README.txt`` describing every column. A docket is rewritten only when its data
 changed since its last export there: ``DEST/<docket>/export.json`` keeps the fingerprint of
-the state rows the files were made from (items, attachments, extract and campaign rows),
-read from the state DB alone, so an unchanged docket costs no file read or write. Each file
+the state rows the files were made from (items, attachments, extract, OCR and campaign
+rows), read from the state DB alone, so an unchanged docket costs no file read or write. The
+texts come from each comment's ``combined.md`` (OCR's text merged in), its page markers
+written as form feeds. Each file
 is written beside its final name and renamed over it (a reader never sees half a file);
 ``export.json`` is written last, so an interrupted export is redone by the next one.
 """
@@ -23,18 +25,18 @@ from pathlib import Path
 from pipeline.campaigns import queries as campaigns
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import DocketeerError
-from pipeline.extract.combined import parse_combined
+from pipeline.extract.combined import combined_sections, parse_combined
 from pipeline.fingerprints import RecordsDigest
 from pipeline.organisations import queries as organisations
 from pipeline.sources import records
 from pipeline.store import dockets, item_states, items, reports
 from pipeline.store.blobs import combined_key
 
-EXPORT_VERSION = "export-3"
+EXPORT_VERSION = "export-4"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
-TEXT_STAGES = ("extract", "extract.file", "backfill.file")
+TEXT_STAGES = ("extract", "extract.file", "ocr", "backfill.file")
 
 # table -> (column, pyarrow type name, what it is): the one description of the files, used
 # for the schemas and for README.txt.
@@ -64,6 +66,8 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("attachment_count", "int64", "files its record declares (empty: the record does not list them)"),
         ("text_state", "string", "extraction outcome: ok, ocr_needed, failed, ..."),
         ("text_chars", "int64", "characters of text extracted (body and attachments)"),
+        ("text", "string", "its whole text: the body, then each attachment's text (OCR's for a scan), "
+                           "a blank line between them; a page break is a form feed (\\f) on a line of its own"),
         ("campaign_id", "string", "its campaign group: the earliest member's comment id"),
         ("campaign_size", "int64", "comments in that group (1: a comment of its own)"),
         ("campaign_submissions", "int64", "submissions that group represents (duplicates counted)"),
@@ -81,10 +85,11 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("url", "string", "where it is downloaded from (or its mirror object)"),
         ("size", "int64", "size of the stored file, bytes (empty: not stored)"),
         ("sha256", "string", "sha256 of the stored file (empty: not stored)"),
-        ("state", "string", "once stored, the extraction outcome (ok, ocr_needed, failed, unsupported, "
-                            "stored); else waiting, gone, too_large or failed"),
+        ("state", "string", "once stored, the final extraction outcome (ok, ocr_needed, failed, unsupported, "
+                            "stored; a scan OCR read: OCR's outcome); else waiting, gone, too_large or failed"),
         ("reason", "string", "why, when not ok"),
-        ("text_chars", "int64", "characters of text extracted from it"),
+        ("text_chars", "int64", "characters of text extracted from it (by OCR for a scan OCR read)"),
+        ("text", "string", "its extracted text (empty: none); a page break is a form feed (\\f) on a line of its own"),
     ],
     "campaigns": [
         ("docket_id", "string", "the docket"),
@@ -203,43 +208,75 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     files = items.docket_attachments(docket_id)
     texts = item_states.states_for_docket("extract", docket_id)
     file_states = item_states.states_for_docket("extract.file", docket_id)
+    ocr_states = item_states.states_for_docket("ocr", docket_id)
     downloads = item_states.states_for_docket("backfill.file", docket_id)
     membership = campaigns.docket_membership(docket_id)
     resolved = organisations.docket_organisations(docket_id)
-    chars = _text_chars(runtime, docket_id, [c.key for c in comments if c.key in texts])
+    read = _texts(runtime, docket_id, [c.key for c in comments if c.key in texts])
     represented: dict[str, int] = {}  # campaign -> submissions its members stand for
     for c in comments:
         if c.key in membership:
             campaign = membership[c.key][0]
             represented[campaign] = represented.get(campaign, 0) + 1 + (c.duplicate_comments or 0)
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
-                                 chars.get(c.key, {}), membership.get(c.key), represented,
+                                 read.get(c.key), membership.get(c.key), represented,
                                  resolved.get(c.key, (None, None))) for c in comments]
     keys = {c.key for c in comments}
-    attachment_rows = [_attachment_row(docket_id, a, reports.file_standing(
-                           a, downloads.get(f"{a.item}/{a.filename}"), file_states.get(f"{a.item}/{a.filename}")),
-                           chars.get(a.item, {}).get(a.filename))
-                       for key in sorted(files) for a in files[key] if key in keys]
+    attachment_rows = []
+    for key in sorted(files):
+        if key not in keys:
+            continue
+        for a in files[key]:
+            file_key = f"{a.item}/{a.filename}"
+            ocr = reports.ocr_in_force(ocr_states.get(file_key), texts.get(a.item))
+            standing = reports.file_standing(a, downloads.get(file_key), file_states.get(file_key), ocr)
+            text = read[key].files.get(a.filename) if key in read else None
+            attachment_rows.append(_attachment_row(docket_id, a, standing, text))
     return {"comments": comment_rows, "attachments": attachment_rows,
             "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)]}
 
 
-def _text_chars(runtime, docket_id: str, keys: list[str]) -> dict[str, dict[str | None, int]]:
-    """comment -> {None: its text's characters, filename: each attachment's}, from the
-    front matter of its combined.md (a missing one: no figure)."""
-    found: dict[str, dict[str | None, int]] = {}
+@dataclass
+class FileText:
+    chars: int | None
+    text: str | None  # None: the file gave no text (a placeholder stands in its section)
+
+
+@dataclass
+class ItemText:
+    chars: int | None
+    text: str | None
+    files: dict[str, FileText]
+
+
+def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
+    """comment -> its text and each attachment's, from its combined.md: the figures from its
+    front matter (an OCR'd file's from OCR's entry), the texts from its sections with page
+    markers made form feeds (a missing or broken file: no text, no figures)."""
+    found: dict[str, ItemText] = {}
     for key in keys:
         counters.incr(COMBINED_READS)
         try:
-            front, _ = parse_combined(runtime.blobs.get(combined_key(docket_id, key)))
+            front, body = parse_combined(runtime.blobs.get(combined_key(docket_id, key)))
         except Exception:  # noqa: BLE001 - a missing or broken file: the figures stay empty
             continue
-        found[key] = {None: front.get("chars"),
-                      **{a.get("file"): a.get("chars") for a in front.get("attachments") or []}}
+        sections = dict(combined_sections(body, skip_placeholders=True))  # those with text
+        heading_of_body = next(iter(combined_sections(body)), (None, ""))[0]  # Inline comment
+        files = {}
+        for entry in front.get("attachments") or []:
+            name = entry.get("file")
+            ocr = entry.get("ocr") or {}
+            chars = ocr.get("chars") if ocr.get("status") == "ok" else entry.get("chars")
+            text = page_breaks(sections[name]) if name in sections else None
+            files[name] = FileText(chars, text or None)
+        parts = [page_breaks(sections[heading_of_body])] if heading_of_body in sections else []
+        parts += [f.text for f in files.values() if f.text]
+        found[key] = ItemText(front.get("chars"), "\n\n".join(p for p in parts if p) or None, files)
     return found
 
 
-def _comment_row(docket_id, item, files, text_row, chars, membership, represented, organisation) -> dict:
+def _comment_row(docket_id, item, files, text_row, read: ItemText | None, membership, represented,
+                 organisation) -> dict:
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
             "posted_date": item.posted_date, "received_date": item.received_date,
@@ -249,7 +286,8 @@ def _comment_row(docket_id, item, files, text_row, chars, membership, represente
             **{column: getattr(item, column) for column in KEPT_TEXT_COLUMNS},
             "attachment_count": reports.attachment_count(item, files),
             "text_state": text_row.state if text_row else None,
-            "text_chars": chars.get(None), "campaign_id": membership[0] if membership else None,
+            "text_chars": read.chars if read else None, "text": read.text if read else None,
+            "campaign_id": membership[0] if membership else None,
             "campaign_size": membership[1] if membership else None,
             "campaign_submissions": represented.get(membership[0]) if membership else None,
             "organisation_id": organisation[0], "organisation": organisation[1]}
@@ -258,11 +296,11 @@ def _comment_row(docket_id, item, files, text_row, chars, membership, represente
 KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order
 
 
-def _attachment_row(docket_id, a, standing, chars) -> dict:
+def _attachment_row(docket_id, a, standing, text: FileText | None) -> dict:
     return {"docket_id": docket_id, "comment_id": a.item, "filename": a.filename, "ordinal": a.ordinal,
             "title": a.title, "format": a.format, "declared_size": a.declared_size, "url": a.source_url,
             "size": a.size, "sha256": a.sha256, "state": standing.state, "reason": standing.reason,
-            "text_chars": chars}
+            "text_chars": text.chars if text else None, "text": text.text if text else None}
 
 
 def _campaign_row(docket_id, c, represented: dict[str, int]) -> dict:

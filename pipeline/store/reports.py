@@ -259,11 +259,17 @@ LABEL_ORDER = ("read", "stored", "waiting for OCR", "waiting for the mirror", "w
                "unreadable", "unsupported", "too large", "gone", "failed")
 
 
-def file_standing(attachment: Attachment, download: ItemState | None, extracted: ItemState | None) -> FileStanding:
-    """One declared file's standing from its row and its ``backfill.file``/``extract.file`` rows."""
+def file_standing(attachment: Attachment, download: ItemState | None, extracted: ItemState | None,
+                  ocr: ItemState | None = None) -> FileStanding:
+    """One declared file's standing from its row and its ``backfill.file``/``extract.file`` rows;
+    for a scan extract left ``ocr_needed``, its ``ocr`` row, when given, is the final word (the
+    caller gives it only while it vouches for the text stored now: its content hash is that of
+    the item's combined.md)."""
     if attachment.sha256:
         if extracted is None or extracted.state in NOT_DONE:
             return FileStanding("stored", None, "stored")
+        if extracted.state == "ocr_needed" and ocr is not None and ocr.state not in NOT_DONE:
+            return FileStanding(ocr.state, ocr.reason, _EXTRACTED.get(ocr.state, ocr.state))
         return FileStanding(extracted.state, extracted.reason, _EXTRACTED.get(extracted.state, extracted.state))
     if download is None or download.state in ("pending", "stale"):
         return FileStanding("waiting", None, "waiting")
@@ -271,6 +277,15 @@ def file_standing(attachment: Attachment, download: ItemState | None, extracted:
         return FileStanding("waiting", download.reason, "waiting to retry")
     state, label = _NOT_STORED.get(download.state, (download.state, download.state))
     return FileStanding(state, download.reason, label)
+
+
+def ocr_in_force(ocr: ItemState | None, extracted_item: ItemState | None) -> ItemState | None:
+    """A file's ``ocr`` row while it vouches for the item's combined.md stored now (its content
+    hash is the one extract's item row records); None when extract re-rendered the item since
+    (the OCR text is gone from it: the row then says nothing of the file)."""
+    if ocr is None or extracted_item is None or ocr.content_hash != extracted_item.content_hash:
+        return None
+    return ocr
 
 
 def attachment_count(item: Item, rows: list[Attachment]) -> int | None:

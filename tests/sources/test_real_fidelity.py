@@ -99,6 +99,12 @@ def assert_exported_as_the_records_say(runtime, dest) -> None:
         waiting = WAITING_FILES.get((key, name))
         assert row["state"] == ("waiting" if waiting == "missing" else FILES[(key, name)][0]), (key, name)
         assert (row["sha256"] is None) == (waiting is not None), (key, name)
+        if row["state"] == "ok":  # its text, page by page as form feeds, within its comment's text
+            _state, pages, opening = FILES[(key, name)]
+            assert " ".join(row["text"].split()).startswith(opening), (key, name, row["text"][:200])
+            assert row["text"].count("\n\f\n") == pages - 1 and "<!--" not in row["text"], (key, name)
+            assert row["text"] in exported[key]["text"], (key, name)
+    assert not [key for key, row in exported.items() if "<!--" in (row["text"] or "")]
 
 
 def assert_titles_and_withdrawals_are_searched(runtime) -> None:
