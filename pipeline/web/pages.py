@@ -255,10 +255,15 @@ class CommentPage:
     def attachments_summary(self) -> str:
         """'9 attachments: 2 read, 7 waiting for the mirror' (or: not listed in this record)."""
         from pipeline.store import reports
+        from pipeline.store.models import ItemState
 
         key = self.item.key
+        # A scan OCR read stands as OCR says, while its text is the one stored (as in explain).
+        extracted = ItemState.get_or_none((ItemState.stage == "extract") & (ItemState.item == key))
         standings = [reports.file_standing(a, self.file_states.get(("backfill.file", f"{key}/{a.filename}")),
-                                           self.file_states.get(("extract.file", f"{key}/{a.filename}")))
+                                           self.file_states.get(("extract.file", f"{key}/{a.filename}")),
+                                           reports.ocr_in_force(self.file_states.get(("ocr", f"{key}/{a.filename}")),
+                                                                extracted))
                      for a in self.attachments]
         return reports.attachments_summary(reports.attachment_count(self.item, self.attachments), standings)
 
