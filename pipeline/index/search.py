@@ -83,7 +83,7 @@ def search(
         # The passages holding the whole query as a phrase, kept if they hold it verbatim.
         exact = [hit for hit in index_db.text_search(f'"{verbatim}"', query_vector, k=pool,
                                                      embedder_id=embedder.id, filters=filters)
-                 if verbatim in _flat(hit.text)]
+                 if _holds(_flat(hit.text), verbatim)]
     fused = fuse(by_vector, by_text, exact)
     if per_item:
         fused = _best_per_item(fused)
@@ -98,9 +98,17 @@ def quoted_phrases(query: str) -> str | None:
 
 def exact_text(query: str) -> str | None:
     """What a passage must hold to match the query verbatim (lower case, single spaces, no
-    quote marks), or None for a single word: a word is matched by the rankings already."""
+    quote marks), or None for a single plain word, which the rankings match already (a single
+    id such as CMS-2026-0042, holding a digit, is matched verbatim too)."""
     flat = _flat(query.replace('"', " "))
-    return flat if len(flat.split()) >= 2 else None
+    if len(flat.split()) >= 2 or any(ch.isdigit() for ch in flat):
+        return flat
+    return None
+
+
+def _holds(flat_text: str, verbatim: str) -> bool:
+    """``verbatim`` in the text as whole words (CMS-2026-0042 is not in CMS-2026-00421)."""
+    return re.search(r"(?<!\w)" + re.escape(verbatim) + r"(?!\w)", flat_text) is not None
 
 
 def _flat(text: str) -> str:

@@ -228,3 +228,11 @@ def test_the_score_shown_is_the_one_the_results_are_sorted_by(db):
 
 def test_a_quoted_phrase_of_stop_words_only_narrows_nothing(db):
     assert search(db, EMBEDDER, '"the" medicare', k=5) == search(db, EMBEDDER, "the medicare", k=5)
+
+
+def test_an_id_asked_alone_ranks_the_comment_citing_it_first_not_its_neighbours(db):
+    _put(db, EXACT, " ".join(SENTENCES) + " See docket CMS-2026-0042 for the earlier rule.", {})
+    for n in range(3):
+        _put(db, f"CMS-2026-0001-009{n}", f"Docket CMS-2026-0042{n} and docket CMS-2026-0042{n} again.", {})
+    hits = search(db, EMBEDDER, "CMS-2026-0042", k=5)
+    assert hits[0].item_key == EXACT and hits[0].exact and not any(h.exact for h in hits[1:])
