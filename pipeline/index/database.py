@@ -256,7 +256,9 @@ class SearchHit:
     # Hybrid search (pipeline/index/search.py) fills these; ``score`` stays the cosine.
     vector_rank: int | None = None  # 1-based place in the vector ranking, None: not in it
     text_rank: int | None = None  # 1-based place in the full-text ranking, None: no match
-    fused: float | None = None  # reciprocal rank fusion of the two: the order of the results
+    fused: float | None = None  # reciprocal rank fusion of the two (+ the exact boost): the order
+    exact: bool = False  # the passage holds the query's words verbatim (any case, any spacing)
+    more: tuple[SearchHit, ...] = ()  # the comment's other matching passages, best first (folded)
 
 
 @dataclass(frozen=True)
@@ -293,6 +295,13 @@ _FILTER_SQL = """
            OR position(%(f_org)s in lower(coalesce(metadata->>'organization', ''))) > 0
            OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0)
       AND (%(f_items)s::text[] IS NULL OR item_key = ANY(%(f_items)s::text[]))"""
+
+
+# A vector search's condition on the words (a query's quoted phrases); a phrase of stop words
+# only is no condition. Written only when there is one: the plain search's SQL stays as it was.
+_MUST_MATCH_SQL = f"""
+      AND (numnode(websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(must)s)) = 0
+           OR c.tsv @@ websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(must)s))"""
 
 
 @dataclass(frozen=True)
@@ -861,12 +870,15 @@ class IndexDB:
         k: int = 10,
         embedder_id: str | None = None,
         filters: SearchFilters | None = None,
+        must_match: str | None = None,
     ) -> list[SearchHit]:
         """The ``k`` chunks nearest to ``query_vector`` (cosine), best first.
 
         Only chunks of the query's dimension are searched; pass ``embedder_id`` to keep
         chunks of another model with the same dimension out (search.search does).
         ``collection`` and ``docket`` narrow ``filters`` (kept for the callers before it).
+        ``must_match``: only chunks whose words match it as a web search box reads it (the
+        quoted phrases of a query: a phrase asked for is a condition, not a hint).
         """
         dim = len(query_vector)
         if dim == 0 or k < 1:
@@ -885,11 +897,12 @@ class IndexDB:
                     FROM chunk_vectors AS v JOIN chunks AS c ON c.vector_id = v.id
                     WHERE v.dim = {dim}
                       AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)
+                      {_MUST_MATCH_SQL if must_match else ""}
                       {_FILTER_SQL}
                     ORDER BY {distance}
                     LIMIT %(k)s""",
                 {"query": Vector([float(x) for x in query_vector]), "embedder": embedder_id,
-                 "k": k, **filters.params()},
+                 "k": k, "must": must_match, **filters.params()},
             )
             hits = [SearchHit(*row) for row in cur.fetchall()]
         # relaxed_order may return near-ties out of order; make the ranking stable.

@@ -4,11 +4,18 @@ Two rankings of the same chunks are fused by reciprocal rank fusion (Cormack et 
 a chunk's fused score is the sum of ``1 / (RRF_K + rank)`` over the rankings it is in. The
 vector ranking finds paraphrases; the full-text ranking (PostgreSQL ``tsvector``) finds the
 exact phrase, statute number or name that an embedding blurs into its neighbours.
+
+A search reads like a search engine's: a "quoted phrase" is a condition of both rankings
+(only passages holding those words in that order), a passage holding the query's words
+verbatim ranks above every other (``EXACT_BOOST``), and the results are comments, each with
+its best passage first and its other matching passages folded under it (``per_item``).
+The score a result shows is ``fused``, the number that orders the list.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 from pipeline.clock import eastern_date
@@ -21,6 +28,11 @@ RRF_K = 60  # the constant of the RRF paper: damps the weight of the very first 
 MIN_POOL = 50  # candidates each ranking contributes at least, so fusion has material
 MAX_POOL = 1000
 MODES = ("hybrid", "vector", "text")
+# Added to the fused score of a passage holding the query verbatim: more than any two ranks
+# give (2 / (RRF_K + 1)), so an exact sentence comes before every passage that lacks it.
+EXACT_BOOST = 1.0
+MORE_PASSAGES = 5  # other matching passages kept under a comment's best one
+_QUOTED = re.compile(r'"([^"]*)"')
 
 
 class NothingToSearch(DocketeerError):
@@ -38,12 +50,13 @@ def search(
     filters: SearchFilters | None = None,
     mode: str = "hybrid",
     offset: int = 0,
-    per_item: bool = False,
+    per_item: bool = True,
 ) -> list[SearchHit]:
     """The best ``k`` chunks for ``query`` after the first ``offset``, best first.
 
     ``mode``: ``hybrid`` (fused), ``vector`` or ``text`` alone. ``per_item`` keeps only the
-    best chunk of each comment (a page of results lists comments, not passages).
+    best chunk of each comment, its other matching chunks in its ``more`` (a list of results
+    lists comments, not passages: what ``docketeer search`` and the page ask).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -55,16 +68,51 @@ def search(
         raise NothingToSearch(f"nothing to search for in {query!r}: give some words")
     filters = (filters or SearchFilters()).narrowed(collection, docket)
     pool = min(MAX_POOL, max(MIN_POOL, 2 * (offset + k)))
-    by_vector = by_text = []
+    if per_item:
+        pool = min(MAX_POOL, 2 * pool)  # a comment may fill several places of a ranking
+    phrases = quoted_phrases(query)
+    by_vector = by_text = exact = []
     if mode != "text":
-        by_vector = index_db.search(query_vector, k=pool, embedder_id=embedder.id, filters=filters)
+        by_vector = index_db.search(query_vector, k=pool, embedder_id=embedder.id, filters=filters,
+                                    must_match=phrases)
     if mode != "vector":
         by_text = index_db.text_search(query, query_vector, k=pool, embedder_id=embedder.id,
                                        filters=filters)
-    fused = fuse(by_vector, by_text)
+    verbatim = exact_text(query)
+    if mode == "hybrid" and verbatim:
+        # The passages holding the whole query as a phrase, kept if they hold it verbatim.
+        exact = [hit for hit in index_db.text_search(f'"{verbatim}"', query_vector, k=pool,
+                                                     embedder_id=embedder.id, filters=filters)
+                 if _holds(_flat(hit.text), verbatim)]
+    fused = fuse(by_vector, by_text, exact)
     if per_item:
         fused = _best_per_item(fused)
     return [hit for hit in fused[offset:offset + k] if not math.isnan(hit.score)]
+
+
+def quoted_phrases(query: str) -> str | None:
+    """The query's quoted phrases as a web search box reads them ('"a b" "c d"'), or None."""
+    phrases = [" ".join(p.split()) for p in _QUOTED.findall(query)]
+    return " ".join(f'"{p}"' for p in phrases if p) or None
+
+
+def exact_text(query: str) -> str | None:
+    """What a passage must hold to match the query verbatim (lower case, single spaces, no
+    quote marks), or None for a single plain word, which the rankings match already (a single
+    id such as CMS-2026-0042, holding a digit, is matched verbatim too)."""
+    flat = _flat(query.replace('"', " "))
+    if len(flat.split()) >= 2 or any(ch.isdigit() for ch in flat):
+        return flat
+    return None
+
+
+def _holds(flat_text: str, verbatim: str) -> bool:
+    """``verbatim`` in the text as whole words (CMS-2026-0042 is not in CMS-2026-00421)."""
+    return re.search(r"(?<!\w)" + re.escape(verbatim) + r"(?!\w)", flat_text) is not None
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def filters_of(request: dict) -> SearchFilters:
@@ -78,14 +126,20 @@ def filters_of(request: dict) -> SearchFilters:
                          organization=request.get("org") or None)
 
 
-def fuse(by_vector: list[SearchHit], by_text: list[SearchHit]) -> list[SearchHit]:
-    """Both rankings as one, by reciprocal rank fusion; each hit knows its two places."""
+def fuse(by_vector: list[SearchHit], by_text: list[SearchHit],
+         exact: list[SearchHit] = ()) -> list[SearchHit]:
+    """Both rankings as one, by reciprocal rank fusion; each hit knows its two places. The
+    passages in ``exact`` (holding the query verbatim) gain ``EXACT_BOOST``."""
     hits: dict[tuple, SearchHit] = {}
     for field, ranking in (("vector_rank", by_vector), ("text_rank", by_text)):
         for rank, hit in enumerate(ranking, start=1):
             key = (hit.collection, hit.item_key, hit.ordinal)
             hits[key] = replace(hits.get(key, hit), **{field: rank})
-    fused = [replace(h, fused=_rrf(h.vector_rank) + _rrf(h.text_rank)) for h in hits.values()]
+    for hit in exact:
+        key = (hit.collection, hit.item_key, hit.ordinal)
+        hits[key] = replace(hits.get(key, hit), exact=True)
+    fused = [replace(h, fused=_rrf(h.vector_rank) + _rrf(h.text_rank) + (EXACT_BOOST if h.exact else 0.0))
+             for h in hits.values()]
     return sorted(fused, key=lambda h: (-h.fused, -h.score, h.collection, h.item_key, h.ordinal))
 
 
@@ -94,13 +148,12 @@ def _rrf(rank: int | None) -> float:
 
 
 def _best_per_item(hits: list[SearchHit]) -> list[SearchHit]:
-    seen: set[tuple[str, str]] = set()
-    best = []
+    """One hit per comment, its best passage, with its other passages (best first) folded
+    under it in ``more``; the comments in the order of their best passages."""
+    folded: dict[tuple[str, str], list[SearchHit]] = {}
     for hit in hits:
-        if (hit.collection, hit.item_key) not in seen:
-            seen.add((hit.collection, hit.item_key))
-            best.append(hit)
-    return best
+        folded.setdefault((hit.collection, hit.item_key), []).append(hit)
+    return [replace(best, more=tuple(others[:MORE_PASSAGES])) for best, *others in folded.values()]
 
 
 def _has_direction(vector: list[float]) -> bool:
@@ -119,10 +172,20 @@ def _format_hit(rank: int, hit: SearchHit) -> str:
     page = f"  p.{hit.page}" if hit.page is not None else ""
     # The day it was posted as people read it: Washington's (a 02:00 UTC post is the day before).
     posted = eastern_date(hit.metadata.get("posted_date"))
-    header = f"{rank:>3}. {hit.score:.3f}  {hit.item_key}  [{hit.docket}]{page}" + (f"  {posted}" if posted else "")
+    header = f"{rank:>3}. {shown_score(hit):.4f}  {hit.item_key}  [{hit.docket}]{page}" + (f"  {posted}" if posted else "")
     if who:
         header += f"  — {who}"
-    return f"{header}\n     {_snippet(hit.text)}\n"
+    more = "".join(f"       also{_page(other)}: {_snippet(other.text, SNIPPET_CHARS // 2)}\n" for other in hit.more)
+    return f"{header}\n     {_snippet(hit.text)}\n{more}"
+
+
+def shown_score(hit: SearchHit) -> float:
+    """The number a result shows: the one its list is sorted by (the cosine when unfused)."""
+    return hit.score if hit.fused is None else hit.fused
+
+
+def _page(hit: SearchHit) -> str:
+    return f" p.{hit.page}" if hit.page is not None else ""
 
 
 def _submitter(metadata: dict) -> str:
@@ -136,9 +199,9 @@ def _submitter(metadata: dict) -> str:
     return name or organization or ""
 
 
-def _snippet(text: str) -> str:
+def _snippet(text: str, chars: int = SNIPPET_CHARS) -> str:
     flat = " ".join(text.split())
-    if len(flat) <= SNIPPET_CHARS:
+    if len(flat) <= chars:
         return flat
-    cut = flat.rfind(" ", 0, SNIPPET_CHARS)
-    return flat[: cut if cut > SNIPPET_CHARS // 2 else SNIPPET_CHARS] + "…"
+    cut = flat.rfind(" ", 0, chars)
+    return flat[: cut if cut > chars // 2 else chars] + "…"

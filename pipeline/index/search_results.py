@@ -9,7 +9,7 @@ driver): the client of the warm service prints records it did not make.
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from pipeline.clock import eastern_date
@@ -40,9 +40,18 @@ def _record(rank: int, hit: SearchHit, from_file: bool, titles: dict, withdrawn:
     if from_file:
         attachment = {"file": hit.section, "title": titles.get((hit.item_key, hit.section))}
     posted = hit.metadata.get("posted_date")
+    fields = asdict(replace(hit, more=()))
+    del fields["more"]
+    # "score" is the number the results are sorted by (the fused score); "cosine" the passage's
+    # similarity to the query. The comment's other matching passages follow, best first.
+    fields.update(score=hit.score if hit.fused is None else hit.fused, cosine=hit.score)
+    more = [{"chunk": other.ordinal, "section": other.section, "page": other.page,
+             "score": other.score if other.fused is None else other.fused, "passage": other.text}
+            for other in hit.more]
     # The instant as stored (UTC) for scripts, and the Eastern date people read beside it.
-    return {"rank": rank, **asdict(hit), "kind": kind, "attachment": attachment, "posted_date": posted,
-            "posted_day": eastern_date(posted) or None, "withdrawn": withdrawn, "link": f"{WEB}/{kind}/{hit.item_key}"}
+    return {"rank": rank, **fields, "kind": kind, "attachment": attachment, "posted_date": posted,
+            "posted_day": eastern_date(posted) or None, "withdrawn": withdrawn, "link": f"{WEB}/{kind}/{hit.item_key}",
+            "more_passages": more}
 
 
 def search_document(query: str, k: int, docket: str | None, collection: str | None,

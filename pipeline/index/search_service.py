@@ -150,13 +150,14 @@ class SearchServer(socketserver.UnixStreamServer):
             with self.engine.lock if self.engine is not None else nullcontext():
                 hits = search(self.index_db, self.embedder, request["query"], collection=request.get("collection"),
                               docket=request.get("docket"), k=int(request.get("k", 10)),
-                              filters=filters_of(request))
+                              filters=filters_of(request), per_item=not request.get("passages"))
         except DocketeerError as exc:
             return {"error": str(exc)}
         # Both outputs of the command: it prints one without importing what made them.
-        # "filtered": it read the date and organisation filters (an older service ignores them).
+        # "filtered": it read the date and organisation filters (an older service ignores them);
+        # "folded": one result per comment unless every passage is asked.
         return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits),
-                "filtered": True}
+                "filtered": True, "folded": True}
 
     def handle_timeout(self) -> None:
         self.stopping = True  # idle for IDLE_SECONDS: free the memory and the index DB

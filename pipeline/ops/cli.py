@@ -448,7 +448,7 @@ def _search_here(args) -> dict:
     runtime = _runtime()
     hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
                   collection=args.collection, docket=args.docket, k=args.k,
-                  filters=filters_of(_search_filters(args)))
+                  filters=filters_of(_search_filters(args)), per_item=not args.passages)
     return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits)}
 
 
@@ -464,12 +464,12 @@ def _warm_search(settings, data_dir, args) -> dict | None:
     from pipeline.index.embedders import MiniLMEmbedder
 
     request = {"query": args.query, "collection": args.collection, "docket": args.docket, "k": args.k,
-               **_search_filters(args),
+               "passages": args.passages, **_search_filters(args),
                "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key(settings, data_dir)}
     answer = search_service.ask(data_dir, request)
     # A service started by an older docketeer answers text only, or ignores the filters:
     # search here instead.
-    return answer if answer and "records" in answer and "filtered" in answer else None
+    return answer if answer and "records" in answer and "filtered" in answer and "folded" in answer else None
 
 
 @command
@@ -657,6 +657,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--to", dest="date_to", type=parse_day, metavar="YYYY-MM-DD",
                         help="only items posted on or before this day (Washington's calendar)")
     search.add_argument("--org", help="only items whose submitter's name or organisation contains this (any case)")
+    search.add_argument("--passages", action="store_true",
+                        help="every matching passage as a result of its own (by default one result per comment, "
+                             "its other matching passages under it)")
     search.add_argument("--cold", action="store_true",
                         help="load the model in this process instead of asking the warm search service")
     search.add_argument("--stop", action="store_true",

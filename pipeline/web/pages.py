@@ -97,6 +97,8 @@ class Result:
     posted: str
     campaign: dict | None
     withdrawn: bool = False  # the item's row says so: marked, still found
+    # The comment's other matching passages, best first: (section, page, highlighted passage)
+    more: tuple = ()
 
     @property
     def url(self) -> str:
@@ -142,7 +144,8 @@ def search_results(engine: WarmSearch, form: SearchForm) -> list[Result]:
         info = campaigns.campaign_info([h.item_key for h in hits])
     withdrawn = items.withdrawn_among(h.item_key for h in hits)
     return [Result(h, highlight.passage(h.text, form.q), eastern_date(h.metadata.get("posted_date")),
-                   info.get(h.item_key), h.item_key in withdrawn) for h in hits]
+                   info.get(h.item_key), h.item_key in withdrawn,
+                   tuple((o.section, o.page, highlight.passage(o.text, form.q)) for o in h.more)) for h in hits]
 
 
 def _one_per_campaign(engine: WarmSearch, form: SearchForm, offset: int) -> tuple[list[SearchHit], dict]:

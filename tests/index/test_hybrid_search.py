@@ -13,7 +13,7 @@ from pipeline.index import database
 from pipeline.index.chunking import chunk_text
 from pipeline.index.database import IndexDB, SearchFilters
 from pipeline.index.embedders import make_embedder
-from pipeline.index.search import fuse, search
+from pipeline.index.search import format_hits, fuse, search
 
 pytestmark = pytest.mark.postgres
 
@@ -156,3 +156,83 @@ def test_an_index_db_made_before_full_text_is_upgraded_and_backfilled_in_place(p
         cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_tsv'")
         assert "gin" in cur.fetchone()[0].lower()
     conn.close()
+
+
+# --- search that reads like a search engine ----------------------------------------------
+
+MULTI = "CMS-2026-0001-0099"
+EXACT = "CMS-2026-0001-0098"
+SENTENCE = "Rural emergency departments are closing because staffing grants ended."
+
+
+def _put_small_chunks(db: IndexDB, key: str, text: str) -> None:
+    chunks = chunk_text([("Inline comment", text)], max_chars=120, overlap=0)
+    db.replace_item("comments", key, "CMS-2026-0001", chunks, EMBEDDER.embed([c.text for c in chunks]),
+                    "fp", "h", EMBEDDER.id, {"kind": "comment", "posted_date": "2026-03-05T15:00:00Z"})
+
+
+def test_k_results_are_k_different_comments_with_their_other_passages_folded_under_them(db):
+    # One comment whose every short chunk is about rural hospitals: its passages alone
+    # would fill the first places of both rankings.
+    _put_small_chunks(db, MULTI, " ".join(["Rural hospitals close and rural hospitals lose staff."] * 8))
+    passages = search(db, EMBEDDER, "rural hospitals", k=3, per_item=False)
+    assert [h.item_key for h in passages] == [MULTI] * 3  # every passage, when asked
+
+    hits = search(db, EMBEDDER, "rural hospitals", k=3)
+    assert len({h.item_key for h in hits}) == 3 and hits[0].item_key == MULTI
+    assert len(hits[0].more) >= 2 and {m.item_key for m in hits[0].more} == {MULTI}
+    assert all(m.fused <= hits[0].fused for m in hits[0].more)
+    printed = format_hits(hits)
+    assert [line.split()[2] for line in printed.splitlines() if line[:4].strip().endswith(".")] == [
+        h.item_key for h in hits]
+    assert "also:" in printed
+
+
+def test_a_quoted_phrase_is_a_condition_of_the_hybrid_search_too(db):
+    _put(db, "CMS-2026-0001-0097", "The floor payment was set before the payment rates changed for the floor.", {})
+    hits = search(db, EMBEDDER, '"payment floor"', k=10)
+    assert [h.item_key for h in hits] == [TARGET]
+    words_apart = search(db, EMBEDDER, "payment floor", k=10)
+    assert "CMS-2026-0001-0097" in {h.item_key for h in words_apart}  # unquoted: the words, any order
+
+
+def test_a_comment_holding_the_query_sentence_verbatim_ranks_first(db):
+    # The sentence once, among much else; others hold its words shuffled and over again,
+    # nearer to the query for the embedding and denser for the full-text rank.
+    _put(db, EXACT, " ".join(SENTENCES) + " " + SENTENCE + " " + " ".join(reversed(SENTENCES)), {})
+    words = SENTENCE.rstrip(".").split()
+    for n in range(1, 4):
+        shuffled = words[n:] + words[:n]
+        _put(db, f"CMS-2026-0001-009{n}", " ".join(reversed(shuffled)) + ". " + " ".join(shuffled) + ".", {})
+    by_vector = search(db, EMBEDDER, SENTENCE, k=5, mode="vector")
+    assert by_vector[0].item_key != EXACT  # the embedding alone prefers the shuffled words
+    hits = search(db, EMBEDDER, SENTENCE, k=5)
+    assert hits[0].item_key == EXACT and hits[0].exact
+    assert not any(h.exact for h in hits[1:])
+    # Any case, any spacing: still the same sentence.
+    assert search(db, EMBEDDER, "  rural EMERGENCY departments   are closing because staffing grants ended ", k=1)[0].item_key == EXACT
+
+
+def test_the_score_shown_is_the_one_the_results_are_sorted_by(db):
+    _put(db, EXACT, " ".join(SENTENCES) + " " + SENTENCE, {})
+    for query in (CITATION, SENTENCE, "rural hospitals", '"payment floor"'):
+        hits = search(db, EMBEDDER, query, k=10)
+        shown = [float(line.split()[1]) for line in format_hits(hits).splitlines()
+                 if line[:4].strip().endswith(".")]
+        assert shown == sorted(shown, reverse=True), (query, shown)
+        assert shown == [round(h.fused, 4) for h in hits]
+    # The citation's comment is first by fusion, though its cosine is below the next ones'.
+    hits = search(db, EMBEDDER, CITATION, k=10)
+    assert hits[0].item_key == TARGET and hits[0].score < max(h.score for h in hits[1:])
+
+
+def test_a_quoted_phrase_of_stop_words_only_narrows_nothing(db):
+    assert search(db, EMBEDDER, '"the" medicare', k=5) == search(db, EMBEDDER, "the medicare", k=5)
+
+
+def test_an_id_asked_alone_ranks_the_comment_citing_it_first_not_its_neighbours(db):
+    _put(db, EXACT, " ".join(SENTENCES) + " See docket CMS-2026-0042 for the earlier rule.", {})
+    for n in range(3):
+        _put(db, f"CMS-2026-0001-009{n}", f"Docket CMS-2026-0042{n} and docket CMS-2026-0042{n} again.", {})
+    hits = search(db, EMBEDDER, "CMS-2026-0042", k=5)
+    assert hits[0].item_key == EXACT and hits[0].exact and not any(h.exact for h in hits[1:])

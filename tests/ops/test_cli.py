@@ -313,6 +313,24 @@ def test_search_prints_ranked_hits(store, capsys):
     assert code == 0 and out.strip() == "no results"
 
 
+def test_search_prints_one_result_per_comment_and_every_passage_when_asked(store, capsys):
+    """-k 3 is three comments, each with its other matching passages under it, scored by the
+    number that orders them; --passages lists every passage as a result of its own."""
+    _, out, _ = run(capsys, "search", "hospital funding", "-k", "50", "--passages", "--json")
+    passages = [r["item_id"] for r in json.loads(out)["results"]]
+    assert len(set(passages)) < len(passages)  # some comment has several matching passages
+    _, out, _ = run(capsys, "search", "hospital funding", "-k", "3", "--json")
+    results = json.loads(out)["results"]
+    assert len({r["item_id"] for r in results}) == 3
+    assert any(r["more_passages"] for r in results)
+    assert all(r["score"] == r["fused"] for r in results)
+    _, text, _ = run(capsys, "search", "hospital funding", "-k", "3")
+    heads = [line.split() for line in text.splitlines() if line[:4].strip().endswith(".")]
+    assert [h[2] for h in heads] == [r["item_id"] for r in results]
+    shown = [float(h[1]) for h in heads]
+    assert shown == sorted(shown, reverse=True) and shown == [round(r["score"], 4) for r in results]
+
+
 def test_search_takes_washingtons_days_and_an_organisation(store, capsys):
     """--from / --to are calendar days in Washington, inclusive (the posted instant is UTC);
     --org a part of the submitter's name or organisation; a bad day is one line and exit 2."""
@@ -357,7 +375,8 @@ def test_snapshot_writes_copies(store, capsys, tmp_path):
 
 RESULT_FIELDS = {"rank", "item_id", "docket", "collection", "kind", "score", "passage", "chunk", "page",
                  "section", "attachment", "posted_date", "posted_day", "withdrawn", "metadata", "link",
-                 "vector_rank", "text_rank", "fused"}  # the hybrid ranking's parts
+                 "vector_rank", "text_rank", "fused",  # the hybrid ranking's parts
+                 "cosine", "exact", "more_passages"}  # the passage's own similarity; the comment's other passages
 
 
 def test_search_json_is_one_document_with_the_text_outputs_hits(store, capsys):

@@ -222,3 +222,11 @@ def test_search_arguments_are_checked_as_the_command_line_checks_them(client):
     assert org.status_code == 400 and "no submitter or organisation contains" in org.text
     widest = client.get("/search", params={"q": CITATION, "from": "1000-01-01", "to": "9999-12-31"})
     assert widest.status_code == 200 and _result_ids(widest.text)[0] == CITING_ID
+
+
+def test_a_result_is_a_comment_with_its_other_matching_passages_under_it(client):
+    page = client.get("/search", params={"q": "hospital payment rural"})
+    ids = _result_ids(page.text)
+    assert ids and len(ids) == len(set(ids))
+    folded = re.findall(r'<summary>(\d+) more matching passages? in this comment</summary>', page.text)
+    assert folded and page.text.count('class="more-passage"') == sum(int(n) for n in folded)
