@@ -12,8 +12,10 @@ import json
 from dataclasses import dataclass, field
 from datetime import date
 
+from pipeline import search_arguments
 from pipeline.clock import eastern_day_bounds
 from pipeline.index.chunking import PAGE_MARKER
+from pipeline.search_arguments import BadSearch
 from pipeline.store import browsing
 from pipeline.web import pages, plots
 
@@ -40,13 +42,11 @@ def problems_of(params) -> list[str]:
     for name in ("from", "to"):
         text = params.get(name, "").strip()
         if text:
-            try:
-                days[name] = date.fromisoformat(text)
-            except ValueError:
-                problems.append(f"{name}={text[:40]} is not a date: give it as YYYY-MM-DD (US Eastern)")
-                continue
-            if len(text) != 10:
-                problems.append(f"{name}={text[:40]} is not a date: give it as YYYY-MM-DD (US Eastern)")
+            try:  # the one rule for a day searched by, the command line's too
+                days[name] = date.fromisoformat(search_arguments.day(text, name))
+            except BadSearch as exc:
+                problems.append(f"{name}={text[:40]} is not a date to search by ({exc}; "
+                                "give it as YYYY-MM-DD, US Eastern)")
     if len(days) == 2 and days["from"] > days["to"]:
         problems.append(f"from={days['from']} is after to={days['to']}: no day can match")
     page = params.get("page", "").strip()
