@@ -88,38 +88,40 @@ class CampaignsAll(DocketWrapper):
 
 
 class IndexAll(DocketWrapper):
-    """IndexDocket for every known docket (after discovery), or the named ones; then, with the
-    ``campaigns`` setting on (the default), CampaignGroups for them too."""
+    """IndexDocket for every known docket (after discovery), or the named ones; then the
+    follow-on stages whose settings are on (``FOLLOW_ON``: campaigns by default) for them too."""
 
     stage_task = IndexDocket
 
-    def campaign_groups(self) -> CampaignsAll | None:
-        """The campaigns wrapper this run also requires (the same dockets and budgets; never
-        forced: ``--force`` on IndexAll re-indexes, and campaigns read extract's text, not the
-        index), or None when the setting is off."""
-        if not runtime_or_exit().settings.campaigns:
-            return None
-        return CampaignsAll(docket=self.docket, budget_seconds=self.budget_seconds,
-                            request_budget=self.request_budget, invocation=self.invocation)
+    def follow_ons(self) -> list[DocketWrapper]:
+        """The follow-on wrappers this run also requires, those whose settings are all on (the
+        same dockets and budgets; never forced: ``--force`` on IndexAll re-indexes, and a
+        follow-on reads its own inputs, not the index)."""
+        settings = runtime_or_exit().settings
+        return [wrapper(docket=self.docket, budget_seconds=self.budget_seconds,
+                        request_budget=self.request_budget, invocation=self.invocation)
+                for wrapper, names in follow_on_stages()
+                if all(getattr(settings, name) for name in names)]
 
     def requires(self):
-        # The campaign tasks themselves, not their wrapper: a wrapper judges its dockets once
+        # The follow-on tasks themselves, not their wrappers: a wrapper judges its dockets once
         # per invocation, so as a dependency it would still say "not done" after they ran.
-        required, groups = super().requires(), self.campaign_groups()
-        if groups is None:
-            return required
-        return [*required, *(task for task in groups.requires() if isinstance(task, CampaignGroups))]
+        required = super().requires()
+        for wrapper in self.follow_ons():
+            required = [*required, *(task for task in wrapper.requires()
+                                     if isinstance(task, wrapper.stage_task))]
+        return required
 
     def complete(self) -> bool:
         if not super().complete():
             return False
-        groups = self.campaign_groups()
-        return groups is None or not groups.docket_tasks()
+        return not any(wrapper.docket_tasks() for wrapper in self.follow_ons())
 
     def run(self):
         if not self.named():  # named dockets' tasks were required, so they are done by now
-            groups = self.campaign_groups()
-            tasks = [*self.docket_tasks(), *(groups.docket_tasks() if groups is not None else [])]
+            tasks = [*self.docket_tasks()]
+            for wrapper in self.follow_ons():
+                tasks.extend(wrapper.docket_tasks())
             yield [task.as_dynamic_dependency() for task in tasks]
         yield from self.report_partial()
 
@@ -141,6 +143,12 @@ _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage
         (OcrText, OcrAll), (IndexDocket, IndexAll), (CampaignGroups, CampaignsAll),
         (ResolveOrganisations, OrganisationsAll)]
 }
+
+
+def follow_on_stages() -> list[tuple[type[DocketWrapper], tuple[str, ...]]]:
+    """The stages ``IndexAll`` runs after indexing, each with the settings that must all be on
+    for it to: one list, so a new follow-on stage is one line here and one setting."""
+    return [(CampaignsAll, ("campaigns",))]
 
 
 def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageTask], type[DocketWrapper]]:
