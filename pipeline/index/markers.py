@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import os
 
 from pipeline.counters import COMPLETION_READS_INDEX, count_completion_read
 from pipeline.engine import markers
@@ -49,8 +50,12 @@ class IndexMarkers:
         return self.completion.terms
 
     @property
-    def _shared_key(self) -> tuple[str, str]:
-        return ("index markers", self.probe_collection)
+    def _shared_key(self) -> tuple[str, str, int]:
+        # Per process: with --workers 2 each task runs in a process forked from the one that
+        # judged, and inherits its kept markers; a sibling that indexed a docket since wrote
+        # a new marker that copy never hears of (its forget is in the sibling). Keyed by the
+        # process, a forked worker reads the index DB afresh instead of the judge's old row.
+        return ("index markers", self.probe_collection, os.getpid())
 
     def probe(self, docket_id: str) -> Probe:
         """The docket and the input's output from the state DB, the marker from the index DB."""
@@ -140,8 +145,8 @@ class IndexMarkers:
                      marker.input_fingerprint, expected, retry_due_at)
 
     def _marker(self, docket_id: str):
-        # A wrapper that judged this docket kept its marker for the invocation (re-read after
-        # this process writes one); any other docket reads its own row.
+        # A wrapper that judged this docket in this process kept its marker for the invocation
+        # (re-read after this process writes one); any other docket reads its own row.
         kept = self._kept_markers()
         if kept is not None and docket_id in kept:
             return kept[docket_id]
