@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import luigi
 
-from pipeline.clock import iso, utcnow, window_start
+from pipeline.clock import iso, utcnow
 from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
 from pipeline.engine import claims, leases, registry, runs
 from pipeline.engine.command_line import (
@@ -186,7 +186,7 @@ class DocketStageTask(CheckedParameters, luigi.Task):
             sealed = row.sealed_at if row else None
         kind = SealedDocketTarget if sealed else FingerprintTarget
         return kind(self.docket, self.asked_version, self.marker_store(),
-                    window_start=window_start(utcnow(), rt.settings.freshness_seconds))
+                    window_start=self.current_invocation.window_start(rt.settings.freshness_seconds))
 
     def complete(self) -> bool:
         if self.output().exists():

@@ -2,7 +2,7 @@
 
 A `luigi --module pipeline IndexAll` run is one process (forked Luigi workers inherit its
 memory), and everything its tasks share lives in one object: when it started (the time
-budget and "ran in this run" are measured from there), the budgets given on the command
+budget, "ran in this run" and the freshness window every judgement uses are fixed there), the budgets given on the command
 line, the seals a wrapper read for its dockets, the version ``--force`` resolved per stage,
 and the marker reads a wrapper's dockets share.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import luigi
 from luigi.parameter import ParameterVisibility
 
-from pipeline.clock import iso, utcnow
+from pipeline.clock import iso, parse_iso, utcnow, window_start
 
 
 # Compared and hashed by identity (Luigi's instance cache keys on it); a short repr, because
@@ -49,6 +49,14 @@ class Invocation:
 
     def __repr__(self) -> str:
         return f"Invocation({self.id[:8]}, started {self.started_at})"
+
+    def window_start(self, seconds: int) -> str:
+        """The start of the freshness window this run started in (windows of ``seconds``).
+        Every judgement of the run reads it, the wrappers' and each task's target: a run that
+        crosses a window edge is judged in one window throughout, so a task never finds an
+        open docket due again that its wrapper, judging a moment earlier, found done (and the
+        next run, in the new window, pulls it once as usual)."""
+        return window_start(parse_iso(self.started_at), seconds)
 
     # --- budgets -----------------------------------------------------------------------------
     def override_budgets(self, **budgets: int | None) -> None:

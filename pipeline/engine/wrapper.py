@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import luigi
 
-from pipeline.clock import iso, utcnow, window_start
+from pipeline.clock import iso, utcnow
 from pipeline.engine import registry, runs
 from pipeline.engine.command_line import (
     BoundedIntParameter,
@@ -143,7 +143,7 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         with _collector_paused():
             judged = self.marker_store().judge(
                 named or None, version=version, now=iso(utcnow()),
-                window_start=window_start(utcnow(), runtime_or_exit().settings.freshness_seconds),
+                window_start=invocation.window_start(runtime_or_exit().settings.freshness_seconds),
                 sample=max(SKIPPED_SHOWN, len(named)))
         pending, done = judged.pending, judged.done
         if pending:

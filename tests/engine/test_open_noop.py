@@ -1,15 +1,20 @@
 """An open docket in the next freshness window with nothing new: fetch asks the source once
-and every later stage finishes in one probe, reading none of its item rows."""
+and every later stage finishes in one probe, reading none of its item rows; a run that crosses
+a window edge is judged in the window it started in."""
 
 from __future__ import annotations
 
 import dataclasses
+from contextlib import ExitStack
+from datetime import timedelta
 
 import pytest
 
+from pipeline import clock
 from pipeline.counters import API_CALLS, ITEM_READS, STAGE_CALLS, counters
 from pipeline.engine.docket_task import DocketStageTask
 from pipeline.engine.markers import output_fingerprint
+from pipeline.index.markers import IndexMarkers
 from pipeline.store import item_states
 from pipeline.store.models import Docket, ItemState
 from tests.fixtures.core_stages import TOYFETCH, ToyAll, ToyFetch, toy_fetch
@@ -94,3 +99,31 @@ def test_a_noop_fetch_keeps_its_output_without_reading_its_rows(state, monkeypat
     assert output_fingerprint("AB-2026-0002", "toyfetch") == before
     # The toy fetch reads its own rows once to compare; nothing else reads item rows.
     assert io.get(ITEM_READS) == 1, io
+
+
+def test_a_run_crossing_a_window_edge_is_judged_in_the_window_it_started_in(tmp_path, pg_server, monkeypatch):
+    with built_store(tmp_path, pg_server, dockets=1, comments=4) as store:
+        window = store.runtime.settings.freshness_seconds
+        now = clock.utcnow().timestamp()
+        # Early in a window (one second in), whenever the test runs: only the move below crosses an edge.
+        with clock.shifted(timedelta(seconds=window - now % window + 1)):
+            Docket.update(sealed_at=None, last_pull_at=OLD_PULL, comment_end_date="2099-12-31").execute()
+            assert store.run()  # the open docket pulled in this window, every stage recorded done
+            real_judge = IndexMarkers.judge
+            edge = ExitStack()
+
+            def judged_then_the_window_ends(self, *args, **kwargs):
+                judged = real_judge(self, *args, **kwargs)
+                edge.enter_context(clock.shifted(timedelta(seconds=window)))  # the next window, mid-run
+                return judged
+
+            monkeypatch.setattr(IndexMarkers, "judge", judged_then_the_window_ends)
+            with edge, counters.measure() as io:
+                # IndexAll judges the index (done), then its campaigns in the next window:
+                # one run, one window, so nothing is due, not even the open docket's pull.
+                assert store.run()
+            assert io.get(STAGE_CALLS, 0) == 0 and io.get(API_CALLS, 0) == 0, io
+            monkeypatch.undo()
+            with clock.shifted(timedelta(seconds=window)), counters.measure() as io:
+                assert store.run()  # a run started in the next window pulls the open docket once
+            assert io.get("api.comments.list") == 1, io
