@@ -27,7 +27,6 @@ recall@10 of HNSW over the distinct vectors against an exact scan, per ``ef_sear
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import shutil
 import statistics
