@@ -961,6 +961,7 @@ class IndexDB:
         ``query`` is read as a web search box is (``websearch_to_tsquery``): every word must
         occur, "quoted words" as a phrase, ``or`` and ``-word`` as expected. Each hit's
         ``score`` is still its cosine to ``query_vector``, so both rankings speak one unit.
+        At most ``max(k, TEXT_CANDIDATES)`` matches are ranked (counted as ``TEXT_RANKED``).
         """
         dim = len(query_vector)
         if dim == 0 or k < 1 or not query.strip():
