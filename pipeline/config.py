@@ -100,6 +100,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ocr", bool, True, "OCR image-only PDFs before indexing (needs Debian's tesseract-ocr)"),
     Setting("embedder", str, "minilm", "embedding model", ("minilm", "openai", "hashing")),
     Setting("embed_batch", int, 64, "chunks per embed call", minimum=1),
+    Setting("search_ef", int, 250, "HNSW candidates a vector search keeps (hnsw.ef_search; more: better recall, "
+            "slower): the default reached recall@10 1.0 against an exact search (docs/BENCHMARKS.md)", minimum=1),
     Setting("chunk_chars", int, 1200, "maximum characters per chunk", minimum=200),
     Setting("openai_url", str, "http://127.0.0.1:8080/v1", "OpenAI-compatible embeddings endpoint"),
     Setting("openai_model", str, "text-embedding-3-small", "model name for embedder=openai"),

@@ -47,7 +47,8 @@ class Runtime:
         if self._index is None:
             from pipeline.index.database import IndexDB
 
-            self._index = IndexDB.open(self.settings.index_url or None, self.data_dir)
+            self._index = IndexDB.open(self.settings.index_url or None, self.data_dir,
+                                       ef_search=self.settings.search_ef)
         return self._index
 
     def existing_index_db(self):

@@ -60,7 +60,7 @@ from pgvector import Vector
 from pgvector.psycopg2 import register_vector
 from psycopg2.extras import Json, execute_values
 
-from pipeline.counters import INDEX_QUERIES, count_query
+from pipeline.counters import INDEX_QUERIES, TEXT_RANKED, count_query, counters
 from pipeline.fingerprints import digest
 from pipeline.index import embedded_server
 from pipeline.index.chunking import Chunk
@@ -72,6 +72,14 @@ _HNSW_VECTOR_MAX_DIM = 2000
 _HNSW_HALFVEC_MAX_DIM = 4000
 
 TEXT_SEARCH_CONFIG = "english"  # stems words ("hospitals" finds "hospital"), keeps numbers
+# The full-text half ranks (ts_rank_cd: cover density, the costly part) at most this many
+# matching chunks, chosen first by a cheap rank; beyond it a common word's tens of thousands
+# of matches would each be ranked for a list that shows ten (docs/BENCHMARKS.md).
+TEXT_CANDIDATES = 400
+# hnsw.ef_search when the search_ef setting is not given: recall@10 of HNSW against an exact
+# scan is 1.000 at 250 (0.787 at 200) on MiniLM vectors of a duplicate-heavy 100,000-comment docket
+# (benchmarks/search_scale.py, docs/BENCHMARKS.md). A search asking for more results asks more.
+DEFAULT_EF_SEARCH = 250
 
 
 
@@ -303,6 +311,10 @@ _MUST_MATCH_SQL = f"""
       AND (numnode(websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(must)s)) = 0
            OR c.tsv @@ websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(must)s))"""
 
+# The rank that picks the full-text half's candidates: ts_rank (term frequency), cheaper than
+# the cover density that orders them.
+_CHEAP_TEXT_RANK = "ts_rank(c.tsv, q.q)"
+
 
 @dataclass(frozen=True)
 class ItemRows:
@@ -348,19 +360,22 @@ class CountedCursor(psycopg2.extensions.cursor):
 class IndexDB:
     """One connection to the index database (not shared between threads)."""
 
-    def __init__(self, conn, server=None) -> None:
+    def __init__(self, conn, server=None, *, ef_search: int = DEFAULT_EF_SEARCH) -> None:
         self._conn = conn
         self._server = server
+        self.ef_search = ef_search  # HNSW candidates a vector search keeps (at least its k)
         self._indexed_dims: set[int] = set()
         self._iterative_scan = False
 
     # --- lifecycle -------------------------------------------------------------------
 
     @classmethod
-    def open(cls, url: str | None, data_dir: Path, *, cursor_factory=None) -> IndexDB:
+    def open(cls, url: str | None, data_dir: Path, *, cursor_factory=None,
+             ef_search: int = DEFAULT_EF_SEARCH) -> IndexDB:
         """Connect to ``url``, or start/join the embedded server under ``data_dir`` when None.
 
-        Runs the migrations. ``cursor_factory`` is passed to psycopg2 (tests count queries).
+        Runs the migrations. ``cursor_factory`` is passed to psycopg2 (tests count queries);
+        ``ef_search``: HNSW candidates a vector search keeps (the ``search_ef`` setting).
         """
         server = embedded_server.acquire(data_dir) if url is None else None
         try:
@@ -370,7 +385,7 @@ class IndexDB:
             if server is not None:
                 embedded_server.release(server)
             raise
-        db = cls(conn, server)
+        db = cls(conn, server, ef_search=ef_search)
         try:
             db.migrate()
             register_vector(conn)
@@ -885,26 +900,50 @@ class IndexDB:
             return []
         filters = (filters or SearchFilters()).narrowed(collection, docket)
         distance = f"(v.{_indexed_expression(dim)}) <=> %(query)s::{_cast_type(dim)}"
+        params = {"query": Vector([float(x) for x in query_vector]), "embedder": embedder_id,
+                  "k": k, "must": must_match, **filters.params()}
+        columns = f"""c.item_key, c.collection, c.docket, c.ordinal, c.text, c.page,
+                      1 - ({distance}) AS score, c.metadata, c.section"""
+        conditions = f"""{_MUST_MATCH_SQL if must_match else ""}
+                      {_FILTER_SQL}"""
         with self._conn, self._conn.cursor() as cur:
             if self._iterative_scan:
                 cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cur.execute("SELECT set_config('hnsw.ef_search', %s, true)",
+                        (str(min(1000, max(self.ef_search, k))),))
+            # The graph holds each distinct text once (a form letter's copies share a vector):
+            # ask it for the k nearest *vectors*, then read the chunks holding them. k vectors
+            # are held by at least k chunks, so without filters this is the whole answer.
             cur.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true)", (str(min(1000, max(40, k))),)
-            )
-            cur.execute(
-                f"""SELECT c.item_key, c.collection, c.docket, c.ordinal, c.text, c.page,
-                           1 - ({distance}) AS score, c.metadata, c.section
-                    FROM chunk_vectors AS v JOIN chunks AS c ON c.vector_id = v.id
-                    WHERE v.dim = {dim}
-                      AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)
-                      {_MUST_MATCH_SQL if must_match else ""}
-                      {_FILTER_SQL}
-                    ORDER BY {distance}
+                f"""WITH nearest AS MATERIALIZED (
+                        SELECT v.id FROM chunk_vectors AS v
+                        WHERE v.dim = {dim}
+                          AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)
+                        ORDER BY {distance}
+                        LIMIT %(k)s)
+                    SELECT {columns}
+                    FROM nearest AS n JOIN chunk_vectors AS v ON v.id = n.id
+                         JOIN chunks AS c ON c.vector_id = n.id
+                    WHERE true {conditions}
+                    ORDER BY {distance}, c.collection, c.item_key, c.ordinal
                     LIMIT %(k)s""",
-                {"query": Vector([float(x) for x in query_vector]), "embedder": embedder_id,
-                 "k": k, "must": must_match, **filters.params()},
+                params,
             )
             hits = [SearchHit(*row) for row in cur.fetchall()]
+            if len(hits) < k:
+                # Filters (or a phrase) left fewer than k of those chunks: search the chunks
+                # that pass them, the graph scanned further as the filters need.
+                cur.execute(
+                    f"""SELECT {columns}
+                        FROM chunk_vectors AS v JOIN chunks AS c ON c.vector_id = v.id
+                        WHERE v.dim = {dim}
+                          AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)
+                          {conditions}
+                        ORDER BY {distance}
+                        LIMIT %(k)s""",
+                    params,
+                )
+                hits = [SearchHit(*row) for row in cur.fetchall()]
         # relaxed_order may return near-ties out of order; make the ranking stable.
         return sorted(hits, key=lambda h: (-h.score, h.collection, h.item_key, h.ordinal))
 
@@ -922,6 +961,7 @@ class IndexDB:
         ``query`` is read as a web search box is (``websearch_to_tsquery``): every word must
         occur, "quoted words" as a phrase, ``or`` and ``-word`` as expected. Each hit's
         ``score`` is still its cosine to ``query_vector``, so both rankings speak one unit.
+        At most ``max(k, TEXT_CANDIDATES)`` matches are ranked (counted as ``TEXT_RANKED``).
         """
         dim = len(query_vector)
         if dim == 0 or k < 1 or not query.strip():
@@ -929,20 +969,37 @@ class IndexDB:
         filters = filters or SearchFilters()
         distance = f"(v.{_indexed_expression(dim)}) <=> %(vector)s::{_cast_type(dim)}"
         with self._conn, self._conn.cursor() as cur:
+            # Cover density (ts_rank_cd) ranks at most TEXT_CANDIDATES matches, those a
+            # cheap rank puts first; only the k kept are joined to their vectors.
             cur.execute(
-                f"""SELECT c.item_key, c.collection, c.docket, c.ordinal, c.text, c.page,
-                           1 - ({distance}) AS score, c.metadata, c.section
-                    FROM chunks AS c JOIN chunk_vectors AS v ON v.id = c.vector_id,
-                         websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(query)s) AS q
-                    WHERE c.tsv @@ q AND c.dim = {dim}
-                      AND (%(embedder)s::text IS NULL OR c.embedder_id = %(embedder)s)
-                      {_FILTER_SQL}
-                    ORDER BY ts_rank_cd(c.tsv, q) DESC, c.collection, c.item_key, c.ordinal
-                    LIMIT %(k)s""",
+                f"""WITH q AS (SELECT websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(query)s) AS q),
+                    candidates AS MATERIALIZED (
+                        SELECT c.collection, c.item_key, c.ordinal, c.tsv
+                        FROM chunks AS c, q
+                        WHERE c.tsv @@ q.q AND c.dim = {dim}
+                          AND (%(embedder)s::text IS NULL OR c.embedder_id = %(embedder)s)
+                          {_FILTER_SQL}
+                        ORDER BY {_CHEAP_TEXT_RANK} DESC
+                        LIMIT %(candidates)s),
+                    ranked AS (
+                        SELECT r.collection, r.item_key, r.ordinal, ts_rank_cd(r.tsv, q.q) AS rank
+                        FROM candidates AS r, q
+                        ORDER BY rank DESC, r.collection, r.item_key, r.ordinal
+                        LIMIT %(k)s)
+                    SELECT c.item_key, c.collection, c.docket, c.ordinal, c.text, c.page,
+                           1 - ({distance}) AS score, c.metadata, c.section,
+                           (SELECT count(*) FROM candidates)
+                    FROM ranked AS r
+                         JOIN chunks AS c USING (collection, item_key, ordinal)
+                         JOIN chunk_vectors AS v ON v.id = c.vector_id
+                    ORDER BY r.rank DESC, c.collection, c.item_key, c.ordinal""",
                 {"query": query, "vector": Vector([float(x) for x in query_vector]),
-                 "embedder": embedder_id, "k": k, **filters.params()},
+                 "embedder": embedder_id, "k": k, "candidates": max(k, TEXT_CANDIDATES),
+                 **filters.params()},
             )
-            return [SearchHit(*row) for row in cur.fetchall()]
+            rows = cur.fetchall()
+        counters.incr(TEXT_RANKED, rows[0][-1] if rows else 0)
+        return [SearchHit(*row[:-1]) for row in rows]
 
     # --- internals -------------------------------------------------------------------
 
