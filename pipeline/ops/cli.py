@@ -420,7 +420,7 @@ def cmd_search(args) -> int:
 
         _runtime()
         dockets.require_docket(args.docket)
-    args.items = _narrowed_to(args)
+    args.items, args.excluded = _narrowed_to(args)
     answer = None
     if not index_exists(settings):  # no service, no embedded server started to say so
         answer = {"text": f"no results: nothing is indexed yet in {settings.data_path}", "records": []}
@@ -459,26 +459,31 @@ def _search_filters(args) -> dict:
     from pipeline.search_arguments import ATTRIBUTES
 
     return {"from": args.date_from, "to": args.date_to, "org": args.org,
-            **{name: getattr(args, name, None) for name in ATTRIBUTES}, "items": getattr(args, "items", None)}
+            **{name: getattr(args, name, None) for name in ATTRIBUTES}, "items": getattr(args, "items", None),
+            "excluded": getattr(args, "excluded", None)}
 
 
-def _narrowed_to(args) -> list[str] | None:
-    """The comments an attribute filter (``--subtype``, ``--category``, ``--state``,
-    ``--country``) allows, read from the state DB, or None when none is given: the index DB
-    does not hold those attributes, so the search is narrowed to these keys. Each value is
-    checked as the search page checks it (a value no comment has: exit 2)."""
-    from pipeline.search_arguments import ATTRIBUTES, attribute
+def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
+    """(the comments an attribute filter allows, or those it does not: the shorter list) when
+    ``--subtype``, ``--category``, ``--state`` or ``--country`` is given, read from the state
+    DB (the index DB does not hold those attributes); (None, None) when none is. Each value is
+    checked as the search page checks it (a value no comment has: exit 2). Only comments have
+    these attributes: such a search is of comments."""
+    from pipeline.search_arguments import ATTRIBUTES, BadSearch, attribute
 
-    given = {name: getattr(args, name) for name in ATTRIBUTES if getattr(args, name)}
+    given = {name: getattr(args, name) for name in ATTRIBUTES if getattr(args, name, None)}
     if not given:
-        return None
+        return None, None
+    if args.collection == "documents":
+        raise BadSearch(f"--{next(iter(given))} narrows comments: documents have no such attribute")
+    args.collection = "comments"
     from pipeline.store import browsing
 
     _runtime()
     checked = {name: attribute(name, value) for name, value in given.items()}
     for name, value in checked.items():
         setattr(args, name, value)
-    return browsing.matching_keys(browsing.BrowseFilters(docket=args.docket, **checked))
+    return browsing.narrowing(browsing.BrowseFilters(docket=args.docket, **checked))
 
 
 def _warm_search(settings, data_dir, args) -> dict | None:
@@ -493,7 +498,8 @@ def _warm_search(settings, data_dir, args) -> dict | None:
     # A service started by an older docketeer answers text only, or ignores the filters (or
     # the list of comments an attribute narrows to): search here instead.
     current = answer and "records" in answer and "filtered" in answer and "folded" in answer
-    return answer if current and (getattr(args, "items", None) is None or "narrowed" in answer) else None
+    narrowed = getattr(args, "items", None) is not None or getattr(args, "excluded", None) is not None
+    return answer if current and (not narrowed or "narrowed" in answer) else None
 
 
 @command

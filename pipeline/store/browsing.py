@@ -167,6 +167,24 @@ def matching_keys(filters: BrowseFilters) -> list[str]:
     return [key for (key,) in _filtered(_joined(Item.key, campaigns=bool(filters.campaign)), filters).tuples()]
 
 
+SHORT_LIST = 1000  # keys: a narrowing this short is sent as it is, whatever the docket's size
+
+
+def narrowing(filters: BrowseFilters) -> tuple[list[str] | None, list[str] | None]:
+    """What a search (of comments) is narrowed to when a filter only the state DB knows is
+    asked: (only these keys, None) or, when that is the longer list, (None, every comment but
+    these keys) — among the docket's comments when ``filters`` name a docket, else the store's."""
+    matched = matching_keys(filters)
+    if len(matched) <= SHORT_LIST:
+        return matched, None
+    allowed = set(matched)
+    scope = Item.select(Item.key).where(Item.kind == "comment")
+    if filters.docket:
+        scope = scope.where(Item.docket == filters.docket)
+    others = [key for (key,) in scope.tuples() if key not in allowed]
+    return (None, others) if len(others) < len(matched) else (matched, None)
+
+
 @dataclass(frozen=True)
 class Facets:
     organizations: list[tuple[str, int]]

@@ -88,11 +88,13 @@ class SearchForm:
 
     def filters(self) -> SearchFilters:
         members = campaigns.campaign_members(self.campaign) if self.campaign else None
+        excluded = None
         if self.attachments or self.withdrawn or self.attributes:
-            # Facts only the state DB holds: the search is narrowed to the comments that have them.
+            # Facts only the state DB holds: the search is narrowed to the comments that have
+            # them (or, the shorter list, kept from those that do not).
             from pipeline.store import browsing
 
-            members = browsing.matching_keys(browsing.BrowseFilters(
+            members, excluded = browsing.narrowing(browsing.BrowseFilters(
                 docket=self.docket or None, campaign=self.campaign or None,
                 has_attachments={"yes": True, "no": False}.get(self.attachments),
                 withdrawn={"yes": True, "no": False}.get(self.withdrawn), **self.attributes))
@@ -100,7 +102,7 @@ class SearchForm:
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return SearchFilters(
             items=None if members is None else tuple(members),
-            collection="comments", docket=self.docket or None, organization=self.org or None,
+            excluded=None if excluded is None else tuple(excluded), collection="comments", docket=self.docket or None, organization=self.org or None,
             posted_from=posted_from, posted_before=posted_before)
 
     def query_string(self, **changes) -> dict[str, str]:

@@ -143,6 +143,7 @@ def test_a_subtype_facet_then_a_search_narrowed_by_a_state_facet(page, site, sto
     page.press("input[name=q]", "Enter")
     page.wait_for_selector("aside.facets")
     everywhere = page.locator("a.comment-link").all_inner_texts()
+    page.screenshot(path=tmp_path / "search-facets.png")  # docs/serve.png
     state = page.locator('ul[data-facet="state"] li').first
     value = state.locator("a").inner_text()
     state.locator("a").click()
@@ -151,8 +152,8 @@ def test_a_subtype_facet_then_a_search_narrowed_by_a_state_facet(page, site, sto
     in_state = {k for (k,) in Item.select(Item.key).where(Item.state_province_region == value).tuples()}
     assert narrowed and set(narrowed) <= in_state and set(narrowed) <= set(everywhere)
     assert page.locator("input[name=q]").input_value() == "hospital payment rural wage"  # the query kept
-    page.screenshot(path=tmp_path / "search-facets.png")
-    assert (tmp_path / "search-facets.png").stat().st_size > 5000
+    page.screenshot(path=tmp_path / "search-narrowed.png")
+    assert (tmp_path / "search-facets.png").stat().st_size > 5000 < (tmp_path / "search-narrowed.png").stat().st_size
     assert all(url.startswith(site) for url in page.requests)
 
 

@@ -186,3 +186,24 @@ def test_the_command_line_narrows_by_attributes_checked_by_the_same_rule(store, 
     assert err.count("\n") == 1 and "no comment has country 'Atlantis' in this store" in err
     assert cli.main(["search", QUERY, "--category", "a\x00b"]) == 2
     assert "control character" in capsys.readouterr().err
+
+
+def test_a_long_narrowing_is_sent_as_the_keys_it_leaves_out_with_the_same_results(client, store, monkeypatch,
+                                                                                    capsys):
+    from pipeline.store import browsing
+
+    ohio = _comments("CMS-2026-0001", state_province_region="OH")
+    params = {"q": QUERY, "state": "OH", "docket": "CMS-2026-0001"}
+    as_list = _hits(client.get("/search", params=params).text)
+    argv = ["search", QUERY, "-k", "50", "--json", "--state", "OH", "--docket", "CMS-2026-0001"]
+    assert cli.main(argv) == 0
+    by_cli = [r["item_id"] for r in json.loads(capsys.readouterr().out)["results"]]
+    filters = browsing.BrowseFilters(docket="CMS-2026-0001", state="OH")
+    only, excluded = browsing.narrowing(filters)
+    assert set(only) == ohio and excluded is None  # short: sent as it is
+    monkeypatch.setattr(browsing, "SHORT_LIST", 1)  # every narrowing is "long" now
+    only, excluded = browsing.narrowing(filters)
+    assert only is None and set(excluded) == _comments("CMS-2026-0001") - ohio
+    assert _hits(client.get("/search", params=params).text) == as_list and set(as_list) <= ohio
+    assert cli.main(argv) == 0
+    assert [r["item_id"] for r in json.loads(capsys.readouterr().out)["results"]] == by_cli and by_cli
