@@ -284,8 +284,16 @@ class SearchFilters:
         return {"f_collection": self.collection, "f_docket": self.docket,
                 "f_from": self.posted_from, "f_before": self.posted_before,
                 "f_org": self.organization.lower() if self.organization else None,
-                "f_items": None if self.items is None else list(self.items),
-                "f_excluded": None if self.excluded is None else list(self.excluded)}
+                "f_items": None if self.items is None else array_literal(self.items),
+                "f_excluded": None if self.excluded is None else array_literal(self.excluded)}
+
+
+def array_literal(keys) -> str:
+    """Keys as one PostgreSQL array literal ('{"a","b"}', cast to text[] in the SQL): one
+    string to parse, where a Python list is sent as ARRAY['a', 'b', ...], an expression per
+    key (thousands of keys in a narrowed search)."""
+    quoted = ('"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"' for key in keys)
+    return "{" + ",".join(quoted) + "}"
 
 
 # Each filter is inert when its parameter is NULL; position() rather than LIKE, so a % or _
