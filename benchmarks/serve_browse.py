@@ -59,6 +59,13 @@ def main(argv: list[str]) -> int:
             "browse, sorted by campaign size": f"/comments?docket={DOCKET}&sort=campaign",
             "browse, sorted by organisation": f"/comments?docket={DOCKET}&sort=organisation",
             "browse, a date range": f"/comments?docket={DOCKET}&from=2026-02-01&to=2026-02-07",
+            "browse, a subtype (facet value)": f"/comments?docket={DOCKET}&subtype=Mass+Mail+Campaign",
+            "browse, state + country": f"/comments?docket={DOCKET}&state=CA&country=United+States",
+            "search page with facets": f"/search?q=rural+hospital+funding&docket={DOCKET}",
+            "search narrowed to a subtype (a long key list)":
+                f"/search?q=rural+hospital+funding&docket={DOCKET}&subtype=Public+Comment",
+            "search narrowed to a state (a short key list)":
+                f"/search?q=rural+hospital+funding&docket={DOCKET}&state=WY",
             f"campaign page ({BIG_CAMPAIGN_SIZES[0]:,} members), page 1": f"/campaign/{big}",
             "campaign page, page 50": f"/campaign/{big}?page=50",
             "organisation page": f"/organisation?name={top_org}",
@@ -106,7 +113,30 @@ def add_browsing_rows(comments: int) -> str:
         members.append(_member(k, k, posted, 0, f"A comment of its own, {k}."))
     _insert(Campaign, campaigns)
     _insert(CampaignMember, members)
+    add_kept_attributes(keys, rng)
     return campaigns[0]["id"]
+
+
+SUBTYPES = (("Public Comment", 0.6), ("Mass Mail Campaign", 0.35), ("Anonymous", 0.05))
+STATES = ("CA", "TX", "NY", "FL", "IA", "OH", "WA", "WY")  # WY rare: a short narrowed list
+
+
+def add_kept_attributes(keys: list[str], rng: random.Random) -> None:
+    """The record's kept attributes the facets count: a subtype, a category, a state and a
+    country for every comment (a few abroad), and duplicates on a tenth of them."""
+    values: dict[tuple, list[str]] = {}
+    for key in keys:
+        subtype = rng.choices([s for s, _ in SUBTYPES], [w for _, w in SUBTYPES])[0]
+        abroad = rng.random() < 0.03
+        state = "Ontario" if abroad else (STATES[-1] if rng.random() < 0.01 else rng.choice(STATES[:-1]))
+        values.setdefault((subtype, rng.choice(("Hospital", "Individual", "Physician")), state,
+                           "Canada" if abroad else "United States",
+                           rng.randint(1, 50) if rng.random() < 0.1 else None), []).append(key)
+    with database.atomic():
+        for (subtype, category, state, country, duplicates), group in values.items():
+            for start in range(0, len(group), BATCH):
+                Item.update(subtype=subtype, category=category, state_province_region=state, country=country,
+                            duplicate_comments=duplicates).where(Item.key.in_(group[start:start + BATCH])).execute()
 
 
 def _campaign(group: list[str], posted: dict) -> dict:

@@ -78,3 +78,34 @@ def organisation(text: str) -> str:
     if not found.exists():
         raise BadSearch(f"no submitter or organisation contains {wanted[:100]!r} in this store")
     return wanted
+
+
+# The record's kept attributes a search or a page may be narrowed to (schema v12's columns,
+# ``pipeline.store.browsing.ATTRIBUTES``): the argument's name -> how a message says it.
+ATTRIBUTES = {"subtype": "subtype", "category": "category", "state": "state or province", "country": "country"}
+
+
+def attribute_values(params) -> dict[str, str]:
+    """The attribute filters of a page's query string (or any mapping), as given, bounded."""
+    return {name: (params.get(name) or "").strip()[:MAX_QUERY_CHARS] for name in ATTRIBUTES}
+
+
+def attribute_text(name: str, text: str) -> str:
+    """The value of an attribute filter as given: no control characters, at most
+    MAX_QUERY_CHARS ('' when none is given). The browse page's check: an unknown value
+    there is an empty page, as an unknown organisation is."""
+    return query_text(text, ATTRIBUTES[name])
+
+
+def attribute(name: str, text: str) -> str:
+    """An attribute filter that some comment has, matched exactly (as its facet counts it):
+    a search narrowed to a value no comment has is a message, never an empty answer."""
+    from pipeline.store.browsing import ATTRIBUTES as COLUMNS
+    from pipeline.store.models import Item
+
+    wanted = attribute_text(name, text)
+    if not wanted:
+        return ""
+    if not Item.select(Item.key).where(COLUMNS[name] == wanted).limit(1).exists():
+        raise BadSearch(f"no comment has {ATTRIBUTES[name]} {wanted[:100]!r} in this store")
+    return wanted

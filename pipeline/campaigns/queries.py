@@ -276,3 +276,19 @@ def memberships(items: Iterable[str]) -> dict[str, tuple[str, int, list[str]]]:
 
 def any_campaign() -> bool:
     return Campaign.select().exists()
+
+
+def submissions(campaign_ids: Iterable[str]) -> dict[str, int]:
+    """campaign id -> the submissions its members stand for: each member one, plus its
+    record's ``duplicateComments`` (what the export's ``campaign_submissions`` counts), one
+    grouped statement per chunk of ids."""
+    from pipeline.store.models import Item
+
+    represented = fn.SUM(1 + fn.COALESCE(Item.duplicate_comments, 0))
+    found: dict[str, int] = {}
+    for chunk in _chunks(sorted(set(campaign_ids))):
+        found.update((c, int(k or 0)) for c, k in
+                     CampaignMember.select(CampaignMember.campaign, represented)
+                     .join(Item, peewee.JOIN.LEFT_OUTER, on=(Item.key == CampaignMember.item))
+                     .where(CampaignMember.campaign.in_(chunk)).group_by(CampaignMember.campaign).tuples())
+    return found

@@ -279,6 +279,9 @@ class SearchFilters:
     posted_before: str | None = None  # UTC ISO instant, exclusive
     organization: str | None = None  # a part of the submitter's name or organisation, any case
     items: tuple[str, ...] | None = None  # only these item keys (a campaign's members)
+    # Not these item keys: a narrowing that allows most of the comments is sent as the few it
+    # does not allow (a list of 12,000 keys cost a search 230 ms more than one of 8,000 fewer).
+    excluded: tuple[str, ...] | None = None
 
     def narrowed(self, collection: str | None, docket: str | None) -> SearchFilters:
         """These filters, with ``collection`` / ``docket`` when they are given."""
@@ -289,7 +292,16 @@ class SearchFilters:
         return {"f_collection": self.collection, "f_docket": self.docket,
                 "f_from": self.posted_from, "f_before": self.posted_before,
                 "f_org": self.organization.lower() if self.organization else None,
-                "f_items": None if self.items is None else list(self.items)}
+                "f_items": None if self.items is None else array_literal(self.items),
+                "f_excluded": None if self.excluded is None else array_literal(self.excluded)}
+
+
+def array_literal(keys) -> str:
+    """Keys as one PostgreSQL array literal ('{"a","b"}', cast to text[] in the SQL): one
+    string to parse, where a Python list is sent as ARRAY['a', 'b', ...], an expression per
+    key (thousands of keys in a narrowed search)."""
+    quoted = ('"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"' for key in keys)
+    return "{" + ",".join(quoted) + "}"
 
 
 # Each filter is inert when its parameter is NULL; position() rather than LIKE, so a % or _
@@ -302,7 +314,8 @@ _FILTER_SQL = """
       AND (%(f_org)s::text IS NULL
            OR position(%(f_org)s in lower(coalesce(metadata->>'organization', ''))) > 0
            OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0)
-      AND (%(f_items)s::text[] IS NULL OR item_key = ANY(%(f_items)s::text[]))"""
+      AND (%(f_items)s::text[] IS NULL OR item_key = ANY(%(f_items)s::text[]))
+      AND (%(f_excluded)s::text[] IS NULL OR item_key <> ALL(%(f_excluded)s::text[]))"""
 
 
 # A vector search's condition on the words (a query's quoted phrases); a phrase of stop words

@@ -420,6 +420,7 @@ def cmd_search(args) -> int:
 
         _runtime()
         dockets.require_docket(args.docket)
+    args.items, args.excluded = _narrowed_to(args)
     answer = None
     if not index_exists(settings):  # no service, no embedded server started to say so
         answer = {"text": f"no results: nothing is indexed yet in {settings.data_path}", "records": []}
@@ -455,7 +456,34 @@ def _search_here(args) -> dict:
 def _search_filters(args) -> dict:
     """The filters of ``docketeer search``, as its request to the warm service carries them
     (``pipeline.index.search.filters_of`` reads them, here and there)."""
-    return {"from": args.date_from, "to": args.date_to, "org": args.org}
+    from pipeline.search_arguments import ATTRIBUTES
+
+    return {"from": args.date_from, "to": args.date_to, "org": args.org,
+            **{name: getattr(args, name, None) for name in ATTRIBUTES}, "items": getattr(args, "items", None),
+            "excluded": getattr(args, "excluded", None)}
+
+
+def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
+    """(the comments an attribute filter allows, or those it does not: the shorter list) when
+    ``--subtype``, ``--category``, ``--state`` or ``--country`` is given, read from the state
+    DB (the index DB does not hold those attributes); (None, None) when none is. Each value is
+    checked as the search page checks it (a value no comment has: exit 2). Only comments have
+    these attributes: such a search is of comments."""
+    from pipeline.search_arguments import ATTRIBUTES, BadSearch, attribute
+
+    given = {name: getattr(args, name) for name in ATTRIBUTES if getattr(args, name, None)}
+    if not given:
+        return None, None
+    if args.collection == "documents":
+        raise BadSearch(f"--{next(iter(given))} narrows comments: documents have no such attribute")
+    args.collection = "comments"
+    from pipeline.store import browsing
+
+    _runtime()
+    checked = {name: attribute(name, value) for name, value in given.items()}
+    for name, value in checked.items():
+        setattr(args, name, value)
+    return browsing.narrowing(browsing.BrowseFilters(docket=args.docket, **checked))
 
 
 def _warm_search(settings, data_dir, args) -> dict | None:
@@ -467,9 +495,11 @@ def _warm_search(settings, data_dir, args) -> dict | None:
                "passages": args.passages, **_search_filters(args),
                "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key(settings, data_dir)}
     answer = search_service.ask(data_dir, request)
-    # A service started by an older docketeer answers text only, or ignores the filters:
-    # search here instead.
-    return answer if answer and "records" in answer and "filtered" in answer and "folded" in answer else None
+    # A service started by an older docketeer answers text only, or ignores the filters (or
+    # the list of comments an attribute narrows to): search here instead.
+    current = answer and "records" in answer and "filtered" in answer and "folded" in answer
+    narrowed = getattr(args, "items", None) is not None or getattr(args, "excluded", None) is not None
+    return answer if current and (not narrowed or "narrowed" in answer) else None
 
 
 @command
@@ -657,6 +687,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--to", dest="date_to", type=parse_day, metavar="YYYY-MM-DD",
                         help="only items posted on or before this day (Washington's calendar)")
     search.add_argument("--org", help="only items whose submitter's name or organisation contains this (any case)")
+    for name, label in (("subtype", "subtype (Public Comment, Mass Mail Campaign, ...)"), ("category", "category"),
+                        ("state", "state or province"), ("country", "country")):
+        search.add_argument(f"--{name}", help=f"only comments whose record gives exactly this {label}")
     search.add_argument("--passages", action="store_true",
                         help="every matching passage as a result of its own (by default one result per comment, "
                              "its other matching passages under it)")

@@ -9,9 +9,9 @@ two the state DB alone knows (has attachments, withdrawn); every value is a boun
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from peewee import JOIN, Case, fn
+from peewee import JOIN, Case, Value, fn
 
 from pipeline.store.models import Attachment, Campaign, CampaignMember, Docket, Item
 
@@ -22,6 +22,11 @@ SORTS = {  # the name in the URL -> how the page says it (ties broken by the com
     "organisation": "by organisation, A to Z",
     "campaign": "largest campaign first",
 }
+
+
+# The record's kept attributes people narrow by: the filter's name -> its column.
+ATTRIBUTES = {"subtype": Item.subtype, "category": Item.category, "state": Item.state_province_region,
+              "country": Item.country}
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,11 @@ class BrowseFilters:
     posted_from: str | None = None  # UTC instant, inclusive
     posted_before: str | None = None  # UTC instant, exclusive
     changed_since: str | None = None  # updated_at at or after this UTC instant (feeds)
+    # The kept attributes of a record, each matched exactly as the facet counts it.
+    subtype: str | None = None
+    category: str | None = None
+    state: str | None = None  # stateProvinceRegion
+    country: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,9 @@ def _filtered(query, filters: BrowseFilters):
         query = query.where(Item.posted_date < filters.posted_before)
     if filters.changed_since:
         query = query.where(Item.updated_at >= filters.changed_since)
+    for name, column in ATTRIBUTES.items():
+        if getattr(filters, name):
+            query = query.where(column == getattr(filters, name))
     return query
 
 
@@ -154,22 +167,50 @@ def matching_keys(filters: BrowseFilters) -> list[str]:
     return [key for (key,) in _filtered(_joined(Item.key, campaigns=bool(filters.campaign)), filters).tuples()]
 
 
+SHORT_LIST = 1000  # keys: a narrowing this short is sent as it is, whatever the docket's size
+
+
+def narrowing(filters: BrowseFilters) -> tuple[list[str] | None, list[str] | None]:
+    """What a search (of comments) is narrowed to when a filter only the state DB knows is
+    asked: (only these keys, None) or, when that is the longer list, (None, every comment but
+    these keys) — among the docket's comments when ``filters`` name a docket, else the store's."""
+    matched = matching_keys(filters)
+    if len(matched) <= SHORT_LIST:
+        return matched, None
+    allowed = set(matched)
+    scope = Item.select(Item.key).where(Item.kind == "comment")
+    if filters.docket:
+        scope = scope.where(Item.docket == filters.docket)
+    others = [key for (key,) in scope.tuples() if key not in allowed]
+    return (None, others) if len(others) < len(matched) else (matched, None)
+
+
 @dataclass(frozen=True)
 class Facets:
     organizations: list[tuple[str, int]]
     campaigns: list[tuple[str, int, int]]  # (campaign id, comments here, its size)
     attachments: dict[bool, int]
     withdrawn: dict[bool, int]
+    # ATTRIBUTES' name -> (value, comments), the most frequent first
+    attributes: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
 
 def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
-    """Counts of the values of each facet among the comments ``filters`` allow (four grouped
-    statements), the most frequent first."""
+    """Counts of the values of each facet among the comments ``filters`` allow (six grouped
+    statements), the most frequent first.
+
+    The organisation facet counts what its link asks for: a value's count is the number of
+    comments the ``org`` filter with that value matches (a part of the organisation or the
+    submitter's name, any case), so clicking it shows that many comments. The names counted
+    are the organisations as written, the most frequent first."""
     n = fn.COUNT(Item.key)
     alone = bool(filters.campaign)  # campaign joins only when the campaign filter needs them
-    orgs = (_filtered(_joined(Item.organization, n, campaigns=alone), filters)
-            .where(Item.organization.is_null(False) & (Item.organization != ""))
-            .group_by(Item.organization).order_by(n.desc(), Item.organization).limit(limit).tuples())
+    names = [name for name, _ in (_filtered(_joined(Item.organization, n, campaigns=alone), filters)
+                                  .where(Item.organization.is_null(False) & (Item.organization != ""))
+                                  .group_by(Item.organization).order_by(n.desc(), Item.organization)
+                                  .limit(limit).tuples())]
+    orgs = organisation_counts(filters, names)
+    attributes = attribute_counts(filters, limit)
     groups = (_filtered(_joined(Campaign.id, Campaign.size, n), filters)
               .where(Campaign.size > 1)
               .group_by(Campaign.id, Campaign.size).order_by(n.desc(), Campaign.size.desc(), Campaign.id)
@@ -177,8 +218,38 @@ def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
     has = Case(None, [(_has_attachments(), 1)], 0)
     attached = _filtered(_joined(has, n, campaigns=alone), filters).group_by(has).tuples()
     withdrawn = _filtered(_joined(Item.withdrawn, n, campaigns=alone), filters).group_by(Item.withdrawn).tuples()
-    return Facets(list(orgs), [(c, k, size) for c, size, k in groups],
-                  {bool(v): k for v, k in attached}, {bool(v): k for v, k in withdrawn})
+    return Facets(orgs, [(c, k, size) for c, size, k in groups],
+                  {bool(v): k for v, k in attached}, {bool(v): k for v, k in withdrawn}, attributes)
+
+
+def attribute_counts(filters: BrowseFilters, limit: int = 10) -> dict[str, list[tuple[str, int]]]:
+    """ATTRIBUTES' name -> (value, comments), the ``limit`` most frequent first: one statement
+    (a grouped count per attribute, joined by UNION ALL; each has a few hundred values at most:
+    states, countries, a docket's subtypes and categories)."""
+    n = fn.COUNT(Item.key)
+    alone = bool(filters.campaign)
+    parts = [_filtered(_joined(Value(name).alias("name"), column.alias("value"), n.alias("n"), campaigns=alone), filters)
+             .where(column.is_null(False) & (column != "")).group_by(column)
+             for name, column in ATTRIBUTES.items()]
+    union = parts[0]
+    for part in parts[1:]:
+        union = union + part  # UNION ALL
+    found: dict[str, list[tuple[str, int]]] = {name: [] for name in ATTRIBUTES}
+    for name, value, k in union.tuples():
+        found[name].append((value, k))
+    return {name: sorted(values, key=lambda vk: (-vk[1], vk[0]))[:limit] for name, values in found.items()}
+
+
+def organisation_counts(filters: BrowseFilters, names: list[str]) -> list[tuple[str, int]]:
+    """(name, comments the ``org`` filter matches with it added to ``filters``), the most
+    first (one statement: a conditional count per name)."""
+    if not names:
+        return []
+    matched = [fn.SUM(Case(None, [(Item.organization.contains(name) | Item.submitter.contains(name), 1)], 0))
+               for name in names]
+    row = _filtered(_joined(*matched, campaigns=bool(filters.campaign)), filters).tuples().first()
+    counts = [(name, int(k or 0)) for name, k in zip(names, row or [0] * len(names), strict=True)]
+    return sorted(counts, key=lambda nk: (-nk[1], nk[0]))
 
 
 # --- the home page ---------------------------------------------------------------------------

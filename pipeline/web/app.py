@@ -18,6 +18,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from pipeline import search_arguments
 from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
 from pipeline.search_arguments import BadSearch
@@ -43,6 +44,7 @@ def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = N
                                      undefined=jinja2.StrictUndefined)
     environment.filters["eastern"] = eastern_date  # dates people read are Washington's days
     environment.filters["instant"] = eastern_instant  # instants: Washington's time, zone named
+    environment.globals["attribute_labels"] = search_arguments.ATTRIBUTES  # the attribute facets' order
     templates = Jinja2Templates(env=environment)
 
     def render(request: Request, template: str, status: int = 200, **context) -> HTMLResponse:
@@ -66,7 +68,10 @@ def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = N
                 results, error = pages.search_results(engine, form), ""
             except DocketeerError as exc:  # a query of punctuation only: say so on the page
                 results, error = [], str(exc)
-        return render(request, "search.html", status, form=form, results=results, error=error,
+        # The attribute facets only (one statement): the search page shows no others.
+        facets = (browsing.Facets([], [], {}, {}, browsing.attribute_counts(form.browse_filters()))
+                  if form.q and not error else None)
+        return render(request, "search.html", status, form=form, results=results, error=error, facets=facets,
                       page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE,
                       campaigns_known=campaigns.available())
 

@@ -24,7 +24,8 @@ MEMBERS_PAGE_SIZE = 50
 MAX_BROWSE_PAGE = 100_000  # a bound on the number, not on the data: offsets stay integers
 CHOICES = {"attachments": ("yes", "no"), "withdrawn": ("yes", "no"), "per_campaign": ("1",),
            "sort": tuple(browsing.SORTS)}
-FILTER_NAMES = ("docket", "from", "to", "org", "campaign", "attachments", "withdrawn")
+FILTER_NAMES = ("docket", "from", "to", "org", "campaign", "attachments", "withdrawn",
+                *search_arguments.ATTRIBUTES)
 
 
 class BadParameters(ValueError):
@@ -47,6 +48,11 @@ def problems_of(params) -> list[str]:
             except BadSearch as exc:
                 problems.append(f"{name}={text[:40]} is not a date to search by ({exc}; "
                                 "give it as YYYY-MM-DD, US Eastern)")
+    for name in search_arguments.ATTRIBUTES:
+        try:
+            search_arguments.attribute_text(name, params.get(name, ""))
+        except BadSearch as exc:
+            problems.append(f"{name}: {exc}")
     if len(days) == 2 and days["from"] > days["to"]:
         problems.append(f"from={days['from']} is after to={days['to']}: no day can match")
     page = params.get("page", "").strip()
@@ -77,6 +83,10 @@ class BrowseForm:
     withdrawn: str = ""
     sort: str = "newest"
     page: int = 1
+    subtype: str = ""
+    category: str = ""
+    state: str = ""
+    country: str = ""
 
     @classmethod
     def parse(cls, params) -> BrowseForm:
@@ -89,14 +99,16 @@ class BrowseForm:
                    attachments=params.get("attachments", "").strip(), withdrawn=params.get("withdrawn", "").strip(),
                    sort=params.get("sort", "").strip() or "newest",
                    # Past the last page is an empty page; a number too long to be one is the bound.
-                   page=min(MAX_BROWSE_PAGE, int(params.get("page", "").strip()[:9] or 1)))
+                   page=min(MAX_BROWSE_PAGE, int(params.get("page", "").strip()[:9] or 1)),
+                   **search_arguments.attribute_values(params))
 
     def filters(self) -> browsing.BrowseFilters:
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return browsing.BrowseFilters(
             docket=self.docket or None, organization=self.org or None, campaign=self.campaign or None,
             has_attachments=yes_no(self.attachments), withdrawn=yes_no(self.withdrawn),
-            posted_from=posted_from, posted_before=posted_before)
+            posted_from=posted_from, posted_before=posted_before,
+            **{name: getattr(self, name) or None for name in search_arguments.ATTRIBUTES})
 
     def query_string(self, **changes) -> dict[str, str]:
         """This page's parameters with ``changes`` (a value of "" drops the parameter); a
@@ -104,7 +116,8 @@ class BrowseForm:
         values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
                   "org": self.org, "campaign": self.campaign, "attachments": self.attachments,
                   "withdrawn": self.withdrawn, "sort": "" if self.sort == "newest" else self.sort,
-                  "page": "" if self.page == 1 else str(self.page)}
+                  "page": "" if self.page == 1 else str(self.page),
+                  **{name: getattr(self, name) for name in search_arguments.ATTRIBUTES}}
         if "page" not in changes:
             values["page"] = ""
         values |= {k: str(v) for k, v in changes.items()}
@@ -114,7 +127,8 @@ class BrowseForm:
     def active(self) -> list[tuple[str, str, str]]:
         """(parameter, label, value) of every filter set: the page lists them, each removable."""
         labels = {"docket": "docket", "from": "from", "to": "to", "org": "organisation or name",
-                  "campaign": "campaign", "attachments": "has attachments", "withdrawn": "withdrawn"}
+                  "campaign": "campaign", "attachments": "has attachments", "withdrawn": "withdrawn",
+                  **search_arguments.ATTRIBUTES}
         values = self.query_string()
         return [(name, labels[name], values[name]) for name in FILTER_NAMES if name in values]
 
@@ -192,6 +206,7 @@ class CampaignPage:
     members: list[browsing.CampaignMemberRow]
     page: int
     added: dict[str, list[str]] = field(default_factory=dict)
+    submissions: int = 0  # the members' records and the duplicates they stand for
 
     @property
     def first(self) -> int:
@@ -220,7 +235,8 @@ def campaign_page(campaign_id: str, page: int) -> CampaignPage | None:
     representative = queries.members([found.representative]).get(found.representative)
     members = browsing.campaign_members(campaign_id, offset=(page - 1) * MEMBERS_PAGE_SIZE, limit=MEMBERS_PAGE_SIZE)
     added = {m.key: json.loads(m.added_sentences or "[]") for m in members}
-    return CampaignPage(found, clean_pages(representative.text if representative else ""), members, page, added)
+    return CampaignPage(found, clean_pages(representative.text if representative else ""), members, page, added,
+                        queries.submissions([campaign_id]).get(campaign_id, found.size))
 
 
 # --- an organisation ---------------------------------------------------------------------------

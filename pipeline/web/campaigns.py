@@ -13,11 +13,12 @@ def available() -> bool:
 
 
 def campaign_info(item_keys: list[str]) -> dict[str, dict]:
-    """item key -> {"id", "size", "added"} of the campaign it belongs to (groups of one are
-    not campaigns: such a comment has no entry)."""
-    found = campaign_rows.memberships(item_keys)
-    return {item: {"id": campaign, "size": size, "added": added}
-            for item, (campaign, size, added) in found.items() if size > 1}
+    """item key -> {"id", "size", "submissions", "added"} of the campaign it belongs to
+    (groups of one are not campaigns: such a comment has no entry)."""
+    found = {item: row for item, row in campaign_rows.memberships(item_keys).items() if row[1] > 1}
+    represented = campaign_rows.submissions(campaign for campaign, _, _ in found.values())
+    return {item: {"id": campaign, "size": size, "submissions": represented.get(campaign, size), "added": added}
+            for item, (campaign, size, added) in found.items()}
 
 
 def campaign_members(campaign_id: str) -> list[str] | None:
@@ -27,12 +28,13 @@ def campaign_members(campaign_id: str) -> list[str] | None:
 
 
 def largest_campaigns(docket_id: str, limit: int) -> list[dict]:
-    """The docket's largest campaigns, largest first ({"id", "size", "first_seen", "last_seen",
-    "opening"}: the start of the representative's text, page markers taken out: the campaign's
-    own page shows it whole)."""
-    return [{"id": c.id, "size": c.size, "first_seen": c.first_seen, "last_seen": c.last_seen,
-             "opening": opening(c.representative_text)}
-            for c in campaign_rows.campaigns_of(docket_id, limit)]
+    """The docket's largest campaigns, largest first ({"id", "size", "submissions",
+    "first_seen", "last_seen", "opening"}: the start of the representative's text, page markers
+    taken out: the campaign's own page shows it whole)."""
+    found = campaign_rows.campaigns_of(docket_id, limit)
+    represented = campaign_rows.submissions(c.id for c in found)
+    return [{"id": c.id, "size": c.size, "submissions": represented.get(c.id, c.size), "first_seen": c.first_seen,
+             "last_seen": c.last_seen, "opening": opening(c.representative_text)} for c in found]
 
 
 OPENING_CHARS = 240

@@ -41,6 +41,10 @@ class SearchForm:
     page: int = 1
     attachments: str = ""  # "yes" / "no": only comments with (without) attachments
     withdrawn: str = ""  # "yes" / "no"
+    subtype: str = ""  # the record's kept attributes, each matched exactly
+    category: str = ""
+    state: str = ""
+    country: str = ""
 
     @classmethod
     def parse(cls, params) -> SearchForm:
@@ -50,7 +54,8 @@ class SearchForm:
                    org=params.get("org", "").strip()[:200], campaign=params.get("campaign", "").strip()[:100],
                    one_per_campaign=params.get("per_campaign") == "1",
                    page=_bounded_int(params.get("page"), 1, MAX_PAGE),
-                   attachments=_choice(params.get("attachments", "")), withdrawn=_choice(params.get("withdrawn", "")))
+                   attachments=_choice(params.get("attachments", "")), withdrawn=_choice(params.get("withdrawn", "")),
+                   **search_arguments.attribute_values(params))
 
     def checked(self) -> SearchForm:
         """The same form, its arguments checked as ``docketeer search`` checks them
@@ -62,30 +67,49 @@ class SearchForm:
         if self.campaign:
             search_arguments.campaign(self.campaign, campaigns.campaign_members)
         org = search_arguments.organisation(self.org) if self.org else ""
-        return replace(self, q=q, date_from=first, date_to=last, org=org)
+        attributes = {name: search_arguments.attribute(name, getattr(self, name))
+                      for name in search_arguments.ATTRIBUTES}
+        return replace(self, q=q, date_from=first, date_to=last, org=org, **attributes)
+
+    @property
+    def attributes(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in search_arguments.ATTRIBUTES if getattr(self, name)}
+
+    def browse_filters(self):
+        """The comments this search is narrowed to, as the browse page filters them."""
+        from pipeline.store import browsing
+
+        posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
+        return browsing.BrowseFilters(
+            docket=self.docket or None, organization=self.org or None, campaign=self.campaign or None,
+            has_attachments={"yes": True, "no": False}.get(self.attachments),
+            withdrawn={"yes": True, "no": False}.get(self.withdrawn), posted_from=posted_from,
+            posted_before=posted_before, **self.attributes)
 
     def filters(self) -> SearchFilters:
         members = campaigns.campaign_members(self.campaign) if self.campaign else None
-        if self.attachments or self.withdrawn:
-            # Facts only the state DB holds: the search is narrowed to the comments that have them.
+        excluded = None
+        if self.attachments or self.withdrawn or self.attributes:
+            # Facts only the state DB holds: the search is narrowed to the comments that have
+            # them (or, the shorter list, kept from those that do not).
             from pipeline.store import browsing
 
-            members = browsing.matching_keys(browsing.BrowseFilters(
+            members, excluded = browsing.narrowing(browsing.BrowseFilters(
                 docket=self.docket or None, campaign=self.campaign or None,
                 has_attachments={"yes": True, "no": False}.get(self.attachments),
-                withdrawn={"yes": True, "no": False}.get(self.withdrawn)))
+                withdrawn={"yes": True, "no": False}.get(self.withdrawn), **self.attributes))
         # The dates people give are Washington's: the UTC instants bounding those days.
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return SearchFilters(
             items=None if members is None else tuple(members),
-            collection="comments", docket=self.docket or None, organization=self.org or None,
+            excluded=None if excluded is None else tuple(excluded), collection="comments", docket=self.docket or None, organization=self.org or None,
             posted_from=posted_from, posted_before=posted_before)
 
     def query_string(self, **changes) -> dict[str, str]:
         """The parameters of this search (for links to other pages of it)."""
         values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
                   "org": self.org, "campaign": self.campaign, "per_campaign": "1" if self.one_per_campaign else "",
-                  "attachments": self.attachments, "withdrawn": self.withdrawn,
+                  "attachments": self.attachments, "withdrawn": self.withdrawn, **self.attributes,
                   "page": str(self.page)} | {k: str(v) for k, v in changes.items()}
         return {k: v for k, v in values.items() if v}
 

@@ -1,7 +1,8 @@
 """Browsing in headless Chromium (Debian's, driven by Playwright) against `docketeer serve` run
 as users run it: home -> docket -> its comments narrowed by two facets -> a campaign -> a
-member comment -> an organisation; a bad date in the address shows a message. Every page is
-saved as a screenshot under the test's tmp folder."""
+member comment -> an organisation; a subtype facet, then a search narrowed by a state facet;
+a bad date in the address shows a message. Every page is saved as a screenshot under the
+test's tmp folder (``docs/serve.png`` is the search page with facets)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,16 @@ from tests.fixtures.web_fixtures import web_store
 pytestmark = pytest.mark.postgres
 
 
+# The records' kept attributes, as the API sends them: two subtypes, three states.
+RECORDS = {f"{docket}-{n:04d}": {"subtype": "Mass Mail Campaign" if n % 3 == 0 else "Public Comment",
+                                 "stateProvinceRegion": ("IA", "OH", "CA")[n % 3], "country": "United States",
+                                 "category": "Hospital"}
+           for docket in ("CMS-2026-0001", "EPA-2026-0002") for n in range(2, 10)}
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, pg_server):
-    with web_store(tmp_path_factory.mktemp("browseb"), pg_server) as built:
+    with web_store(tmp_path_factory.mktemp("browseb"), pg_server, RECORDS) as built:
         yield built
 
 
@@ -114,6 +122,39 @@ def test_home_docket_two_facets_campaign_member_organisation(page, site, store, 
     assert all(url.startswith(site) for url in page.requests)  # nothing fetched from elsewhere
     for name in ("home", "docket", "browse", "campaign", "member", "organisation"):
         assert (tmp_path / f"{name}.png").stat().st_size > 5000, name
+
+
+def test_a_subtype_facet_then_a_search_narrowed_by_a_state_facet(page, site, store, tmp_path):
+    docket = store.dockets[0]
+    page.goto(f"{site}/comments?docket={docket}")
+    facet = page.locator('ul[data-facet="subtype"] li', has_text="Mass Mail Campaign")
+    expected = _count(facet.locator("span.n").inner_text())
+    facet.locator("a").click()
+    page.wait_for_selector("p.active-filters")
+    mass_mail = {k for (k,) in Item.select(Item.key).where((Item.docket == docket) & (Item.kind == "comment")
+                                                            & (Item.subtype == "Mass Mail Campaign")).tuples()}
+    assert sorted(page.locator("tr.comment-row a.comment-link").all_inner_texts()) == sorted(mass_mail)
+    assert len(mass_mail) == expected > 0
+    assert "subtype: Mass Mail Campaign" in page.locator("p.active-filters").inner_text()
+    page.screenshot(path=tmp_path / "browse-subtype.png", full_page=True)
+
+    page.goto(f"{site}/search")
+    page.fill("input[name=q]", "hospital payment rural wage")
+    page.press("input[name=q]", "Enter")
+    page.wait_for_selector("aside.facets")
+    everywhere = page.locator("a.comment-link").all_inner_texts()
+    page.screenshot(path=tmp_path / "search-facets.png")  # docs/serve.png
+    state = page.locator('ul[data-facet="state"] li').first
+    value = state.locator("a").inner_text()
+    state.locator("a").click()
+    page.wait_for_selector(f'input[name=state][value="{value}"]')
+    narrowed = page.locator("a.comment-link").all_inner_texts()
+    in_state = {k for (k,) in Item.select(Item.key).where(Item.state_province_region == value).tuples()}
+    assert narrowed and set(narrowed) <= in_state and set(narrowed) <= set(everywhere)
+    assert page.locator("input[name=q]").input_value() == "hospital payment rural wage"  # the query kept
+    page.screenshot(path=tmp_path / "search-narrowed.png")
+    assert (tmp_path / "search-facets.png").stat().st_size > 5000 < (tmp_path / "search-narrowed.png").stat().st_size
+    assert all(url.startswith(site) for url in page.requests)
 
 
 def test_a_bad_date_shows_a_message(page, site, store, tmp_path):

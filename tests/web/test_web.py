@@ -86,7 +86,7 @@ def test_campaign_filter_and_one_result_per_campaign_through_the_hook(client, st
     monkeypatch.setattr(campaigns, "available", lambda: True)
     monkeypatch.setattr(campaigns, "campaign_members", lambda cid: members if cid == "C-1" else [])
     monkeypatch.setattr(campaigns, "campaign_info",
-                        lambda keys: {k: {"id": "C-1", "size": len(members)} for k in keys if k in members})
+                        lambda keys: {k: {"id": "C-1", "size": len(members), "submissions": len(members)} for k in keys if k in members})
     page = client.get("/search", params=query).text
     assert 'name="per_campaign"' in page and f"campaign of {len(members)}" in page
 
