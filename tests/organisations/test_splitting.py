@@ -135,3 +135,36 @@ def test_the_stage_writes_one_member_per_organisation_incrementally(tmp_path):
         counted = {r["comment_id"]: r["organisation_count"] for r in tables["comments"]}
         assert counted[f"{D}-0001"] == 2 and counted[f"{D}-0004"] == 1
     runtime.close()
+
+
+def test_serve_shows_the_resolved_organisation_in_every_spelling(tmp_path):
+    """The organisation page and feed, by any spelling or the id, list every comment resolved
+    to it (a field naming it beside another included), and its spellings with their counts."""
+    from starlette.testclient import TestClient
+
+    from pipeline.web import browse, pages
+    from pipeline.web.app import make_app
+
+    runtime = make_runtime(tmp_path)
+    with installed(runtime):
+        runtime.state  # noqa: B018
+        seed_store([_comment(n, f) for n, f in enumerate(
+            ["American Medical Association", "Amer. Med. Assn.", "American Medical Association; Sierra Club",
+             "Sierra Club", "Procter and Gamble"], start=1)])
+        _resolve(runtime)
+        ama = organisation_id(normalise("American Medical Association"))
+        page = browse.organisation_page("AMERICAN MEDICAL ASSN", 1)
+        assert page.organisation_id == ama and page.name == "American Medical Association"
+        assert page.total == 3 and sorted(r.key for r in page.rows) == [f"{D}-0001", f"{D}-0002", f"{D}-0003"]
+        assert dict(page.variants) == {"American Medical Association": 2, "Amer. Med. Assn.": 1}
+        with TestClient(make_app(runtime, pages.WarmSearch(runtime)), base_url="http://127.0.0.1") as client:
+            by_id = client.get("/organisation", params={"id": ama})
+            assert by_id.status_code == 200 and "3 comments naming this organisation" in by_id.text
+            assert "Amer. Med. Assn." in by_id.text
+            feed = client.get("/feed/organisation", params={"name": "Amer. Med. Assn."})
+            assert feed.status_code == 200 and feed.text.count("<entry>") == 3
+            comment = client.get(f"/comment/{D}-0003")
+            assert f'href="/organisation?id={ama}"' in comment.text and "Sierra Club" in comment.text
+            # A name the stage never resolved: the comments written with it, as before.
+            assert client.get("/organisation", params={"name": "Nobody At All"}).status_code == 404
+    runtime.close()
