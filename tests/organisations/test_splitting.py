@@ -168,3 +168,14 @@ def test_serve_shows_the_resolved_organisation_in_every_spelling(tmp_path):
             # A name the stage never resolved: the comments written with it, as before.
             assert client.get("/organisation", params={"name": "Nobody At All"}).status_code == 404
     runtime.close()
+
+
+def test_the_planted_lists_split_into_their_names_and_list_like_names_stay_whole():
+    import random
+
+    from devtools.organisation_corpus import LIST_LIKE_NAMES, multi_organisation_fields, planted_names
+
+    rng = random.Random(3)
+    for field, parts in multi_organisation_fields(rng, planted_names(rng, 200), 150):
+        assert [normalise(n) for n in split_names(field)] == [normalise(p) for p in parts], field
+    assert all(split_names(name) == [name] for name in LIST_LIKE_NAMES)
