@@ -28,9 +28,11 @@ LIST_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|&\s*)?|\s+(?:and|&)\s+|\s*&\s*", 
 def stands_alone(part: str) -> bool:
     """The part names an organisation by itself: an acronym, or two or more words one of
     which says what kind of body it is."""
+    words = normalise(part).split()
+    if not words or all(w in LEGAL_SUFFIXES for w in words):
+        return False  # "L.L.C." after a comma ends a name
     if is_acronym(part):
         return True
-    words = normalise(part).split()
     return len(words) >= 2 and bool(set(words) & KIND_WORDS) and words[-1] not in LEGAL_SUFFIXES
 
 

@@ -42,7 +42,7 @@ def test_a_list_of_organisations_is_split(field, parts):
 @pytest.mark.parametrize("name", [
     "Johnson & Johnson", "Procter and Gamble", "Department of Health and Human Services",
     "Alliance of Farmers and Ranchers", "Wisconsin Department of Children & Families", "Acme, Inc.",
-    "Smith and Jones Foundation", "Ohio Nurses Association", "USA Rice, U.S. Wheat Associates, U.S. Grains Council",
+    "Smith and Jones Foundation", "Ohio Nurses Association", "Prairie Seed Company, L.L.C.", "Acme Corp, LLC", "USA Rice, U.S. Wheat Associates, U.S. Grains Council",
 ])
 def test_a_list_like_single_name_is_kept_whole(name):
     assert split_names(name) == [name]
