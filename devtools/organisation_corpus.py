@@ -169,6 +169,29 @@ def organisation_comments(dockets: list[str], organisations: int, per_docket: in
     return comments
 
 
+# Single names written like lists: never split.
+LIST_LIKE_NAMES = ("Johnson & Johnson", "Procter and Gamble", "Department of Health and Human Services",
+                   "Alliance of Farmers and Ranchers", "Smith and Jones Foundation", "Barnes & Noble",
+                   "Wisconsin Department of Children & Families", "Bureau of Alcohol, Tobacco and Firearms",
+                   "Council of State and Territorial Epidemiologists", "Ben & Jerry's", "Acme, Inc.",
+                   "Association of Schools and Colleges", "Arnold & Porter", "Center for Science and Democracy")
+LIST_FORMS = ("{a}; {b}", "{a} and {b}", "{a} & {b}", "{a}, {b}, and {c}", "{a}; {b}; {c}",
+              "Jane Doe on behalf of {a} and {b}", "{a}, {b} and {c}")
+
+
+def multi_organisation_fields(rng: random.Random, names: list[str], count: int) -> list[tuple[str, list[str]]]:
+    """``count`` fields each naming two or three of the planted associations (companies'
+    names hold no word saying they are a body, so a list of them is not split), in the ways
+    people list them, with the names they hold."""
+    bodies = [n for n in names if n.split()[-1] in KINDS]
+    found = []
+    for _ in range(count):
+        form = rng.choice(LIST_FORMS)
+        chosen = rng.sample(bodies, 3 if "{c}" in form else 2)
+        found.append((form.format(**dict(zip("abc", chosen, strict=False))), chosen))
+    return found
+
+
 def truth(comments: list[PlantedComment]) -> dict[str, str | None]:
     return {c.key: c.organisation for c in comments}
 

@@ -148,7 +148,7 @@ _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage
 def follow_on_stages() -> list[tuple[type[DocketWrapper], tuple[str, ...]]]:
     """The stages ``IndexAll`` runs after indexing, each with the settings that must all be on
     for it to: one list, so a new follow-on stage is one line here and one setting."""
-    return [(CampaignsAll, ("campaigns",))]
+    return [(CampaignsAll, ("campaigns",)), (OrganisationsAll, ("organisations",))]
 
 
 def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageTask], type[DocketWrapper]]:

@@ -118,7 +118,7 @@ def run_index_all(env: dict[str, str], label: str) -> tuple[float, list[str]]:
 
 def _is_summary(line: str) -> bool:
     keep = ("Scheduled", "ran successfully", "complete ones", "failed", "Did not run", "    - ",
-            "docketeer", "fetch ", "backfill ", "extract ", "index ", "campaigns ")
+            "docketeer", "fetch ", "backfill ", "extract ", "index ", "campaigns ", "organisations ")
     return any(k in line for k in keep) and "DEBUG" not in line
 
 

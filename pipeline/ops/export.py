@@ -1,7 +1,7 @@
 """``docketeer export DEST [--docket D] [--format parquet|csv]``: each docket's comments,
 attachments and campaigns as files that DuckDB, pandas and spreadsheets read directly.
 
-``DEST/<docket>/comments.parquet`` (or ``.csv``), ``attachments.*`` and ``campaigns.*``,
+``DEST/<docket>/comments.parquet`` (or ``.csv``), ``attachments.*``, ``campaigns.*`` and ``comment_organisations.*``,
 with ``DEST/README.txt`` describing every column. A docket is rewritten only when its data
 changed since its last export there: ``DEST/<docket>/export.json`` keeps the fingerprint of
 the state rows the files were made from (items, attachments, extract, OCR and campaign
@@ -32,7 +32,7 @@ from pipeline.sources import records
 from pipeline.store import dockets, item_states, items, reports
 from pipeline.store.blobs import combined_key
 
-EXPORT_VERSION = "export-4"
+EXPORT_VERSION = "export-5"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -71,8 +71,17 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("campaign_id", "string", "its campaign group: the earliest member's comment id"),
         ("campaign_size", "int64", "comments in that group (1: a comment of its own)"),
         ("campaign_submissions", "int64", "submissions that group represents (duplicates counted)"),
-        ("organisation_id", "string", "its organisation, the same across spellings and dockets (a digest of its name)"),
+        ("organisation_id", "string", "its organisation, the same across spellings and dockets (a digest of its "
+                                      "name); the first when it names several (comment_organisations has each)"),
         ("organisation", "string", "that organisation's canonical name"),
+        ("organisation_count", "int64", "organisations it names (\"AMA and AHA\": 2; empty: not resolved or none)"),
+    ],
+    "comment_organisations": [
+        ("docket_id", "string", "the docket"),
+        ("comment_id", "string", "the comment"),
+        ("position", "int64", "the organisation's place in the comment's field (0 first)"),
+        ("organisation_id", "string", "the organisation, the same across spellings and dockets"),
+        ("organisation", "string", "its canonical name"),
     ],
     "attachments": [
         ("docket_id", "string", "the docket"),
@@ -198,8 +207,8 @@ def docket_fingerprint(docket_id: str, formats: tuple[str, ...]) -> str:
         digest.add(key, campaign, str(size))
     for c in campaigns.docket_campaigns(docket_id):
         digest.add(c.id, c.representative, c.first_seen or "", c.last_seen or "")
-    for key, (organisation, name) in sorted(organisations.docket_organisations(docket_id).items()):
-        digest.add(key, organisation, name)
+    for key, named in sorted(organisations.docket_organisations(docket_id).items()):
+        digest.add(key, *(part for pair in named for part in pair))
     return digest.hexdigest()
 
 
@@ -220,7 +229,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             represented[campaign] = represented.get(campaign, 0) + 1 + (c.duplicate_comments or 0)
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
                                  read.get(c.key), membership.get(c.key), represented,
-                                 resolved.get(c.key, (None, None))) for c in comments]
+                                 resolved.get(c.key, [])) for c in comments]
     keys = {c.key for c in comments}
     attachment_rows = []
     for key in sorted(files):
@@ -233,7 +242,12 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             text = read[key].files.get(a.filename) if key in read else None
             attachment_rows.append(_attachment_row(docket_id, a, standing, text))
     return {"comments": comment_rows, "attachments": attachment_rows,
-            "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)]}
+            "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)],
+            "comment_organisations": [
+                {"docket_id": docket_id, "comment_id": key, "position": position,
+                 "organisation_id": organisation, "organisation": name}
+                for key in sorted(resolved) if key in keys
+                for position, (organisation, name) in enumerate(resolved[key])]}
 
 
 @dataclass
@@ -276,7 +290,8 @@ def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
 
 
 def _comment_row(docket_id, item, files, text_row, read: ItemText | None, membership, represented,
-                 organisation) -> dict:
+                 named: list[tuple[str, str]]) -> dict:
+    organisation = named[0] if named else (None, None)
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
             "posted_date": item.posted_date, "received_date": item.received_date,
@@ -290,7 +305,8 @@ def _comment_row(docket_id, item, files, text_row, read: ItemText | None, member
             "campaign_id": membership[0] if membership else None,
             "campaign_size": membership[1] if membership else None,
             "campaign_submissions": represented.get(membership[0]) if membership else None,
-            "organisation_id": organisation[0], "organisation": organisation[1]}
+            "organisation_id": organisation[0], "organisation": organisation[1],
+            "organisation_count": len(named) or None}
 
 
 KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order
@@ -369,7 +385,8 @@ def _temporary_beside(path: Path) -> Iterator[str]:
 
 def readme() -> str:
     lines = ["docketeer export", "================", "",
-             "One folder per docket, each with comments, attachments and campaigns as Parquet",
+             "One folder per docket, each with comments, attachments, campaigns and",
+             "comment_organisations (each organisation a comment names) as Parquet",
              "and/or CSV (UTF-8, header row). export.json holds the fingerprint of the data the",
              "files were made from: an unchanged docket is not rewritten.", "",
              "DuckDB:  SELECT count(*) FROM read_parquet('DEST/*/comments.parquet');",

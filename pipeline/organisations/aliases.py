@@ -8,11 +8,16 @@ names)::
         variants: [AMA, Amer. Med. Assn.]        # merged into it
       - name: American Hospital Association of Ohio   # its own organisation: never merged
                                                        # into American Hospital Association
+    split:
+      - name: AMA/AHA                                  # a field naming several organisations
+        into: [American Medical Association, American Hospital Association]
+      - name: Smith and Jones                          # one organisation: never split
 
 Every name and variant is compared in its normal form (``names.normalise``). A comment whose
 name is listed goes to that entry's organisation whatever the matching would say; the file's
 digest is one of the stage's terms, and each listed name's entry is part of the fingerprint
-of the comments written with that name, so a changed file redoes exactly those comments.
+of the comments written with that name (and the ``split:`` entry of the whole field they
+wrote), so a changed file redoes exactly those comments.
 """
 
 from __future__ import annotations
@@ -34,6 +39,16 @@ FILE_NAME = "organisations.yaml"
 class Aliases:
     listed: dict[str, Known] = field(default_factory=dict)  # normalised name -> its organisation
     text_digest: str = ""  # "" without a file: the stage's terms at their default
+    splits: dict[str, tuple[str, ...]] = field(default_factory=dict)  # normalised field -> its parts
+
+    def field_digest(self, field_normalised: str | None, variants: list[str]) -> str:
+        """What the file says about a comment's field: its ``split:`` entry and the entry of
+        every name it was split into ("" when it says nothing)."""
+        parts = [self.entry_digest(v) for v in variants]
+        split = self.splits.get(field_normalised or "")
+        if split is None and not any(parts):
+            return ""
+        return digest("split", repr(split), *parts)
 
     def entry_digest(self, normalised: str | None) -> str:
         """What the file says about this name ("" when it says nothing)."""
@@ -84,7 +99,23 @@ def parse_aliases(text: str, where: str = FILE_NAME) -> Aliases:
             if key in listed and listed[key] != known:
                 raise ConfigError(f"{where}: {written!r} is listed under both {listed[key].name!r} and {name!r}")
             listed[key] = known
-    return Aliases(listed, digest("organisations-aliases", text))
+    return Aliases(listed, digest("organisations-aliases", text), parse_splits(data.get("split", []), where))
+
+
+def parse_splits(entries, where: str) -> dict[str, tuple[str, ...]]:
+    """``split:`` entries: a field as written (``name``) and the organisations it names
+    (``into``; none or empty: the field is one organisation, never split)."""
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}: expected 'split:' with a list of entries (name, into)")
+    splits: dict[str, tuple[str, ...]] = {}
+    for n, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not normalise(entry["name"]):
+            raise ConfigError(f"{where}: split entry {n} needs a 'name' (the field as written)")
+        into = entry.get("into") or []
+        if not isinstance(into, list) or not all(isinstance(v, str) and normalise(v) for v in into):
+            raise ConfigError(f"{where}: split entry {n} ({entry['name']}): 'into' must be a list of names")
+        splits[normalise(entry["name"])] = tuple(v.strip() for v in into)
+    return splits
 
 
 def alias_terms(settings) -> str:

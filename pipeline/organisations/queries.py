@@ -32,21 +32,29 @@ def _chunks(values: Iterable, size: int = IN_CHUNK):
 
 # --- what the stage reads ----------------------------------------------------------------------
 
-def member_variants(docket_id: str) -> dict[str, str]:
-    """item -> the written name in normal form, for the docket's resolved comments."""
-    return dict(OrganisationMember.select(OrganisationMember.item, OrganisationMember.variant)
-                .where(OrganisationMember.docket == docket_id).tuples())
+def member_variants(docket_id: str) -> dict[str, tuple[str, list[str]]]:
+    """item -> (its whole field in normal form, the names it was split into in normal form),
+    for the docket's resolved comments."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    query = (OrganisationMember.select(OrganisationMember.item, OrganisationMember.whole, OrganisationMember.variant)
+             .where(OrganisationMember.docket == docket_id)
+             .order_by(OrganisationMember.item, OrganisationMember.position).tuples())
+    for item, whole, variant in query:
+        found.setdefault(item, (whole, []))[1].append(variant)
+    return found
 
 
-def members(keys: Iterable[str]) -> dict[str, tuple]:
-    """item -> (organisation, variant, written, source) for those of ``keys`` that have one."""
-    found = {}
+def members(keys: Iterable[str]) -> dict[str, list[tuple]]:
+    """item -> [(organisation, variant, written, source, whole), ...] in field order, for
+    those of ``keys`` that have one."""
+    found: dict[str, list[tuple]] = {}
     for chunk in _chunks(sorted(set(keys))):
         for item, *rest in (OrganisationMember.select(OrganisationMember.item, OrganisationMember.organisation,
                                                       OrganisationMember.variant, OrganisationMember.written,
-                                                      OrganisationMember.source)
-                            .where(OrganisationMember.item.in_(chunk)).tuples()):
-            found[item] = tuple(rest)
+                                                      OrganisationMember.source, OrganisationMember.whole)
+                            .where(OrganisationMember.item.in_(chunk))
+                            .order_by(OrganisationMember.item, OrganisationMember.position).tuples()):
+            found.setdefault(item, []).append(tuple(rest))
     return found
 
 
@@ -128,24 +136,23 @@ def save_acronyms(docket_id: str, pairs: dict[str, str]) -> None:
         counters.incr(ROWS_WRITTEN)
 
 
-def save_members(docket_id: str, rows: dict[str, tuple], leaving: Iterable[str]) -> None:
-    """item -> (organisation, variant, written, source): written where new or changed; the
-    ``leaving`` items (they name no organisation now) lose theirs."""
+def save_members(docket_id: str, rows: dict[str, list[tuple]], leaving: Iterable[str]) -> None:
+    """item -> [(organisation, variant, written, source, whole), ...] in field order: an
+    item's rows rewritten where they changed; the ``leaving`` items (they name no
+    organisation now) lose theirs."""
     stored = members([*rows, *leaving])
     with database.atomic():
-        for chunk in _chunks(sorted(k for k in leaving if k in stored)):
+        gone = sorted({k for k in leaving if k in stored} | {k for k in rows if k in stored and stored[k] != rows[k]})
+        for chunk in _chunks(gone):
             OrganisationMember.delete().where(OrganisationMember.item.in_(chunk)).execute()
             counters.incr(ROWS_WRITTEN)
         for item in sorted(rows):
             if stored.get(item) == rows[item]:
                 continue
-            org, variant, written, source = rows[item]
-            values = {OrganisationMember.docket: docket_id, OrganisationMember.organisation: org,
-                      OrganisationMember.variant: variant, OrganisationMember.written: written,
-                      OrganisationMember.source: source}
-            (OrganisationMember.insert({OrganisationMember.item: item, **values})
-             .on_conflict(conflict_target=[OrganisationMember.item], update=values).execute())
-            counters.incr(ROWS_WRITTEN)
+            for position, (org, variant, written, source, whole) in enumerate(rows[item]):
+                OrganisationMember.insert(item=item, position=position, docket=docket_id, organisation=org,
+                                          variant=variant, written=written, source=source, whole=whole).execute()
+                counters.incr(ROWS_WRITTEN)
 
 
 # --- the read side: docketeer orgs, docketeer export --------------------------------------------
@@ -162,7 +169,7 @@ class OrganisationSummary:
 def organisations_summary(docket_id: str | None = None) -> list[OrganisationSummary]:
     """Every organisation with comments (in ``docket_id`` alone when given), most comments first."""
     query = (OrganisationMember.select(OrganisationMember.organisation, OrganisationMember.docket,
-                                       OrganisationMember.written, fn.COUNT(OrganisationMember.item))
+                                       OrganisationMember.written, fn.COUNT(OrganisationMember.item.distinct()))
              .group_by(OrganisationMember.organisation, OrganisationMember.docket, OrganisationMember.written))
     if docket_id:
         query = query.where(OrganisationMember.docket == docket_id)
@@ -201,9 +208,14 @@ def campaigns_joined(organisations: Iterable[str]) -> dict[str, int]:
     return found
 
 
-def docket_organisations(docket_id: str) -> dict[str, tuple[str, str]]:
-    """item -> (organisation id, canonical name), for the docket's resolved comments (export)."""
+def docket_organisations(docket_id: str) -> dict[str, list[tuple[str, str]]]:
+    """item -> [(organisation id, canonical name), ...] in field order, for the docket's
+    resolved comments (export)."""
     query = (OrganisationMember.select(OrganisationMember.item, Organisation.id, Organisation.name)
              .join(Organisation, on=(Organisation.id == OrganisationMember.organisation))
-             .where(OrganisationMember.docket == docket_id).tuples())
-    return {item: (org, name) for item, org, name in query}
+             .where(OrganisationMember.docket == docket_id)
+             .order_by(OrganisationMember.item, OrganisationMember.position).tuples())
+    found: dict[str, list[tuple[str, str]]] = {}
+    for item, org, name in query:
+        found.setdefault(item, []).append((org, name))
+    return found

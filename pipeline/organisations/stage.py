@@ -1,8 +1,10 @@
 """Organisations: each comment's organisation, one id across spellings and dockets.
 
 Runs after backfill (the record's ``organization``, its title and its body are backfill's).
+A field naming several organisations ("AMA and AHA") is split first
+(``pipeline.organisations.splitting``): a comment has one member row per organisation.
 An item's fingerprint is its list summary's and detail record's hashes, the resolver's
-version and what the alias file says about the name it was written with, so only new or
+version and what the alias file says about the field it was written with, so only new or
 changed comments, and those whose name the alias file now lists differently, are resolved;
 the rest are never read. A name is resolved by ``pipeline.organisations.matching`` against
 the variants every earlier run learnt (``organisation_variant``): the alias file first, then
@@ -19,12 +21,20 @@ from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.fingerprints import digest
 from pipeline.organisations import queries
 from pipeline.organisations.aliases import Aliases, alias_terms, load_aliases
-from pipeline.organisations.names import Candidate, acronym_key, candidate, is_acronym, normalise
+from pipeline.organisations.names import (
+    Candidate,
+    acronym_key,
+    candidate,
+    is_acronym,
+    normalise,
+    unpair,
+)
+from pipeline.organisations.splitting import split_names
 from pipeline.store import item_states
 from pipeline.store.models import Docket
 
 STAGE = "organisations"
-RESOLVER_VERSION = "organisations-1"
+RESOLVER_VERSION = "organisations-2"  # 2: a field naming several organisations is split
 UNDECIDED = (item_states.PENDING, "stale")  # backfill has not decided these yet
 
 
@@ -44,7 +54,8 @@ def plan(docket_id: str, aliases: Aliases, force: bool) -> dict[str, tuple[str |
         kind, summary, detail = facts.get(key, ("comment", None, None))
         if row.state in UNDECIDED or kind != "comment":
             continue
-        fingerprint = item_fingerprint(summary, detail, aliases.entry_digest(variants.get(key)))
+        whole, names = variants.get(key, ("", []))
+        fingerprint = item_fingerprint(summary, detail, aliases.field_digest(whole, names))
         done = mine.get(key)
         if force or done is None or done.fingerprint != fingerprint or done.state == "stale":
             todo[key] = (summary, detail)
@@ -66,23 +77,40 @@ def resolve_docket(ctx: StageContext, docket: Docket) -> StageResult:
     fields = queries.comment_fields(todo)
     found = {key: candidate(*fields[key]) for key in sorted(todo) if key in fields}
     named = {key: c for key, c in found.items() if c is not None}
-    resolved = Resolution(docket.id, aliases).resolve(named)
+    parts = {(key, position): part for key, cand in named.items()
+             for position, part in enumerate(split_candidate(cand, aliases))}
+    resolved = Resolution(docket.id, aliases).resolve(parts)
 
-    assigned = {key: (resolved[key][0], resolved[key][1], cand.raw, cand.source) for key, cand in named.items()}
+    assigned: dict[str, list[tuple]] = {}
+    for (key, position), part in sorted(parts.items()):
+        organisation, variant = resolved[(key, position)]
+        assigned.setdefault(key, []).append((organisation, variant, part.raw, part.source, normalise(named[key].raw)))
     leaving = [key for key in todo if key not in named]
     queries.save_members(docket.id, assigned, leaving)
-    # Each fingerprint holds what the alias file says about the name now resolved (the plan
-    # knew only the name stored before), so the next plan finds it current.
+    # Each fingerprint holds what the alias file says about the field now resolved (the plan
+    # knew only the names stored before), so the next plan finds it current.
     rows = [{"stage": STAGE, "item": k, "docket": docket.id, "state": "ok" if k in named else "skipped",
              "run_id": ctx.run_id,
-             "fingerprint": item_fingerprint(*todo[k], aliases.entry_digest(assigned[k][1] if k in assigned else None)),
+             "fingerprint": item_fingerprint(*todo[k], aliases.field_digest(
+                 normalise(named[k].raw), [row[1] for row in assigned[k]]) if k in assigned else ""),
              "reason": None if k in named else "names no organisation"} for k in sorted(todo)]
     item_states.transition_many(rows)
     ctx.progress.advance("resolved", len(todo))
-    for outcome, n in (("assigned", len(named)), ("no_organisation", len(leaving))):
+    several = sum(1 for rows in assigned.values() if len(rows) > 1)
+    for outcome, n in (("assigned", len(named)), ("several_organisations", several),
+                       ("no_organisation", len(leaving))):
         if n:
             result.add(outcome, n)
     return result
+
+
+def split_candidate(cand: Candidate, aliases: Aliases) -> list[Candidate]:
+    """The organisations one written field names (``pipeline.organisations.splitting``), each
+    a candidate of its own; a part written "Full Name (FN)" pairs its acronym too."""
+    names = split_names(cand.raw, aliases.splits)
+    if names == [cand.raw]:
+        return [cand]
+    return [Candidate(full, cand.source, short) for full, short in map(unpair, names)]
 
 
 class Resolution:
@@ -93,8 +121,9 @@ class Resolution:
         self.docket_id = docket_id
         self.aliases = aliases
 
-    def resolve(self, named: dict[str, Candidate]) -> dict[str, tuple[str, str]]:
-        """item -> (organisation id, the written name in normal form)."""
+    def resolve(self, named: dict) -> dict:
+        """key (an item and a position in its field) -> (organisation id, the written name in
+        normal form)."""
         from pipeline.organisations.matching import Known, VariantIndex, organisation_id
 
         stored = queries.known_variants()

@@ -13,7 +13,16 @@ from dataclasses import dataclass, field
 
 from peewee import JOIN, Case, Value, fn
 
-from pipeline.store.models import Attachment, Campaign, CampaignMember, Docket, Item
+from pipeline.store.models import (
+    Attachment,
+    Campaign,
+    CampaignMember,
+    Docket,
+    Item,
+    Organisation,
+    OrganisationMember,
+    OrganisationVariant,
+)
 
 IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
 SORTS = {  # the name in the URL -> how the page says it (ties broken by the comment's id)
@@ -33,7 +42,8 @@ ATTRIBUTES = {"subtype": Item.subtype, "category": Item.category, "state": Item.
 class BrowseFilters:
     docket: str | None = None
     organization: str | None = None  # a part of the organisation or submitter name, any case
-    organization_exact: str | None = None  # exactly this organisation (its page)
+    organization_exact: str | None = None  # exactly this name as written (a name not resolved)
+    organisation_id: str | None = None  # the resolved organisation, in any spelling (its page)
     campaign: str | None = None
     has_attachments: bool | None = None
     withdrawn: bool | None = None
@@ -77,6 +87,9 @@ def _filtered(query, filters: BrowseFilters):
                             | Item.submitter.contains(filters.organization))
     if filters.organization_exact:
         query = query.where(Item.organization == filters.organization_exact)
+    if filters.organisation_id:
+        query = query.where(Item.key.in_(OrganisationMember.select(OrganisationMember.item)
+                                         .where(OrganisationMember.organisation == filters.organisation_id)))
     if filters.campaign:
         query = query.where(CampaignMember.campaign == filters.campaign)
     if filters.has_attachments is not None:
@@ -289,6 +302,35 @@ def docket_summaries(offset: int = 0, limit: int = 100) -> list[DocketSummary]:
 
 
 # --- an organisation ----------------------------------------------------------------------------
+
+
+def resolved_organisation(name_or_id: str) -> tuple[str, str] | None:
+    """(id, canonical name) of the organisation an id or a name in any spelling it was seen
+    with stands for; None when the organisations stage has not met it."""
+    from pipeline.organisations.names import normalise
+
+    found = Organisation.get_or_none(Organisation.id == name_or_id)
+    if found is None:
+        variant = OrganisationVariant.get_or_none(OrganisationVariant.normalised == normalise(name_or_id))
+        found = Organisation.get_or_none(Organisation.id == variant.organisation) if variant else None
+    return (found.id, found.name) if found else None
+
+
+def resolved_organisation_dockets(organisation: str) -> list[tuple[str, int]]:
+    """(docket, comments) of one resolved organisation, dockets in id order."""
+    n = fn.COUNT(OrganisationMember.item.distinct())
+    return list(OrganisationMember.select(OrganisationMember.docket, n)
+                .where(OrganisationMember.organisation == organisation)
+                .group_by(OrganisationMember.docket).order_by(OrganisationMember.docket).tuples())
+
+
+def organisation_variants(organisation: str) -> list[tuple[str, int]]:
+    """(as written, comments) of one resolved organisation, commonest first."""
+    n = fn.COUNT(OrganisationMember.item.distinct())
+    rows = (OrganisationMember.select(OrganisationMember.written, n)
+            .where(OrganisationMember.organisation == organisation)
+            .group_by(OrganisationMember.written).tuples())
+    return sorted(rows, key=lambda r: (-r[1], r[0]))
 
 
 def organisation_dockets(name: str) -> list[tuple[str, int]]:

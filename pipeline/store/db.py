@@ -29,7 +29,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -392,7 +392,17 @@ def _upgrade_to_13(db: peewee.Database) -> None:
                       models.OrganisationAcronym], safe=True)
 
 
+def _upgrade_to_14(db: peewee.Database) -> None:
+    """v14: a comment may have several organisations (a field naming several is split), so
+    ``organisation_member`` is keyed by (item, position). Its rows are rebuilt: the resolver's
+    version changed, so the next run resolves every comment once; the organisations markers
+    are dropped so that sealed dockets are run too."""
+    db.drop_tables([models.OrganisationMember], safe=True)
+    db.create_tables([models.OrganisationMember], safe=True)
+    models.DocketStage.delete().where(models.DocketStage.stage == "organisations").execute()
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
-            13: _upgrade_to_13}
+            13: _upgrade_to_13, 14: _upgrade_to_14}

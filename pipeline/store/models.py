@@ -305,14 +305,20 @@ class OrganisationVariant(BaseModel):
 
 
 class OrganisationMember(BaseModel):
-    """The organisation of one comment, and the name it was written with."""
+    """One of a comment's organisations (a field may name several: ``position`` is its place
+    in the field), and the name it was written with."""
 
-    item = TextField(primary_key=True)
+    item = TextField()
+    position = IntegerField(default=0)
     docket = TextField(index=True)
     organisation = TextField(index=True)
     variant = TextField()  # the written name in normal form
     written = TextField()  # as written ("Amer. Med. Assn.")
     source = TextField()  # organization | title | signature
+    whole = TextField(default="")  # the whole field in normal form ("ama and aha"): what split: is keyed by
+
+    class Meta:
+        primary_key = CompositeKey("item", "position")
 
 
 class OrganisationAcronym(BaseModel):

@@ -248,10 +248,19 @@ class OrganisationPage:
     dockets: list[tuple[str, int]]
     rows: list[browsing.CommentRow]
     page: int
+    organisation_id: str | None = None  # resolved: every spelling of it; None: the name as written alone
+    variants: list[tuple[str, int]] = field(default_factory=list)  # (as written, comments)
 
     @property
     def total(self) -> int:
         return sum(n for _, n in self.dockets)
+
+    @property
+    def query(self) -> str:
+        """The page's own query string (``id=`` once resolved, else ``name=``)."""
+        from urllib.parse import urlencode
+
+        return urlencode({"id": self.organisation_id} if self.organisation_id else {"name": self.name})
 
     @property
     def last_page(self) -> int:
@@ -265,6 +274,15 @@ class OrganisationPage:
 
 
 def organisation_page(name: str, page: int) -> OrganisationPage | None:
+    """The resolved organisation a name (any spelling seen) or an id stands for, with every
+    comment resolved to it; a name the stage has not resolved: the comments written with it."""
+    resolved = browsing.resolved_organisation(name)
+    if resolved is not None:
+        organisation, canonical = resolved
+        rows = browsing.comments(browsing.BrowseFilters(organisation_id=organisation), sort="docket",
+                                 offset=(page - 1) * BROWSE_PAGE_SIZE, limit=BROWSE_PAGE_SIZE)
+        return OrganisationPage(canonical, browsing.resolved_organisation_dockets(organisation), rows, page,
+                                organisation, browsing.organisation_variants(organisation))
     dockets = browsing.organisation_dockets(name)
     if not dockets:
         return None

@@ -258,8 +258,9 @@ class CommentPage:
     sections: list[Section]
     extracted: bool
     campaign: dict | None
-    # (canonical name, as written, where from: organization | title | signature) once resolved
-    organisation: tuple[str, str, str] | None = None
+    # each organisation it names, once resolved: (id, canonical name, as written, where from:
+    # organization | title | signature), in the field's order
+    organisations: list[tuple[str, str, str, str]] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -303,17 +304,16 @@ def comment_page(runtime, key: str) -> CommentPage | None:
         return None
     sections, extracted = _extracted_sections(runtime, item)
     return CommentPage(item, reports.attachments_of(key), reports.file_rows_of(key), sections, extracted,
-                       campaigns.campaign_info([key]).get(key), resolved_organisation(key))
+                       campaigns.campaign_info([key]).get(key), resolved_organisations(key))
 
 
-def resolved_organisation(key: str) -> tuple[str, str, str] | None:
+def resolved_organisations(key: str) -> list[tuple[str, str, str, str]]:
     from pipeline.organisations import queries as organisations
 
-    found = organisations.members([key]).get(key)
-    if found is None:
-        return None
-    organisation, _, written, source = found
-    return organisations.organisation_names([organisation]).get(organisation, organisation), written, source
+    found = organisations.members([key]).get(key, [])
+    names = organisations.organisation_names(row[0] for row in found)
+    return [(organisation, names.get(organisation, organisation), written, source)
+            for organisation, _, written, source, _ in found]
 
 
 def _extracted_sections(runtime, item) -> tuple[list[Section], bool]:

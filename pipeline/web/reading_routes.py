@@ -69,7 +69,7 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
         return render(request, "campaign.html", page=page, feed=f"/feed/campaign/{campaign_id}")
 
     async def organisation(request: Request):
-        name = request.query_params.get("name", "").strip()[:300]
+        name = (request.query_params.get("id") or request.query_params.get("name", "")).strip()[:300]
         number = page_number(request)
         if not name or isinstance(number, list):
             problems = (["name= is missing: give the organisation's name"] if not name else []) + (
@@ -78,7 +78,7 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
         page = browse.organisation_page(name, number)
         if page is None:
             return render(request, "missing.html", 404, what="organisation", name=name)
-        return render(request, "organisation.html", page=page, feed=f"/feed/organisation?{urlencode({'name': name})}")
+        return render(request, "organisation.html", page=page, feed=f"/feed/organisation?{urlencode({'name': page.name})}")
 
     async def docket_feed(request: Request):
         from pipeline.store import reports
@@ -119,13 +119,17 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
         name = request.query_params.get("name", "").strip()[:300]
         if not name:
             return bad(request, ["name= is missing: give the organisation's name"], "/")
-        if not browsing.organisation_dockets(name):
+        # The resolved organisation (every spelling of it) as on its page; else the name as written.
+        resolved = browsing.resolved_organisation(name)
+        filters = (browsing.BrowseFilters(organisation_id=resolved[0]) if resolved
+                   else browsing.BrowseFilters(organization_exact=name))
+        if not resolved and not browsing.organisation_dockets(name):
             return render(request, "missing.html", 404, what="organisation", name=name)
         query = urlencode({"name": name})
         return atom(feeds.Feed(f"tag:docketeer,2026:organisation?{query}", f"New comments of {name}",
                                f"{base_of(request)}/feed/organisation?{query}",
                                f"{base_of(request)}/organisation?{query}",
-                               feeds.latest(browsing.BrowseFilters(organization_exact=name))), request)
+                               feeds.latest(filters)), request)
 
     async def campaign_feed(request: Request):
         from pipeline.campaigns import queries
