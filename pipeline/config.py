@@ -120,6 +120,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_item_chars", int, 5_000_000, "characters kept per item, its body and every file together (the rest is cut, with a reason)", minimum=1000),
     Setting("campaigns", bool, True, "IndexAll also groups campaigns (CampaignGroups) after indexing; CampaignsAll runs them alone"),
     Setting("campaign_threshold", float, 0.5, "word-shingle Jaccard similarity at which a comment joins a campaign group", minimum=0.05),
+    Setting("lineage", bool, True, "IndexAll also ties comments to the documents they answer (LinkRule) after "
+            "indexing; LineageAll runs them alone"),
     Setting("organisations_file", str, "", "the alias file of organisation names (merge, split, canonical name): "
             "empty = organisations.yaml in data_dir, used when it exists"),
     Setting("host_id", str, "", "this host's name in leases and item claims (empty = the hostname); "

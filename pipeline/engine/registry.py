@@ -21,6 +21,7 @@ from pipeline.extract import stage as extract
 from pipeline.fetch import stage as fetch
 from pipeline.index import stage as index
 from pipeline.ocr import stage as ocr
+from pipeline.lineage import stage as lineage
 from pipeline.organisations import stage as organisations
 
 _stages: dict[str, Stage] = {}  # name -> declaration, in pipeline order
@@ -125,5 +126,5 @@ def marker_store(stage: Stage, runtime, invocation=None) -> MarkerStore:
     return stage.markers(completion(stage, runtime.settings), runtime, invocation)
 
 
-for _declared in (fetch, backfill, extract, ocr, index, campaigns, organisations):
+for _declared in (fetch, backfill, extract, ocr, index, campaigns, organisations, lineage):
     register(_declared.DECLARATION)

@@ -1,0 +1,153 @@
+"""Every query of the lineage tables (``lineage_comment``, ``lineage_link``): what the stage
+reads and writes, and the read side of ``docketeer rule``, ``docketeer orgs --rule``, the
+docket page and the export."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from peewee import fn
+
+from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.store.models import Docket, DocketDocument, Item, LineageComment, LineageLink, database
+
+IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
+
+
+def _chunks(values: Iterable, size: int = IN_CHUNK):
+    values = list(values)
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+# --- what the stage reads ----------------------------------------------------------------------
+
+def comment_documents(docket_id: str) -> dict[str, str | None]:
+    """comment -> the document it answers, for the docket's comments."""
+    return dict(Item.select(Item.key, Item.comment_on_document_id)
+                .where((Item.docket == docket_id) & (Item.kind == "comment")).tuples())
+
+
+def document_types(documents: Iterable[str]) -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for chunk in _chunks(sorted({d for d in documents if d})):
+        found.update(DocketDocument.select(DocketDocument.document, DocketDocument.document_type)
+                     .where(DocketDocument.document.in_(chunk)).tuples())
+    return found
+
+
+def ties_of(docket_id: str) -> dict[str, tuple[str | None, str]]:
+    return {item: (document, phase) for item, document, phase in
+            LineageComment.select(LineageComment.item, LineageComment.document, LineageComment.phase)
+            .where(LineageComment.docket == docket_id).tuples()}
+
+
+# --- what the stage writes ---------------------------------------------------------------------
+
+def save_ties(docket_id: str, ties: dict[str, tuple[str | None, str]]) -> int:
+    """comment -> (document, phase): written where new or changed; returns rows written."""
+    stored = ties_of(docket_id)
+    written = 0
+    with database.atomic():
+        for item in sorted(ties):
+            if stored.get(item) == ties[item]:
+                continue
+            document, phase = ties[item]
+            values = {LineageComment.docket: docket_id, LineageComment.document: document,
+                      LineageComment.phase: phase}
+            (LineageComment.insert({LineageComment.item: item, **values})
+             .on_conflict(conflict_target=[LineageComment.item], update=values).execute())
+            counters.incr(ROWS_WRITTEN)
+            written += 1
+    return written
+
+
+def rin_links(docket_id: str) -> set[tuple[str, str, str, str]]:
+    """(docket, other, "rin", RIN) for each other docket of the same RIN, both ways."""
+    docket = Docket.get_or_none(Docket.id == docket_id)
+    if docket is None or not docket.rin:
+        return set()
+    others = [d for (d,) in Docket.select(Docket.id).where((Docket.rin == docket.rin) & (Docket.id != docket_id)).tuples()]
+    return {pair for other in others for pair in ((docket_id, other, "rin", docket.rin),
+                                                    (other, docket_id, "rin", docket.rin))}
+
+
+def save_rin_links(docket_id: str) -> int:
+    """The docket's links by RIN as the dockets' RINs say now: new ones inserted, stale ones
+    dropped; returns rows written."""
+    wanted = rin_links(docket_id)
+    stored = {tuple(r) for r in LineageLink.select(LineageLink.docket, LineageLink.other, LineageLink.via,
+                                                    LineageLink.value)
+              .where(((LineageLink.docket == docket_id) | (LineageLink.other == docket_id))
+                     & (LineageLink.via == "rin")).tuples()}
+    written = 0
+    with database.atomic():
+        for docket, other, via, _value in sorted(stored - wanted):
+            LineageLink.delete().where((LineageLink.docket == docket) & (LineageLink.other == other)
+                                       & (LineageLink.via == via)).execute()
+            written += 1
+        for docket, other, via, value in sorted(wanted - stored):
+            (LineageLink.insert(docket=docket, other=other, via=via, value=value)
+             .on_conflict(conflict_target=[LineageLink.docket, LineageLink.other, LineageLink.via],
+                          update={LineageLink.value: value}).execute())
+            written += 1
+    if written:
+        counters.incr(ROWS_WRITTEN, written)
+    return written
+
+
+# --- the read side -----------------------------------------------------------------------------
+
+def rule_dockets(name: str) -> tuple[str | None, list[str]]:
+    """(the rule's RIN, its dockets) for a RIN or a docket id: the docket and those linked to
+    it; ([], None) when neither names anything known."""
+    name = name.strip()
+    by_rin = [d for (d,) in Docket.select(Docket.id).where(Docket.rin == name.upper()).order_by(Docket.id).tuples()]
+    if by_rin:
+        return name.upper(), by_rin
+    docket = Docket.get_or_none(Docket.id == name)
+    if docket is None:
+        return None, []
+    linked = {o for (o,) in LineageLink.select(LineageLink.other).where(LineageLink.docket == name).tuples()}
+    if docket.rin:
+        linked |= {d for (d,) in Docket.select(Docket.id).where(Docket.rin == docket.rin).tuples()}
+    return docket.rin, sorted({name, *linked})
+
+
+def comments_per_document(dockets: list[str]) -> dict[str | None, int]:
+    if not dockets:
+        return {}
+    return dict(LineageComment.select(LineageComment.document, fn.COUNT(LineageComment.item))
+                .where(LineageComment.docket.in_(dockets)).group_by(LineageComment.document).tuples())
+
+
+def comments_per_phase(dockets: list[str]) -> dict[str, int]:
+    if not dockets:
+        return {}
+    return dict(LineageComment.select(LineageComment.phase, fn.COUNT(LineageComment.item))
+                .where(LineageComment.docket.in_(dockets)).group_by(LineageComment.phase).tuples())
+
+
+def organisations_in_every_phase(dockets: list[str], phases: list[str]) -> list[tuple[str, str, dict[str, int]]]:
+    """(organisation id, name, phase -> comments) for the organisations that commented in
+    every one of ``phases`` of the rule's dockets, most comments first."""
+    from pipeline.store.models import Organisation, OrganisationMember
+
+    if not dockets or not phases:
+        return []
+    query = (LineageComment.select(OrganisationMember.organisation, Organisation.name, LineageComment.phase,
+                                   fn.COUNT(LineageComment.item))
+             .join(OrganisationMember, on=(OrganisationMember.item == LineageComment.item))
+             .join(Organisation, on=(Organisation.id == OrganisationMember.organisation))
+             .where(LineageComment.docket.in_(dockets) & LineageComment.phase.in_(phases))
+             .group_by(OrganisationMember.organisation, Organisation.name, LineageComment.phase).tuples())
+    found: dict[str, tuple[str, dict[str, int]]] = {}
+    for org, name, phase, n in query:
+        found.setdefault(org, (name, {}))[1][phase] = n
+    every = [(org, name, counts) for org, (name, counts) in found.items() if all(p in counts for p in phases)]
+    return sorted(every, key=lambda o: (-sum(o[2].values()), o[1].lower(), o[0]))
+
+
+def docket_ties(docket_id: str) -> dict[str, tuple[str | None, str]]:
+    """comment -> (document answered, phase), for the export."""
+    return ties_of(docket_id)
