@@ -20,8 +20,8 @@ from pipeline.engine.wrapper import DiscoverDockets, DocketWrapper
 from pipeline.extract import stage as extract
 from pipeline.fetch import stage as fetch
 from pipeline.index import stage as index
-from pipeline.ocr import stage as ocr
 from pipeline.lineage import stage as lineage
+from pipeline.ocr import stage as ocr
 from pipeline.organisations import stage as organisations
 
 __all__ = ["DiscoverDockets", "DocketStageTask", "DocketWrapper", "StageIncomplete",

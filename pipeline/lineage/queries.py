@@ -9,7 +9,14 @@ from collections.abc import Iterable
 from peewee import fn
 
 from pipeline.counters import ROWS_WRITTEN, counters
-from pipeline.store.models import Docket, DocketDocument, Item, LineageComment, LineageLink, database
+from pipeline.store.models import (
+    Docket,
+    DocketDocument,
+    Item,
+    LineageComment,
+    LineageLink,
+    database,
+)
 
 IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
 
