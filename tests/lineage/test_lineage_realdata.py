@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import json
 
+import duckdb
+from starlette.testclient import TestClient
+
 from pipeline.counters import ROWS_WRITTEN, STAGE_CALLS, counters
 from pipeline.engine import markers
 from pipeline.ops import cli
 from pipeline.store.models import Docket, DocketDocument, Item, LineageComment
 from pipeline.tasks import LineageAll, OrganisationsAll
+from pipeline.web import pages
+from pipeline.web.app import make_app
 from tests.fixtures.state_fixtures import real_mirror_runtime, run_invocation
 
 # document -> (type, FR document number, window start, window end (Eastern), posted (UTC)),
@@ -67,3 +72,24 @@ def test_real_documents_resolved_and_every_comment_tied(tmp_path, pg_server, rea
         assert json.loads(capsys.readouterr().out)["organisations"] == []
         assert cli.main(["orgs", "--rule", "DOS-2022-0004", "--phases", "draft"]) == 2
         assert "unknown phase draft" in capsys.readouterr().err
+
+        with TestClient(make_app(runtime, pages.WarmSearch(runtime)), base_url="http://127.0.0.1") as client:
+            page = client.get("/docket/DOS-2022-0004")
+            assert page.status_code == 200
+            assert "Rule timeline (RIN 1400-AE27)" in page.text and "2022-03-23 – 2022-05-09" in page.text
+            assert "2022-05629" in page.text
+            both = client.get("/rule/1400-AE27/organisations?phases=final")
+            assert both.status_code == 200 and "Raytheon Technologies Corporation" in both.text
+            assert client.get("/rule/1400-AE27/organisations?phases=draft").status_code == 400
+            assert client.get("/rule/9999-ZZ99/organisations").status_code == 404
+
+        dest = tmp_path / "export"
+        assert cli.main(["export", str(dest)]) == 0
+        with duckdb.connect() as con:
+            phases = con.execute(f"SELECT document_id, rin, phase, comment_end_date, fr_doc_num, comments "
+                                 f"FROM read_parquet('{dest}/*/rule_phases.parquet') ORDER BY 1").fetchall()
+            answers = dict(con.execute(f"SELECT comment_id, answers_phase FROM "
+                                       f"read_parquet('{dest}/*/comments.parquet')").fetchall())
+        assert phases[1] == ("DOS-2022-0004-0001", "1400-AE27", "final", "2022-05-09", "2022-05629", 1)
+        assert [p[0] for p in phases] == sorted(DOCUMENTS)
+        assert answers == {k: PHASE[doc] for k, doc in comments.items()}
