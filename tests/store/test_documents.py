@@ -9,7 +9,14 @@ import json
 from pipeline.store import db as state_db
 from pipeline.store import dockets
 from pipeline.store.documents import save_documents
-from pipeline.store.models import Docket, DocketDocument, LineageComment, LineageLink, Meta, MirrorObject
+from pipeline.store.models import (
+    Docket,
+    DocketDocument,
+    LineageComment,
+    LineageLink,
+    Meta,
+    MirrorObject,
+)
 
 DOS = "DOS/DOS-2022-0004/text-DOS-2022-0004"
 
