@@ -4,6 +4,7 @@ docket page and the export."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from peewee import fn
@@ -12,6 +13,7 @@ from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.store.models import (
     Docket,
     DocketDocument,
+    FederalRegisterDocument,
     Item,
     LineageComment,
     LineageLink,
@@ -100,6 +102,52 @@ def save_rin_links(docket_id: str) -> int:
             written += 1
     if written:
         counters.incr(ROWS_WRITTEN, written)
+    return written
+
+
+def fr_numbers(docket_id: str) -> list[str]:
+    """The Federal Register numbers of the docket's documents."""
+    return sorted({n for (n,) in DocketDocument.select(DocketDocument.fr_doc_num)
+                   .where((DocketDocument.docket == docket_id) & DocketDocument.fr_doc_num.is_null(False)).tuples()})
+
+
+def fr_documents(numbers: Iterable[str]) -> dict[str, tuple[list[str], list[str]]]:
+    """FR number -> (docket ids, RINs), for those asked before."""
+    found = {}
+    for chunk in _chunks(sorted(set(numbers))):
+        for number, dockets, rins in (FederalRegisterDocument.select(
+                FederalRegisterDocument.number, FederalRegisterDocument.docket_ids, FederalRegisterDocument.rins)
+                .where(FederalRegisterDocument.number.in_(chunk)).tuples()):
+            found[number] = (json.loads(dockets), json.loads(rins))
+    return found
+
+
+def save_fr_document(number: str, dockets: list[str], rins: list[str]) -> None:
+    FederalRegisterDocument.insert(number=number, docket_ids=json.dumps(dockets), rins=json.dumps(rins)) \
+        .on_conflict_ignore().execute()
+
+
+def save_fr_links(docket_id: str, named: dict[str, tuple[list[str], list[str]]]) -> int:
+    """The docket linked to every other known docket its documents' FR records name (by
+    docket id, or by a RIN they give): inserted where missing; returns rows written."""
+    known = {d for (d,) in Docket.select(Docket.id).tuples()}
+    wanted = set()
+    for number, (dockets, rins) in sorted(named.items()):
+        others = {d for d in dockets if d in known}
+        if rins:
+            others |= {d for (d,) in Docket.select(Docket.id).where(Docket.rin.in_(rins)).tuples()}
+        for other in others - {docket_id}:
+            wanted |= {(docket_id, other, number), (other, docket_id, number)}
+    stored = {(d, o) for d, o in LineageLink.select(LineageLink.docket, LineageLink.other)
+              .where(LineageLink.via == "federal_register").tuples()}
+    written = 0
+    for docket, other, number in sorted(wanted):
+        if (docket, other) in stored:
+            continue
+        LineageLink.insert(docket=docket, other=other, via="federal_register", value=number) \
+            .on_conflict_ignore().execute()
+        stored.add((docket, other))
+        written += 1
     return written
 
 

@@ -10,6 +10,8 @@ touched. A second run does nothing.
 
 from __future__ import annotations
 
+import logging
+
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.fingerprints import digest
 from pipeline.lineage import queries
@@ -17,6 +19,7 @@ from pipeline.lineage.phases import UNKNOWN, phase_of
 from pipeline.store import item_states
 from pipeline.store.models import Docket
 
+log = logging.getLogger("docketeer")
 STAGE = "lineage"
 LINKER_VERSION = "lineage-1"
 UNDECIDED = (item_states.PENDING, "stale")  # backfill has not decided these yet
@@ -53,6 +56,8 @@ def unfinished(docket_id: str) -> int:
 def link_docket(ctx: StageContext, docket: Docket) -> StageResult:
     result = StageResult()
     links = queries.save_rin_links(docket.id)
+    if ctx.settings.lineage_federal_register:
+        links += federal_register_links(ctx, docket.id, result)
     if links:
         result.add("links_written", links)
     todo = plan(docket.id, ctx.force)
@@ -77,8 +82,41 @@ def link_docket(ctx: StageContext, docket: Docket) -> StageResult:
     return result
 
 
+def federal_register_links(ctx: StageContext, docket_id: str, result: StageResult) -> int:
+    """The docket linked to the dockets its documents' Federal Register records name. Each FR
+    number is asked once (``federal_register_document``); a number the Federal Register does
+    not answer now is asked again by a later run, and the docket's ties are not held up."""
+    from pipeline.errors import DocketeerError, RunStopping
+    from pipeline.sources.connect import federal_register, request_budget
+
+    numbers = queries.fr_numbers(docket_id)
+    known = queries.fr_documents(numbers)
+    missing = [n for n in numbers if n not in known]
+    if missing:
+        client = federal_register(ctx.settings, request_budget(ctx.settings, ctx.deadline))
+        for number in missing:
+            try:
+                found = client.document(number)
+            except RunStopping:
+                raise
+            except DocketeerError as exc:
+                result.add("federal_register_unanswered")
+                log.warning("%s: Federal Register document %s: %s", docket_id, number, exc)
+                continue
+            queries.save_fr_document(number, found.docket_ids, found.rins)
+            known[number] = (found.docket_ids, found.rins)
+            result.add("federal_register_calls")
+    return queries.save_fr_links(docket_id, known)
+
+
+def lineage_terms(settings) -> str:
+    """The Federal Register links change the stage's output: on, they are its terms."""
+    return "federal_register" if settings.lineage_federal_register else ""
+
+
 DECLARATION = Stage(
     name=STAGE, upstream="backfill", run=link_docket, task="LinkRule", wrapper="LineageAll",
     doc="Each new comment tied to the document it answers and its phase; dockets linked by RIN.",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
+    terms=lineage_terms,
 )

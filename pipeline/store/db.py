@@ -399,7 +399,8 @@ def _upgrade_to_15(db: peewee.Database) -> None:
     (the mirror's docket and documents JSON), never from the network; lineage's markers are
     new, so every docket's comments are tied by the next run."""
     _add_columns(db, {Docket: (Docket.rin,)})
-    db.create_tables([models.DocketDocument, models.LineageComment, models.LineageLink], safe=True)
+    db.create_tables([models.DocketDocument, models.LineageComment, models.LineageLink,
+                      models.FederalRegisterDocument], safe=True)
     from pipeline.store.documents import reread_stored_records
 
     reread_stored_records()

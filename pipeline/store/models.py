@@ -371,7 +371,16 @@ class LineageLink(BaseModel):
         indexes = ((("other",), False),)
 
 
+class FederalRegisterDocument(BaseModel):
+    """A Federal Register document as its record named its dockets and RINs (asked once, when
+    ``lineage_federal_register`` is on): what links a docket to the others of its rule."""
+
+    number = TextField(primary_key=True)
+    docket_ids = TextField()  # JSON list
+    rins = TextField()  # JSON list
+
+
 MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
           CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan,
           Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym,
-          DocketDocument, LineageComment, LineageLink)
+          DocketDocument, LineageComment, LineageLink, FederalRegisterDocument)
