@@ -54,21 +54,23 @@ def ties_of(docket_id: str) -> dict[str, tuple[str | None, str]]:
 # --- what the stage writes ---------------------------------------------------------------------
 
 def save_ties(docket_id: str, ties: dict[str, tuple[str | None, str]]) -> int:
-    """comment -> (document, phase): written where new or changed; returns rows written."""
+    """comment -> (document, phase): written where new or changed; returns rows written. New
+    ties go in a statement per batch (a docket's first run ties every comment)."""
     stored = ties_of(docket_id)
-    written = 0
+    new = [{"item": item, "docket": docket_id, "document": ties[item][0], "phase": ties[item][1]}
+           for item in sorted(ties) if item not in stored]
+    changed = [item for item in sorted(ties) if item in stored and stored[item] != ties[item]]
     with database.atomic():
-        for item in sorted(ties):
-            if stored.get(item) == ties[item]:
-                continue
+        for start in range(0, len(new), INSERT_BATCH):
+            LineageComment.insert_many(new[start:start + INSERT_BATCH]).on_conflict_ignore().execute()
+        for item in changed:
             document, phase = ties[item]
-            values = {LineageComment.docket: docket_id, LineageComment.document: document,
-                      LineageComment.phase: phase}
-            (LineageComment.insert({LineageComment.item: item, **values})
-             .on_conflict(conflict_target=[LineageComment.item], update=values).execute())
-            counters.incr(ROWS_WRITTEN)
-            written += 1
+            LineageComment.update(document=document, phase=phase).where(LineageComment.item == item).execute()
+    written = len(new) + len(changed)
     return written
+
+
+INSERT_BATCH = 200  # rows of four columns per INSERT: within SQLite's 999 parameters
 
 
 def rin_links(docket_id: str) -> set[tuple[str, str, str, str]]:
