@@ -51,12 +51,22 @@ def ties_of(docket_id: str) -> dict[str, tuple[str | None, str]]:
             .where(LineageComment.docket == docket_id).tuples()}
 
 
+def ties_among(keys: Iterable[str]) -> dict[str, tuple[str | None, str]]:
+    """The stored ties of those of ``keys`` that have one."""
+    found = {}
+    for chunk in _chunks(sorted(set(keys))):
+        found.update({item: (document, phase) for item, document, phase in
+                      LineageComment.select(LineageComment.item, LineageComment.document, LineageComment.phase)
+                      .where(LineageComment.item.in_(chunk)).tuples()})
+    return found
+
+
 # --- what the stage writes ---------------------------------------------------------------------
 
 def save_ties(docket_id: str, ties: dict[str, tuple[str | None, str]]) -> int:
     """comment -> (document, phase): written where new or changed; returns rows written. New
     ties go in a statement per batch (a docket's first run ties every comment)."""
-    stored = ties_of(docket_id)
+    stored = ties_among(ties)
     new = [{"item": item, "docket": docket_id, "document": ties[item][0], "phase": ties[item][1]}
            for item in sorted(ties) if item not in stored]
     changed = [item for item in sorted(ties) if item in stored and stored[item] != ties[item]]
