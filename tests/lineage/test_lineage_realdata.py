@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from pipeline.counters import ROWS_WRITTEN, STAGE_CALLS, counters
 from pipeline.engine import markers
-from pipeline.ops import cli
+from pipeline.ops import cli, verify
 from pipeline.store.models import Docket, DocketDocument, Item, LineageComment
 from pipeline.tasks import LineageAll, OrganisationsAll
 from pipeline.web import pages
@@ -49,6 +49,12 @@ def test_real_documents_resolved_and_every_comment_tied(tmp_path, pg_server, rea
         with counters.measure() as io:
             assert run_invocation(LineageAll())
         assert io.get(STAGE_CALLS, 0) == 0 and io.get(ROWS_WRITTEN, 0) == 0
+        report = verify.run_checks(runtime)
+        assert report.passed and "lineage markers" in [c.name for c in report.checks], "\n".join(report.lines())
+        with counters.measure() as io:
+            assert run_invocation(LineageAll(force=True))
+        assert io[STAGE_CALLS] == len(ids) and markers.read_marker(ids[0], "lineage").version == 2
+        assert {t.item: (t.document, t.phase) for t in LineageComment.select()} == ties  # redone, the same
 
         capsys.readouterr()
         assert cli.main(["rule", "1400-AE27", "--json"]) == 0
