@@ -167,7 +167,7 @@ def save_fr_links(docket_id: str, named: dict[str, tuple[list[str], list[str]]])
 
 def rule_dockets(name: str) -> tuple[str | None, list[str]]:
     """(the rule's RIN, its dockets) for a RIN or a docket id: the docket and those linked to
-    it; ([], None) when neither names anything known."""
+    it; (None, []) when neither names anything known."""
     name = name.strip()
     by_rin = [d for (d,) in Docket.select(Docket.id).where(Docket.rin == name.upper()).order_by(Docket.id).tuples()]
     if by_rin:
