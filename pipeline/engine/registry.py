@@ -1,7 +1,7 @@
 """The stages in pipeline order: the one place the order lives.
 
-fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns, and organisations after
-backfill (it reads the records' fields, not their text). Each stage package
+fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns, and organisations and lineage
+after backfill (they read the records' fields, not their text). Each stage package
 declares its ``Stage``; this module lists them once, in order, and answers the questions the
 tasks, ``Redrive`` and ``docketeer verify`` ask about the chain. ``register`` adds a stage whose
 upstream is known (a plug-in, a test's stage) after the others; ``unregister`` removes it.
