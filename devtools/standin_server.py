@@ -521,6 +521,9 @@ class StandinServer:
                 return self._download(path)
             if path == "/fr/api/v1/documents.json":
                 return json_reply(200, self._fr_search(query), "application/json; charset=utf-8")
+            if path.startswith("/fr/api/v1/documents/") and path.endswith(".json"):
+                number = path[len("/fr/api/v1/documents/"):-len(".json")]
+                return json_reply(200, self._fr_document(number), "application/json; charset=utf-8")
             raise jsonapi_error(404, "Not Found", f"no such endpoint: {path}")
         except ApiError as exc:
             return json_reply(exc.status, exc.body)
@@ -711,6 +714,25 @@ class StandinServer:
             ]
             body["next_page_url"] = f"{self.fr_base}/documents.json?{urlencode(next_query)}"
         return body
+
+    def _fr_document(self, number: str) -> dict:
+        """One Federal Register document: the dockets whose documents carry its number and
+        their RINs, plus what a test added in ``fr_documents`` (a final rule naming the
+        proposed rule's docket, as real records do)."""
+        docs = [d for d in self.index.documents.values() if d.summary.get("frDocNum") == number]
+        extra = getattr(self, "fr_documents", {}).get(number, {})
+        if not docs and not extra:
+            raise jsonapi_error(404, "Not Found", f"no Federal Register document {number}")
+        dockets = list(dict.fromkeys([d.docket_id for d in docs] + list(extra.get("docket_ids", []))))
+        rins = []
+        for docket_id in dockets:
+            path = self.index.dockets.get(docket_id)
+            rin = json.loads(path.read_text(encoding="utf-8"))["data"]["attributes"].get("rin") if path else None
+            if rin:
+                rins.append(rin)
+        rins = list(dict.fromkeys(rins + list(extra.get("regulation_id_numbers", []))))
+        return {"document_number": number, "docket_ids": dockets, "regulation_id_numbers": rins,
+                "regulations_dot_gov_info": {"document_id": docs[0].id} if docs else {}}
 
     def _fr_rules(self) -> list[dict]:
         """One PRORULE per comment-bearing document (it has comments or a comment period)."""

@@ -124,6 +124,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("campaign_threshold", float, 0.5, "word-shingle Jaccard similarity at which a comment joins a campaign group", minimum=0.05),
     Setting("organisations", bool, True, "IndexAll also resolves each comment's organisation (ResolveOrganisations) "
             "after indexing; OrganisationsAll runs them alone"),
+    Setting("lineage", bool, True, "IndexAll also ties comments to the documents they answer (LinkRule) after "
+            "indexing; LineageAll runs them alone"),
+    Setting("lineage_federal_register", bool, False, "lineage also asks the Federal Register (fr_base) which dockets "
+            "and RINs each document's FR number names, once per number, and links those dockets (off: no network)"),
     Setting("organisations_file", str, "", "the alias file of organisation names (merge, split, canonical name): "
             "empty = organisations.yaml in data_dir, used when it exists"),
     Setting("host_id", str, "", "this host's name in leases and item claims (empty = the hostname); "

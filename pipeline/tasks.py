@@ -20,6 +20,7 @@ from pipeline.engine.wrapper import DiscoverDockets, DocketWrapper
 from pipeline.extract import stage as extract
 from pipeline.fetch import stage as fetch
 from pipeline.index import stage as index
+from pipeline.lineage import stage as lineage
 from pipeline.ocr import stage as ocr
 from pipeline.organisations import stage as organisations
 
@@ -137,18 +138,29 @@ class OrganisationsAll(DocketWrapper):
     stage_task = ResolveOrganisations
 
 
+class LinkRule(DocketStageTask):
+    __doc__ = lineage.DECLARATION.doc
+    stage = lineage.DECLARATION
+
+
+class LineageAll(DocketWrapper):
+    """LinkRule for every known docket (after discovery), or the named ones."""
+
+    stage_task = LinkRule
+
+
 _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage name -> tasks
     task.stage.name: (task, wrapper) for task, wrapper in [
         (FetchComments, FetchAll), (BackfillComments, BackfillAll), (ExtractText, ExtractAll),
         (OcrText, OcrAll), (IndexDocket, IndexAll), (CampaignGroups, CampaignsAll),
-        (ResolveOrganisations, OrganisationsAll)]
+        (ResolveOrganisations, OrganisationsAll), (LinkRule, LineageAll)]
 }
 
 
 def follow_on_stages() -> list[tuple[type[DocketWrapper], tuple[str, ...]]]:
     """The stages ``IndexAll`` runs after indexing, each with the settings that must all be on
     for it to: one list, so a new follow-on stage is one line here and one setting."""
-    return [(CampaignsAll, ("campaigns",)), (OrganisationsAll, ("organisations",))]
+    return [(CampaignsAll, ("campaigns",)), (OrganisationsAll, ("organisations",)), (LineageAll, ("lineage",))]
 
 
 def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageTask], type[DocketWrapper]]:

@@ -23,6 +23,7 @@ from pipeline.seals import should_seal
 from pipeline.sources import record_checks, records
 from pipeline.sources.regulations_gov import MalformedItem
 from pipeline.store import dockets as docket_rows
+from pipeline.store import documents as docket_documents
 from pipeline.store import item_states, items
 from pipeline.store.models import Docket, database
 
@@ -70,10 +71,12 @@ def record_resolution(docket: Docket, data: dict, documents: list[dict], ctx: St
     with database.atomic():
         for d in documents:
             result.add("documents." + _upsert_document(d, docket.id, known, ctx.run_id))
+        docket_documents.save_documents(docket.id, documents)
         docket_rows.record_resolve(
             docket.id,
             agency=docket_fields["agency"] or docket.agency,
             title=docket_fields["title"],
+            rin=docket_fields["rin"],
             documents=json.dumps(windows, sort_keys=True),
             comment_start_date=min(starts) if starts else None,
             comment_end_date=max(ends) if ends else None,

@@ -583,6 +583,8 @@ def cmd_orgs(args) -> int:
     if args.docket and reports.find_docket(args.docket) is None:
         print(f"docketeer orgs: unknown docket: {args.docket}", file=sys.stderr)
         return 2
+    if args.rule:
+        return _orgs_of_rule(args)
     found = queries.organisations_summary(args.docket)
     joined = queries.campaigns_joined([o.id for o in found])
     if args.json:
@@ -599,6 +601,49 @@ def cmd_orgs(args) -> int:
              + (f" (+{len(o.variants) - ORGS_VARIANTS_SHOWN})" if len(o.variants) > ORGS_VARIANTS_SHOWN else "")]
             for o in found]
     print(_table(rows, ["organisation", "comments", "dockets", "campaigns", "variants seen"]))
+    return 0
+
+
+def _orgs_of_rule(args) -> int:
+    """``orgs --rule X --phases proposed,final``: the organisations that commented in every
+    named phase of the rule."""
+    from pipeline.lineage import queries as lineage
+    from pipeline.lineage.phases import BadPhases, parse_phases
+
+    try:
+        phases = parse_phases(args.phases)
+    except BadPhases as exc:
+        print(f"docketeer orgs: {exc}", file=sys.stderr)
+        return 2
+    rin, dockets = lineage.rule_dockets(args.rule)
+    if not dockets:
+        print(f"docketeer orgs: unknown rule (no docket or RIN known): {args.rule}", file=sys.stderr)
+        return 2
+    found = lineage.organisations_in_every_phase(dockets, phases)
+    if args.json:
+        print(json.dumps({"rule": args.rule, "rin": rin, "dockets": dockets, "phases": phases, "organisations": [
+            {"id": org, "organisation": name, "comments": counts} for org, name, counts in found]}, indent=1))
+        return 0
+    if not found:
+        print(f"no organisation commented in every phase of {args.rule}: {', '.join(phases)}")
+        return 0
+    print(_table([[name, *(counts[p] for p in phases)] for _org, name, counts in found], ["organisation", *phases]))
+    return 0
+
+
+@command
+def cmd_rule(args) -> int:
+    from pipeline.lineage import timeline
+
+    _runtime()
+    found = timeline.timeline(args.rule)
+    if found is None:
+        print(f"docketeer rule: unknown rule (no docket or RIN known): {args.rule}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(found.as_json(), indent=1))
+    else:
+        print("\n".join(timeline.lines(found)))
     return 0
 
 
@@ -721,6 +766,14 @@ def build_parser() -> argparse.ArgumentParser:
     orgs.add_argument("--docket", help="only this docket's comments")
     orgs.add_argument("--json", action="store_true",
                       help="one JSON document (id, organisation, comments, dockets, campaigns joined, every variant)")
+    orgs.add_argument("--rule", help="a RIN or a docket: the organisations that commented in every phase --phases names")
+    orgs.add_argument("--phases", default="proposed,final",
+                      help="with --rule: comma-separated phases (notice, proposed, final, supporting, other, unknown; "
+                           "default proposed,final)")
+    rule = sub.add_parser("rule", help="a rule's timeline by RIN or docket: its documents, phases, comment windows "
+                                       "(Eastern dates) and the comments each phase drew")
+    rule.add_argument("rule", help="a RIN (1400-AE27) or a docket id")
+    rule.add_argument("--json", action="store_true", help="one JSON document")
     digest = sub.add_parser("digest", help="comments added or changed since a time, per docket (the feeds' news, for cron mail)")
     digest.add_argument("--since", type=parse_since, default="1d",
                         help="30m, 12h, 1d, 2w back from now, an Eastern day YYYY-MM-DD, or a UTC instant (default 1d)")

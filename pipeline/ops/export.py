@@ -23,14 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.campaigns import queries as campaigns
+from pipeline.clock import eastern_date
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import DocketeerError
 from pipeline.extract.combined import combined_sections, parse_combined
 from pipeline.fingerprints import RecordsDigest
+from pipeline.lineage import queries as lineage
+from pipeline.lineage.phases import phase_of
 from pipeline.organisations import queries as organisations
 from pipeline.sources import records
 from pipeline.store import dockets, item_states, items, reports
 from pipeline.store.blobs import combined_key
+from pipeline.store.documents import documents_of
 
 EXPORT_VERSION = "export-5"
 FORMATS = ("parquet", "csv")
@@ -75,6 +79,9 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
                                       "name); the first when it names several (comment_organisations has each)"),
         ("organisation", "string", "that organisation's canonical name"),
         ("organisation_count", "int64", "organisations it names (\"AMA and AHA\": 2; empty: not resolved or none)"),
+        ("answers_document", "string", "the document it answers (its record's commentOnDocumentId), as lineage tied it"),
+        ("answers_phase", "string", "that document's phase of the rule: notice, proposed, final, supporting, "
+                                    "other, unknown"),
     ],
     "comment_organisations": [
         ("docket_id", "string", "the docket"),
@@ -99,6 +106,18 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("reason", "string", "why, when not ok"),
         ("text_chars", "int64", "characters of text extracted from it (by OCR for a scan OCR read)"),
         ("text", "string", "its extracted text (empty: none); a page break is a form feed (\\f) on a line of its own"),
+    ],
+    "rule_phases": [
+        ("docket_id", "string", "the docket"),
+        ("rin", "string", "the docket's Regulation Identifier Number (empty: its record gives none)"),
+        ("document_id", "string", "one of its documents"),
+        ("document_type", "string", "Notice, Proposed Rule, Rule, Supporting & Related Material, ..."),
+        ("phase", "string", "the rule's phase it stands for: notice, proposed, final, supporting, other, unknown"),
+        ("posted_date", "string", "when it was posted (YYYY-MM-DD, US Eastern)"),
+        ("comment_start_date", "string", "its comment window's first day (YYYY-MM-DD, US Eastern)"),
+        ("comment_end_date", "string", "its comment window's deadline day (YYYY-MM-DD, US Eastern)"),
+        ("fr_doc_num", "string", "its Federal Register document number"),
+        ("comments", "int64", "comments tied to it"),
     ],
     "campaigns": [
         ("docket_id", "string", "the docket"),
@@ -209,6 +228,11 @@ def docket_fingerprint(docket_id: str, formats: tuple[str, ...]) -> str:
         digest.add(c.id, c.representative, c.first_seen or "", c.last_seen or "")
     for key, named in sorted(organisations.docket_organisations(docket_id).items()):
         digest.add(key, *(part for pair in named for part in pair))
+    digest.add("rin", (dockets.get_docket(docket_id).rin or "") if dockets.get_docket(docket_id) else "")
+    for d in documents_of([docket_id]):
+        digest.add(d.document, *(str(getattr(d, c)) for c in DOCUMENT_COLUMNS))
+    for key, (document, phase) in sorted(lineage.docket_ties(docket_id).items()):
+        digest.add(key, document or "", phase)
     return digest.hexdigest()
 
 
@@ -221,6 +245,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     downloads = item_states.states_for_docket("backfill.file", docket_id)
     membership = campaigns.docket_membership(docket_id)
     resolved = organisations.docket_organisations(docket_id)
+    ties = lineage.docket_ties(docket_id)
     read = _texts(runtime, docket_id, [c.key for c in comments if c.key in texts])
     represented: dict[str, int] = {}  # campaign -> submissions its members stand for
     for c in comments:
@@ -229,7 +254,8 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             represented[campaign] = represented.get(campaign, 0) + 1 + (c.duplicate_comments or 0)
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
                                  read.get(c.key), membership.get(c.key), represented,
-                                 resolved.get(c.key, [])) for c in comments]
+                                 resolved.get(c.key, []), ties.get(c.key, (None, None)))
+                    for c in comments]
     keys = {c.key for c in comments}
     attachment_rows = []
     for key in sorted(files):
@@ -242,12 +268,27 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             text = read[key].files.get(a.filename) if key in read else None
             attachment_rows.append(_attachment_row(docket_id, a, standing, text))
     return {"comments": comment_rows, "attachments": attachment_rows,
+            "rule_phases": _rule_phase_rows(docket_id),
             "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)],
             "comment_organisations": [
                 {"docket_id": docket_id, "comment_id": key, "position": position,
                  "organisation_id": organisation, "organisation": name}
                 for key in sorted(resolved) if key in keys
                 for position, (organisation, name) in enumerate(resolved[key])]}
+
+
+DOCUMENT_COLUMNS = ("document_type", "fr_doc_num", "posted_at", "start", "end")
+
+
+def _rule_phase_rows(docket_id: str) -> list[dict]:
+    """The docket's documents, each with its phase, window and the comments tied to it."""
+    docket = dockets.get_docket(docket_id)
+    tied = lineage.comments_per_document([docket_id])
+    return [{"docket_id": docket_id, "rin": docket.rin if docket else None, "document_id": d.document,
+             "document_type": d.document_type, "phase": phase_of(d.document_type),
+             "posted_date": eastern_date(d.posted_at) or None, "comment_start_date": d.start,
+             "comment_end_date": d.end, "fr_doc_num": d.fr_doc_num, "comments": tied.get(d.document, 0)}
+            for d in documents_of([docket_id])]
 
 
 @dataclass
@@ -290,7 +331,7 @@ def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
 
 
 def _comment_row(docket_id, item, files, text_row, read: ItemText | None, membership, represented,
-                 named: list[tuple[str, str]]) -> dict:
+                 named: list[tuple[str, str]], tie) -> dict:
     organisation = named[0] if named else (None, None)
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
@@ -306,7 +347,8 @@ def _comment_row(docket_id, item, files, text_row, read: ItemText | None, member
             "campaign_size": membership[1] if membership else None,
             "campaign_submissions": represented.get(membership[0]) if membership else None,
             "organisation_id": organisation[0], "organisation": organisation[1],
-            "organisation_count": len(named) or None}
+            "organisation_count": len(named) or None,
+            "answers_document": tie[0], "answers_phase": tie[1]}
 
 
 KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order

@@ -21,6 +21,13 @@ def regulations_gov(settings: Settings, budget: RequestBudget) -> RegulationsGov
     )
 
 
+def federal_register(settings: Settings, budget: RequestBudget):
+    from pipeline.sources.federal_register import FederalRegisterClient
+
+    return FederalRegisterClient(settings.fr_base, budget=budget, pace_seconds=settings.pace_seconds,
+                                 max_attempts=settings.http_attempts, request_seconds=settings.request_seconds)
+
+
 def list_source(settings: Settings) -> str:
     """"api" or "mirror": where fetch lists a docket. The mirror needs no key, so a mirror
     user without one lists from it; anyone with a key gets the API's fresher list."""

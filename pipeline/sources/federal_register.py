@@ -16,6 +16,7 @@ import requests
 from pipeline.errors import BadResponse, InvalidIdentifier
 from pipeline.ids import validate_id
 from pipeline.sources.http import HttpTransport, RequestBudget
+from pipeline.sources.records import RIN_SHAPE
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,26 @@ class FederalRegisterClient:
 
     def stats(self) -> dict[str, int]:
         return self.transport.stats()
+
+    def document(self, number: str) -> FrDocument:
+        """``GET /documents/{number}.json``: one call."""
+        safe = validate_id(number, "Federal Register document number")
+        body = self.transport.get_json("fr.document", f"{self.base_url}/documents/{safe}.json",
+                                       params=[("fields[]", name) for name in DOCUMENT_FIELDS])
+        if not isinstance(body, dict):
+            raise BadResponse("Federal Register document: not an object")
+        info = body.get("regulations_dot_gov_info")
+        info = info if isinstance(info, dict) else {}
+        dockets = docket_ids_from(info, _safe_id(info.get("document_id")))
+        listed = body.get("docket_ids")
+        for value in listed if isinstance(listed, list) else []:
+            docket_id = _docket_id_in(value)
+            if docket_id and docket_id.count("-") >= 2 and docket_id not in dockets:
+                dockets.append(docket_id)
+        rins = body.get("regulation_id_numbers")
+        found = [r.strip().upper() for r in (rins if isinstance(rins, list) else [])
+                 if isinstance(r, str) and RIN_SHAPE.fullmatch(r.strip().upper())]
+        return FrDocument(safe, dockets, list(dict.fromkeys(found)))
 
     def search_proposed_rules(
         self, agencies: list[str], since: date, until: date | None = None
@@ -103,6 +124,22 @@ class FederalRegisterClient:
                 f"Federal Register next_page_url points elsewhere: {str(next_url)[:200]!r}"
             )
         return next_url
+
+
+# What a document's own record is asked for: the dockets and RINs it names.
+DOCUMENT_FIELDS = ("document_number", "docket_ids", "regulation_id_numbers", "regulations_dot_gov_info")
+
+
+@dataclass(frozen=True)
+class FrDocument:
+    """One Federal Register document as its record names it: the regulations.gov dockets and
+    the RINs it belongs to (a final rule names its proposed rule's docket and RIN)."""
+
+    document_number: str
+    docket_ids: list[str] = field(default_factory=list)
+    rins: list[str] = field(default_factory=list)
+
+
 
 
 def _results(body: dict) -> list[dict]:

@@ -17,6 +17,7 @@ as US Eastern calendar dates, because regulations.gov's deadlines are Eastern: a
 from __future__ import annotations
 
 import logging
+import re
 
 from pipeline.clock import eastern_day
 from pipeline.errors import BadRecord, InvalidIdentifier
@@ -263,4 +264,39 @@ def included_attachments(body: dict) -> list[dict]:
 
 def docket_fields(data: dict) -> dict:
     attrs = data.get("attributes") if isinstance(data.get("attributes"), dict) else {}
-    return {"agency": text(attrs, "agencyId"), "title": text(attrs, "title")}
+    return {"agency": text(attrs, "agencyId"), "title": text(attrs, "title"), "rin": rin(attrs)}
+
+
+def rin(attrs: dict) -> str | None:
+    """The Regulation Identifier Number a docket's record gives (``rin``: DOS-2022-0004 says
+    ``1400-AE27``); older and non-rulemaking records write none, null, or ``"Not Assigned"``."""
+    value = text(attrs, "rin")
+    value = value.strip().upper() if value else None
+    if not value or not RIN_SHAPE.fullmatch(value):
+        return None
+    return value
+
+
+# A RIN is four digits (the agency), a hyphen and four letters or digits ("1400-AE27").
+RIN_SHAPE = re.compile(r"\d{4}-[A-Z0-9]{4}")
+
+
+# --------------------------------------------------------------------------- document lineage
+
+
+def document_lineage(doc: dict) -> dict:
+    """What a rule's timeline needs of one document record (list item or detail, either
+    source): its type (``Notice``, ``Proposed Rule``, ``Rule``, ``Supporting & Related
+    Material``, ...), its Federal Register document number, its posted date and its comment
+    window, as instants and as the Eastern dates people read. Each field may be absent."""
+    attrs = attributes_of(doc, f"document {doc.get('id')}")
+    fr_number = text(attrs, "frDocNum")
+    return {
+        "document_type": (text(attrs, "documentType") or "").strip() or None,
+        "fr_doc_num": fr_number.strip() if fr_number and fr_number.strip() else None,
+        "posted_at": instant(attrs, "postedDate"),
+        "opens_at": instant(attrs, "commentStartDate"),
+        "closes_at": instant(attrs, "commentEndDate"),
+        "start": eastern_date(attrs, "commentStartDate"),
+        "end": eastern_date(attrs, "commentEndDate"),
+    }

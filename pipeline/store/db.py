@@ -29,7 +29,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -400,9 +400,21 @@ def _upgrade_to_14(db: peewee.Database) -> None:
     db.drop_tables([models.OrganisationMember], safe=True)
     db.create_tables([models.OrganisationMember], safe=True)
     models.DocketStage.delete().where(models.DocketStage.stage == "organisations").execute()
+def _upgrade_to_15(db: peewee.Database) -> None:
+    """v15: rule lineage (each docket's documents with their type, Federal Register number
+    and window; the docket's RIN; each comment's document and phase; dockets linked). A
+    docket resolved before learns its documents from the records the store already holds
+    (the mirror's docket and documents JSON), never from the network; lineage's markers are
+    new, so every docket's comments are tied by the next run."""
+    _add_columns(db, {Docket: (Docket.rin,)})
+    db.create_tables([models.DocketDocument, models.LineageComment, models.LineageLink,
+                      models.FederalRegisterDocument], safe=True)
+    from pipeline.store.documents import reread_stored_records
+
+    reread_stored_records()
 
 
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
-            13: _upgrade_to_13, 14: _upgrade_to_14}
+            13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15}

@@ -52,6 +52,9 @@ class Docket(BaseModel):
     # The earliest next attempt of any item of the docket waiting to retry: the
     # targets of the stages after fetch turn incomplete when it has come.
     retry_due_at = TextField(null=True)
+    # The Regulation Identifier Number the docket's record gives (schema v15): the rule its
+    # documents belong to, across dockets.
+    rin = TextField(null=True, index=True)
 
 
 class Item(BaseModel):
@@ -333,6 +336,57 @@ class OrganisationAcronym(BaseModel):
         primary_key = CompositeKey("docket", "acronym")
 
 
+class DocketDocument(BaseModel):
+    """One document of a docket as its resolve read it (schema v15): what a rule's timeline
+    is made of. Written by fetch's resolve, from the record normaliser's ``document_lineage``."""
+
+    document = TextField(primary_key=True)
+    docket = TextField(index=True)
+    document_type = TextField(null=True)  # Notice | Proposed Rule | Rule | Supporting & Related Material
+    fr_doc_num = TextField(null=True, index=True)  # the Federal Register document number, 2022-05629
+    posted_at = TextField(null=True)  # UTC instant, as the record gives it
+    opens_at = TextField(null=True)
+    closes_at = TextField(null=True)
+    start = TextField(null=True)  # the window's first and last days, US Eastern
+    end = TextField(null=True)
+
+
+class LineageComment(BaseModel):
+    """The document one comment answers (``commentOnDocumentId``) and the phase of the rule
+    that document stands for (proposed, final, notice, ...)."""
+
+    item = TextField(primary_key=True)
+    docket = TextField()
+    document = TextField(null=True)  # None: the record names no document
+    phase = TextField()
+
+    class Meta:
+        indexes = ((("docket", "phase"), False), (("document",), False))
+
+
+class LineageLink(BaseModel):
+    """Two dockets of one rule: the same RIN, or a Federal Register document that names both."""
+
+    docket = TextField()
+    other = TextField()
+    via = TextField()  # rin | federal_register
+    value = TextField()  # the RIN or the FR document number that links them
+
+    class Meta:
+        primary_key = CompositeKey("docket", "other", "via")
+        indexes = ((("other",), False),)
+
+
+class FederalRegisterDocument(BaseModel):
+    """A Federal Register document as its record named its dockets and RINs (asked once, when
+    ``lineage_federal_register`` is on): what links a docket to the others of its rule."""
+
+    number = TextField(primary_key=True)
+    docket_ids = TextField()  # JSON list
+    rins = TextField()  # JSON list
+
+
 MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
           CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan,
-          Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym)
+          Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym,
+          DocketDocument, LineageComment, LineageLink, FederalRegisterDocument)

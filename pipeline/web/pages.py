@@ -205,6 +205,7 @@ class DocketPage:
     # (comment records, submissions they represent: a mass-mail record counts its duplicates)
     submissions: tuple[int, int] = (0, 0)
     unit: str = "day"  # of per_day's points: a long span is drawn by week, month or year
+    timeline: object = None  # pipeline.lineage.timeline.Timeline: the rule the docket is part of
 
     @property
     def plot(self):
@@ -225,7 +226,14 @@ def docket_page(docket_id: str) -> DocketPage | None:
     return DocketPage(docket, counts, totals, reports.retry_reasons(docket_id), points,
                       reports.top_organizations(docket_id, TOP_ORGANIZATIONS),
                       campaigns.largest_campaigns(docket_id, 10),
-                      reports.submissions(docket_id).get(docket_id, (0, 0)), unit=unit)
+                      reports.submissions(docket_id).get(docket_id, (0, 0)), unit=unit,
+                      timeline=rule_timeline(docket_id))
+
+
+def rule_timeline(docket_id: str):
+    from pipeline.lineage.timeline import timeline
+
+    return timeline(docket_id)
 
 
 def eastern_days(per_hour: dict[str, int]) -> dict[str, int]:

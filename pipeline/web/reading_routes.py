@@ -1,6 +1,7 @@
 """The routes of reading without a query: the home page (every docket), a docket's comments
 (``/comments``: paged, sorted, faceted), a campaign, an organisation, and the Atom feeds of new
-comments. ``app.py`` adds them to its own; the pages' contents come from ``browse.py`` and
+comments, and a rule's organisations that commented in every phase named
+(``/rule/<RIN or docket>/organisations?phases=proposed,final``). ``app.py`` adds them to its own; the pages' contents come from ``browse.py`` and
 ``feeds.py``.
 
 A value of the query string that cannot be used is answered with HTTP 400 and a page saying
@@ -80,6 +81,21 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
             return render(request, "missing.html", 404, what="organisation", name=name)
         return render(request, "organisation.html", page=page, feed=f"/feed/organisation?{urlencode({'name': page.name})}")
 
+    async def rule_organisations(request: Request):
+        from pipeline.lineage import queries as lineage
+        from pipeline.lineage.phases import BadPhases, parse_phases
+
+        name = request.path_params["name"][:300]
+        try:
+            phases = parse_phases(request.query_params.get("phases", "proposed,final")[:300])
+        except BadPhases as exc:
+            return bad(request, [str(exc)], f"/rule/{name}/organisations")
+        rin, dockets = lineage.rule_dockets(name)
+        if not dockets:
+            return render(request, "missing.html", 404, what="rule", name=name)
+        return render(request, "rule_organisations.html", name=name, rin=rin, dockets=dockets, phases=phases,
+                      found=lineage.organisations_in_every_phase(dockets, phases))
+
     async def docket_feed(request: Request):
         from pipeline.store import reports
 
@@ -147,4 +163,5 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
         Route("/organisation", organisation), Route("/feed/docket/{docket_id}", docket_feed),
         Route("/feed/search", search_feed), Route("/feed/organisation", organisation_feed),
         Route("/feed/campaign/{campaign_id}", campaign_feed),
+        Route("/rule/{name}/organisations", rule_organisations),
     ]

@@ -34,7 +34,7 @@ ALIAS_FILE = str(ROOT / "tests" / "fixtures" / "organisations.yaml")
 # Each setting that changes some stage's output, changed (the defaults first).
 VARIANTS = ({}, {"max_item_chars": 1000}, {"max_body_chars": 1500}, {"max_file_chars": 1700},
             {"max_item_chunks": 3}, {"chunk_chars": 600}, {"campaign_threshold": "0.8"},
-            {"ocr": "false"}, {"organisations_file": ALIAS_FILE})
+            {"ocr": "false"}, {"organisations_file": ALIAS_FILE}, {"lineage_federal_register": "true"})
 DOCKETS_PER_SEED = 44
 
 
@@ -146,9 +146,10 @@ def test_each_changed_setting_makes_the_stages_it_shapes_incomplete(generated):
     shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns"},
               "max_item_chunks": {"index"}, "chunk_chars": {"index"},
               "campaign_threshold": {"campaigns"}, "ocr": {"ocr", "index", "campaigns"},
-              "organisations_file": {"organisations"}}
+              "organisations_file": {"organisations"}, "lineage_federal_register": {"lineage"}}
     values = {"max_item_chars": 1000, "max_item_chunks": 3, "chunk_chars": 600,
-              "campaign_threshold": "0.8", "ocr": "false", "organisations_file": ALIAS_FILE}
+              "campaign_threshold": "0.8", "ocr": "false", "organisations_file": ALIAS_FILE,
+              "lineage_federal_register": "true"}
     for setting, stages in shaped.items():
         runtime = generated(**{setting: values[setting]})
         set_runtime(runtime)

@@ -157,7 +157,8 @@ def test_backfill_redrive_refetches_a_gone_comment(tmp_path, pg_server):
         store.server.gone = set()
         result = redrive("backfill", docket, "gone", 5, run_id="r1")
         assert result.items == [vanished]
-        assert result.markers_cleared == ["backfill", "extract", "ocr", "index", "campaigns", "organisations"]
+        assert result.markers_cleared == ["backfill", "extract", "ocr", "index", "campaigns", "organisations",
+                                          "lineage"]
         assert store.run()
         assert item_states.states_for_docket("backfill", docket)[vanished].state == "ok"
         assert vanished in store.runtime.index_db().state_for_docket("comments", docket)
@@ -184,7 +185,7 @@ def test_luigi_command_runs_redrive_and_refuses_bad_requests(store):
     bad = luigi_redrive("--stage", "fetch")
     assert bad.returncode == 2
     assert [line for line in bad.stderr.splitlines() if line.startswith("docketeer:")] == [
-        "docketeer: cannot re-drive stage 'fetch'; one of: backfill, campaigns, extract, index, ocr, organisations"]
+        "docketeer: cannot re-drive stage 'fetch'; one of: backfill, campaigns, extract, index, lineage, ocr, organisations"]
 
 
 def test_extract_redrive_on_a_sealed_docket_is_processed_and_stays_sealed(store):

@@ -83,7 +83,7 @@ def test_pages_filters_and_sorts(state):
 def test_facets_count_the_filtered_comments(state):
     _seed()
     facets = browsing.facets(browsing.BrowseFilters(docket=D))
-    assert facets.organizations[0] == ("AARP", 2) and ("", 1) not in facets.organizations
+    assert facets.organizations[0] == ("AARP", 3) and ("", 1) not in facets.organizations
     assert facets.campaigns == [(f"{D}-0001", 3, 3)]  # groups of one are not campaigns
     assert facets.attachments == {True: 3, False: 5} and facets.withdrawn == {True: 1, False: 7}
     narrowed = browsing.facets(browsing.BrowseFilters(docket=D, campaign=f"{D}-0001"))

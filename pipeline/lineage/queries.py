@@ -1,0 +1,220 @@
+"""Every query of the lineage tables (``lineage_comment``, ``lineage_link``): what the stage
+reads and writes, and the read side of ``docketeer rule``, ``docketeer orgs --rule``, the
+docket page and the export."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from peewee import fn
+
+from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.store.models import (
+    Docket,
+    DocketDocument,
+    FederalRegisterDocument,
+    Item,
+    LineageComment,
+    LineageLink,
+    database,
+)
+
+IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
+
+
+def _chunks(values: Iterable, size: int = IN_CHUNK):
+    values = list(values)
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+# --- what the stage reads ----------------------------------------------------------------------
+
+def comment_documents(docket_id: str) -> dict[str, str | None]:
+    """comment -> the document it answers, for the docket's comments."""
+    return dict(Item.select(Item.key, Item.comment_on_document_id)
+                .where((Item.docket == docket_id) & (Item.kind == "comment")).tuples())
+
+
+def document_types(documents: Iterable[str]) -> dict[str, str | None]:
+    found: dict[str, str | None] = {}
+    for chunk in _chunks(sorted({d for d in documents if d})):
+        found.update(DocketDocument.select(DocketDocument.document, DocketDocument.document_type)
+                     .where(DocketDocument.document.in_(chunk)).tuples())
+    return found
+
+
+def ties_of(docket_id: str) -> dict[str, tuple[str | None, str]]:
+    return {item: (document, phase) for item, document, phase in
+            LineageComment.select(LineageComment.item, LineageComment.document, LineageComment.phase)
+            .where(LineageComment.docket == docket_id).tuples()}
+
+
+def ties_among(keys: Iterable[str]) -> dict[str, tuple[str | None, str]]:
+    """The stored ties of those of ``keys`` that have one."""
+    found = {}
+    for chunk in _chunks(sorted(set(keys))):
+        found.update({item: (document, phase) for item, document, phase in
+                      LineageComment.select(LineageComment.item, LineageComment.document, LineageComment.phase)
+                      .where(LineageComment.item.in_(chunk)).tuples()})
+    return found
+
+
+# --- what the stage writes ---------------------------------------------------------------------
+
+def save_ties(docket_id: str, ties: dict[str, tuple[str | None, str]]) -> int:
+    """comment -> (document, phase): written where new or changed; returns rows written. New
+    ties go in a statement per batch (a docket's first run ties every comment)."""
+    stored = ties_among(ties)
+    new = [{"item": item, "docket": docket_id, "document": ties[item][0], "phase": ties[item][1]}
+           for item in sorted(ties) if item not in stored]
+    changed = [item for item in sorted(ties) if item in stored and stored[item] != ties[item]]
+    with database.atomic():
+        for start in range(0, len(new), INSERT_BATCH):
+            LineageComment.insert_many(new[start:start + INSERT_BATCH]).on_conflict_ignore().execute()
+        for item in changed:
+            document, phase = ties[item]
+            LineageComment.update(document=document, phase=phase).where(LineageComment.item == item).execute()
+    written = len(new) + len(changed)
+    return written
+
+
+INSERT_BATCH = 200  # rows of four columns per INSERT: within SQLite's 999 parameters
+
+
+def rin_links(docket_id: str) -> set[tuple[str, str, str, str]]:
+    """(docket, other, "rin", RIN) for each other docket of the same RIN, both ways."""
+    docket = Docket.get_or_none(Docket.id == docket_id)
+    if docket is None or not docket.rin:
+        return set()
+    others = [d for (d,) in Docket.select(Docket.id).where((Docket.rin == docket.rin) & (Docket.id != docket_id)).tuples()]
+    return {pair for other in others for pair in ((docket_id, other, "rin", docket.rin),
+                                                    (other, docket_id, "rin", docket.rin))}
+
+
+def save_rin_links(docket_id: str) -> int:
+    """The docket's links by RIN as the dockets' RINs say now: new ones inserted, stale ones
+    dropped; returns rows written."""
+    wanted = rin_links(docket_id)
+    stored = {tuple(r) for r in LineageLink.select(LineageLink.docket, LineageLink.other, LineageLink.via,
+                                                    LineageLink.value)
+              .where(((LineageLink.docket == docket_id) | (LineageLink.other == docket_id))
+                     & (LineageLink.via == "rin")).tuples()}
+    written = 0
+    with database.atomic():
+        for docket, other, via, _value in sorted(stored - wanted):
+            LineageLink.delete().where((LineageLink.docket == docket) & (LineageLink.other == other)
+                                       & (LineageLink.via == via)).execute()
+            written += 1
+        for docket, other, via, value in sorted(wanted - stored):
+            (LineageLink.insert(docket=docket, other=other, via=via, value=value)
+             .on_conflict(conflict_target=[LineageLink.docket, LineageLink.other, LineageLink.via],
+                          update={LineageLink.value: value}).execute())
+            written += 1
+    if written:
+        counters.incr(ROWS_WRITTEN, written)
+    return written
+
+
+def fr_numbers(docket_id: str) -> list[str]:
+    """The Federal Register numbers of the docket's documents."""
+    return sorted({n for (n,) in DocketDocument.select(DocketDocument.fr_doc_num)
+                   .where((DocketDocument.docket == docket_id) & DocketDocument.fr_doc_num.is_null(False)).tuples()})
+
+
+def fr_documents(numbers: Iterable[str]) -> dict[str, tuple[list[str], list[str]]]:
+    """FR number -> (docket ids, RINs), for those asked before."""
+    found = {}
+    for chunk in _chunks(sorted(set(numbers))):
+        for number, dockets, rins in (FederalRegisterDocument.select(
+                FederalRegisterDocument.number, FederalRegisterDocument.docket_ids, FederalRegisterDocument.rins)
+                .where(FederalRegisterDocument.number.in_(chunk)).tuples()):
+            found[number] = (json.loads(dockets), json.loads(rins))
+    return found
+
+
+def save_fr_document(number: str, dockets: list[str], rins: list[str]) -> None:
+    FederalRegisterDocument.insert(number=number, docket_ids=json.dumps(dockets), rins=json.dumps(rins)) \
+        .on_conflict_ignore().execute()
+
+
+def save_fr_links(docket_id: str, named: dict[str, tuple[list[str], list[str]]]) -> int:
+    """The docket linked to every other known docket its documents' FR records name (by
+    docket id, or by a RIN they give): inserted where missing; returns rows written."""
+    known = {d for (d,) in Docket.select(Docket.id).tuples()}
+    wanted = set()
+    for number, (dockets, rins) in sorted(named.items()):
+        others = {d for d in dockets if d in known}
+        if rins:
+            others |= {d for (d,) in Docket.select(Docket.id).where(Docket.rin.in_(rins)).tuples()}
+        for other in others - {docket_id}:
+            wanted |= {(docket_id, other, number), (other, docket_id, number)}
+    stored = {(d, o) for d, o in LineageLink.select(LineageLink.docket, LineageLink.other)
+              .where(LineageLink.via == "federal_register").tuples()}
+    written = 0
+    for docket, other, number in sorted(wanted):
+        if (docket, other) in stored:
+            continue
+        LineageLink.insert(docket=docket, other=other, via="federal_register", value=number) \
+            .on_conflict_ignore().execute()
+        stored.add((docket, other))
+        written += 1
+    return written
+
+
+# --- the read side -----------------------------------------------------------------------------
+
+def rule_dockets(name: str) -> tuple[str | None, list[str]]:
+    """(the rule's RIN, its dockets) for a RIN or a docket id: the docket and those linked to
+    it; (None, []) when neither names anything known."""
+    name = name.strip()
+    by_rin = [d for (d,) in Docket.select(Docket.id).where(Docket.rin == name.upper()).order_by(Docket.id).tuples()]
+    if by_rin:
+        return name.upper(), by_rin
+    docket = Docket.get_or_none(Docket.id == name)
+    if docket is None:
+        return None, []
+    linked = {o for (o,) in LineageLink.select(LineageLink.other).where(LineageLink.docket == name).tuples()}
+    if docket.rin:
+        linked |= {d for (d,) in Docket.select(Docket.id).where(Docket.rin == docket.rin).tuples()}
+    return docket.rin, sorted({name, *linked})
+
+
+def comments_per_document(dockets: list[str]) -> dict[str | None, int]:
+    if not dockets:
+        return {}
+    return dict(LineageComment.select(LineageComment.document, fn.COUNT(LineageComment.item))
+                .where(LineageComment.docket.in_(dockets)).group_by(LineageComment.document).tuples())
+
+
+def comments_per_phase(dockets: list[str]) -> dict[str, int]:
+    if not dockets:
+        return {}
+    return dict(LineageComment.select(LineageComment.phase, fn.COUNT(LineageComment.item))
+                .where(LineageComment.docket.in_(dockets)).group_by(LineageComment.phase).tuples())
+
+
+def organisations_in_every_phase(dockets: list[str], phases: list[str]) -> list[tuple[str, str, dict[str, int]]]:
+    """(organisation id, name, phase -> comments) for the organisations that commented in
+    every one of ``phases`` of the rule's dockets, most comments first."""
+    from pipeline.store.models import Organisation, OrganisationMember
+
+    if not dockets or not phases:
+        return []
+    query = (LineageComment.select(OrganisationMember.organisation, Organisation.name, LineageComment.phase,
+                                   fn.COUNT(LineageComment.item))
+             .join(OrganisationMember, on=(OrganisationMember.item == LineageComment.item))
+             .join(Organisation, on=(Organisation.id == OrganisationMember.organisation))
+             .where(LineageComment.docket.in_(dockets) & LineageComment.phase.in_(phases))
+             .group_by(OrganisationMember.organisation, Organisation.name, LineageComment.phase).tuples())
+    found: dict[str, tuple[str, dict[str, int]]] = {}
+    for org, name, phase, n in query:
+        found.setdefault(org, (name, {}))[1][phase] = n
+    every = [(org, name, counts) for org, (name, counts) in found.items() if all(p in counts for p in phases)]
+    return sorted(every, key=lambda o: (-sum(o[2].values()), o[1].lower(), o[0]))
+
+
+def docket_ties(docket_id: str) -> dict[str, tuple[str | None, str]]:
+    """comment -> (document answered, phase), for the export."""
+    return ties_of(docket_id)
