@@ -120,6 +120,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_item_chars", int, 5_000_000, "characters kept per item, its body and every file together (the rest is cut, with a reason)", minimum=1000),
     Setting("campaigns", bool, True, "IndexAll also groups campaigns (CampaignGroups) after indexing; CampaignsAll runs them alone"),
     Setting("campaign_threshold", float, 0.5, "word-shingle Jaccard similarity at which a comment joins a campaign group", minimum=0.05),
+    Setting("topics", bool, True, "IndexAll also maps each docket's topics (TopicMap) after campaigns; TopicsAll runs them alone"),
+    Setting("topic_min_comments", int, 100, "a docket with fewer comments gets no topic map (\"too few comments for topics\")", minimum=2),
+    Setting("topic_similarity", float, 0.5, "cosine similarity to a topic's centre at which a new comment is placed in it", minimum=0.0),
+    Setting("topic_recluster_share", float, 0.2, "share of new or unplaced comments at which a docket is clustered again", minimum=0.0),
     Setting("organisations_file", str, "", "the alias file of organisation names (merge, split, canonical name): "
             "empty = organisations.yaml in data_dir, used when it exists"),
     Setting("host_id", str, "", "this host's name in leases and item claims (empty = the hostname); "

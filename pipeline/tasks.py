@@ -22,6 +22,7 @@ from pipeline.fetch import stage as fetch
 from pipeline.index import stage as index
 from pipeline.ocr import stage as ocr
 from pipeline.organisations import stage as organisations
+from pipeline.topics import stage as topics
 
 __all__ = ["DiscoverDockets", "DocketStageTask", "DocketWrapper", "StageIncomplete",
            "runtime_or_exit", "stage_tasks"]
@@ -137,18 +138,30 @@ class OrganisationsAll(DocketWrapper):
     stage_task = ResolveOrganisations
 
 
+class TopicMap(DocketStageTask):
+    __doc__ = topics.DECLARATION.doc
+    stage = topics.DECLARATION
+
+
+class TopicsAll(DocketWrapper):
+    """TopicMap for every known docket (after discovery), or the named ones."""
+
+    stage_task = TopicMap
+
+
 _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage name -> tasks
     task.stage.name: (task, wrapper) for task, wrapper in [
         (FetchComments, FetchAll), (BackfillComments, BackfillAll), (ExtractText, ExtractAll),
         (OcrText, OcrAll), (IndexDocket, IndexAll), (CampaignGroups, CampaignsAll),
-        (ResolveOrganisations, OrganisationsAll)]
+        (ResolveOrganisations, OrganisationsAll), (TopicMap, TopicsAll)]
 }
 
 
 def follow_on_stages() -> list[tuple[type[DocketWrapper], tuple[str, ...]]]:
     """The stages ``IndexAll`` runs after indexing, each with the settings that must all be on
     for it to: one list, so a new follow-on stage is one line here and one setting."""
-    return [(CampaignsAll, ("campaigns",))]
+    return [(CampaignsAll, ("campaigns",)),
+            (TopicsAll, ("topics", "campaigns"))]
 
 
 def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageTask], type[DocketWrapper]]:

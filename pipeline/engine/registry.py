@@ -1,6 +1,6 @@
 """The stages in pipeline order: the one place the order lives.
 
-fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns, and organisations after
+fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns -> topics, and organisations after
 backfill (it reads the records' fields, not their text). Each stage package
 declares its ``Stage``; this module lists them once, in order, and answers the questions the
 tasks, ``Redrive`` and ``docketeer verify`` ask about the chain. ``register`` adds a stage whose
@@ -22,6 +22,7 @@ from pipeline.fetch import stage as fetch
 from pipeline.index import stage as index
 from pipeline.ocr import stage as ocr
 from pipeline.organisations import stage as organisations
+from pipeline.topics import stage as topics
 
 _stages: dict[str, Stage] = {}  # name -> declaration, in pipeline order
 
@@ -125,5 +126,5 @@ def marker_store(stage: Stage, runtime, invocation=None) -> MarkerStore:
     return stage.markers(completion(stage, runtime.settings), runtime, invocation)
 
 
-for _declared in (fetch, backfill, extract, ocr, index, campaigns, organisations):
+for _declared in (fetch, backfill, extract, ocr, index, campaigns, organisations, topics):
     register(_declared.DECLARATION)

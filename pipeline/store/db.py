@@ -29,7 +29,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 16
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -392,7 +392,15 @@ def _upgrade_to_13(db: peewee.Database) -> None:
                       models.OrganisationAcronym], safe=True)
 
 
+def _upgrade_to_16(db: peewee.Database) -> None:
+    """v16: topic maps (each docket's topics, each comment's place on them, the map's state)."""
+    db.create_tables([models.Topic, models.TopicMember, models.TopicMap], safe=True)
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
-            13: _upgrade_to_13}
+            13: _upgrade_to_13,
+            # 14 and 15 are other features' (their steps replace these when merged)
+            14: lambda db: None, 15: lambda db: None,
+            16: _upgrade_to_16}
