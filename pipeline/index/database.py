@@ -544,7 +544,8 @@ class IndexDB:
             params += (sorted(item_keys),)
         with self._conn, self._conn.cursor() as cur:
             cur.execute(query + " ORDER BY c.item_key, c.ordinal", params)
-            return cur.fetchall()
+            return [(key, ordinal, text, vector.to_numpy() if isinstance(vector, Vector) else vector)
+                    for key, ordinal, text, vector in cur.fetchall()]
 
     def stored_texts(self, embedder_id: str, text_hashes) -> set[str]:
         """Which of these chunk-text hashes already have a vector of ``embedder_id`` (one query)."""
