@@ -1,6 +1,6 @@
 """The topic map on planted topics: quality (adjusted mutual information), labels naming each
 topic's terms, incremental placement (counted), ids stable across re-clusterings, a docket too
-small for topics, the TopicMap task through Luigi, and `docketeer topics`."""
+small for topics, and `docketeer topics`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pipeline.store import dockets, item_states
 from pipeline.store.models import Topic, TopicMember
 from pipeline.topics import queries
 from pipeline.topics.stage import TOO_FEW, map_docket
-from tests.fixtures.state_fixtures import make_runtime, run_invocation
+from tests.fixtures.state_fixtures import make_runtime
 
 D = "HHS-2026-0001"
 EMBEDDER = HashingEmbedder(384)
@@ -103,19 +103,16 @@ def test_a_docket_with_too_few_comments_gets_no_topics(rt):
     assert cli.main(["topics", D]) == 0
 
 
-def test_topics_all_through_luigi_and_the_command(rt, capsys):
-    from pipeline.tasks import TopicsAll
-
+def test_the_topics_command(rt, capsys):
     seed_index(rt, D, topic_comments(D, 200), EMBEDDER)
-    # campaigns ran (nothing grouped): its marker is what the topic map waits for
-    assert run_invocation(TopicsAll(docket=D))
-    assert Topic.select().count() == len(TOPICS)
-    assert TopicMember.select().count() == 200
+    run(rt)
     capsys.readouterr()
     assert cli.main(["topics", D, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert len(shown["topics"]) == len(TOPICS)
-    assert all(len(t["representatives"]) == 3 for t in shown["topics"])
+    assert all(len(t["representatives"]) == 3 and t["terms"] for t in shown["topics"])
+    assert sum(t["comments"] for t in shown["topics"]) <= 200
     assert cli.main(["topics", D]) == 0
-    assert "representative" in capsys.readouterr().out
+    assert "representative passages" in capsys.readouterr().out
     assert cli.main(["topics", "NOPE-2026-0001"]) == 2
+    assert "unknown docket" in capsys.readouterr().err
