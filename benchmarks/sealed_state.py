@@ -13,7 +13,7 @@ is written straight into the stores:
   same seal, with the input fingerprint the task computes), and one ``index_state`` row per comment
   (bulk SQL: the package has no bulk writer for it). No chunks: a sealed no-op never reads them;
 * the campaigns stage's rows and markers (``IndexAll`` runs it too, by default), the marker
-  written by ``CampaignGroups.write_marker``.
+  written by ``CampaignGroups.write_marker``; the topic map's likewise (``TopicMap``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pipeline.engine.completion import expected_input
 from pipeline.index.database import IndexDB
 from pipeline.store import item_states
 from pipeline.store.models import Docket, DocketStage, Item, ItemState, database
-from pipeline.tasks import CampaignGroups, IndexDocket
+from pipeline.tasks import CampaignGroups, IndexDocket, TopicMap
 
 STAGES = ("fetch", "backfill", "extract")
 BATCH = 500  # rows per INSERT: SQLite's variable limit is 32,766
@@ -111,6 +111,10 @@ def _markers(index_db: IndexDB, docket: str, keys: list[str], sealed_at: str) ->
     _states("campaigns", docket, keys, sealed_at)
     groups = CampaignGroups(docket=docket)
     groups.write_marker("bench-build", groups.input_fingerprint())
+    # The topic map after campaigns, as IndexAll runs it (the topics setting, on by default).
+    _states("topics", docket, keys, sealed_at)
+    topic_map = TopicMap(docket=docket)
+    topic_map.write_marker("bench-build", topic_map.input_fingerprint())
 
 
 def _index_states(index_db: IndexDB, docket: str, keys: list[str]) -> None:
@@ -165,6 +169,16 @@ def _many_campaign_markers(runtime, dockets: list[str], keys: dict[str, str], ex
     _insert(DocketStage, [{"docket": d, "stage": "campaigns", "version": 1, "sealed_at": now,
                            "input_fingerprint": expected_input(completion, extract_outputs[d]),
                            "output_fingerprint": outputs[d], "completed_at": now, "run_id": "bench-build"}
+                          for d in dockets])
+    # The topic maps after campaigns, as TopicMap writes their markers (IndexAll runs it too).
+    for start in range(0, len(dockets), 20 * BATCH):
+        part = dockets[start:start + 20 * BATCH]
+        _states("topics", None, [keys[d] for d in part], now, dockets_of=keys)
+    completion = registry.completion(registry.get("topics"), runtime.settings)
+    topic_outputs = item_states.output_fingerprints("topics")
+    _insert(DocketStage, [{"docket": d, "stage": "topics", "version": 1, "sealed_at": now,
+                           "input_fingerprint": expected_input(completion, outputs[d]),
+                           "output_fingerprint": topic_outputs[d], "completed_at": now, "run_id": "bench-build"}
                           for d in dockets])
 
 

@@ -34,7 +34,7 @@ ALIAS_FILE = str(ROOT / "tests" / "fixtures" / "organisations.yaml")
 # Each setting that changes some stage's output, changed (the defaults first).
 VARIANTS = ({}, {"max_item_chars": 1000}, {"max_body_chars": 1500}, {"max_file_chars": 1700},
             {"max_item_chunks": 3}, {"chunk_chars": 600}, {"campaign_threshold": "0.8"},
-            {"ocr": "false"}, {"organisations_file": ALIAS_FILE})
+            {"ocr": "false"}, {"organisations_file": ALIAS_FILE}, {"topic_similarity": "0.6"})
 DOCKETS_PER_SEED = 44
 
 
