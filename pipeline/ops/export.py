@@ -31,8 +31,9 @@ from pipeline.organisations import queries as organisations
 from pipeline.sources import records
 from pipeline.store import dockets, item_states, items, reports
 from pipeline.store.blobs import combined_key
+from pipeline.topics import queries as topics
 
-EXPORT_VERSION = "export-4"
+EXPORT_VERSION = "export-5"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -73,6 +74,7 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("campaign_submissions", "int64", "submissions that group represents (duplicates counted)"),
         ("organisation_id", "string", "its organisation, the same across spellings and dockets (a digest of its name)"),
         ("organisation", "string", "that organisation's canonical name"),
+        ("topic_id", "string", "its main topic on the docket's topic map (empty: unplaced, or no map)"),
     ],
     "attachments": [
         ("docket_id", "string", "the docket"),
@@ -100,6 +102,20 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("representative_text", "string", "its text; a page break of its file is a form feed (\\f) on a line of its own"),
         ("first_seen", "string", "earliest member's posted date"),
         ("last_seen", "string", "latest member's posted date"),
+    ],
+    "topics": [
+        ("docket_id", "string", "the docket"),
+        ("topic_id", "string", "the topic, kept across re-clusterings where the topic matches"),
+        ("label", "string", "its distinctive terms (class-based TF-IDF), joined"),
+        ("terms", "string", "its distinctive terms, most distinctive first, one per line"),
+        ("comments", "int64", "comments whose main topic it is (a campaign's copies each counted)"),
+        ("submissions", "int64", "those comments weighted by their campaign's submissions"),
+        ("organisations", "int64", "distinct organisations among them"),
+        ("share", "float64", "its submissions' share of the docket's"),
+        ("first_seen", "string", "earliest member's posted date"),
+        ("last_seen", "string", "latest member's posted date"),
+        ("representative_ids", "string", "the comments of its representative passages, one per line"),
+        ("representative_texts", "string", "those passages, separated by a form feed (\\f)"),
     ],
 }
 
@@ -200,6 +216,11 @@ def docket_fingerprint(docket_id: str, formats: tuple[str, ...]) -> str:
         digest.add(c.id, c.representative, c.first_seen or "", c.last_seen or "")
     for key, (organisation, name) in sorted(organisations.docket_organisations(docket_id).items()):
         digest.add(key, organisation, name)
+    for key, topic in sorted(topics.docket_topic_of(docket_id).items()):
+        digest.add(key, topic or "")
+    for t in topics.topics_of(docket_id):
+        digest.add(t.id, t.label, str(t.comments), str(t.submissions), str(t.organisations), str(t.share),
+                   t.first_seen or "", t.last_seen or "", *(r["item"] + r["text"] for r in t.representatives))
     return digest.hexdigest()
 
 
@@ -212,6 +233,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     downloads = item_states.states_for_docket("backfill.file", docket_id)
     membership = campaigns.docket_membership(docket_id)
     resolved = organisations.docket_organisations(docket_id)
+    topic_of = topics.docket_topic_of(docket_id)
     read = _texts(runtime, docket_id, [c.key for c in comments if c.key in texts])
     represented: dict[str, int] = {}  # campaign -> submissions its members stand for
     for c in comments:
@@ -220,7 +242,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             represented[campaign] = represented.get(campaign, 0) + 1 + (c.duplicate_comments or 0)
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
                                  read.get(c.key), membership.get(c.key), represented,
-                                 resolved.get(c.key, (None, None))) for c in comments]
+                                 resolved.get(c.key, (None, None)), topic_of.get(c.key)) for c in comments]
     keys = {c.key for c in comments}
     attachment_rows = []
     for key in sorted(files):
@@ -233,7 +255,8 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             text = read[key].files.get(a.filename) if key in read else None
             attachment_rows.append(_attachment_row(docket_id, a, standing, text))
     return {"comments": comment_rows, "attachments": attachment_rows,
-            "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)]}
+            "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)],
+            "topics": [_topic_row(docket_id, t) for t in topics.topics_of(docket_id)]}
 
 
 @dataclass
@@ -276,7 +299,7 @@ def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
 
 
 def _comment_row(docket_id, item, files, text_row, read: ItemText | None, membership, represented,
-                 organisation) -> dict:
+                 organisation, topic: str | None) -> dict:
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
             "posted_date": item.posted_date, "received_date": item.received_date,
@@ -290,10 +313,18 @@ def _comment_row(docket_id, item, files, text_row, read: ItemText | None, member
             "campaign_id": membership[0] if membership else None,
             "campaign_size": membership[1] if membership else None,
             "campaign_submissions": represented.get(membership[0]) if membership else None,
-            "organisation_id": organisation[0], "organisation": organisation[1]}
+            "organisation_id": organisation[0], "organisation": organisation[1], "topic_id": topic}
 
 
 KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order
+
+
+def _topic_row(docket_id, t) -> dict:
+    return {"docket_id": docket_id, "topic_id": t.id, "label": t.label, "terms": "\n".join(term for term, _ in t.terms),
+            "comments": t.comments, "submissions": t.submissions, "organisations": t.organisations,
+            "share": t.share, "first_seen": t.first_seen, "last_seen": t.last_seen,
+            "representative_ids": "\n".join(r["item"] for r in t.representatives),
+            "representative_texts": "\f".join(r["text"] for r in t.representatives)}
 
 
 def _attachment_row(docket_id, a, standing, text: FileText | None) -> dict:
@@ -369,7 +400,7 @@ def _temporary_beside(path: Path) -> Iterator[str]:
 
 def readme() -> str:
     lines = ["docketeer export", "================", "",
-             "One folder per docket, each with comments, attachments and campaigns as Parquet",
+             "One folder per docket, each with comments, attachments, campaigns and topics as Parquet",
              "and/or CSV (UTF-8, header row). export.json holds the fingerprint of the data the",
              "files were made from: an unchanged docket is not rewritten.", "",
              "DuckDB:  SELECT count(*) FROM read_parquet('DEST/*/comments.parquet');",

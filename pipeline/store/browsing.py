@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from peewee import JOIN, Case, fn
 
-from pipeline.store.models import Attachment, Campaign, CampaignMember, Docket, Item
+from pipeline.store.models import Attachment, Campaign, CampaignMember, Docket, Item, TopicMember
 
 IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
 SORTS = {  # the name in the URL -> how the page says it (ties broken by the comment's id)
@@ -30,6 +30,7 @@ class BrowseFilters:
     organization: str | None = None  # a part of the organisation or submitter name, any case
     organization_exact: str | None = None  # exactly this organisation (its page)
     campaign: str | None = None
+    topic: str | None = None  # comments on this topic of the docket's topic map (any of theirs)
     has_attachments: bool | None = None
     withdrawn: bool | None = None
     posted_from: str | None = None  # UTC instant, inclusive
@@ -69,6 +70,9 @@ def _filtered(query, filters: BrowseFilters):
         query = query.where(Item.organization == filters.organization_exact)
     if filters.campaign:
         query = query.where(CampaignMember.campaign == filters.campaign)
+    if filters.topic:
+        query = query.where(Item.key.in_(TopicMember.select(TopicMember.item).where(
+            (TopicMember.topic == filters.topic) | TopicMember.topics.contains(f'"{filters.topic}"'))))
     if filters.has_attachments is not None:
         exists = _has_attachments()
         query = query.where(exists if filters.has_attachments else ~exists)

@@ -22,8 +22,8 @@ def normalised(vectors: np.ndarray) -> np.ndarray:
 
 
 def min_cluster_size(units: int) -> int:
-    """The smallest group called a topic: 1% of the docket's units, at least 5."""
-    return max(5, units // 100)
+    """The smallest group called a topic: 2% of the docket's units, at least 5."""
+    return max(5, units // 50)
 
 
 def cluster(vectors: np.ndarray, similarity: float) -> np.ndarray:
@@ -36,7 +36,12 @@ def cluster(vectors: np.ndarray, similarity: float) -> np.ndarray:
     dims = min(REDUCED_DIMENSIONS, unit.shape[0] - 1, unit.shape[1])
     reduced = PCA(n_components=dims, svd_solver="full").fit_transform(unit) if dims < unit.shape[1] else unit
     size = min_cluster_size(len(unit))
-    raw = HDBSCAN(min_cluster_size=size, min_samples=min(size, 10), copy=True).fit(reduced).labels_
+    # "leaf": the tree's finest clusters of that size. The default ("eom") prefers large
+    # stable clusters and merged topics that share vocabulary (uneven sizes, borrowed
+    # sentences: AMI 0.2 against 0.9 on the hard planted corpus); the points leaf leaves as
+    # noise are placed below.
+    raw = HDBSCAN(min_cluster_size=size, min_samples=min(size, 10), cluster_selection_method="leaf",
+                  copy=True).fit(reduced).labels_
     found = sorted({int(x) for x in raw if x >= 0}, key=lambda c: (-int((raw == c).sum()), c))
     labels = np.full(len(unit), UNPLACED)
     for number, c in enumerate(found):

@@ -172,3 +172,9 @@ def members_of(topic_id: str) -> list[str]:
 
 def member_count(docket_id: str) -> int:
     return TopicMember.select(fn.COUNT(TopicMember.item)).where(TopicMember.docket == docket_id).scalar() or 0
+
+
+def docket_topic_of(docket_id: str) -> dict[str, str | None]:
+    """item -> its main topic (None: unplaced), for a docket's comments on its map (one query)."""
+    return dict(TopicMember.select(TopicMember.item, TopicMember.topic)
+                .where(TopicMember.docket == docket_id).tuples())

@@ -116,3 +116,17 @@ def test_the_topics_command(rt, capsys):
     assert "representative passages" in capsys.readouterr().out
     assert cli.main(["topics", "NOPE-2026-0001"]) == 2
     assert "unknown docket" in capsys.readouterr().err
+
+
+def test_the_export_holds_the_topics_and_each_comments_topic(rt, tmp_path):
+    import pyarrow.parquet as pq
+
+    seed_index(rt, D, topic_comments(D, 120), EMBEDDER)
+    run(rt)
+    dest = tmp_path / "export"
+    assert cli.main(["export", str(dest), "--docket", D, "--format", "parquet"]) == 0
+    comments = pq.read_table(dest / D / "comments.parquet").to_pylist()
+    topics = pq.read_table(dest / D / "topics.parquet").to_pylist()
+    assert {t["topic_id"] for t in topics} == {t.id for t in queries.topics_of(D)}
+    assert {c["comment_id"]: c["topic_id"] for c in comments} == assignment()
+    assert all(t["label"] and t["representative_ids"].count("\n") == 2 for t in topics)
