@@ -5,6 +5,7 @@ small for topics, and `docketeer topics`."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from sklearn.metrics import adjusted_mutual_info_score
@@ -130,3 +131,29 @@ def test_the_export_holds_the_topics_and_each_comments_topic(rt, tmp_path):
     assert {t["topic_id"] for t in topics} == {t.id for t in queries.topics_of(D)}
     assert {c["comment_id"]: c["topic_id"] for c in comments} == assignment()
     assert all(t["label"] and t["representative_ids"].count("\n") == 2 for t in topics)
+
+
+def test_the_docket_page_shows_the_topics_and_browsing_filters_by_one(rt):
+    from starlette.testclient import TestClient
+
+    from pipeline.counters import STATE_QUERIES, counters
+    from pipeline.web import pages
+    from pipeline.web.app import make_app
+
+    seed_index(rt, D, topic_comments(D, 160), EMBEDDER)
+    run(rt)
+    topics = queries.topics_of(D)
+    with TestClient(make_app(rt, pages.WarmSearch(rt)), base_url="http://127.0.0.1") as client:
+        with counters.measure() as io, counters.counting_queries():
+            page = client.get(f"/docket/{D}")
+        assert page.status_code == 200 and "<h2>Topics</h2>" in page.text
+        assert page.text.count('class="topic-link"') == len(topics)
+        assert all(t.label in page.text and t.representatives[0]["item"] in page.text for t in topics)
+        assert io.get(STATE_QUERIES, 0) < 40  # the section is two reads, whatever the map's size
+        largest = topics[0]
+        browsed = client.get("/comments", params={"docket": D, "topic": largest.id})
+        assert browsed.status_code == 200
+        shown = set(re.findall(rf'href="/comment/({D}-\d+)"', browsed.text))
+        members = set(queries.members_of(largest.id))
+        assert shown and shown <= members | {k for k, v in assignment().items() if v}
+        assert f"{largest.comments:,}" in browsed.text or len(shown) == min(50, largest.comments)
