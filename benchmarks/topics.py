@@ -14,7 +14,8 @@
    whether the topic ids stayed; then a forced re-cluster of the unchanged data: whether
    the topics and ids are the same.
 3. Cost: a docket of ``--items`` comments (hashing vectors: the clustering's cost, not the
-   embedder's) mapped from scratch, timed, with the load average.
+   embedder's) mapped from scratch, timed, with the load average; then its docket page (with
+   the Topics section) rendered through Starlette's TestClient, the median of 5.
 
 Results are printed as one JSON object for docs/BENCHMARKS.md.
 """
@@ -107,6 +108,22 @@ def incremental(runtime, docket: str, start: int, new: int, embedder) -> dict:
             "forced_same_assignment": sum(again[k] == after[k] for k in after) / len(after)}
 
 
+def page_render_ms(runtime, docket: str) -> float:
+    from starlette.testclient import TestClient
+
+    from pipeline.web import pages
+    from pipeline.web.app import make_app
+
+    times = []
+    with TestClient(make_app(runtime, pages.WarmSearch(runtime)), base_url="http://127.0.0.1") as client:
+        for _ in range(5):
+            started = time.perf_counter()
+            page = client.get(f"/docket/{docket}")
+            times.append(time.perf_counter() - started)
+            assert page.status_code == 200 and "<h2>Topics</h2>" in page.text
+    return round(sorted(times)[2] * 1000, 1)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks topics")
     parser.add_argument("--quality", type=int, default=3000)
@@ -131,7 +148,8 @@ def main(argv: list[str]) -> int:
             load_at = load()
             result, seconds = mapped(runtime, docket)
             report["scale"] = {"comments": args.items, "embedder": "hashing 384", "seconds": round(seconds, 1),
-                               "load": load_at, "topics": len(queries.topics_of(docket)), "counts": result.counts}
+                               "load": load_at, "topics": len(queries.topics_of(docket)), "counts": result.counts,
+                               "docket_page_ms": page_render_ms(runtime, docket)}
         report["load_after"] = load()
         print(json.dumps(report, indent=1))
         runtime.close()
