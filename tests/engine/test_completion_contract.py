@@ -143,12 +143,14 @@ def test_each_changed_setting_makes_the_stages_it_shapes_incomplete(generated):
     for n in range(3):
         _write_history(f"FIN-2026-{n:04d}", "finished sealed" if n else "finished open", rng, defaults)
     dockets = [f"FIN-2026-{n:04d}" for n in range(3)]
-    shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns"},
+    # The topic map vouches for campaigns' output, so what reshapes campaigns reshapes it.
+    shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns", "topics"},
               "max_item_chunks": {"index"}, "chunk_chars": {"index"},
-              "campaign_threshold": {"campaigns"}, "ocr": {"ocr", "index", "campaigns"},
-              "organisations_file": {"organisations"}}
+              "campaign_threshold": {"campaigns", "topics"}, "ocr": {"ocr", "index", "campaigns", "topics"},
+              "organisations_file": {"organisations"}, "topic_similarity": {"topics"}}
     values = {"max_item_chars": 1000, "max_item_chunks": 3, "chunk_chars": 600,
-              "campaign_threshold": "0.8", "ocr": "false", "organisations_file": ALIAS_FILE}
+              "campaign_threshold": "0.8", "ocr": "false", "organisations_file": ALIAS_FILE,
+              "topic_similarity": "0.6"}
     for setting, stages in shaped.items():
         runtime = generated(**{setting: values[setting]})
         set_runtime(runtime)

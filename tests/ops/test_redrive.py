@@ -157,7 +157,8 @@ def test_backfill_redrive_refetches_a_gone_comment(tmp_path, pg_server):
         store.server.gone = set()
         result = redrive("backfill", docket, "gone", 5, run_id="r1")
         assert result.items == [vanished]
-        assert result.markers_cleared == ["backfill", "extract", "ocr", "index", "campaigns", "organisations"]
+        assert result.markers_cleared == ["backfill", "extract", "ocr", "index", "campaigns", "organisations",
+                                          "topics"]
         assert store.run()
         assert item_states.states_for_docket("backfill", docket)[vanished].state == "ok"
         assert vanished in store.runtime.index_db().state_for_docket("comments", docket)
