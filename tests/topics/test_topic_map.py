@@ -110,7 +110,8 @@ def test_the_topics_command(rt, capsys):
     capsys.readouterr()
     assert cli.main(["topics", D, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert len(shown["topics"]) == len(TOPICS)
+    assert [t["id"] for t in shown["topics"]] == [t.id for t in queries.topics_of(D)]
+    assert len(shown["topics"]) >= len(TOPICS)
     assert all(len(t["representatives"]) == 3 and t["terms"] for t in shown["topics"])
     assert sum(t["comments"] for t in shown["topics"]) <= 200
     assert cli.main(["topics", D]) == 0
