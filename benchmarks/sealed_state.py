@@ -12,9 +12,9 @@ is written straight into the stores:
 * index DB: the docket markers, written by ``IndexDocket.write_marker`` itself (so under the
   same seal, with the input fingerprint the task computes), and one ``index_state`` row per comment
   (bulk SQL: the package has no bulk writer for it). No chunks: a sealed no-op never reads them;
-* the campaigns, organisations and lineage stages' rows and markers (``IndexAll`` runs them
-  too, by default), the markers written by ``CampaignGroups.write_marker``,
-  ``ResolveOrganisations.write_marker`` and ``LinkRule.write_marker``.
+* the campaigns, organisations, lineage and topics stages' rows and markers (``IndexAll`` runs
+  them too, by default), the markers written by ``CampaignGroups.write_marker``,
+  ``ResolveOrganisations.write_marker``, ``LinkRule.write_marker`` and ``TopicMap.write_marker``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pipeline.engine.completion import expected_input
 from pipeline.index.database import IndexDB
 from pipeline.store import item_states
 from pipeline.store.models import Docket, DocketStage, Item, ItemState, database
-from pipeline.tasks import CampaignGroups, IndexDocket, LinkRule, ResolveOrganisations
+from pipeline.tasks import CampaignGroups, IndexDocket, LinkRule, ResolveOrganisations, TopicMap
 
 STAGES = ("fetch", "backfill", "extract")
 BATCH = 500  # rows per INSERT: SQLite's variable limit is 32,766
@@ -120,6 +120,10 @@ def _markers(index_db: IndexDB, docket: str, keys: list[str], sealed_at: str) ->
     _states("lineage", docket, keys, sealed_at)
     linked = LinkRule(docket=docket)
     linked.write_marker("bench-build", linked.input_fingerprint())
+    # The topic map after campaigns, as IndexAll runs it (the topics setting, on by default).
+    _states("topics", docket, keys, sealed_at)
+    topic_map = TopicMap(docket=docket)
+    topic_map.write_marker("bench-build", topic_map.input_fingerprint())
 
 
 def _index_states(index_db: IndexDB, docket: str, keys: list[str]) -> None:
@@ -164,12 +168,13 @@ def build_many_sealed(runtime, dockets: list[str]) -> None:
     _many_follow_on_markers(runtime, "campaigns", dockets, keys, upstream, now)
     _many_follow_on_markers(runtime, "organisations", dockets, keys, produced["backfill"], now)
     _many_follow_on_markers(runtime, "lineage", dockets, keys, produced["backfill"], now)
+    _many_follow_on_markers(runtime, "topics", dockets, keys, item_states.output_fingerprints("campaigns"), now)
 
 
 def _many_follow_on_markers(runtime, stage: str, dockets: list[str], keys: dict[str, str],
                             upstream_outputs: dict[str, str], now: str) -> None:
-    """A follow-on stage's markers (campaigns, organisations) as its task writes them
-    (IndexAll runs them too): under the upstream stage's output."""
+    """A follow-on stage's rows and markers as its task writes them (IndexAll runs it too):
+    under its upstream stage's output."""
     for start in range(0, len(dockets), 20 * BATCH):
         part = dockets[start:start + 20 * BATCH]
         _states(stage, None, [keys[d] for d in part], now, dockets_of=keys)
@@ -177,20 +182,6 @@ def _many_follow_on_markers(runtime, stage: str, dockets: list[str], keys: dict[
     outputs = item_states.output_fingerprints(stage)
     _insert(DocketStage, [{"docket": d, "stage": stage, "version": 1, "sealed_at": now,
                            "input_fingerprint": expected_input(completion, upstream_outputs[d]),
-                           "output_fingerprint": outputs[d], "completed_at": now, "run_id": "bench-build"}
-                          for d in dockets])
-
-
-def _many_follow_on_markers(runtime, stage: str, dockets: list[str], keys: dict[str, str],
-                            inputs: dict[str, str], now: str) -> None:
-    """A follow-on stage's rows and markers as its task writes them, over its input's outputs."""
-    for start in range(0, len(dockets), 20 * BATCH):
-        part = dockets[start:start + 20 * BATCH]
-        _states(stage, None, [keys[d] for d in part], now, dockets_of=keys)
-    completion = registry.completion(registry.get(stage), runtime.settings)
-    outputs = item_states.output_fingerprints(stage)
-    _insert(DocketStage, [{"docket": d, "stage": stage, "version": 1, "sealed_at": now,
-                           "input_fingerprint": expected_input(completion, inputs[d]),
                            "output_fingerprint": outputs[d], "completed_at": now, "run_id": "bench-build"}
                           for d in dockets])
 

@@ -34,7 +34,7 @@ _TASK_MODULES = {
         ("BackfillAll", "BackfillComments", "CampaignGroups", "CampaignsAll", "DiscoverDockets",
          "DocketStageTask", "DocketWrapper",
          "ExtractAll", "ExtractText", "FetchAll", "FetchComments", "IndexAll", "IndexDocket",
-         "OcrAll", "OcrText", "OrganisationsAll", "ResolveOrganisations"),
+         "OcrAll", "OcrText", "OrganisationsAll", "ResolveOrganisations", "TopicMap", "TopicsAll"),
         "pipeline.tasks",
     ),
 }

@@ -23,6 +23,7 @@ from pipeline.index import stage as index
 from pipeline.lineage import stage as lineage
 from pipeline.ocr import stage as ocr
 from pipeline.organisations import stage as organisations
+from pipeline.topics import stage as topics
 
 __all__ = ["DiscoverDockets", "DocketStageTask", "DocketWrapper", "StageIncomplete",
            "runtime_or_exit", "stage_tasks"]
@@ -149,18 +150,30 @@ class LineageAll(DocketWrapper):
     stage_task = LinkRule
 
 
+class TopicMap(DocketStageTask):
+    __doc__ = topics.DECLARATION.doc
+    stage = topics.DECLARATION
+
+
+class TopicsAll(DocketWrapper):
+    """TopicMap for every known docket (after discovery), or the named ones."""
+
+    stage_task = TopicMap
+
+
 _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage name -> tasks
     task.stage.name: (task, wrapper) for task, wrapper in [
         (FetchComments, FetchAll), (BackfillComments, BackfillAll), (ExtractText, ExtractAll),
         (OcrText, OcrAll), (IndexDocket, IndexAll), (CampaignGroups, CampaignsAll),
-        (ResolveOrganisations, OrganisationsAll), (LinkRule, LineageAll)]
+        (ResolveOrganisations, OrganisationsAll), (LinkRule, LineageAll), (TopicMap, TopicsAll)]
 }
 
 
 def follow_on_stages() -> list[tuple[type[DocketWrapper], tuple[str, ...]]]:
     """The stages ``IndexAll`` runs after indexing, each with the settings that must all be on
     for it to: one list, so a new follow-on stage is one line here and one setting."""
-    return [(CampaignsAll, ("campaigns",)), (OrganisationsAll, ("organisations",)), (LineageAll, ("lineage",))]
+    return [(CampaignsAll, ("campaigns",)), (OrganisationsAll, ("organisations",)), (LineageAll, ("lineage",)),
+            (TopicsAll, ("topics", "campaigns"))]
 
 
 def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageTask], type[DocketWrapper]]:

@@ -1,7 +1,7 @@
 """The stages in pipeline order: the one place the order lives.
 
-fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns, and organisations and lineage
-after backfill (they read the records' fields, not their text). Each stage package
+fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns -> topics, and organisations
+and lineage after backfill (they read the records' fields, not their text). Each stage package
 declares its ``Stage``; this module lists them once, in order, and answers the questions the
 tasks, ``Redrive`` and ``docketeer verify`` ask about the chain. ``register`` adds a stage whose
 upstream is known (a plug-in, a test's stage) after the others; ``unregister`` removes it.
@@ -23,6 +23,7 @@ from pipeline.index import stage as index
 from pipeline.lineage import stage as lineage
 from pipeline.ocr import stage as ocr
 from pipeline.organisations import stage as organisations
+from pipeline.topics import stage as topics
 
 _stages: dict[str, Stage] = {}  # name -> declaration, in pipeline order
 
@@ -126,5 +127,5 @@ def marker_store(stage: Stage, runtime, invocation=None) -> MarkerStore:
     return stage.markers(completion(stage, runtime.settings), runtime, invocation)
 
 
-for _declared in (fetch, backfill, extract, ocr, index, campaigns, organisations, lineage):
+for _declared in (fetch, backfill, extract, ocr, index, campaigns, organisations, lineage, topics):
     register(_declared.DECLARATION)

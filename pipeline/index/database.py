@@ -559,6 +559,22 @@ class IndexDB:
         self.replace_items([ItemRows(collection, item_key, docket, chunks, vectors, fingerprint,
                                      content_hash, metadata or {}, chunks_before_cap)], embedder_id)
 
+    def passage_vectors(self, collection: str, docket: str, item_keys=None) -> list[tuple[str, int, str, Any]]:
+        """(item key, ordinal, text, vector) of a docket's chunks (only ``item_keys``' when
+        given), in key and ordinal order: the vectors the index holds, read for the topic
+        map (one query)."""
+        query = """SELECT c.item_key, c.ordinal, c.text, v.embedding
+                   FROM chunks AS c JOIN chunk_vectors AS v ON v.id = c.vector_id
+                   WHERE c.collection = %s AND c.docket = %s"""
+        params: tuple = (collection, docket)
+        if item_keys is not None:
+            query += " AND c.item_key = ANY(%s)"
+            params += (sorted(item_keys),)
+        with self._conn, self._conn.cursor() as cur:
+            cur.execute(query + " ORDER BY c.item_key, c.ordinal", params)
+            return [(key, ordinal, text, vector.to_numpy() if isinstance(vector, Vector) else vector)
+                    for key, ordinal, text, vector in cur.fetchall()]
+
     def stored_texts(self, embedder_id: str, text_hashes) -> set[str]:
         """Which of these chunk-text hashes already have a vector of ``embedder_id`` (one query)."""
         hashes = sorted(set(text_hashes))

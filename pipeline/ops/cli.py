@@ -648,6 +648,40 @@ def cmd_rule(args) -> int:
 
 
 @command
+def cmd_topics(args) -> int:
+    from pipeline.store import reports
+    from pipeline.topics import queries
+
+    _runtime()
+    if reports.find_docket(args.docket) is None:
+        print(f"docketeer topics: unknown docket: {args.docket}", file=sys.stderr)
+        return 2
+    found = queries.topics_of(args.docket)
+    mapped = queries.map_of(args.docket)
+    message = mapped.message if mapped else "no topic map yet (luigi --module pipeline TopicsAll maps it)"
+    if args.json:
+        print(json.dumps({"docket": args.docket, "message": message if not found else "", "topics": [
+            {"id": t.id, "label": t.label, "terms": [term for term, _ in t.terms], "comments": t.comments,
+             "submissions": t.submissions, "organisations": t.organisations, "share": t.share,
+             "first_seen": t.first_seen and eastern_date(t.first_seen),
+             "last_seen": t.last_seen and eastern_date(t.last_seen),
+             "representatives": t.representatives} for t in found]}, indent=1))
+        return 0
+    if not found:
+        print(message or "no topics found")
+        return 0
+    rows = [[t.id.rsplit(":", 1)[-1], t.label, t.comments, t.submissions, f"{t.share:.0%}", t.organisations,
+             eastern_date(t.first_seen) if t.first_seen else "", eastern_date(t.last_seen) if t.last_seen else ""]
+            for t in found]
+    print(_table(rows, ["topic", "terms", "comments", "submissions", "share", "orgs", "first", "last"]))
+    for t in found:
+        print(f"\n{t.id.rsplit(':', 1)[-1]} ({t.label}) representative passages:")
+        for r in t.representatives:
+            print(f"  {r['item']}: {' '.join(r['text'].split())[:160]}")
+    return 0
+
+
+@command
 def cmd_digest(args) -> int:
     from pipeline.store import reports
     from pipeline.web import feeds
@@ -774,6 +808,11 @@ def build_parser() -> argparse.ArgumentParser:
                                        "(Eastern dates) and the comments each phase drew")
     rule.add_argument("rule", help="a RIN (1400-AE27) or a docket id")
     rule.add_argument("--json", action="store_true", help="one JSON document")
+    topics = sub.add_parser("topics", help="a docket's topic map: the issues raised, how many raised each, "
+                                           "who, representative passages")
+    topics.add_argument("docket", help="the docket id")
+    topics.add_argument("--json", action="store_true",
+                        help="one JSON document (each topic's terms, counts, share, dates, representatives)")
     digest = sub.add_parser("digest", help="comments added or changed since a time, per docket (the feeds' news, for cron mail)")
     digest.add_argument("--since", type=parse_since, default="1d",
                         help="30m, 12h, 1d, 2w back from now, an Eastern day YYYY-MM-DD, or a UTC instant (default 1d)")

@@ -35,6 +35,7 @@ from pipeline.sources import records
 from pipeline.store import dockets, item_states, items, reports
 from pipeline.store.blobs import combined_key
 from pipeline.store.documents import documents_of
+from pipeline.topics import queries as topics
 
 EXPORT_VERSION = "export-5"
 FORMATS = ("parquet", "csv")
@@ -82,6 +83,7 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("answers_document", "string", "the document it answers (its record's commentOnDocumentId), as lineage tied it"),
         ("answers_phase", "string", "that document's phase of the rule: notice, proposed, final, supporting, "
                                     "other, unknown"),
+        ("topic_id", "string", "its main topic on the docket's topic map (empty: unplaced, or no map)"),
     ],
     "comment_organisations": [
         ("docket_id", "string", "the docket"),
@@ -128,6 +130,20 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("representative_text", "string", "its text; a page break of its file is a form feed (\\f) on a line of its own"),
         ("first_seen", "string", "earliest member's posted date"),
         ("last_seen", "string", "latest member's posted date"),
+    ],
+    "topics": [
+        ("docket_id", "string", "the docket"),
+        ("topic_id", "string", "the topic, kept across re-clusterings where the topic matches"),
+        ("label", "string", "its distinctive terms (class-based TF-IDF), joined"),
+        ("terms", "string", "its distinctive terms, most distinctive first, one per line"),
+        ("comments", "int64", "comments whose main topic it is (a campaign's copies each counted)"),
+        ("submissions", "int64", "those comments weighted by their campaign's submissions"),
+        ("organisations", "int64", "distinct organisations among them"),
+        ("share", "float64", "its submissions' share of the docket's"),
+        ("first_seen", "string", "earliest member's posted date"),
+        ("last_seen", "string", "latest member's posted date"),
+        ("representative_ids", "string", "the comments of its representative passages, one per line"),
+        ("representative_texts", "string", "those passages, separated by a form feed (\\f)"),
     ],
 }
 
@@ -233,6 +249,11 @@ def docket_fingerprint(docket_id: str, formats: tuple[str, ...]) -> str:
         digest.add(d.document, *(str(getattr(d, c)) for c in DOCUMENT_COLUMNS))
     for key, (document, phase) in sorted(lineage.docket_ties(docket_id).items()):
         digest.add(key, document or "", phase)
+    for key, topic in sorted(topics.docket_topic_of(docket_id).items()):
+        digest.add(key, topic or "")
+    for t in topics.topics_of(docket_id):
+        digest.add(t.id, t.label, str(t.comments), str(t.submissions), str(t.organisations), str(t.share),
+                   t.first_seen or "", t.last_seen or "", *(r["item"] + r["text"] for r in t.representatives))
     return digest.hexdigest()
 
 
@@ -246,6 +267,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     membership = campaigns.docket_membership(docket_id)
     resolved = organisations.docket_organisations(docket_id)
     ties = lineage.docket_ties(docket_id)
+    topic_of = topics.docket_topic_of(docket_id)
     read = _texts(runtime, docket_id, [c.key for c in comments if c.key in texts])
     represented: dict[str, int] = {}  # campaign -> submissions its members stand for
     for c in comments:
@@ -254,7 +276,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             represented[campaign] = represented.get(campaign, 0) + 1 + (c.duplicate_comments or 0)
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
                                  read.get(c.key), membership.get(c.key), represented,
-                                 resolved.get(c.key, []), ties.get(c.key, (None, None)))
+                                 resolved.get(c.key, []), ties.get(c.key, (None, None)), topic_of.get(c.key))
                     for c in comments]
     keys = {c.key for c in comments}
     attachment_rows = []
@@ -270,6 +292,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     return {"comments": comment_rows, "attachments": attachment_rows,
             "rule_phases": _rule_phase_rows(docket_id),
             "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)],
+            "topics": [_topic_row(docket_id, t) for t in topics.topics_of(docket_id)],
             "comment_organisations": [
                 {"docket_id": docket_id, "comment_id": key, "position": position,
                  "organisation_id": organisation, "organisation": name}
@@ -331,7 +354,7 @@ def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
 
 
 def _comment_row(docket_id, item, files, text_row, read: ItemText | None, membership, represented,
-                 named: list[tuple[str, str]], tie) -> dict:
+                 named: list[tuple[str, str]], tie, topic: str | None) -> dict:
     organisation = named[0] if named else (None, None)
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
@@ -348,10 +371,18 @@ def _comment_row(docket_id, item, files, text_row, read: ItemText | None, member
             "campaign_submissions": represented.get(membership[0]) if membership else None,
             "organisation_id": organisation[0], "organisation": organisation[1],
             "organisation_count": len(named) or None,
-            "answers_document": tie[0], "answers_phase": tie[1]}
+            "answers_document": tie[0], "answers_phase": tie[1], "topic_id": topic}
 
 
 KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order
+
+
+def _topic_row(docket_id, t) -> dict:
+    return {"docket_id": docket_id, "topic_id": t.id, "label": t.label, "terms": "\n".join(term for term, _ in t.terms),
+            "comments": t.comments, "submissions": t.submissions, "organisations": t.organisations,
+            "share": t.share, "first_seen": t.first_seen, "last_seen": t.last_seen,
+            "representative_ids": "\n".join(r["item"] for r in t.representatives),
+            "representative_texts": "\f".join(r["text"] for r in t.representatives)}
 
 
 def _attachment_row(docket_id, a, standing, text: FileText | None) -> dict:
@@ -427,8 +458,8 @@ def _temporary_beside(path: Path) -> Iterator[str]:
 
 def readme() -> str:
     lines = ["docketeer export", "================", "",
-             "One folder per docket, each with comments, attachments, campaigns and",
-             "comment_organisations (each organisation a comment names) as Parquet",
+             "One folder per docket, each with comments, attachments, campaigns, topics, rule_phases",
+             "and comment_organisations (each organisation a comment names) as Parquet",
              "and/or CSV (UTF-8, header row). export.json holds the fingerprint of the data the",
              "files were made from: an unchanged docket is not rewritten.", "",
              "DuckDB:  SELECT count(*) FROM read_parquet('DEST/*/comments.parquet');",

@@ -22,6 +22,7 @@ from pipeline.store.models import (
     Organisation,
     OrganisationMember,
     OrganisationVariant,
+    TopicMember,
 )
 
 IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
@@ -45,6 +46,7 @@ class BrowseFilters:
     organization_exact: str | None = None  # exactly this name as written (a name not resolved)
     organisation_id: str | None = None  # the resolved organisation, in any spelling (its page)
     campaign: str | None = None
+    topic: str | None = None  # comments on this topic of the docket's topic map (any of theirs)
     has_attachments: bool | None = None
     withdrawn: bool | None = None
     posted_from: str | None = None  # UTC instant, inclusive
@@ -92,6 +94,9 @@ def _filtered(query, filters: BrowseFilters):
                                          .where(OrganisationMember.organisation == filters.organisation_id)))
     if filters.campaign:
         query = query.where(CampaignMember.campaign == filters.campaign)
+    if filters.topic:
+        query = query.where(Item.key.in_(TopicMember.select(TopicMember.item).where(
+            (TopicMember.topic == filters.topic) | TopicMember.topics.contains(f'"{filters.topic}"'))))
     if filters.has_attachments is not None:
         exists = _has_attachments()
         query = query.where(exists if filters.has_attachments else ~exists)

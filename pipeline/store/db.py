@@ -29,7 +29,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -400,6 +400,8 @@ def _upgrade_to_14(db: peewee.Database) -> None:
     db.drop_tables([models.OrganisationMember], safe=True)
     db.create_tables([models.OrganisationMember], safe=True)
     models.DocketStage.delete().where(models.DocketStage.stage == "organisations").execute()
+
+
 def _upgrade_to_15(db: peewee.Database) -> None:
     """v15: rule lineage (each docket's documents with their type, Federal Register number
     and window; the docket's RIN; each comment's document and phase; dockets linked). A
@@ -414,7 +416,12 @@ def _upgrade_to_15(db: peewee.Database) -> None:
     reread_stored_records()
 
 
+def _upgrade_to_16(db: peewee.Database) -> None:
+    """v16: topic maps (each docket's topics, each comment's place on them, the map's state)."""
+    db.create_tables([models.Topic, models.TopicMember, models.TopicMap], safe=True)
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
-            13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15}
+            13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15, 16: _upgrade_to_16}

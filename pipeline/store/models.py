@@ -11,6 +11,7 @@ from peewee import (
     BooleanField,
     CompositeKey,
     DatabaseProxy,
+    FloatField,
     IntegerField,
     Model,
     TextField,
@@ -386,7 +387,49 @@ class FederalRegisterDocument(BaseModel):
     rins = TextField()  # JSON list
 
 
+class Topic(BaseModel):
+    """One topic of a docket's topic map: what many comments raise, its distinctive terms,
+    representative passages and counts. Its id survives re-clustering when a new cluster
+    matches it (``pipeline.topics.clustering.match_ids``)."""
+
+    id = TextField(primary_key=True)  # "<docket>:t<number>"
+    docket = TextField(index=True)
+    label = TextField()  # its distinctive terms, joined
+    terms = TextField()  # JSON list of (term, weight)
+    representatives = TextField()  # JSON list of {"item", "text"}
+    centroid = TextField()  # JSON list of floats: the mean of its members' unit vectors
+    comments = IntegerField()
+    submissions = IntegerField()  # comments weighted by campaign submissions
+    organisations = IntegerField()
+    first_seen = TextField(null=True)
+    last_seen = TextField(null=True)
+    share = FloatField()  # of the docket's submissions
+
+
+class TopicMember(BaseModel):
+    """One comment's place on its docket's topic map: its main topic (None: unplaced) and
+    every topic one of its passages is nearest to."""
+
+    item = TextField(primary_key=True)
+    docket = TextField(index=True)
+    topic = TextField(null=True, index=True)
+    similarity = FloatField()
+    topics = TextField()  # JSON list of topic ids, the main one first
+    placed = BooleanField(default=False)  # placed against stored topics, not clustered
+
+
+class TopicMap(BaseModel):
+    """A docket's topic map as a whole: when it was last clustered, over how many comments,
+    the next topic number, and what it says when it has no topics."""
+
+    docket = TextField(primary_key=True)
+    clustered_at = TextField(null=True)
+    clustered_units = IntegerField(default=0)
+    next_number = IntegerField(default=1)
+    message = TextField(default="")
+
+
 MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
           CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan,
           Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym,
-          DocketDocument, LineageComment, LineageLink, FederalRegisterDocument)
+          DocketDocument, LineageComment, LineageLink, FederalRegisterDocument, Topic, TopicMember, TopicMap)

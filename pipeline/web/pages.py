@@ -206,6 +206,14 @@ class DocketPage:
     submissions: tuple[int, int] = (0, 0)
     unit: str = "day"  # of per_day's points: a long span is drawn by week, month or year
     timeline: object = None  # pipeline.lineage.timeline.Timeline: the rule the docket is part of
+    topics: list = field(default_factory=list)  # pipeline.topics.queries.TopicSummary, largest first
+    topic_message: str = ""  # what the map says when it has no topics ("too few comments ...")
+
+    @property
+    def topic_bars(self) -> list[tuple[object, int]]:
+        """Each topic with its bar's width in percent of the largest topic's submissions."""
+        largest = max((t.submissions for t in self.topics), default=0) or 1
+        return [(t, max(1, round(100 * t.submissions / largest))) for t in self.topics]
 
     @property
     def plot(self):
@@ -222,12 +230,16 @@ def docket_page(docket_id: str) -> DocketPage | None:
     totals: dict[str, int] = {}
     for row in counts:
         totals[row.stage] = totals.get(row.stage, 0) + row.count
+    from pipeline.topics import queries as topics
+
     unit, points = plots.dated_series(eastern_days(reports.comments_per_hour(docket_id)))
+    mapped = topics.map_of(docket_id)
     return DocketPage(docket, counts, totals, reports.retry_reasons(docket_id), points,
                       reports.top_organizations(docket_id, TOP_ORGANIZATIONS),
                       campaigns.largest_campaigns(docket_id, 10),
                       reports.submissions(docket_id).get(docket_id, (0, 0)), unit=unit,
-                      timeline=rule_timeline(docket_id))
+                      timeline=rule_timeline(docket_id),
+                      topics=topics.topics_of(docket_id), topic_message=mapped.message if mapped else "")
 
 
 def rule_timeline(docket_id: str):

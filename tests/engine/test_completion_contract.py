@@ -34,7 +34,8 @@ ALIAS_FILE = str(ROOT / "tests" / "fixtures" / "organisations.yaml")
 # Each setting that changes some stage's output, changed (the defaults first).
 VARIANTS = ({}, {"max_item_chars": 1000}, {"max_body_chars": 1500}, {"max_file_chars": 1700},
             {"max_item_chunks": 3}, {"chunk_chars": 600}, {"campaign_threshold": "0.8"},
-            {"ocr": "false"}, {"organisations_file": ALIAS_FILE}, {"lineage_federal_register": "true"})
+            {"ocr": "false"}, {"organisations_file": ALIAS_FILE}, {"lineage_federal_register": "true"},
+            {"topic_similarity": "0.6"})
 DOCKETS_PER_SEED = 44
 
 
@@ -143,13 +144,15 @@ def test_each_changed_setting_makes_the_stages_it_shapes_incomplete(generated):
     for n in range(3):
         _write_history(f"FIN-2026-{n:04d}", "finished sealed" if n else "finished open", rng, defaults)
     dockets = [f"FIN-2026-{n:04d}" for n in range(3)]
-    shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns"},
+    # The topic map vouches for campaigns' output, so what reshapes campaigns reshapes it.
+    shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns", "topics"},
               "max_item_chunks": {"index"}, "chunk_chars": {"index"},
-              "campaign_threshold": {"campaigns"}, "ocr": {"ocr", "index", "campaigns"},
-              "organisations_file": {"organisations"}, "lineage_federal_register": {"lineage"}}
+              "campaign_threshold": {"campaigns", "topics"}, "ocr": {"ocr", "index", "campaigns", "topics"},
+              "organisations_file": {"organisations"}, "lineage_federal_register": {"lineage"},
+              "topic_similarity": {"topics"}}
     values = {"max_item_chars": 1000, "max_item_chunks": 3, "chunk_chars": 600,
               "campaign_threshold": "0.8", "ocr": "false", "organisations_file": ALIAS_FILE,
-              "lineage_federal_register": "true"}
+              "lineage_federal_register": "true", "topic_similarity": "0.6"}
     for setting, stages in shaped.items():
         runtime = generated(**{setting: values[setting]})
         set_runtime(runtime)

@@ -110,7 +110,8 @@ def test_a_finished_open_docket_is_pruned_by_every_wrapper(store):
     [docket] = store.dockets
     luigi(store, "IndexAll")  # every follow-on too
     assert dockets.get_docket(docket).sealed_at is None
-    for wrapper in ("FetchAll", "BackfillAll", "ExtractAll", "IndexAll", "CampaignsAll", "OrganisationsAll", "LineageAll"):
+    for wrapper in ("FetchAll", "BackfillAll", "ExtractAll", "IndexAll", "CampaignsAll", "OrganisationsAll", "LineageAll",
+                    "TopicsAll"):
         again = luigi(store, wrapper)
         assert NOTHING_RAN in again.stderr, (wrapper, again.stderr[-2000:])
         assert f"{wrapper}: 1 docket complete, skipped ({docket}); 0 with work" in again.stderr

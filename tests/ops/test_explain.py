@@ -40,14 +40,16 @@ OCR_SNAPSHOT = """\
 comment CMS-2026-0001-0003  docket CMS-2026-0001  posted 2026-01-05 00:00 EST  modified 2026-01-05 21:44 EST
 title: National Nurses Forum
 record: subtype Public Comment  tracking number oxt-tjtl-yviz
-stage      state       failure  attempts  first failed  next attempt  at                    reason
-fetch      ok                                                         XXXX-XX-XX XX:XX EXT
-backfill   ok                                                         XXXX-XX-XX XX:XX EXT
-extract    ocr_needed                                                 XXXX-XX-XX XX:XX EXT  attachment_1.pdf: ocr_needed
-ocr        ok                                                         XXXX-XX-XX XX:XX EXT  1 scan(s): 1 ok
-index      indexed                                                    XXXX-XX-XX XX:XX EXT  3 chunk(s), hashing:unigram-bigram:256:hash-1
-campaigns  ok                                                         XXXX-XX-XX XX:XX EXT
-lineage    ok                                                         XXXX-XX-XX XX:XX EXT
+stage          state       failure  attempts  first failed  next attempt  at                    reason
+fetch          ok                                                         XXXX-XX-XX XX:XX EXT
+backfill       ok                                                         XXXX-XX-XX XX:XX EXT
+extract        ocr_needed                                                 XXXX-XX-XX XX:XX EXT  attachment_1.pdf: ocr_needed
+ocr            ok                                                         XXXX-XX-XX XX:XX EXT  1 scan(s): 1 ok
+index          indexed                                                    XXXX-XX-XX XX:XX EXT  3 chunk(s), hashing:unigram-bigram:256:hash-1
+campaigns      ok                                                         XXXX-XX-XX XX:XX EXT
+organisations  ok                                                         XXXX-XX-XX XX:XX EXT
+lineage        ok                                                         XXXX-XX-XX XX:XX EXT
+topics         skipped                                                    XXXX-XX-XX XX:XX EXT  too few comments for topics
 1 attachment: 1 read
 file              #  title                                        format  declared  bytes  sha256        download  extract     ocr  attempts  next attempt  reason         url
 attachment_1.pdf  1  CMS-2026-0001 National Nurses Forum Comment  pdf     18576     18576  2de4d60bc78c  ok        ocr_needed  ok                           no text layer  http://127.0.0.1:PORT/downloads/CMS-2026-0001-0003/attachment_1.pdf
@@ -62,13 +64,15 @@ RETRY_SNAPSHOT = """\
 comment CMS-2026-0001-0002  docket CMS-2026-0001  posted 2026-01-05 00:00 EST  modified 2026-01-05 05:51 EST
 title: Coalition for Patient Rights
 record: subtype Public Comment  tracking number q8b-uz5h-xt54
-stage      state    failure    attempts  first failed          next attempt          at                    reason
-fetch      ok                                                                        XXXX-XX-XX XX:XX EXT
-backfill   retry    transient  1         2020-01-01 00:00 EST  2020-01-01 01:00 EST  2020-01-01 00:00 EST  HTTP 503 from the stand-in
-extract    ok                                                                        XXXX-XX-XX XX:XX EXT
-index      indexed                                                                   XXXX-XX-XX XX:XX EXT  6 chunk(s), hashing:unigram-bigram:256:hash-1
-campaigns  ok                                                                        XXXX-XX-XX XX:XX EXT
-lineage    ok                                                                        XXXX-XX-XX XX:XX EXT
+stage          state    failure    attempts  first failed          next attempt          at                    reason
+fetch          ok                                                                        XXXX-XX-XX XX:XX EXT
+backfill       retry    transient  1         2020-01-01 00:00 EST  2020-01-01 01:00 EST  2020-01-01 00:00 EST  HTTP 503 from the stand-in
+extract        ok                                                                        XXXX-XX-XX XX:XX EXT
+index          indexed                                                                   XXXX-XX-XX XX:XX EXT  6 chunk(s), hashing:unigram-bigram:256:hash-1
+campaigns      ok                                                                        XXXX-XX-XX XX:XX EXT
+organisations  ok                                                                        XXXX-XX-XX XX:XX EXT
+lineage        ok                                                                        XXXX-XX-XX XX:XX EXT
+topics         skipped                                                                   XXXX-XX-XX XX:XX EXT  too few comments for topics
 1 attachment: 1 read
 file              #  title                                               format  declared  bytes  sha256        download  extract  ocr  attempts  next attempt          reason                      url
 attachment_1.pdf  1  CMS-2026-0001 Coalition for Patient Rights Comment  pdf     4313      4313   3f0c5d413465  retry     ok       -    1         2020-01-01 01:00 EST  HTTP 503 from the stand-in  http://127.0.0.1:PORT/downloads/CMS-2026-0001-0002/attachment_1.pdf

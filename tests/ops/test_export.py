@@ -86,7 +86,7 @@ def test_export_of_one_docket_in_one_format_and_bad_requests_are_one_line(tmp_pa
         assert cli.main(["export", str(dest), "--docket", store.dockets[1], "--format", "csv"]) == 0
         assert sorted(p.name for p in (dest / store.dockets[1]).iterdir()) == [
             "attachments.csv", "campaigns.csv", "comment_organisations.csv", "comments.csv", "export.json",
-            "rule_phases.csv"]
+            "rule_phases.csv", "topics.csv"]
         assert not (dest / store.dockets[0]).exists()
         assert cli.main(["export", str(dest), "--docket", "NOPE-2026-0001"]) == 2
         assert capsys.readouterr().err.strip() == "docketeer: unknown docket(s): NOPE-2026-0001"
