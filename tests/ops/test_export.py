@@ -74,7 +74,7 @@ def test_export_is_read_by_duckdb_and_rewritten_only_where_data_changed(tmp_path
         after = mtimes(dest)
         rewritten = {p for p in after if after[p] != before.get(p)}
         assert rewritten and {p.parent.name for p in rewritten} == {first}
-        assert io[EXPORT_FILES_WRITTEN] == len(rewritten) == 11  # 5 tables x 2 formats + export.json
+        assert io[EXPORT_FILES_WRITTEN] == len(rewritten) == 13  # 6 tables x 2 formats + export.json
         body = scalar(f"SELECT body FROM read_parquet('{dest}/{first}/comments.parquet') "
                       f"WHERE comment_id = '{changed}'")
         assert "[revised" in body
