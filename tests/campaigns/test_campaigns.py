@@ -200,7 +200,8 @@ def test_the_web_pages_read_the_stored_campaigns(rt):
     assert {v["id"] for v in info.values()} == {biggest.id} and info[members[0]]["size"] == biggest.size
     top = web_campaigns.largest_campaigns(D, 2)
     assert top[0] == {"id": biggest.id, "size": biggest.size, "first_seen": biggest.first_seen,
-                      "last_seen": biggest.last_seen, "opening": web_campaigns.opening(biggest.representative_text)}
+                      "last_seen": biggest.last_seen, "opening": web_campaigns.opening(biggest.representative_text),
+                      "submissions": biggest.size}  # no member stands for duplicates: one submission each
     assert top[0]["opening"] and top[0]["opening"].split()[0] in biggest.representative_text
 
 

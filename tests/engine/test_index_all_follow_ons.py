@@ -1,4 +1,4 @@
-"""IndexAll runs every follow-on stage (``follow_on_stages()``: campaigns, organisations, lineage) after
+"""IndexAll runs every follow-on stage (``follow_on_stages()``: campaigns, organisations, lineage, topics) after
 the index when its setting is on (the default), not when it is off; the stage's own wrapper
 still runs it alone; a second IndexAll is a no-op; ``IndexAll --force`` re-indexes and leaves
 the follow-ons alone."""
@@ -19,7 +19,8 @@ pytestmark = pytest.mark.postgres
 # What each follow-on leaves per comment: the rows its run is seen by.
 ROWS = {"campaigns": lambda: CampaignMember.select().count(),
         "organisations": lambda: ItemState.select().where(ItemState.stage == "organisations").count(),
-        "lineage": lambda: ItemState.select().where(ItemState.stage == "lineage").count()}
+        "lineage": lambda: ItemState.select().where(ItemState.stage == "lineage").count(),
+        "topics": lambda: ItemState.select().where(ItemState.stage == "topics").count()}
 FOLLOW_ONS = [(wrapper, names) for wrapper, names in follow_on_stages()]
 
 
