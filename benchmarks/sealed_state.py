@@ -108,22 +108,12 @@ def _markers(index_db: IndexDB, docket: str, keys: list[str], sealed_at: str) ->
     task = IndexDocket(docket=docket)
     task.write_marker("bench-build", task.input_fingerprint())
     _index_states(index_db, docket, keys)
-    # Campaigns after the index, as IndexAll runs them (the campaigns setting, on by default).
-    _states("campaigns", docket, keys, sealed_at)
-    groups = CampaignGroups(docket=docket)
-    groups.write_marker("bench-build", groups.input_fingerprint())
-    # Organisations after backfill, as IndexAll runs them (the organisations setting, on by default).
-    _states("organisations", docket, keys, sealed_at)
-    resolved = ResolveOrganisations(docket=docket)
-    resolved.write_marker("bench-build", resolved.input_fingerprint())
-    # Lineage after backfill, as IndexAll runs it (the lineage setting, on by default).
-    _states("lineage", docket, keys, sealed_at)
-    linked = LinkRule(docket=docket)
-    linked.write_marker("bench-build", linked.input_fingerprint())
-    # The topic map after campaigns, as IndexAll runs it (the topics setting, on by default).
-    _states("topics", docket, keys, sealed_at)
-    topic_map = TopicMap(docket=docket)
-    topic_map.write_marker("bench-build", topic_map.input_fingerprint())
+    # IndexAll's follow-on stages, in pipeline order (each setting on by default): campaigns after
+    # the index, organisations and lineage after backfill, the topic map after campaigns.
+    for follow_on in (CampaignGroups, ResolveOrganisations, LinkRule, TopicMap):
+        _states(follow_on.stage.name, docket, keys, sealed_at)
+        task = follow_on(docket=docket)
+        task.write_marker("bench-build", task.input_fingerprint())
 
 
 def _index_states(index_db: IndexDB, docket: str, keys: list[str]) -> None:

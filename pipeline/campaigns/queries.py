@@ -16,15 +16,8 @@ import peewee
 from peewee import fn
 
 from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.store.in_lists import in_chunks as _chunks
 from pipeline.store.models import Campaign, CampaignBand, CampaignMember, database
-
-IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
-
-
-def _chunks(values: Iterable, size: int = IN_CHUNK):
-    values = list(values)
-    for start in range(0, len(values), size):
-        yield values[start:start + size]
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from peewee import fn
 
 from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.store.in_lists import in_chunks as _chunks
 from pipeline.store.models import (
     Docket,
     DocketDocument,
@@ -19,15 +20,6 @@ from pipeline.store.models import (
     LineageLink,
     database,
 )
-
-IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
-
-
-def _chunks(values: Iterable, size: int = IN_CHUNK):
-    values = list(values)
-    for start in range(0, len(values), size):
-        yield values[start:start + size]
-
 
 # --- what the stage reads ----------------------------------------------------------------------
 

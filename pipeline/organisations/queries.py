@@ -12,6 +12,7 @@ from peewee import fn
 
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.organisations.matching import Known
+from pipeline.store.in_lists import in_chunks as _chunks
 from pipeline.store.models import (
     Item,
     Organisation,
@@ -20,15 +21,6 @@ from pipeline.store.models import (
     OrganisationVariant,
     database,
 )
-
-IN_CHUNK = 500  # keys per IN (...) list: SQLite allows 999 parameters per statement
-
-
-def _chunks(values: Iterable, size: int = IN_CHUNK):
-    values = list(values)
-    for start in range(0, len(values), size):
-        yield values[start:start + size]
-
 
 # --- what the stage reads ----------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from peewee import fn
 
+from pipeline.store.in_lists import in_chunks as _chunks
 from pipeline.store.models import (
     CampaignMember,
     Item,
@@ -20,14 +21,6 @@ from pipeline.store.models import (
     TopicMember,
     database,
 )
-
-IN_CHUNK = 500
-
-
-def _chunks(values: Iterable, size: int = IN_CHUNK):
-    values = list(values)
-    for start in range(0, len(values), size):
-        yield values[start:start + size]
 
 
 @dataclass(frozen=True)
