@@ -80,6 +80,17 @@ def organisation(text: str) -> str:
     return wanted
 
 
+def topic(text: str) -> str:
+    """A topic of some docket's topic map ('' when none is given): a search narrowed to a
+    topic no map holds is a message, never an empty answer."""
+    from pipeline.store.models import Topic
+
+    wanted = query_text(text, "topic")
+    if wanted and not Topic.select(Topic.id).where(Topic.id == wanted).exists():
+        raise BadSearch(f"no topic {wanted[:100]!r} in this store (`docketeer topics DOCKET` lists a docket's)")
+    return wanted
+
+
 # The record's kept attributes a search or a page may be narrowed to (schema v12's columns,
 # ``pipeline.store.browsing.ATTRIBUTES``): the argument's name -> how a message says it.
 ATTRIBUTES = {"subtype": "subtype", "category": "category", "state": "state or province", "country": "country"}

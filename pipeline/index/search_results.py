@@ -57,8 +57,8 @@ def _record(rank: int, hit: SearchHit, from_file: bool, titles: dict, withdrawn:
 def search_document(query: str, k: int, docket: str | None, collection: str | None,
                     records: list[dict], filters: dict | None = None) -> dict:
     """The one JSON document of ``docketeer search --json`` (``filters``: its ``from``, ``to``,
-    ``org`` and attribute filters, None when not given)."""
-    given = {name: (filters or {}).get(name) for name in ("from", "to", "org", "subtype", "category", "state", "country")}
+    ``org``, attribute and topic filters, None when not given)."""
+    given = {name: (filters or {}).get(name) for name in ("from", "to", "org", "subtype", "category", "state", "country", "topic")}
     return {"query": query, "k": k, "docket": docket, "collection": collection, **given,
             "results": [_public(record) for record in records]}
 

@@ -459,23 +459,24 @@ def _search_filters(args) -> dict:
     from pipeline.search_arguments import ATTRIBUTES
 
     return {"from": args.date_from, "to": args.date_to, "org": args.org,
-            **{name: getattr(args, name, None) for name in ATTRIBUTES}, "items": getattr(args, "items", None),
+            **{name: getattr(args, name, None) for name in ATTRIBUTES}, "topic": getattr(args, "topic", None), "items": getattr(args, "items", None),
             "excluded": getattr(args, "excluded", None)}
 
 
 def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
     """(the comments an attribute filter allows, or those it does not: the shorter list) when
-    ``--subtype``, ``--category``, ``--state`` or ``--country`` is given, read from the state
-    DB (the index DB does not hold those attributes); (None, None) when none is. Each value is
-    checked as the search page checks it (a value no comment has: exit 2). Only comments have
-    these attributes: such a search is of comments."""
-    from pipeline.search_arguments import ATTRIBUTES, BadSearch, attribute
+    ``--subtype``, ``--category``, ``--state``, ``--country`` or ``--topic`` is given, read
+    from the state DB (the index DB holds neither those attributes nor the topic maps); (None,
+    None) when none is. Each value is checked as the search page checks it (a value no comment
+    has, a topic no map holds: exit 2). Only comments have these: such a search is of comments."""
+    from pipeline.search_arguments import ATTRIBUTES, BadSearch, attribute, topic
 
     given = {name: getattr(args, name) for name in ATTRIBUTES if getattr(args, name, None)}
-    if not given:
+    wanted_topic = getattr(args, "topic", None)
+    if not given and not wanted_topic:
         return None, None
     if args.collection == "documents":
-        raise BadSearch(f"--{next(iter(given))} narrows comments: documents have no such attribute")
+        raise BadSearch(f"--{next(iter(given), 'topic')} narrows comments: documents have no such attribute")
     args.collection = "comments"
     from pipeline.store import browsing
 
@@ -483,7 +484,8 @@ def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
     checked = {name: attribute(name, value) for name, value in given.items()}
     for name, value in checked.items():
         setattr(args, name, value)
-    return browsing.narrowing(browsing.BrowseFilters(docket=args.docket, **checked))
+    return browsing.narrowing(browsing.BrowseFilters(docket=args.docket, topic=topic(wanted_topic or "") or None,
+                                                     **checked))
 
 
 def _warm_search(settings, data_dir, args) -> dict | None:
@@ -769,6 +771,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, label in (("subtype", "subtype (Public Comment, Mass Mail Campaign, ...)"), ("category", "category"),
                         ("state", "state or province"), ("country", "country")):
         search.add_argument(f"--{name}", help=f"only comments whose record gives exactly this {label}")
+    search.add_argument("--topic", metavar="TOPIC_ID",
+                        help="only comments on this topic of their docket's topic map (`docketeer topics D` lists them)")
     search.add_argument("--passages", action="store_true",
                         help="every matching passage as a result of its own (by default one result per comment, "
                              "its other matching passages under it)")

@@ -22,6 +22,7 @@ from pipeline.store.models import (
     Organisation,
     OrganisationMember,
     OrganisationVariant,
+    Topic,
     TopicMember,
 )
 
@@ -95,8 +96,7 @@ def _filtered(query, filters: BrowseFilters):
     if filters.campaign:
         query = query.where(CampaignMember.campaign == filters.campaign)
     if filters.topic:
-        query = query.where(Item.key.in_(TopicMember.select(TopicMember.item).where(
-            (TopicMember.topic == filters.topic) | TopicMember.topics.contains(f'"{filters.topic}"'))))
+        query = query.where(Item.key.in_(TopicMember.select(TopicMember.item).where(_on_topic(filters.topic))))
     if filters.has_attachments is not None:
         exists = _has_attachments()
         query = query.where(exists if filters.has_attachments else ~exists)
@@ -112,6 +112,12 @@ def _filtered(query, filters: BrowseFilters):
         if getattr(filters, name):
             query = query.where(column == getattr(filters, name))
     return query
+
+
+def _on_topic(topic_id: str):
+    """A ``topic_member`` row of a comment on this topic: its main one or any of its others
+    (the JSON list holds each id in quotes, so ``t1`` never matches ``t12``)."""
+    return (TopicMember.topic == topic_id) | TopicMember.topics.contains(f'"{topic_id}"')
 
 
 def _joined(*columns, campaigns: bool = True):
@@ -211,11 +217,19 @@ class Facets:
     withdrawn: dict[bool, int]
     # ATTRIBUTES' name -> (value, comments), the most frequent first
     attributes: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    topics: list[TopicCount] = field(default_factory=list)  # the most comments first
+
+
+@dataclass(frozen=True)
+class TopicCount:
+    id: str
+    label: str
+    comments: int  # comments the ``topic`` filter with this topic matches (any of theirs)
 
 
 def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
-    """Counts of the values of each facet among the comments ``filters`` allow (six grouped
-    statements), the most frequent first.
+    """Counts of the values of each facet among the comments ``filters`` allow (nine
+    statements, grouped counts all), the most frequent first.
 
     The organisation facet counts what its link asks for: a value's count is the number of
     comments the ``org`` filter with that value matches (a part of the organisation or the
@@ -237,7 +251,34 @@ def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
     attached = _filtered(_joined(has, n, campaigns=alone), filters).group_by(has).tuples()
     withdrawn = _filtered(_joined(Item.withdrawn, n, campaigns=alone), filters).group_by(Item.withdrawn).tuples()
     return Facets(orgs, [(c, k, size) for c, size, k in groups],
-                  {bool(v): k for v, k in attached}, {bool(v): k for v, k in withdrawn}, attributes)
+                  {bool(v): k for v, k in attached}, {bool(v): k for v, k in withdrawn}, attributes,
+                  topic_counts(filters, limit))
+
+
+TOPIC_CANDIDATES = 3  # times the facet's length: main topics ranked before each one is counted
+
+
+def topic_counts(filters: BrowseFilters, limit: int = 10) -> list[TopicCount]:
+    """The topics of the comments ``filters`` allow, each with the comments its link shows
+    (the ``topic`` filter matches a comment's main topic or any of its others), the most
+    first: three statements. Candidates are ranked by main topic (one grouped count), then
+    each is counted as the filter matches (one conditional count per candidate), so a topic
+    many comments touch but few have as their main one still gets its true count."""
+    alone = bool(filters.campaign)
+    n = fn.COUNT(Item.key)
+    member = _joined(TopicMember.topic, n, campaigns=alone).switch(Item).join(
+        TopicMember, on=(TopicMember.item == Item.key))
+    candidates = [topic for topic, _ in (_filtered(member, filters).where(TopicMember.topic.is_null(False))
+                                         .group_by(TopicMember.topic).order_by(n.desc(), TopicMember.topic)
+                                         .limit(limit * TOPIC_CANDIDATES).tuples())]
+    if not candidates:
+        return []
+    matched = [fn.SUM(Case(None, [(_on_topic(topic), 1)], 0)) for topic in candidates]
+    row = _filtered(_joined(*matched, campaigns=alone).switch(Item).join(
+        TopicMember, on=(TopicMember.item == Item.key)), filters).tuples().first() or [0] * len(candidates)
+    labels = dict(Topic.select(Topic.id, Topic.label).where(Topic.id.in_(candidates)).tuples())
+    counts = [TopicCount(topic, labels.get(topic, ""), int(k or 0)) for topic, k in zip(candidates, row, strict=True)]
+    return sorted((c for c in counts if c.comments), key=lambda c: (-c.comments, c.id))[:limit]
 
 
 def attribute_counts(filters: BrowseFilters, limit: int = 10) -> dict[str, list[tuple[str, int]]]:

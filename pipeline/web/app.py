@@ -68,8 +68,9 @@ def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = N
                 results, error = pages.search_results(engine, form), ""
             except DocketeerError as exc:  # a query of punctuation only: say so on the page
                 results, error = [], str(exc)
-        # The attribute facets only (one statement): the search page shows no others.
-        facets = (browsing.Facets([], [], {}, {}, browsing.attribute_counts(form.browse_filters()))
+        # The topic and attribute facets only (four statements): the search page shows no others.
+        facets = (browsing.Facets([], [], {}, {}, browsing.attribute_counts(form.browse_filters()),
+                                  browsing.topic_counts(form.browse_filters()))
                   if form.q and not error else None)
         return render(request, "search.html", status, form=form, results=results, error=error, facets=facets,
                       page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE,

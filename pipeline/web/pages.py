@@ -37,6 +37,7 @@ class SearchForm:
     date_to: str = ""  # YYYY-MM-DD, US Eastern, inclusive
     org: str = ""
     campaign: str = ""  # only this campaign's comments
+    topic: str = ""  # only comments on this topic of their docket's topic map
     one_per_campaign: bool = False  # a campaign's members collapse into its best-ranked one
     page: int = 1
     attachments: str = ""  # "yes" / "no": only comments with (without) attachments
@@ -52,7 +53,7 @@ class SearchForm:
         return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],
                    date_from=params.get("from", "").strip()[:40], date_to=params.get("to", "").strip()[:40],
                    org=params.get("org", "").strip()[:200], campaign=params.get("campaign", "").strip()[:100],
-                   one_per_campaign=params.get("per_campaign") == "1",
+                   topic=params.get("topic", "").strip()[:120], one_per_campaign=params.get("per_campaign") == "1",
                    page=_bounded_int(params.get("page"), 1, MAX_PAGE),
                    attachments=_choice(params.get("attachments", "")), withdrawn=_choice(params.get("withdrawn", "")),
                    **search_arguments.attribute_values(params))
@@ -67,9 +68,10 @@ class SearchForm:
         if self.campaign:
             search_arguments.campaign(self.campaign, campaigns.campaign_members)
         org = search_arguments.organisation(self.org) if self.org else ""
+        topic = search_arguments.topic(self.topic)
         attributes = {name: search_arguments.attribute(name, getattr(self, name))
                       for name in search_arguments.ATTRIBUTES}
-        return replace(self, q=q, date_from=first, date_to=last, org=org, **attributes)
+        return replace(self, q=q, date_from=first, date_to=last, org=org, topic=topic, **attributes)
 
     @property
     def attributes(self) -> dict[str, str]:
@@ -82,20 +84,20 @@ class SearchForm:
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return browsing.BrowseFilters(
             docket=self.docket or None, organization=self.org or None, campaign=self.campaign or None,
-            has_attachments={"yes": True, "no": False}.get(self.attachments),
+            topic=self.topic or None, has_attachments={"yes": True, "no": False}.get(self.attachments),
             withdrawn={"yes": True, "no": False}.get(self.withdrawn), posted_from=posted_from,
             posted_before=posted_before, **self.attributes)
 
     def filters(self) -> SearchFilters:
         members = campaigns.campaign_members(self.campaign) if self.campaign else None
         excluded = None
-        if self.attachments or self.withdrawn or self.attributes:
+        if self.attachments or self.withdrawn or self.attributes or self.topic:
             # Facts only the state DB holds: the search is narrowed to the comments that have
             # them (or, the shorter list, kept from those that do not).
             from pipeline.store import browsing
 
             members, excluded = browsing.narrowing(browsing.BrowseFilters(
-                docket=self.docket or None, campaign=self.campaign or None,
+                docket=self.docket or None, campaign=self.campaign or None, topic=self.topic or None,
                 has_attachments={"yes": True, "no": False}.get(self.attachments),
                 withdrawn={"yes": True, "no": False}.get(self.withdrawn), **self.attributes))
         # The dates people give are Washington's: the UTC instants bounding those days.
@@ -108,7 +110,7 @@ class SearchForm:
     def query_string(self, **changes) -> dict[str, str]:
         """The parameters of this search (for links to other pages of it)."""
         values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
-                  "org": self.org, "campaign": self.campaign, "per_campaign": "1" if self.one_per_campaign else "",
+                  "org": self.org, "campaign": self.campaign, "topic": self.topic, "per_campaign": "1" if self.one_per_campaign else "",
                   "attachments": self.attachments, "withdrawn": self.withdrawn, **self.attributes,
                   "page": str(self.page)} | {k: str(v) for k, v in changes.items()}
         return {k: v for k, v in values.items() if v}
