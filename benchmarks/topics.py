@@ -15,7 +15,8 @@
    the topics and ids are the same.
 3. Cost: a docket of ``--items`` comments (hashing vectors: the clustering's cost, not the
    embedder's) mapped from scratch, timed, with the load average; then its docket page (with
-   the Topics section) rendered through Starlette's TestClient, the median of 5.
+   the Topics section), its browse page (with the Topic facet) and that page narrowed to the
+   largest topic, each rendered through Starlette's TestClient, the median of 5.
 
 Results are printed as one JSON object for docs/BENCHMARKS.md.
 """
@@ -108,7 +109,8 @@ def incremental(runtime, docket: str, start: int, new: int, embedder) -> dict:
             "forced_same_assignment": sum(again[k] == after[k] for k in after) / len(after)}
 
 
-def page_render_ms(runtime, docket: str) -> float:
+def page_render_ms(runtime, path: str, shows: str) -> float:
+    """The median of 5 renderings of ``path`` (each must show ``shows``), in milliseconds."""
     from starlette.testclient import TestClient
 
     from pipeline.web import pages
@@ -118,9 +120,9 @@ def page_render_ms(runtime, docket: str) -> float:
     with TestClient(make_app(runtime, pages.WarmSearch(runtime)), base_url="http://127.0.0.1") as client:
         for _ in range(5):
             started = time.perf_counter()
-            page = client.get(f"/docket/{docket}")
+            page = client.get(path)
             times.append(time.perf_counter() - started)
-            assert page.status_code == 200 and "<h2>Topics</h2>" in page.text
+            assert page.status_code == 200 and shows in page.text
     return round(sorted(times)[2] * 1000, 1)
 
 
@@ -149,7 +151,13 @@ def main(argv: list[str]) -> int:
             result, seconds = mapped(runtime, docket)
             report["scale"] = {"comments": args.items, "embedder": "hashing 384", "seconds": round(seconds, 1),
                                "load": load_at, "topics": len(queries.topics_of(docket)), "counts": result.counts,
-                               "docket_page_ms": page_render_ms(runtime, docket)}
+                               "docket_page_ms": page_render_ms(runtime, f"/docket/{docket}", "<h2>Topics</h2>"),
+                               # The browse page with its Topic facet, then narrowed to the largest topic.
+                               "browse_page_ms": page_render_ms(runtime, f"/comments?docket={docket}",
+                                                                'data-facet="topic"'),
+                               "browse_topic_ms": page_render_ms(
+                                   runtime, f"/comments?docket={docket}&topic={queries.topics_of(docket)[0].id}",
+                                   'data-facet="topic"')}
         report["load_after"] = load()
         print(json.dumps(report, indent=1))
         runtime.close()
