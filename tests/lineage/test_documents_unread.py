@@ -114,3 +114,16 @@ def test_a_sealed_docket_is_read_for_its_documents_by_fetch_all_then_tied(upgrad
     _tied_with_their_phase(comments)
     assert Docket.get_by_id(API_FED).sealed_at is not None
     _then_nothing(server)
+
+
+def test_a_docket_upstream_no_longer_knows_keeps_what_was_fetched_and_is_asked_once(upgraded):
+    _, server, comments = upgraded
+    server.gone.add(API_FED)  # withdrawn upstream since it was fetched: 404
+    assert run_invocation(FetchAll())
+    assert server.calls(f"/v4/dockets/{API_FED}") == 1 and server.calls("/v4/comments") == 0
+    docket = Docket.get_by_id(API_FED)
+    assert docket.documents_unread is None and dockets.out_of_set(docket) is None
+    assert Item.select().where((Item.docket == API_FED) & (Item.kind == "comment")).count() == len(comments)
+    server.reset_log()
+    assert run_invocation(LineageAll()) and server.request_log == []
+    _then_nothing(server)
