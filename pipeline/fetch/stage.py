@@ -2,7 +2,9 @@
 
 Fetch is the only stage that learns about new comments. An unknown docket is resolved once
 (docket + documents); a known open one is walked from its watermark with no resolve and no
-document listing; a sealed one costs zero calls. The watermark, last-pull time and count
+document listing; a sealed one costs zero calls. A docket resolved before its documents were
+stored (``documents_unread``, marked by the schema v17 upgrade) is resolved once more, sealed
+or not, and walked only if a walk is due anyway. The watermark, last-pull time and count
 advance only after a clean walk, and only then may the docket auto-seal.
 
 What the server sends is untrusted; ``pipeline.sources.records`` makes the stored fields of
@@ -20,6 +22,7 @@ not the promised JSON stops the walk (unclean, the watermark where it was).
 
 from __future__ import annotations
 
+from pipeline.clock import window_start
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.errors import (
     BadResponse,
@@ -50,11 +53,15 @@ class DocketNotFound(DocketeerError):
 
 
 def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
-    if docket.sealed_at and not ctx.force:
+    from_api = connect.list_source(ctx.settings) != "mirror"
+    # A docket resolved before its documents were stored (schema v17) has them read once,
+    # sealed or not (a mirror fetch reads its documents from its listing instead).
+    unread = bool(docket.documents_unread) and from_api and not ctx.force
+    if docket.sealed_at and not ctx.force and not unread:
         # Debug only: the wrapper already printed the one-line notice for a named docket.
         log.debug("%s: sealed %s, skipping", docket.id, docket.sealed_at)
         return StageResult(message="sealed")
-    if connect.list_source(ctx.settings) == "mirror":
+    if not from_api:
         return fetch_from_mirror(ctx, docket)
     budget = connect.request_budget(ctx.settings, ctx.deadline)
     api = api or connect.regulations_gov(ctx.settings, budget)
@@ -62,11 +69,17 @@ def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
     result = StageResult()
     try:
         # --force also re-resolves: the only way a known docket learns of new documents.
-        if not docket.resolved_at or ctx.force:
+        if not docket.resolved_at or ctx.force or unread:
             docket = resolve_docket(api, docket, ctx, result)
+        if unread and _walked_already(ctx, docket):
+            result.add("documents_read")
+            return _with_calls(result, api, calls_before)
         watermark = walk_docket(api, docket, ctx, result)
     except DocketNotFound as exc:
-        _leave_not_found(docket.id, exc, result)
+        if unread:
+            _leave_unread_not_found(docket.id, exc, result)
+        else:
+            _leave_not_found(docket.id, exc, result)
         return _with_calls(result, api, calls_before)
     except BudgetSpent as exc:
         result.budget_spent, result.message = True, str(exc)
@@ -78,6 +91,23 @@ def fetch_docket(ctx: StageContext, docket: Docket, *, api=None) -> StageResult:
     else:
         finish_clean_walk(ctx, docket, watermark, result)
     return _with_calls(result, api, calls_before)
+
+
+def _walked_already(ctx: StageContext, docket: Docket) -> bool:
+    """A read of an unread docket's documents needs no walk of its comments when none is due:
+    it is sealed, or was pulled in this freshness window."""
+    if docket.sealed_at:
+        return True
+    window = window_start(ctx.clock(), ctx.settings.freshness_seconds)
+    return docket.last_pull_at is not None and docket.last_pull_at >= window
+
+
+def _leave_unread_not_found(docket_id: str, exc: DocketNotFound, result: StageResult) -> None:
+    # A docket whose comments the store holds stays known: upstream withdrew it since, and
+    # what was fetched is kept. Its documents are recorded as read (there are none to read).
+    docket_rows.record_resolve(docket_id, documents_unread=None)
+    result.message = f"{docket_id}: not found upstream ({exc}) when reading its documents; kept as it is"
+    log.warning(result.message)
 
 
 def _with_calls(result: StageResult, api, before: dict[str, int]) -> StageResult:

@@ -81,6 +81,7 @@ def record_resolution(docket: Docket, data: dict, documents: list[dict], ctx: St
             comment_start_date=min(starts) if starts else None,
             comment_end_date=max(ends) if ends else None,
             resolved_at=iso(ctx.clock()),
+            documents_unread=None,  # read now, even when there are none
         )
     return docket_rows.require_docket(docket.id)
 

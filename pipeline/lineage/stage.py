@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from pipeline.clock import iso
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.fingerprints import digest
 from pipeline.lineage import queries
@@ -84,29 +85,61 @@ def link_docket(ctx: StageContext, docket: Docket) -> StageResult:
 
 def federal_register_links(ctx: StageContext, docket_id: str, result: StageResult) -> int:
     """The docket linked to the dockets its documents' Federal Register records name. Each FR
-    number is asked once (``federal_register_document``); a number the Federal Register does
-    not answer now is asked again by a later run, and the docket's ties are not held up."""
-    from pipeline.errors import DocketeerError, RunStopping
+    number is asked once (``federal_register_document``). A number the Federal Register does
+    not answer now (5xx, a timeout) is the docket's ``fr_item`` row in ``retry``: the docket
+    carries its next attempt, so a later run asks again then (``pipeline.failures``); one it
+    answers 404 is recorded given up and never asked again (``Redrive`` sends it back). The
+    docket's ties are never held up."""
+    from pipeline.failures import PERMANENT, RetryPolicy, item_failure
     from pipeline.sources.connect import federal_register, request_budget
 
     numbers = queries.fr_numbers(docket_id)
     known = queries.fr_documents(numbers)
-    missing = [n for n in numbers if n not in known]
+    # Earlier failures only (an index range: a docket's comments are "ok" or "skipped").
+    asked = item_states.rows_in_states(STAGE, docket_id, FR_FAILED) if len(known) < len(numbers) else {}
+    now = iso(ctx.clock())
+    missing = [n for n in numbers if n not in known and _askable(asked.get(fr_item(docket_id, n)), now)]
     if missing:
         client = federal_register(ctx.settings, request_budget(ctx.settings, ctx.deadline))
         for number in missing:
+            key = fr_item(docket_id, number)
             try:
                 found = client.document(number)
-            except RunStopping:
-                raise
-            except DocketeerError as exc:
+            except Exception as exc:  # noqa: BLE001 - classified in one place: pipeline.failures
+                failure = item_failure(exc)  # a spent budget or a run-stopping cause goes up
+                if failure.kind == PERMANENT:
+                    item_states.transition(STAGE, key, docket_id, failure.state, run_id=ctx.run_id,
+                                           reason=f"Federal Register document {number}: {failure.reason}"[:500],
+                                           detail=PERMANENT)
+                else:
+                    item_states.retry_later(STAGE, key, docket_id, f"Federal Register document {number}: "
+                                            f"{failure.reason}", run_id=ctx.run_id,
+                                            policy=RetryPolicy.from_settings(ctx.settings))
                 result.add("federal_register_unanswered")
-                log.warning("%s: Federal Register document %s: %s", docket_id, number, exc)
+                log.warning("%s: Federal Register document %s: %s", docket_id, number, failure.reason)
                 continue
             queries.save_fr_document(number, found.docket_ids, found.rins)
+            if key in asked:  # an earlier failure of it is over
+                item_states.transition(STAGE, key, docket_id, "ok", run_id=ctx.run_id)
             known[number] = (found.docket_ids, found.rins)
             result.add("federal_register_calls")
     return queries.save_fr_links(docket_id, known)
+
+
+def fr_item(docket_id: str, number: str) -> str:
+    """The state row of the docket's ask for one Federal Register number (none while every
+    ask is answered at once)."""
+    return f"{docket_id}/fr-{number}"
+
+
+# The states an ask of the Federal Register is left in when it failed: waiting for its next
+# attempt, given up (404, or past the retry horizon), or sent back by Redrive.
+FR_FAILED = ("retry", "gone", "failed", "stale")
+
+
+def _askable(row, now: str) -> bool:
+    """Not given up (a 404) and not waiting for its next attempt."""
+    return row is None or not (row.waits(now) or row.state in ("gone", "failed"))
 
 
 def lineage_terms(settings) -> str:

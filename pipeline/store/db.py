@@ -29,7 +29,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -421,7 +421,20 @@ def _upgrade_to_16(db: peewee.Database) -> None:
     db.create_tables([models.Topic, models.TopicMember, models.TopicMap], safe=True)
 
 
+def _upgrade_to_17(db: peewee.Database) -> None:
+    """v17: a docket resolved from the API before its documents were stored (it has no
+    ``docket_document`` row, and no mirror listing the v15 upgrade could read them from) is
+    marked ``documents_unread``: the next fetch reads its documents and RIN once, with no
+    walk of its comments. Its fetch and lineage markers are dropped, so that the next run
+    does that read even for a sealed docket, and then ties its comments to their phases."""
+    _add_columns(db, {Docket: (Docket.documents_unread,)})
+    from pipeline.store.documents import mark_documents_unread
+
+    mark_documents_unread()
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
-            13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15, 16: _upgrade_to_16}
+            13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15, 16: _upgrade_to_16,
+            17: _upgrade_to_17}

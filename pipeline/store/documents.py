@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import logging
 
+from peewee import fn
+
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.errors import BadRecord, InvalidIdentifier
 from pipeline.ids import validate_id
 from pipeline.sources import record_checks, records
-from pipeline.store.models import Docket, DocketDocument, MirrorObject, database
+from pipeline.store.models import Docket, DocketDocument, DocketStage, MirrorObject, database
 
 log = logging.getLogger("docketeer")
 
@@ -65,7 +67,7 @@ def documents_of(docket_ids: list[str]) -> list[DocketDocument]:
 def reread_stored_records() -> None:
     """Schema v15: the RIN and documents of dockets resolved before it, from the docket and
     documents JSON a mirror fetch keeps (``mirror_object.body``): no network. A docket whose
-    records the store does not hold learns them at its next resolve (``--force``)."""
+    records the store does not hold is marked by v17 (``mark_documents_unread``)."""
     by_docket: dict[str, list[dict]] = {}
     for docket_id, body in (MirrorObject.select(MirrorObject.docket, MirrorObject.body)
                             .where(MirrorObject.body.is_null(False)).tuples()):
@@ -86,3 +88,27 @@ def reread_stored_records() -> None:
             by_docket.setdefault(docket_id, []).append(data)
     for docket_id, documents in sorted(by_docket.items()):
         save_documents(docket_id, documents)
+
+
+# The markers that no longer vouch for a docket whose documents were never read: fetch's (its
+# resolve is owed; its output goes too, so that the stage after it asks for fetch, and a
+# run reaching a sealed docket through lineage's chain does the read first) and lineage's
+# (its comments were tied with no document types: phase unknown).
+UNREAD_DROPS = ("fetch", "lineage")
+
+
+def mark_documents_unread() -> int:
+    """Schema v17: mark the dockets resolved whose documents the store never read (fetched
+    from the API before they were stored): no document row, and no mirror listing (a mirror-fed
+    docket's were read by v15 from its stored JSON; one without any has none). Their fetch and
+    lineage markers are dropped. Returns how many were marked. Two statements, no IN list."""
+    has_documents = DocketDocument.select(DocketDocument.docket).where(DocketDocument.docket == Docket.id)
+    mirrored = MirrorObject.select(MirrorObject.docket).where(MirrorObject.docket == Docket.id)
+    marked = (Docket.update(documents_unread=1)
+              .where(Docket.resolved_at.is_null(False) & ~fn.EXISTS(has_documents) & ~fn.EXISTS(mirrored))
+              .execute())
+    if marked:
+        unread = Docket.select(Docket.id).where(Docket.documents_unread == 1)
+        DocketStage.delete().where(DocketStage.docket.in_(unread) & DocketStage.stage.in_(UNREAD_DROPS)).execute()
+        log.info("%d docket(s) fetched before their documents were stored: the next run reads them", marked)
+    return marked

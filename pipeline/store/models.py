@@ -56,6 +56,10 @@ class Docket(BaseModel):
     # The Regulation Identifier Number the docket's record gives (schema v15): the rule its
     # documents belong to, across dockets.
     rin = TextField(null=True, index=True)
+    # 1: the docket was resolved from the API before its documents were stored (schema v17
+    # marks it), so fetch reads its documents and RIN once, alone; the read clears it, even
+    # when the docket has no documents at all, so it is never asked again.
+    documents_unread = IntegerField(null=True)
 
 
 class Item(BaseModel):

@@ -51,3 +51,36 @@ def test_documents_are_written_only_where_changed(state, realdata):
     assert save_documents("USTR-2015-0010", records) == 1
     # Another docket's document is never taken in.
     assert save_documents("ACF-2025-0038", records) == 0
+
+
+def _stored_at_16(db) -> None:
+    """The store as schema 16 left it: no ``documents_unread`` column."""
+    db.execute_sql("ALTER TABLE docket DROP COLUMN documents_unread")
+    Meta.update(value="16").where(Meta.key == "schema_version").execute()
+
+
+def test_upgrade_to_17_marks_only_api_fetched_dockets_whose_documents_were_never_read(state):
+    from pipeline.engine import markers
+
+    db = state.state
+    ids = ["API-2020-0001", "MIRROR-2020-0001", "READ-2020-0001", "NEW-2020-0001"]
+    dockets.ensure_dockets(ids, discovered_by="list")
+    Docket.update(resolved_at="2025-01-01T00:00:00Z").where(Docket.id != "NEW-2020-0001").execute()
+    # A mirror-fed docket (its listing stored, no documents JSON among it) and one whose
+    # documents a resolve stored: neither is asked again.
+    MirrorObject.insert(key="m/MIRROR-2020-0001/x.json", docket="MIRROR-2020-0001", size=1, modified="1",
+                        state="listed", seen_at="x", item="").execute()
+    DocketDocument.insert(document="READ-2020-0001-0001", docket="READ-2020-0001", document_type="Rule").execute()
+    for docket_id in ids:
+        for stage in ("fetch", "backfill", "lineage"):
+            markers.write_marker(docket_id, stage, version=1, sealed_at=None, input_fingerprint="i",
+                                 output_fingerprint="o", run_id="r")
+    _stored_at_16(db)
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert {d.id: d.documents_unread for d in Docket.select()} == {
+        "API-2020-0001": 1, "MIRROR-2020-0001": None, "READ-2020-0001": None, "NEW-2020-0001": None}
+    # Only the marked docket's fetch and lineage markers are gone; backfill's stays.
+    kept = {(m.docket, m.stage) for m in markers.DocketStage.select()}
+    assert kept == {(d, s) for d in ids for s in ("fetch", "backfill", "lineage")} - {
+        ("API-2020-0001", "fetch"), ("API-2020-0001", "lineage")}
