@@ -24,6 +24,7 @@ Results are printed as one JSON object (and a table line per figure) for docs/BE
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import tempfile
@@ -147,7 +148,7 @@ def bare_datasketch(comments) -> float:
     return time.process_time() - started
 
 
-def scaling(folder: Path, args, size: int) -> dict:
+def scaling(folder: Path, args, size: int, earlier: dict[int, str]) -> dict:
     """Grouping ``size`` planted comments from scratch against bare datasketch on the same
     texts (CPU of this process); up to ``--every-up-to`` also with every member compared, as
     before the bounded set, and whether the groups are the same."""
@@ -180,8 +181,23 @@ def scaling(folder: Path, args, size: int) -> dict:
                      "precision": round(precision, 4), "recall": round(recall, 4)}
     if "every" in dumps:
         row["same_groups_as_every_member"] = dumps["every"] == dumps["bounded"]
+    # Members, groups, ids, representatives and added sentences in one digest: two runs (say
+    # this code's and an earlier release's, ``--same-as``) grouped alike when theirs are equal.
+    row["groups_digest"] = hashlib.sha256(repr(dumps["bounded"]).encode()).hexdigest()[:16]
+    if size in earlier:
+        row["same_groups_as_earlier"] = earlier[size] == row["groups_digest"]
     set_runtime(None)
     return row
+
+
+def _digests(path: str) -> dict[int, str]:
+    """comments -> groups digest, from the JSON lines an earlier ``--scaling`` run printed."""
+    found = {}
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            found[row["comments"]] = row.get("groups_digest")
+    return found
 
 
 def main(argv: list[str]) -> int:
@@ -195,12 +211,15 @@ def main(argv: list[str]) -> int:
                         help="comma-separated sizes: grouping from scratch against bare datasketch, alone")
     parser.add_argument("--every-up-to", type=int, default=2000,
                         help="with --scaling: also compare with every member up to this size")
+    parser.add_argument("--same-as", default="",
+                        help="with --scaling: an earlier run's output, whose groups each size must equal")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-campaigns-"))
     if args.scaling:
+        earlier = _digests(args.same_as) if args.same_as else {}
         try:
             for size in [int(n) for n in args.scaling.split(",") if n]:
-                print(json.dumps(scaling(folder, args, size)), flush=True)
+                print(json.dumps(scaling(folder, args, size, earlier)), flush=True)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return 0

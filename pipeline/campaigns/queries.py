@@ -92,6 +92,13 @@ def members(items: Iterable[str]) -> dict[str, Member]:
     return found
 
 
+def member_texts(campaign_id: str) -> list[tuple[str, str]]:
+    """(item, text) of every member: what its added sentences are computed from (the rest
+    of a row, its signature above all, is not read)."""
+    return list(CampaignMember.select(CampaignMember.item, CampaignMember.text)
+                .where(CampaignMember.campaign == campaign_id).tuples())
+
+
 def earliest_members(campaign_id: str, limit: int) -> list[Member]:
     query = (CampaignMember.select().where(CampaignMember.campaign == campaign_id)
              .order_by(CampaignMember.order_key).limit(limit))
