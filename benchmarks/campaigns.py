@@ -10,7 +10,9 @@
 2. ``--scaling 2000,20000``: instead of 1 and 3, each size grouped from scratch against bare
    datasketch (shingles, MinHash in bulk, an LSH query and insert per comment) on the same
    texts, CPU of this process; up to ``--every-up-to`` comments also with every member of a
-   group compared (as before the bounded set), and whether the groups are the same.
+   group compared (as before the bounded set), and whether the groups are the same. Each
+   size's groups are digested (``groups_digest``); ``--same-as FILE`` (an earlier run's
+   output, e.g. of an older release) says whether they are the same as that run's.
 3. Incremental: a docket of ``--items`` comments grouped from scratch (timed), then
    ``--new`` more comments seeded and grouped (timed, side by side in this one run): the
    run must compare exactly ``--new`` comments (counter ``campaign_compares``), place them
