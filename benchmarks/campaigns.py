@@ -12,7 +12,8 @@
    texts, CPU of this process; up to ``--every-up-to`` comments also with every member of a
    group compared (as before the bounded set), and whether the groups are the same. Each
    size's groups are digested (``groups_digest``); ``--same-as FILE`` (an earlier run's
-   output, e.g. of an older release) says whether they are the same as that run's.
+   output, e.g. of an older release) says whether they are the same as that run's;
+   ``--bare-from FILE`` takes the bare figure from such a run instead of measuring it again.
 3. Incremental: a docket of ``--items`` comments grouped from scratch (timed), then
    ``--new`` more comments seeded and grouped (timed, side by side in this one run): the
    run must compare exactly ``--new`` comments (counter ``campaign_compares``), place them
@@ -150,7 +151,7 @@ def bare_datasketch(comments) -> float:
     return time.process_time() - started
 
 
-def scaling(folder: Path, args, size: int, earlier: dict[int, str]) -> dict:
+def scaling(folder: Path, args, size: int, earlier: dict[int, str], bare_of: dict[int, float]) -> dict:
     """Grouping ``size`` planted comments from scratch against bare datasketch on the same
     texts (CPU of this process); up to ``--every-up-to`` also with every member compared, as
     before the bounded set, and whether the groups are the same."""
@@ -158,7 +159,8 @@ def scaling(folder: Path, args, size: int, earlier: dict[int, str]) -> dict:
     from pipeline.campaigns.grouping import CAMPAIGN_ESTIMATES
 
     comments = campaign_comments(DOCKET, size, seed=3)
-    row = {"comments": size, "bare_cpu_s": round(bare_datasketch(comments), 2)}
+    bare = bare_of.get(size) or round(bare_datasketch(comments), 2)
+    row = {"comments": size, "bare_cpu_s": bare, **({"bare_from_earlier_run": True} if size in bare_of else {})}
     modes = [("bounded", grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP)]
     if size <= args.every_up_to:
         modes.append(("every", 2.0, 10**9))
@@ -192,13 +194,13 @@ def scaling(folder: Path, args, size: int, earlier: dict[int, str]) -> dict:
     return row
 
 
-def _digests(path: str) -> dict[int, str]:
-    """comments -> groups digest, from the JSON lines an earlier ``--scaling`` run printed."""
+def _earlier(path: str, figure: str) -> dict:
+    """comments -> ``figure``, from the JSON lines an earlier ``--scaling`` run printed."""
     found = {}
     for line in Path(path).read_text().splitlines():
         if line.startswith("{"):
             row = json.loads(line)
-            found[row["comments"]] = row.get("groups_digest")
+            found[row["comments"]] = row.get(figure)
     return found
 
 
@@ -215,13 +217,17 @@ def main(argv: list[str]) -> int:
                         help="with --scaling: also compare with every member up to this size")
     parser.add_argument("--same-as", default="",
                         help="with --scaling: an earlier run's output, whose groups each size must equal")
+    parser.add_argument("--bare-from", default="",
+                        help="with --scaling: take bare datasketch's CPU from an earlier run's output "
+                             "(the same texts and code; at 200,000 it takes over ten minutes)")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-campaigns-"))
     if args.scaling:
-        earlier = _digests(args.same_as) if args.same_as else {}
+        earlier = _earlier(args.same_as, "groups_digest") if args.same_as else {}
+        bare_of = _earlier(args.bare_from, "bare_cpu_s") if args.bare_from else {}
         try:
             for size in [int(n) for n in args.scaling.split(",") if n]:
-                print(json.dumps(scaling(folder, args, size, earlier)), flush=True)
+                print(json.dumps(scaling(folder, args, size, earlier, bare_of)), flush=True)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return 0
