@@ -10,7 +10,10 @@
 2. ``--scaling 2000,20000``: instead of 1 and 3, each size grouped from scratch against bare
    datasketch (shingles, MinHash in bulk, an LSH query and insert per comment) on the same
    texts, CPU of this process; up to ``--every-up-to`` comments also with every member of a
-   group compared (as before the bounded set), and whether the groups are the same.
+   group compared (as before the bounded set), and whether the groups are the same. Each
+   size's groups are digested (``groups_digest``); ``--same-as FILE`` (an earlier run's
+   output, e.g. of an older release) says whether they are the same as that run's;
+   ``--bare-from FILE`` takes the bare figure from such a run instead of measuring it again.
 3. Incremental: a docket of ``--items`` comments grouped from scratch (timed), then
    ``--new`` more comments seeded and grouped (timed, side by side in this one run): the
    run must compare exactly ``--new`` comments (counter ``campaign_compares``), place them
@@ -24,6 +27,7 @@ Results are printed as one JSON object (and a table line per figure) for docs/BE
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import tempfile
@@ -147,7 +151,7 @@ def bare_datasketch(comments) -> float:
     return time.process_time() - started
 
 
-def scaling(folder: Path, args, size: int) -> dict:
+def scaling(folder: Path, args, size: int, earlier: dict[int, str], bare_of: dict[int, float]) -> dict:
     """Grouping ``size`` planted comments from scratch against bare datasketch on the same
     texts (CPU of this process); up to ``--every-up-to`` also with every member compared, as
     before the bounded set, and whether the groups are the same."""
@@ -155,7 +159,8 @@ def scaling(folder: Path, args, size: int) -> dict:
     from pipeline.campaigns.grouping import CAMPAIGN_ESTIMATES
 
     comments = campaign_comments(DOCKET, size, seed=3)
-    row = {"comments": size, "bare_cpu_s": round(bare_datasketch(comments), 2)}
+    bare = bare_of.get(size) or round(bare_datasketch(comments), 2)
+    row = {"comments": size, "bare_cpu_s": bare, **({"bare_from_earlier_run": True} if size in bare_of else {})}
     modes = [("bounded", grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP)]
     if size <= args.every_up_to:
         modes.append(("every", 2.0, 10**9))
@@ -180,8 +185,23 @@ def scaling(folder: Path, args, size: int) -> dict:
                      "precision": round(precision, 4), "recall": round(recall, 4)}
     if "every" in dumps:
         row["same_groups_as_every_member"] = dumps["every"] == dumps["bounded"]
+    # Members, groups, ids, representatives and added sentences in one digest: two runs (say
+    # this code's and an earlier release's, ``--same-as``) grouped alike when theirs are equal.
+    row["groups_digest"] = hashlib.sha256(repr(dumps["bounded"]).encode()).hexdigest()[:16]
+    if size in earlier:
+        row["same_groups_as_earlier"] = earlier[size] == row["groups_digest"]
     set_runtime(None)
     return row
+
+
+def _earlier(path: str, figure: str) -> dict:
+    """comments -> ``figure``, from the JSON lines an earlier ``--scaling`` run printed."""
+    found = {}
+    for line in Path(path).read_text().splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            found[row["comments"]] = row.get(figure)
+    return found
 
 
 def main(argv: list[str]) -> int:
@@ -195,12 +215,19 @@ def main(argv: list[str]) -> int:
                         help="comma-separated sizes: grouping from scratch against bare datasketch, alone")
     parser.add_argument("--every-up-to", type=int, default=2000,
                         help="with --scaling: also compare with every member up to this size")
+    parser.add_argument("--same-as", default="",
+                        help="with --scaling: an earlier run's output, whose groups each size must equal")
+    parser.add_argument("--bare-from", default="",
+                        help="with --scaling: take bare datasketch's CPU from an earlier run's output "
+                             "(the same texts and code; at 200,000 it takes over ten minutes)")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="bench-campaigns-"))
     if args.scaling:
+        earlier = _earlier(args.same_as, "groups_digest") if args.same_as else {}
+        bare_of = _earlier(args.bare_from, "bare_cpu_s") if args.bare_from else {}
         try:
             for size in [int(n) for n in args.scaling.split(",") if n]:
-                print(json.dumps(scaling(folder, args, size)), flush=True)
+                print(json.dumps(scaling(folder, args, size, earlier, bare_of)), flush=True)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         return 0

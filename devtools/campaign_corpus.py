@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -105,52 +106,66 @@ def campaign_comments(docket_id: str, n: int, *, campaigns: int = 10, campaign_s
     return comments
 
 
+SEED_BATCH = 20_000  # comments written per transaction (and rendered per batch)
+
+
 def seed_store(runtime, docket_id: str, comments: list[PlantedComment]) -> None:
     """The comments as extract leaves them: item rows, extract rows (content hash of their
-    combined.md) and the combined.md blobs of those sent as attachments."""
+    combined.md) and the combined.md blobs of those sent as attachments. Written in batches,
+    each table's rows by one prepared statement and the blobs with one flush: 200,000
+    comments seed in minutes, not the hour a statement per comment took."""
     from pipeline.clock import iso, utcnow
-    from pipeline.extract.combined import render_combined
-    from pipeline.extract.readers import AttachmentText
-    from pipeline.store import dockets, item_states
+    from pipeline.store import dockets, item_states, prepared
     from pipeline.store.blobs import combined_key
     from pipeline.store.models import Item, database
 
     dockets.ensure_dockets([docket_id], "list")
     now = iso(utcnow())
-    rows = []
-    with database.atomic():
-        for c in comments:
-            fields = {Item.docket: docket_id, Item.kind: "comment", Item.title: f"Comment {c.key}",
-                      Item.submitter: c.submitter, Item.posted_date: c.posted_date,
-                      Item.body: c.body, Item.updated_at: now}
-            Item.insert({Item.key: c.key, Item.created_at: now, **fields}).on_conflict(
-                conflict_target=[Item.key], update=fields).execute()
-            files = ([AttachmentText("attachment_1.pdf", "ok", "", len(c.attachment), 1, c.attachment)]
-                     if c.attachment else [])
-            data = render_combined(comment_id=c.key, docket_id=docket_id, inline_text=c.body,
-                                   attachments=files, sources_fingerprint="seed",
-                                   extractor_version="extract-1")
-            if c.attachment:  # the campaigns stage reads combined.md for these alone
-                runtime.blobs.put_bytes(combined_key(docket_id, c.key), data)
-            rows.append({"stage": "extract", "item": c.key, "docket": docket_id, "state": "ok",
-                         "run_id": "seed", "fingerprint": "seed",
-                         "content_hash": hashlib.sha256(data).hexdigest()})
-    item_states.transition_many(rows)
+    columns = [Item.key, Item.docket, Item.kind, Item.title, Item.submitter, Item.posted_date,
+               Item.body, Item.created_at, Item.updated_at, Item.withdrawn]
+
+    def upsert(row: tuple):  # a re-seeded comment replaces its row (created_at kept)
+        return Item.insert_many([row], fields=columns).on_conflict(
+            conflict_target=[Item.key], preserve=[c for c in columns if c.name not in ("key", "created_at", "withdrawn")])
+
+    for start in range(0, len(comments), SEED_BATCH):
+        batch = comments[start:start + SEED_BATCH]
+        combined = {c.key: _combined(docket_id, c) for c in batch}
+        with database.atomic():
+            prepared.run_many("campaign_corpus.item", upsert,
+                              [(c.key, docket_id, "comment", f"Comment {c.key}", c.submitter, c.posted_date,
+                                c.body, now, now, False) for c in batch])
+            item_states.transition_many(
+                {"stage": "extract", "item": c.key, "docket": docket_id, "state": "ok", "run_id": "seed",
+                 "fingerprint": "seed", "content_hash": hashlib.sha256(combined[c.key]).hexdigest()}
+                for c in batch)
+        # the campaigns stage reads combined.md for those sent as attachments alone
+        runtime.blobs.put_many([(combined_key(docket_id, c.key), combined[c.key])
+                                for c in batch if c.attachment])
+
+
+def _combined(docket_id: str, c: PlantedComment) -> bytes:
+    from pipeline.extract.combined import render_combined
+    from pipeline.extract.readers import AttachmentText
+
+    files = ([AttachmentText("attachment_1.pdf", "ok", "", len(c.attachment), 1, c.attachment)]
+             if c.attachment else [])
+    return render_combined(comment_id=c.key, docket_id=docket_id, inline_text=c.body, attachments=files,
+                           sources_fingerprint="seed", extractor_version="extract-1")
 
 
 def pair_scores(truth: dict[str, str | None], found: dict[str, str]) -> tuple[float, float]:
     """(precision, recall) of group membership over pairs of comments: a pair is in a group
-    when both are in the same one (an independent comment is in no planted group)."""
-    def pairs(groups: dict[str, str | None]) -> set[tuple[str, str]]:
-        by_group: dict[str, list[str]] = {}
-        for key, group in groups.items():
-            if group is not None:
-                by_group.setdefault(group, []).append(key)
-        return {(a, b) for members in by_group.values() for i, a in enumerate(sorted(members))
-                for b in sorted(members)[i + 1:]}
+    when both are in the same one (an independent comment is in no planted group). Counted
+    from how many comments each (planted, found) group pair shares, never by listing the
+    pairs (a campaign of 50,000 members has over a billion)."""
+    def pairs(n: int) -> int:
+        return n * (n - 1) // 2
 
-    planted, grouped = pairs(truth), pairs(found)
-    both = len(planted & grouped)
-    precision = both / len(grouped) if grouped else 1.0
-    recall = both / len(planted) if planted else 1.0
+    planted = sum(pairs(n) for n in Counter(g for g in truth.values() if g is not None).values())
+    grouped = sum(pairs(n) for n in Counter(found.values()).values())
+    both = sum(pairs(n) for n in Counter((truth.get(k), g) for k, g in found.items()
+                                         if truth.get(k) is not None).values())
+    precision = both / grouped if grouped else 1.0
+    recall = both / planted if planted else 1.0
     return precision, recall

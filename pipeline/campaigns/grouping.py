@@ -26,11 +26,14 @@ leave it as it is, so a member joining a big campaign costs no rereading of the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 from datasketch import MinHash, MinHashLSH
+from datasketch.hashfunc import sha1_hash32
 
 from pipeline.campaigns import queries as store
 from pipeline.campaigns import text as campaign_text
@@ -48,6 +51,7 @@ CHECKS_PER_GROUP = 8
 REPRESENTED_AT = 0.9
 COMPARED_PER_GROUP = 256
 SIGNATURE_DTYPE = MinHash(num_perm=1).hashvalues.dtype  # as the scheme stores them
+SIGNATURE_BATCH = 5000  # comments whose distinct shingles are hashed together (bounds the memory)
 CAMPAIGN_COMPARES = "campaign_compares"  # comments placed (each compared with candidates)
 CAMPAIGN_CANDIDATES = "campaign_candidates"  # exact Jaccard checks made
 CAMPAIGN_ESTIMATES = "campaign_estimates"  # candidates' signatures compared with a comment's
@@ -104,30 +108,40 @@ class Grouper:
     def band_keys(self, signature: MinHash) -> list[str]:
         """The LSH band keys of a signature, as the run's MinHashLSH bands it, stored so a
         later run finds this member with one indexed read."""
-        values = signature.hashvalues
-        return [f"{band}:{bytes_digest(values[start:end].tobytes())[:16]}"
+        raw, width = signature.hashvalues.tobytes(), signature.hashvalues.itemsize
+        return [f"{band}:{bytes_digest(raw[start * width:end * width])[:16]}"
                 for band, (start, end) in enumerate(self.lsh.hashranges)]
 
-    def prepare(self, comments: list[Comment]) -> list[Prepared]:
+    def prepare(self, comments: list[Comment], *, with_bands: bool) -> list[Prepared]:
+        """Each comment's normalised text, exact hash, shingles and signature; its band keys
+        too when stored members are looked up by them (``with_bands``), else only once it
+        enters the compared set (a docket grouped from scratch: fewer than half do)."""
         normalised = [campaign_text.normalise(c.text, c.submitter) for c in comments]
         shingle_sets = [campaign_text.shingles(n) for n in normalised]
-        signatures = MinHash.bulk([[s.encode() for s in sh] for sh in shingle_sets], num_perm=NUM_PERM)
+        signatures = signatures_of(shingle_sets)
         prepared = [Prepared(c, n, campaign_text.exact_hash(n), sh, sig)
                     for c, n, sh, sig in zip(comments, normalised, shingle_sets, signatures, strict=True)]
-        for p in prepared:
-            p.bands = self.band_keys(p.signature)
+        if with_bands:
+            for p in prepared:
+                p.bands = self.band_keys(p.signature)
         return prepared
 
     # --- placing ----------------------------------------------------------------------------
     def place(self, comments: list[Comment], leaving: list[str] = ()) -> Placement:
         """Place ``comments`` (new or changed); ``leaving`` are comments that no longer have
         a text to compare and leave their groups."""
+        with _collector_paused():
+            return self._place(comments, leaving)
+
+    def _place(self, comments: list[Comment], leaving: list[str]) -> Placement:
         comments = sorted(comments, key=lambda c: c.order_key)
         placement = Placement()
-        placement.left = self._take_out([c.key for c in comments] + list(leaving))
-        placement.touched |= placement.left
         stored_any = store.count_members(self.docket_id) > 0
-        prepared = self.prepare(comments)
+        if stored_any:  # a docket with no members yet has none to take out
+            placement.left = self._take_out([c.key for c in comments] + list(leaving))
+            placement.touched |= placement.left
+            stored_any = store.count_members(self.docket_id) > 0
+        prepared = self.prepare(comments, with_bands=stored_any)
         stored_exact = (store.campaigns_by_exact_hash(self.docket_id, [p.exact for p in prepared])
                         if stored_any else {})
         stored_bands = (store.members_by_band(self.docket_id, [b for p in prepared for b in p.bands])
@@ -144,6 +158,7 @@ class Grouper:
                 placement.started.add(campaign)
             if self._enters(campaign, best, stored_any):
                 entering.add(p.comment.key)
+                p.bands = p.bands or self.band_keys(p.signature)
                 self.compared[campaign] = self.compared.get(campaign, 0) + 1
                 self.lsh.insert(p.comment.key, p.signature, check_duplication=False)
             placement.placed[p.comment.key] = campaign
@@ -206,29 +221,28 @@ class Grouper:
         """The campaigns with a candidate at or above the threshold, each with its best
         checked similarity. A big campaign could bring many candidates: of each group's, the
         ``CHECKS_PER_GROUP`` closest by their signatures get the exact Jaccard check."""
-        keys = set(self.lsh.query(p.signature)) | candidates.stored_for(p.bands)
-        keys = sorted(keys)
+        keys = set(self.lsh.query(p.signature))
+        if p.bands:
+            keys |= candidates.stored_for(p.bands)
         if not keys:
             return {}
+        keys = sorted(keys)
         counters.incr(CAMPAIGN_ESTIMATES, len(keys))
-        infos = [candidates.info(k) for k in keys]
-        estimates = (np.stack([sig for _, sig in infos]) == p.signature.hashvalues).mean(axis=1)
-        by_group: dict[str, list[tuple[float, str]]] = {}
-        for key, (campaign, _), estimate in zip(keys, infos, estimates.tolist(), strict=True):
-            by_group.setdefault(campaign, []).append((-estimate, key))
-        chosen = {campaign: [key for _, key in sorted(found)[:CHECKS_PER_GROUP]]
-                  for campaign, found in by_group.items()}
-        shingles = candidates.shingles([k for keys in chosen.values() for k in keys])
+        chosen = candidates.closest(keys, p.signature.hashvalues, CHECKS_PER_GROUP)
+        shingles = candidates.shingles([k for group_keys in chosen.values() for k in group_keys])
         matches = {}
+        enough = max(REPRESENTED_AT, self.threshold)
+        checked = 0
         for campaign, group_keys in sorted(chosen.items()):
             best = 0.0
             for key in group_keys:  # past REPRESENTED_AT the rest cannot change a decision
-                counters.incr(CAMPAIGN_CANDIDATES)
+                checked += 1
                 best = max(best, campaign_text.jaccard(p.shingles, shingles[key]))
-                if best >= max(REPRESENTED_AT, self.threshold):
+                if best >= enough:
                     break
             if best >= self.threshold:
                 matches[campaign] = best
+        counters.incr(CAMPAIGN_CANDIDATES, checked)
         return matches
 
     def _founder_order(self, campaign: str) -> str:
@@ -294,49 +308,109 @@ class Grouper:
         if rep_text is None:
             rep_text = store.members([representative])[representative].text
         if known is None or representative != known.representative:
-            members = store.members_of(campaign)  # every member's signal is against the new one
-        else:
-            members = [m for m in store.members(k for k, c in placement.placed.items()
-                                                if c == campaign).values()]
-        store.set_added_sentences({m.item: campaign_text.added_sentences(m.text, rep_text)
-                                   for m in members})
+            texts = store.member_texts(campaign)  # every member's signal is against the new one
+        else:  # this run's members: their texts are at hand
+            texts = [(k, prepared[k].comment.text) for k, c in placement.placed.items() if c == campaign]
+        known_sentences = campaign_text.known_sentences(rep_text)
+        store.set_added_sentences({item: campaign_text.sentences_not_in(text, known_sentences)
+                                   for item, text in texts})
         return representative
 
 
 class _Candidates:
     """Members a comment may join: stored ones (found by band key with their campaign and
     signature; their normalised text read only when chosen for an exact check) and the
-    ones this run placed."""
+    ones this run placed. Their signatures are rows of one matrix and their campaigns one
+    code per row, so a comment's candidates are estimated and ranked by numpy, not a
+    Python loop over them."""
 
     def __init__(self, stored_bands: dict[str, list[tuple[str, str, str]]]) -> None:
         self.stored_bands = stored_bands
-        self.known: dict[str, tuple[str, np.ndarray]] = {}  # item -> (campaign, signature)
+        self.row: dict[str, int] = {}  # item -> its row in the matrix and the codes
+        self.matrix = np.empty((1024, NUM_PERM), dtype=SIGNATURE_DTYPE)
+        self.codes = np.empty(1024, dtype=np.int64)  # row -> its campaign's code
+        self.code: dict[str, int] = {}  # campaign -> code
+        self.campaign: list[str] = []  # code -> campaign
         self.shingle_sets: dict[str, set[str]] = {}
+
+    def _add(self, item: str, campaign: str, values: np.ndarray) -> None:
+        n = len(self.row)
+        if n == len(self.matrix):
+            self.matrix = np.concatenate([self.matrix, np.empty_like(self.matrix)])
+            self.codes = np.concatenate([self.codes, np.empty_like(self.codes)])
+        code = self.code.get(campaign)
+        if code is None:
+            code = self.code[campaign] = len(self.campaign)
+            self.campaign.append(campaign)
+        self.matrix[n] = values
+        self.codes[n] = code
+        self.row[item] = n
 
     def stored_for(self, bands: list[str]) -> set[str]:
         found = set()
         for band in bands:
             for item, campaign, signature in self.stored_bands.get(band, ()):
-                if item not in self.known:
-                    self.known[item] = (campaign, signature_values(signature))
+                if item not in self.row:
+                    self._add(item, campaign, signature_values(signature))
                 found.add(item)
         return found
 
     def add_run_member(self, p: Prepared, campaign: str) -> None:
-        self.known[p.comment.key] = (campaign, p.signature.hashvalues)
+        self._add(p.comment.key, campaign, p.signature.hashvalues)
         self.shingle_sets[p.comment.key] = p.shingles
 
     def moved(self, other: str, into: str) -> None:
-        self.known.update({k: (into, sig) for k, (c, sig) in self.known.items() if c == other})
+        if other not in self.code:
+            return
+        n = len(self.row)
+        if into not in self.code:  # the merged group takes the other's code
+            code = self.code.pop(other)
+            self.code[into], self.campaign[code] = code, into
+            return
+        old, new = self.code.pop(other), self.code[into]
+        codes = self.codes[:n]
+        codes[codes == old] = new
 
-    def info(self, key: str) -> tuple[str, np.ndarray]:
-        return self.known[key]
+    def closest(self, keys: list[str], values: np.ndarray, per_group: int) -> dict[str, list[str]]:
+        """campaign -> its ``per_group`` candidates among ``keys`` (sorted) whose signatures
+        agree most with ``values``, best first, the earlier key first on a tie."""
+        row = self.row
+        rows = np.fromiter([row[k] for k in keys], dtype=np.int64, count=len(keys))
+        # the share of equal hash values (an exact count over NUM_PERM: what .mean() gives)
+        agree = np.count_nonzero(self.matrix[rows] == values, axis=1)
+        codes = self.codes[rows]
+        # by campaign, then most agreeing, then key (``keys`` are sorted: their position)
+        order = np.lexsort((np.arange(len(keys)), -agree, codes)).tolist()
+        codes = codes.tolist()
+        chosen: dict[str, list[str]] = {}
+        last, taken = None, 0
+        for i in order:
+            code = codes[i]
+            if code != last:
+                last, taken, group = code, 0, chosen.setdefault(self.campaign[code], [])
+            if taken < per_group:
+                group.append(keys[i])
+                taken += 1
+        return chosen
 
     def shingles(self, keys: list[str]) -> dict[str, set[str]]:
         missing = [k for k in keys if k not in self.shingle_sets]
         for key, normalised in store.normalised_texts(missing).items():
             self.shingle_sets[key] = campaign_text.shingles(normalised)
         return {k: self.shingle_sets[k] for k in keys}
+
+
+def signatures_of(shingle_sets: list[set[str]]) -> list[MinHash]:
+    """The MinHash signature of each set of shingles, as ``MinHash.bulk`` makes them from
+    the shingles' bytes with its SHA-1 hash, but each distinct shingle of a batch hashed
+    once: a form letter's copies share most of theirs, and the hashing is most of the cost."""
+    found: list[MinHash] = []
+    for start in range(0, len(shingle_sets), SIGNATURE_BATCH):
+        part = shingle_sets[start:start + SIGNATURE_BATCH]
+        hashed = {s: sha1_hash32(s.encode()) for s in set().union(*part)}
+        found += MinHash.bulk(part, num_perm=NUM_PERM, hashfunc=hashed.__getitem__)
+        hashed.clear()  # the signatures are final (never updated): the batch's hashes can go
+    return found
 
 
 def signature_values(hex_text: str) -> np.ndarray:
@@ -349,14 +423,30 @@ def most_central(sample: list[store.Member]) -> str:
     if len(sample) <= 2:
         return sample[0].item
     sets = [campaign_text.shingles(m.normalised) for m in sample]
-    scores = [sum(campaign_text.jaccard(a, b) for j, b in enumerate(sets) if j != i)
-              for i, a in enumerate(sets)]
+    pair = {}  # Jaccard is symmetric: each pair once (each sum still adds in member order)
+    for i, a in enumerate(sets):
+        for j in range(i + 1, len(sets)):
+            pair[i, j] = pair[j, i] = campaign_text.jaccard(a, sets[j])
+    scores = [sum(pair[i, j] for j in range(len(sets)) if j != i) for i in range(len(sets))]
     best = int(np.argmax(scores))  # argmax keeps the first of equal scores: the earliest
     return sample[best].item
 
 
-def _row(p: Prepared, campaign: str) -> dict:
-    return {"item": p.comment.key, "campaign": campaign, "order_key": p.comment.order_key,
-            "posted_date": p.comment.posted_date, "exact_hash": p.exact, "text": p.comment.text,
-            "normalised": p.normalised, "signature": p.signature.hashvalues.tobytes().hex(),
-            "added_sentences": []}
+def _row(p: Prepared, campaign: str) -> store.MemberRow:
+    return store.MemberRow(p.comment.key, campaign, p.comment.order_key, p.comment.posted_date, p.exact,
+                           p.comment.text, p.normalised, p.signature.hashvalues.tobytes().hex())
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Placing a docket allocates a few small containers per shingle and comment and frees
+    them without cycles; Python's cyclic collector would trace every live shingle set again
+    each time those allocations trigger it (a tenth of the grouping's CPU). Paused while
+    placing, as it was before if already paused."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()

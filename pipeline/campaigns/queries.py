@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import peewee
 from peewee import fn
@@ -92,6 +93,13 @@ def members(items: Iterable[str]) -> dict[str, Member]:
     return found
 
 
+def member_texts(campaign_id: str) -> list[tuple[str, str]]:
+    """(item, text) of every member: what its added sentences are computed from (the rest
+    of a row, its signature above all, is not read)."""
+    return list(CampaignMember.select(CampaignMember.item, CampaignMember.text)
+                .where(CampaignMember.campaign == campaign_id).tuples())
+
+
 def earliest_members(campaign_id: str, limit: int) -> list[Member]:
     query = (CampaignMember.select().where(CampaignMember.campaign == campaign_id)
              .order_by(CampaignMember.order_key).limit(limit))
@@ -119,18 +127,29 @@ def remove_members(items: Iterable[str]) -> set[str]:
     return left
 
 
-def add_members(docket_id: str, rows: list[dict], bands: list[tuple[str, str]]) -> None:
-    """Member rows (CampaignMember's fields, ``added_sentences`` a list) and their band keys
-    ((key, item)), each table in one prepared statement run for every row."""
-    members = [{**r, "docket": docket_id, "added_sentences": json.dumps(r["added_sentences"])}
-               for r in rows]
-    fields = [CampaignMember.item, CampaignMember.docket, CampaignMember.campaign,
+class MemberRow(NamedTuple):
+    """A member row as the stage writes it (its added sentences come once its group's
+    representative is known)."""
+
+    item: str
+    campaign: str
+    order_key: str
+    posted_date: str | None
+    exact_hash: str
+    text: str
+    normalised: str
+    signature: str  # MinHash hash values, hex
+
+
+def add_members(docket_id: str, rows: list[MemberRow], bands: list[tuple[str, str]]) -> None:
+    """Member rows and their band keys ((key, item)), each table in one prepared statement
+    run for every row."""
+    fields = [CampaignMember.docket, CampaignMember.item, CampaignMember.campaign,
               CampaignMember.order_key, CampaignMember.posted_date, CampaignMember.exact_hash,
               CampaignMember.text, CampaignMember.normalised, CampaignMember.signature,
               CampaignMember.added_sentences]
     with database.atomic():
-        _execute_many(CampaignMember.insert_many, fields,
-                      [tuple(m[f.name] for f in fields) for m in members])
+        _execute_many(CampaignMember.insert_many, fields, [(docket_id, *r, "[]") for r in rows])
         _execute_many(CampaignBand.insert_many, [CampaignBand.docket, CampaignBand.key, CampaignBand.item],
                       [(docket_id, key, item) for key, item in bands])
 

@@ -72,7 +72,8 @@ def shingles(normalised: str) -> set[str]:
 def jaccard(a: set[str], b: set[str]) -> float:
     if not a and not b:
         return 1.0
-    return len(a & b) / len(a | b)
+    both = len(a & b)  # the union's size follows from it: no union set built
+    return both / (len(a) + len(b) - both)
 
 
 def sentences(text: str) -> list[str]:
@@ -82,5 +83,19 @@ def sentences(text: str) -> list[str]:
 def added_sentences(text: str, representative: str) -> list[str]:
     """The sentences of ``text`` the representative does not have (compared normalised): a
     member's own words, its "unique signal"."""
-    known = {" ".join(words(s)) for s in sentences(representative)}
-    return [s for s in sentences(text) if words(s) and " ".join(words(s)) not in known]
+    return sentences_not_in(text, known_sentences(representative))
+
+
+def known_sentences(representative: str) -> set[str]:
+    """The representative's sentences, normalised: what ``sentences_not_in`` compares with
+    (made once for all the members of a group)."""
+    return {" ".join(words(s)) for s in sentences(representative)}
+
+
+def sentences_not_in(text: str, known: set[str]) -> list[str]:
+    added = []
+    for sentence in sentences(text):
+        said = words(sentence)
+        if said and " ".join(said) not in known:
+            added.append(sentence)
+    return added

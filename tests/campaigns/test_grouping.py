@@ -103,3 +103,41 @@ def test_later_comments_are_compared_with_the_stored_bounded_set_and_match_a_reb
     assert max(compared_per_group().values()) <= 2 * COMPARED_PER_GROUP
     _, rebuilt = grouped(store_at("rebuild"), first + more)
     assert rebuilt == incremental
+
+
+def test_signatures_hash_each_distinct_shingle_once_and_equal_datasketchs(monkeypatch):
+    from datasketch import MinHash
+
+    from pipeline.campaigns import text as campaign_text
+
+    shingle_sets = [campaign_text.shingles(campaign_text.normalise(c.attachment or c.body, c.submitter))
+                    for c in campaign_comments(D, 120, campaigns=2, seed=7)]
+    hashed = []
+    monkeypatch.setattr(grouping, "sha1_hash32", lambda data: hashed.append(data) or _sha1_hash32(data))
+    signatures = grouping.signatures_of(shingle_sets)
+    distinct = set().union(*shingle_sets)
+    # A form letter's copies share their shingles: each is hashed once, not once per copy.
+    assert len(hashed) == len(distinct) < sum(map(len, shingle_sets)) / 2
+    expected = MinHash.bulk([[s.encode() for s in sh] for sh in shingle_sets], num_perm=grouping.NUM_PERM)
+    assert all((a.hashvalues == b.hashvalues).all() for a, b in zip(signatures, expected, strict=True))
+
+
+def _sha1_hash32(data: bytes) -> int:
+    from datasketch.hashfunc import sha1_hash32
+
+    return sha1_hash32(data)
+
+
+def test_a_docket_grouped_from_scratch_writes_band_keys_for_its_compared_members_alone(store_at):
+    comments = campaign_comments(D, 300, campaigns=2, campaign_share=0.9, seed=8)
+    grouped(store_at("scratch"), comments)
+    banded = {item for (item,) in CampaignBand.select(CampaignBand.item).tuples()}
+    assert 0 < len(banded) < len(comments) / 2
+    assert CampaignBand.select().count() == len(banded) * len(grouping.Grouper(D, 0.5).lsh.hashranges)
+
+
+def test_pair_scores_count_the_pairs_without_listing_them():
+    truth = {"a": "x", "b": "x", "c": "x", "d": "y", "e": "y", "f": None}
+    found = {"a": "1", "b": "1", "c": "2", "d": "2", "e": "2", "f": "3"}
+    # planted pairs ab ac bc de; found pairs ab cd ce de: both ab de
+    assert pair_scores(truth, found) == (2 / 4, 2 / 4)

@@ -224,12 +224,8 @@ def test_an_organisation_counts_the_form_letter_campaigns_its_comments_joined(st
     seed_store([PlantedComment(f"{d}-{n:04d}", d, "Jo Ng", name, "t", "", None) for n, name in
                 enumerate(["Sierra Club", "Sierra Club", "Sierra Club", "Acme Energy Inc."], start=1)])
     resolve(state, [d])
-    member = {"order_key": "", "posted_date": None, "exact_hash": "h", "text": "t", "normalised": "t",
-              "signature": "", "added_sentences": []}
-    campaigns.add_members(d, [{**member, "item": f"{d}-0001", "campaign": "c1"},
-                              {**member, "item": f"{d}-0002", "campaign": "c1"},
-                              {**member, "item": f"{d}-0003", "campaign": "c2"},
-                              {**member, "item": f"{d}-0004", "campaign": "c1"}], [])
+    campaigns.add_members(d, [campaigns.MemberRow(f"{d}-000{n}", campaign, "", None, "h", "t", "t", "")
+                              for n, campaign in ((1, "c1"), (2, "c1"), (3, "c2"), (4, "c1"))], [])
     campaigns.save_campaign("c1", d, size=3, representative=f"{d}-0001", first_seen=None, last_seen=None)
     campaigns.save_campaign("c2", d, size=1, representative=f"{d}-0003", first_seen=None, last_seen=None)
     sierra, acme = organisation_id("sierra club"), organisation_id("acme energy")
