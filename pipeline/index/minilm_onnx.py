@@ -25,7 +25,7 @@ from pipeline.errors import ConfigError
 
 # Bump when the exported graph changes: a new file is made. onnx-2: attention traced as
 # transformers' "eager" matmul-softmax-matmul instead of its SDPA path, whose mask handling
-# (Where/IsNaN per layer) ONNX Runtime cannot fuse; 5 % more chunks per CPU-second here.
+# (Where/IsNaN per layer) ONNX Runtime cannot fuse; 2-5 % more chunks per CPU-second here.
 EXPORT_VERSION = "onnx-2"
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 17
