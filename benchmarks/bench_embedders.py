@@ -3,8 +3,9 @@
     .venv/bin/python -m benchmarks bench_embedders [--chunks 500] [--batch-size 64] [--models DIR]
 
 ``minilm`` is sentence-transformers (torch); ``minilm-onnx`` the same model under ONNX Runtime;
-``bare-onnx1`` / ``bare-onnx2`` the bare operation it wraps (the same export, one or two
-one-thread sessions, one chunk per call), for the ratio.
+``bare-onnx1`` / ``bare-onnx2`` the bare operation it wraps (the same export file, so the same
+graph and ONNX Runtime's default ORT_ENABLE_ALL fusions as the embedder; one or two one-thread
+sessions, one chunk per call, no padding), for the ratio.
 
 The chunks are real ``chunk_text`` output (default 1,200-char chunks) over generated
 comment prose, so their lengths match what the index stage embeds. MiniLM's one-off model

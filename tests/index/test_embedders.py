@@ -219,6 +219,15 @@ def test_openai_embedder_keeps_several_requests_in_flight_and_the_input_order(em
         assert vector == pytest.approx(l2_normalise([float(n), 3.0, 4.0]))
 
 
+def test_openai_embedder_defaults_send_an_embed_call_of_128_as_four_requests_at_once(embeddings_server):
+    # What README and OPERATING promise for embed_batch = 128 with the default request size.
+    embeddings_server.delay = 0.5
+    embedder = make_embedder("openai", url=_base_url(embeddings_server), model="m1", api_key=API_KEY, dim=3)
+    vectors = embed_in_batches(embedder, [f"chunk {n}" for n in range(128)], 128)
+    assert len(vectors) == 128
+    assert embeddings_server.sizes == [32] * 4 and embeddings_server.peak == 4
+
+
 def test_openai_dimension_is_probed_once_when_not_configured(embeddings_server):
     embedder = make_embedder(
         "openai", url=_base_url(embeddings_server) + "/embeddings", model="m1", api_key=API_KEY
