@@ -253,7 +253,7 @@ _MIGRATIONS.append((
             WHERE c.vector_id = v.id""",
         "ALTER TABLE chunk_vectors ALTER COLUMN tsv SET NOT NULL",
         "CREATE INDEX chunk_vectors_tsv ON chunk_vectors USING gin (tsv)",
-        "ALTER TABLE chunks DROP COLUMN tsv",  # and its GIN index, chunks_tsv
+        "ALTER TABLE chunks DROP COLUMN IF EXISTS tsv",  # and its GIN index, chunks_tsv
         f"""ALTER TABLE chunks ADD COLUMN name_words text[] GENERATED ALWAYS AS (
                 tsvector_to_array(to_tsvector('{TEXT_SEARCH_CONFIG}', {_names('metadata')}))) STORED""",
         "CREATE INDEX chunks_name_words ON chunks USING gin (name_words)",
