@@ -4,18 +4,21 @@ Everything the index stage vouches for lives here, in one PostgreSQL database, s
 marker can never outlive the data it describes: wipe the database and the markers go with
 it (and ``instance_id()`` changes, which anything caching index facts elsewhere can check).
 
-Schema (migrations 1-5; see ``_MIGRATIONS``)
+Schema (migrations 1-6; see ``_MIGRATIONS``)
 --------------------------------------------
 * ``index_schema_version(version, applied_at)`` — applied migrations.
 * ``index_meta(key, value)`` — ``instance_id``: a random id made when the schema is created.
 * ``chunks(collection, item_key, ordinal, docket, text, page, section, embedder_id, dim,
-  vector_id, metadata jsonb, tsv tsvector)``, primary key ``(collection, item_key,
-  ordinal)``; ``tsv`` (migration 2) is generated from the text, submitter and organisation
-  and GIN-indexed (``chunks_tsv``) for the full-text half of hybrid search.
-* ``chunk_vectors(id, embedder_id, text_hash, dim, embedding vector)`` (migration 5): each
-  distinct chunk text's vector, once per embedder (``text_hash`` = ``fingerprints.digest``
-  of the text); ``chunks.vector_id`` points to it. A vector no chunk points to any more is
-  dropped by the write that left it alone.
+  vector_id, metadata jsonb, name_words text[])``, primary key ``(collection, item_key,
+  ordinal)``; ``name_words`` (migration 6) are the lexemes of its submitter and
+  organisation, generated and GIN-indexed (``chunks_name_words``).
+* ``chunk_vectors(id, embedder_id, text_hash, dim, embedding vector, tsv tsvector)``
+  (migration 5): each distinct chunk text's vector, once per embedder (``text_hash`` =
+  ``fingerprints.digest`` of the text); ``chunks.vector_id`` points to it. A vector no
+  chunk points to any more is dropped by the write that left it alone. ``tsv`` (migration
+  6; before it a ``chunks.tsv`` per chunk row) is the text's words, GIN-indexed
+  (``chunk_vectors_tsv``) for the full-text half of hybrid search: a chunk's words are
+  those and its names'.
 * ``index_state(collection, item_key, docket, fingerprint, content_hash, chunk_count,
   embedder_id, indexed_at)``, primary key ``(collection, item_key)``, indexed by docket.
 * ``index_docket_state(collection, docket, sealed_at, version, input_fingerprint,
