@@ -6,6 +6,7 @@ and every search result, on a real PostgreSQL."""
 from __future__ import annotations
 
 import json
+import random
 
 import psycopg2
 import pytest
@@ -15,13 +16,33 @@ from pipeline.index.chunking import Chunk
 from pipeline.index.database import SCHEMA_VERSION, IndexDB, _name_words
 from pipeline.index.embedders import HashingEmbedder
 from pipeline.index.search import search
-from tests.fixtures.index_inputs import run
-from tests.index.test_distinct_vectors import LETTERS, seed_campaign, unique_text
+from tests.fixtures.index_inputs import D as STAGE_DOCKET
+from tests.fixtures.index_inputs import put_item, run
 
 pytestmark = pytest.mark.postgres
 
 EMBEDDER = HashingEmbedder(dim=64)
 D = "EPA-2026-0003"
+LETTERS = [
+    "I oppose the cuts to rural hospital payments. Clinics in my county would close.",
+    "Protect the wetlands permit program: our drinking water depends on these streams.",
+    "Broadband subsidies must reach tribal lands, where the internet is slow or absent.",
+]
+WORDS = "airline refund nurse staffing telehealth clinic permit subsidy cancelled flights".split()
+
+
+def unique_text(i: int) -> str:
+    rng = random.Random(i)
+    return " ".join(rng.choice(WORDS) for _ in range(25)).capitalize() + f". Comment {i}."
+
+
+def seed_campaign(rt, n: int) -> None:
+    """n comments, 80 % of them copies of LETTERS, one chunk each."""
+    for i in range(n):
+        put_item(rt, f"{STAGE_DOCKET}-{i + 1:04d}", LETTERS[i % len(LETTERS)] if i % 5 else unique_text(i),
+                 title=None)
+
+
 QUERIES = ["rural hospital payments", '"drinking water"', "Valley Clinic", "hospital Valley",
            "tribal -internet", "airline refund", "Comment 7", "hospital or broadband"]
 
