@@ -104,9 +104,11 @@ def bare_search(conn, embedder, query: str, k: int = 10) -> float:
         cur.execute(f"""SELECT id FROM chunk_vectors WHERE dim = {dim}
                         ORDER BY (embedding::vector({dim})) <=> %s::vector({dim}) LIMIT {k}""", (vector,))
         cur.fetchall()
+        # The words are stored once per distinct text (beside its vector): its chunks are read.
         cur.execute(f"""SELECT c.collection, c.item_key, c.ordinal
-                        FROM chunks AS c, websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %s) AS q
-                        WHERE c.tsv @@ q ORDER BY ts_rank_cd(c.tsv, q) DESC LIMIT {k}""", (query,))
+                        FROM chunk_vectors AS v JOIN chunks AS c ON c.vector_id = v.id,
+                             websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %s) AS q
+                        WHERE v.tsv @@ q ORDER BY ts_rank_cd(v.tsv, q) DESC LIMIT {k}""", (query,))
         cur.fetchall()
     return time.perf_counter() - started
 
@@ -115,8 +117,8 @@ def matches(conn, query: str) -> int:
     from pipeline.index.database import TEXT_SEARCH_CONFIG
 
     with conn, conn.cursor() as cur:
-        cur.execute(f"SELECT count(*) FROM chunks WHERE tsv @@ websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %s)",
-                    (query,))
+        cur.execute(f"""SELECT count(*) FROM chunk_vectors AS v JOIN chunks AS c ON c.vector_id = v.id
+                         WHERE v.tsv @@ websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %s)""", (query,))
         return cur.fetchone()[0]
 
 

@@ -4,18 +4,21 @@ Everything the index stage vouches for lives here, in one PostgreSQL database, s
 marker can never outlive the data it describes: wipe the database and the markers go with
 it (and ``instance_id()`` changes, which anything caching index facts elsewhere can check).
 
-Schema (migrations 1-5; see ``_MIGRATIONS``)
+Schema (migrations 1-6; see ``_MIGRATIONS``)
 --------------------------------------------
 * ``index_schema_version(version, applied_at)`` — applied migrations.
 * ``index_meta(key, value)`` — ``instance_id``: a random id made when the schema is created.
 * ``chunks(collection, item_key, ordinal, docket, text, page, section, embedder_id, dim,
-  vector_id, metadata jsonb, tsv tsvector)``, primary key ``(collection, item_key,
-  ordinal)``; ``tsv`` (migration 2) is generated from the text, submitter and organisation
-  and GIN-indexed (``chunks_tsv``) for the full-text half of hybrid search.
-* ``chunk_vectors(id, embedder_id, text_hash, dim, embedding vector)`` (migration 5): each
-  distinct chunk text's vector, once per embedder (``text_hash`` = ``fingerprints.digest``
-  of the text); ``chunks.vector_id`` points to it. A vector no chunk points to any more is
-  dropped by the write that left it alone.
+  vector_id, metadata jsonb, name_words text[])``, primary key ``(collection, item_key,
+  ordinal)``; ``name_words`` (migration 6) are the lexemes of its submitter and
+  organisation, generated and GIN-indexed (``chunks_name_words``).
+* ``chunk_vectors(id, embedder_id, text_hash, dim, embedding vector, tsv tsvector)``
+  (migration 5): each distinct chunk text's vector, once per embedder (``text_hash`` =
+  ``fingerprints.digest`` of the text); ``chunks.vector_id`` points to it. A vector no
+  chunk points to any more is dropped by the write that left it alone. ``tsv`` (migration
+  6; before it a ``chunks.tsv`` per chunk row) is the text's words, GIN-indexed
+  (``chunk_vectors_tsv``) for the full-text half of hybrid search: a chunk's words are
+  those and its names'.
 * ``index_state(collection, item_key, docket, fingerprint, content_hash, chunk_count,
   embedder_id, indexed_at)``, primary key ``(collection, item_key)``, indexed by docket.
 * ``index_docket_state(collection, docket, sealed_at, version, input_fingerprint,
@@ -48,6 +51,7 @@ changes nothing, so a no-op run leaves every table byte-identical.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -58,7 +62,7 @@ import psycopg2
 import psycopg2.extensions
 from pgvector import Vector
 from pgvector.psycopg2 import register_vector
-from psycopg2.extras import Json, execute_values
+from psycopg2.extras import execute_values
 
 from pipeline.counters import INDEX_QUERIES, TEXT_RANKED, count_query, counters
 from pipeline.fingerprints import digest
@@ -86,6 +90,21 @@ DEFAULT_EF_SEARCH = 250
 def _sql_text_hash(column: str) -> str:
     """PostgreSQL's spelling of ``fingerprints.digest(text)``: the hex sha256 of the UTF-8 text."""
     return f"encode(sha256(convert_to({column}, 'UTF8')), 'hex')"
+
+
+# A chunk's words are as migration 2's ``chunks.tsv`` made them: its text's at weight A, its
+# submitter's and organisation's at weight B. Since migration 6 the first part is stored once
+# per distinct text (``chunk_vectors.tsv``) and the second made when a search needs it.
+def _text_words(column: str) -> str:
+    return f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', {column}), 'A')"
+
+
+def _name_words(metadata: str) -> str:
+    return f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', {_names(metadata)}), 'B')"
+
+
+def _names(metadata: str) -> str:
+    return f"coalesce({metadata}->>'submitter', '') || ' ' || coalesce({metadata}->>'organization', '')"
 
 
 _MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -218,6 +237,31 @@ _MIGRATIONS.append((
             END $$""",
     ],
 ))
+_MIGRATIONS.append((
+    # Each distinct chunk text's words are parsed and GIN-indexed once, beside its vector:
+    # a form letter's 15,000 copies each parsed their text into a tsvector of their own and
+    # gave it a GIN entry, most of what a cold load cost PostgreSQL. A chunk keeps only its
+    # names' words (``name_words``, a few per chunk): a search judges a chunk whose names
+    # hold one of the query's words on its text's and its names' words together, as before,
+    # and every other chunk on its text's alone (docs/BENCHMARKS.md). An existing store is
+    # upgraded in place: each vector's text is parsed once from one of its chunks; nothing
+    # is re-embedded.
+    6,
+    [
+        # A vector no chunk points to has no text to parse: it would have been dropped.
+        "DELETE FROM chunk_vectors AS v WHERE NOT EXISTS (SELECT 1 FROM chunks AS c WHERE c.vector_id = v.id)",
+        "ALTER TABLE chunk_vectors ADD COLUMN tsv tsvector",
+        f"""UPDATE chunk_vectors AS v SET tsv = {_text_words("c.text")}
+            FROM (SELECT DISTINCT ON (vector_id) vector_id, text FROM chunks ORDER BY vector_id) AS c
+            WHERE c.vector_id = v.id""",
+        "ALTER TABLE chunk_vectors ALTER COLUMN tsv SET NOT NULL",
+        "CREATE INDEX chunk_vectors_tsv ON chunk_vectors USING gin (tsv)",
+        "ALTER TABLE chunks DROP COLUMN IF EXISTS tsv",  # and its GIN index, chunks_tsv
+        f"""ALTER TABLE chunks ADD COLUMN name_words text[] GENERATED ALWAYS AS (
+                tsvector_to_array(to_tsvector('{TEXT_SEARCH_CONFIG}', {_names('metadata')}))) STORED""",
+        "CREATE INDEX chunks_name_words ON chunks USING gin (name_words)",
+    ],
+))
 SCHEMA_VERSION = _MIGRATIONS[-1][0]
 
 
@@ -322,11 +366,13 @@ _FILTER_SQL = """
 # only is no condition. Written only when there is one: the plain search's SQL stays as it was.
 _MUST_MATCH_SQL = f"""
       AND (numnode(websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(must)s)) = 0
-           OR c.tsv @@ websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(must)s))"""
+           OR (v.tsv || {_name_words("c.metadata")}) @@ websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(must)s))"""
 
-# The rank that picks the full-text half's candidates: ts_rank (term frequency), cheaper than
-# the cover density that orders them.
-_CHEAP_TEXT_RANK = "ts_rank(c.tsv, q.q)"
+# The lexemes a tsquery ``q`` names, negated ones included, read from its text form: each
+# quoted, a quote or backslash within doubled. (websearch_to_tsquery writes no prefix match,
+# ':*', which a list of lexemes could not stand for.)
+_QUERY_LEXEMES = r"""ARRAY(SELECT replace(replace(m[1], '''''', ''''), '\\', '\')
+                          FROM regexp_matches(q::text, '''((?:[^'']|'''')*)''', 'g') AS m)"""
 
 
 @dataclass(frozen=True)
@@ -368,6 +414,10 @@ class CountedCursor(psycopg2.extensions.cursor):
     def execute(self, query, vars=None):  # noqa: A002 - psycopg2's signature
         count_query(str(query), INDEX_QUERIES)
         return super().execute(query, vars)
+
+    def copy_expert(self, sql, file, size=8192):
+        count_query(str(sql), INDEX_QUERIES)
+        return super().copy_expert(sql, file, size)
 
 
 class IndexDB:
@@ -602,6 +652,7 @@ class IndexDB:
         work). Until it is built, searches of that dimension are exact.
         """
         given: dict[str, list[float]] = {}
+        text_of: dict[str, str] = {}  # text hash -> text of the vectors given
         needed: set[str] = set()
         for rows in batch:
             if len(rows.chunks) != len(rows.vectors):
@@ -611,6 +662,7 @@ class IndexDB:
                 needed.add(text_hash)
                 if vector is not None:
                     given[text_hash] = vector
+                    text_of[text_hash] = chunk.text
         dims = {len(v) for v in given.values()}
         if len(dims) > 1:
             raise ValueError(f"mixed vector dimensions {sorted(dims)} for {[r.item_key for r in batch]}")
@@ -619,15 +671,16 @@ class IndexDB:
         with self._conn, self._conn.cursor() as cur:
             if given:
                 # In hash order: two writers storing the same texts wait for each other, never
-                # on each other.
+                # on each other. A text's words are parsed here, once, beside its vector.
                 conflict = ("DO UPDATE SET embedding = EXCLUDED.embedding"
                             " WHERE chunk_vectors.embedding IS DISTINCT FROM EXCLUDED.embedding"
                             if refresh else "DO NOTHING")
                 execute_values(
                     cur,
-                    f"""INSERT INTO chunk_vectors (embedder_id, text_hash, dim, embedding) VALUES %s
+                    f"""INSERT INTO chunk_vectors (embedder_id, text_hash, dim, embedding, tsv) VALUES %s
                         ON CONFLICT (embedder_id, text_hash) {conflict}""",
-                    [(embedder_id, h, len(v), Vector(list(v))) for h, v in sorted(given.items())],
+                    [(embedder_id, h, len(v), Vector(list(v)), text_of[h]) for h, v in sorted(given.items())],
+                    template=f"(%s, %s, %s, %s, {_text_words('%s')})",
                     page_size=500,
                 )
             vector_ids = self._hold_vectors(cur, embedder_id, needed)
@@ -640,12 +693,12 @@ class IndexDB:
                 ([r.collection for r in batch], [r.item_key for r in batch]),
             )
             displaced = {row[0] for row in cur.fetchall()}
-            execute_values(
-                cur,
-                """INSERT INTO chunks (collection, item_key, ordinal, docket, text, page, section,
-                                       embedder_id, dim, vector_id, metadata) VALUES %s""",
-                [row for rows in batch for row in _chunk_rows(rows, embedder_id, vector_ids)],
-                page_size=500,
+            # COPY: the chunk rows are most of a cold load's bytes, and a form letter's copies
+            # are many rows of one text; an INSERT's statement text would be built per value.
+            cur.copy_expert(
+                """COPY chunks (collection, item_key, ordinal, docket, text, page, section,
+                                embedder_id, dim, vector_id, metadata) FROM STDIN""",
+                _copy_text(row for rows in batch for row in _chunk_rows(rows, embedder_id, vector_ids)),
             )
             execute_values(
                 cur,
@@ -999,16 +1052,32 @@ class IndexDB:
         distance = f"(v.{_indexed_expression(dim)}) <=> %(vector)s::{_cast_type(dim)}"
         with self._conn, self._conn.cursor() as cur:
             # Cover density (ts_rank_cd) ranks at most TEXT_CANDIDATES matches, those a
-            # cheap rank puts first; only the k kept are joined to their vectors.
+            # cheap rank puts first; only the k kept are joined to their vectors. The words
+            # of each distinct text are matched and cheaply ranked once, then its chunks are
+            # read; a chunk whose names hold a word of the query is judged on its text's and
+            # names' words together (without one its names change neither match nor rank).
             cur.execute(
-                f"""WITH q AS (SELECT websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(query)s) AS q),
+                f"""WITH q AS (SELECT w.q, {_QUERY_LEXEMES} AS lexemes
+                               FROM websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(query)s) AS w (q)),
+                    texts AS MATERIALIZED (
+                        SELECT v.id, v.tsv, ts_rank(v.tsv, q.q) AS cheap
+                        FROM chunk_vectors AS v, q
+                        WHERE v.tsv @@ q.q AND v.dim = {dim}
+                          AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)),
+                    matches AS (
+                        SELECT c.collection, c.item_key, c.ordinal, t.tsv, t.cheap
+                        FROM texts AS t JOIN chunks AS c ON c.vector_id = t.id, q
+                        WHERE NOT (c.name_words && q.lexemes) {_FILTER_SQL}
+                        UNION ALL
+                        SELECT c.collection, c.item_key, c.ordinal, n.tsv, ts_rank(n.tsv, q.q)
+                        FROM q, chunks AS c JOIN chunk_vectors AS v ON v.id = c.vector_id,
+                             LATERAL (SELECT v.tsv || {_name_words("c.metadata")} AS tsv) AS n
+                        WHERE c.name_words && q.lexemes AND v.dim = {dim}
+                          AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)
+                          AND n.tsv @@ q.q {_FILTER_SQL}),
                     candidates AS MATERIALIZED (
-                        SELECT c.collection, c.item_key, c.ordinal, c.tsv
-                        FROM chunks AS c, q
-                        WHERE c.tsv @@ q.q AND c.dim = {dim}
-                          AND (%(embedder)s::text IS NULL OR c.embedder_id = %(embedder)s)
-                          {_FILTER_SQL}
-                        ORDER BY {_CHEAP_TEXT_RANK} DESC
+                        SELECT collection, item_key, ordinal, tsv FROM matches
+                        ORDER BY cheap DESC, collection, item_key, ordinal
                         LIMIT %(candidates)s),
                     ranked AS (
                         SELECT r.collection, r.item_key, r.ordinal, ts_rank_cd(r.tsv, q.q) AS rank
@@ -1068,11 +1137,27 @@ RETURNING s.item_key
 
 
 def _chunk_rows(rows: ItemRows, embedder_id: str, vector_ids: dict[str, tuple[int, int]]):
-    item_metadata = Json(rows.metadata or {}, dumps=_canonical_json)
+    item_metadata = _canonical_json(rows.metadata or {})  # once per item, not per chunk
     for chunk in rows.chunks:
         vector_id, dim = vector_ids[digest(chunk.text)]
         yield (rows.collection, rows.item_key, chunk.ordinal, rows.docket, chunk.text, chunk.page,
                chunk.section, embedder_id, dim, vector_id, item_metadata)
+
+
+def _copy_text(rows) -> io.StringIO:
+    """Rows in COPY's text format: tab-separated, ``\\N`` for NULL, backslash escapes."""
+    out = io.StringIO()
+    for row in rows:
+        out.write("\t".join("\\N" if value is None else _copy_field(str(value)) for value in row))
+        out.write("\n")
+    out.seek(0)
+    return out
+
+
+def _copy_field(value: str) -> str:
+    if "\\" in value:
+        value = value.replace("\\", "\\\\")
+    return value.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def _cast_type(dim: int) -> str:

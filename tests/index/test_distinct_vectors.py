@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.counters import EMBEDDED_TEXTS, counters
 from pipeline.index.chunking import Chunk
-from pipeline.index.database import _MIGRATIONS, IndexDB, VectorsGone
+from pipeline.index.database import _MIGRATIONS, SCHEMA_VERSION, IndexDB, VectorsGone
 from pipeline.index.embedders import HashingEmbedder
 from pipeline.index.search import search
 from pipeline.store import dockets
@@ -161,7 +161,7 @@ def test_a_store_of_version_4_is_upgraded_in_place_without_embedding(pg_url, tmp
     with counters.measure() as io:
         db = IndexDB.open(pg_url, tmp_path)
     try:
-        assert db.schema_version() == 5 and io.get(EMBEDDED_TEXTS, 0) == 0
+        assert db.schema_version() == SCHEMA_VERSION and io.get(EMBEDDED_TEXTS, 0) == 0
         with db._conn, db._conn.cursor() as cur:  # noqa: SLF001 - the test reads the tables
             cur.execute("""SELECT c.item_key, c.text, v.embedding::text FROM chunks c
                            JOIN chunk_vectors v ON v.id = c.vector_id ORDER BY c.item_key""")

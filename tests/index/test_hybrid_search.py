@@ -153,7 +153,7 @@ def test_an_index_db_made_before_full_text_is_upgraded_and_backfilled_in_place(p
     finally:
         upgraded.close()
     with psycopg2.connect(pg_url) as conn, conn.cursor() as cur:
-        cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_tsv'")
+        cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'chunk_vectors_tsv'")
         assert "gin" in cur.fetchone()[0].lower()
     conn.close()
 

@@ -175,6 +175,10 @@ class CountingCursor(psycopg2.extensions.cursor):
         CountingCursor.executed.append(query.decode() if isinstance(query, bytes) else str(query))
         return super().execute(query, vars)
 
+    def copy_expert(self, sql, file, size=8192):
+        CountingCursor.executed.append(str(sql))
+        return super().copy_expert(sql, file, size)
+
 
 def _state_queries(rt, monkeypatch, skip: str) -> list[str]:
     """State DB statements from now on, except those containing ``skip`` (the test's own)."""
@@ -225,9 +229,9 @@ def test_a_first_build_writes_in_bulk_and_builds_the_hnsw_index_after(rt, pg_url
         result, _ = run(rt, index_db=index_db)
         assert result.counts == {"embedded": n}
         executed = CountingCursor.executed
-        writes = [q for q in executed if q.lstrip()[:6].upper() in ("INSERT", "DELETE", "UPDATE")]
-        # Each batch of items is written in four statements (vectors, old chunks, chunks,
-        # states), whatever its size: not three per item.
+        writes = [q for q in executed if q.lstrip()[:6].upper() in ("INSERT", "DELETE", "UPDATE", "COPY C")]
+        # Each batch of items is written in four statements (vectors, old chunks, chunks by
+        # COPY, states), whatever its size: not three per item.
         batches = -(-n // 8)
         assert len(writes) == 4 * batches
         [build] = [i for i, q in enumerate(executed) if "CREATE INDEX" in q]
