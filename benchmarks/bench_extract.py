@@ -7,6 +7,9 @@ comment), stores them the way backfill does (item, attachment and backfill rows 
 SQLite state DB, blobs in a local folder), then times:
 
 * plain:   one process, ``pymupdf.open`` + ``page.get_text()`` for every page, nothing else;
+* plain+write: the same, and each PDF's text written to a file of its own (the same path
+  every round, so it is overwritten as the stage overwrites each combined.md; no fsync):
+  the least the stage must do, which keeps a text file per comment;
 * stage/1: ``extract_docket`` with one worker process (all of it: plan, reads, combined.md
   written and fsynced, state rows);
 * stage/2: the same with two worker processes.
@@ -17,7 +20,7 @@ the timings (its start is printed apart: it is paid once per process). The conte
 in ``--rounds`` rounds, each once per round; the table shows each one's best round, the
 comparisons the median of the per-round ratios (runs of one round ran seconds apart, so
 they saw the same machine; see ``rounds_of``).
-Targets: stage/1 at most 10 % slower than plain; stage/2 at least 1.6x stage/1 on 2 cores.
+Targets: stage/1 at most 10 % slower than plain (and than plain+write); stage/2 at least 1.6x stage/1 on 2 cores.
 """
 
 from __future__ import annotations
@@ -92,6 +95,17 @@ def plain_loop(paths: list[Path]) -> None:
             "\n\n".join(page.get_text().strip() for page in doc)
 
 
+def plain_write_loop(paths: list[Path], folder: Path) -> None:
+    """The floor with the write: the same loop, each text written to its own file."""
+    import pymupdf
+
+    folder.mkdir(exist_ok=True)
+    for n, path in enumerate(paths):
+        with pymupdf.open(path) as doc:
+            text = "\n\n".join(page.get_text().strip() for page in doc)
+        (folder / f"{n}.txt").write_text(text, encoding="utf-8")
+
+
 def stage_run(rt: Runtime, workers: int, version: str) -> float:
     """Runs the stage; returns the worker processes' CPU seconds."""
     rt.settings.values["extract_workers"] = workers
@@ -150,18 +164,25 @@ def main(argv: list[str] | None = None) -> int:
         versions = iter(range(10_000))
         results = rounds_of(args.rounds, {
             "plain": lambda: plain_loop(paths),
+            "plain+write": lambda: plain_write_loop(paths, Path(folder, "plain-texts")),
             "stage/1": lambda: stage_run(rt, 1, f"bench-{next(versions)}"),
             "stage/2": lambda: stage_run(rt, 2, f"bench-{next(versions)}"),
         })
         print(f"best of {args.rounds} rounds:")
-        print("run      wall s   pages/s   CPU s  pages/CPU-s  parent CPU s")
+        print("run          wall s   pages/s   CPU s  pages/CPU-s  parent CPU s")
         for name, runs in results.items():
             wall, cpu, own_cpu = (min(run[i] for run in runs) for i in range(3))
-            print(f"{name:<8} {wall:6.2f} {total / wall:9.1f} {cpu:7.2f} {total / cpu:9.1f}"
+            print(f"{name:<12} {wall:6.2f} {total / wall:9.1f} {cpu:7.2f} {total / cpu:9.1f}"
                   f"    {own_cpu:10.2f}")
         plain, single, pool = results["plain"], results["stage/1"], results["stage/2"]
         print("stage/1 over plain, wall: " + ratio_summary(single, plain, 0))
         print("stage/1 over plain, CPU:  " + ratio_summary(single, plain, 1)
+              + "  (target <= +10 %)")
+        written = results["plain+write"]
+        print("plain+write over plain, wall: " + ratio_summary(written, plain, 0)
+              + "; CPU: " + ratio_summary(written, plain, 1))
+        print("stage/1 over plain+write, wall: " + ratio_summary(single, written, 0))
+        print("stage/1 over plain+write, CPU:  " + ratio_summary(single, written, 1)
               + "  (target <= +10 %)")
         speedups = sorted(s[0] / p[0] for s, p in zip(single, pool, strict=True))
         print(f"stage/2 speed-up over stage/1: median {statistics.median(speedups):.2f}x "

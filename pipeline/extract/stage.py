@@ -130,9 +130,17 @@ def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTO
     """Extract the docket's new and changed items. ``version`` and ``reader`` exist for
     tests and benchmarks; the pipeline always runs the current extractor."""
     owed = redone = 0  # items to do, and those of them that have a row of this stage
+    # The todo is kept while it fits in one work page, so that the common run (a few new
+    # items, or a docket's first thousand) is planned once, not once to count it and again
+    # to do it: planning reads every state row of the docket.
+    held: dict[str, str] | None = {}
     for page_todo, with_row in planned(docket.id, ctx.force, version, caps_from(ctx.settings)):
         owed += len(page_todo)
         redone += with_row
+        if held is not None:
+            held.update(page_todo)
+            if len(held) > WORK_PAGE:
+                held = None  # too many to hold: planned again a page at a time
     result = StageResult()
     unchanged = item_states.count_rows(STAGE, docket.id) - redone
     if unchanged:
@@ -140,7 +148,7 @@ def extract_docket(ctx: StageContext, docket: Docket, *, version: str = EXTRACTO
     if owed:
         ctx.progress.start(owed)
         try:
-            _extract(ctx, docket, version, reader, result, owed)
+            _extract(ctx, docket, version, reader, result, owed, held)
         except BudgetSpent as exc:  # the items written so far are kept; the next run goes on
             result.budget_spent, result.message = True, str(exc)
     return result
@@ -170,7 +178,8 @@ EXTRACT_HELD = "extract.items_held"  # peak: the most items one pass held
 
 
 def _extract(ctx: StageContext, docket: Docket, version: str, reader: Reader | None,
-             result: StageResult, owed: int) -> None:
+             result: StageResult, owed: int, held: dict[str, str] | None = None) -> None:
+    """``held``: the whole todo when it fits in one work page (else planned again)."""
     from pipeline.extract.pool import ExtractPool, worker_count
 
     workers = min(worker_count(ctx.settings.extract_workers), owed)
@@ -179,7 +188,11 @@ def _extract(ctx: StageContext, docket: Docket, version: str, reader: Reader | N
     workers_render = workers >= (os.cpu_count() or 1)
     with tempfile.TemporaryDirectory(**scratch_args(ctx)) as scratch, \
             ExtractPool(limits_from(ctx.settings), workers, reader=reader) as pool:
-        for todo in work_pages(docket.id, ctx.force, version, caps=caps_from(ctx.settings)):
+        if held is not None:
+            counters.note_peak(EXTRACT_HELD, len(held))
+        pages = [held] if held is not None else work_pages(docket.id, ctx.force, version,
+                                                           caps=caps_from(ctx.settings))
+        for todo in pages:
             _extract_page(ctx, docket, todo, version, pool, Path(scratch), workers_render, result)
 
 

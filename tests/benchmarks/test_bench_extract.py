@@ -19,7 +19,8 @@ def test_bench_extract_runs_and_reports_both_targets(tmp_path):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "4 PDFs x 2 pages = 8 pages" in out
-    for line in ("plain ", "stage/1 ", "stage/2 ", "stage/1 over plain, wall: median",
+    for line in ("plain ", "plain+write ", "stage/1 ", "stage/2 ", "stage/1 over plain, wall: median",
+                 "stage/1 over plain+write, CPU:  median",
                  "stage/2 speed-up over stage/1: median"):
         assert line in out, out
     assert list(tmp_path.iterdir()) == []  # its temporary folder is gone

@@ -333,3 +333,32 @@ def test_a_big_todo_is_extracted_a_page_at_a_time(rt, monkeypatch):
     assert first_peaks[extract.EXTRACT_HELD] == 6
     assert f"{gone}/attachment_1.txt" not in rows(FILE_STAGE)
     assert len(rows(FILE_STAGE)) == 24 and len(rows(STAGE)) == 25
+
+
+def test_a_run_that_fits_in_one_work_page_plans_once(rt, monkeypatch):
+    """Planning reads every state row of the docket: a todo that fits in one work page is
+    planned once (not once to count it and again to do it), and each PDF is opened once."""
+    from pipeline.extract import stage as extract
+
+    setup_docket(rt)
+    passes = []
+    real = item_states.paired_pages
+
+    def counted(*args, **kwargs):
+        passes.append(args[:2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(item_states, "paired_pages", counted)
+    with counters.peaks() as peaks:
+        first, io_done = run_extract(rt)
+    assert passes == [("backfill", STAGE)]
+    assert io_done[PDF_OPENS] == 5  # the five PDF attachments, each opened once
+    assert sum(first.counts.values()) == len(EXPECTED_ITEMS) == len(rows(STAGE))
+    assert peaks[extract.EXTRACT_HELD] == len(EXPECTED_ITEMS)
+
+    passes.clear()
+    monkeypatch.setattr(extract, "WORK_PAGE", 4)  # too many to hold: planned again by pages
+    again, io_done = run_extract(rt, run_id="run-2", force=True)
+    assert passes == [("backfill", STAGE)] * 2
+    assert io_done[PDF_OPENS] == 5
+    assert sum(again.counts.values()) == len(EXPECTED_ITEMS)
