@@ -26,9 +26,7 @@ leave it as it is, so a member joining a big campaign costs no rereading of the 
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +35,7 @@ from datasketch.hashfunc import sha1_hash32
 
 from pipeline.campaigns import queries as store
 from pipeline.campaigns import text as campaign_text
+from pipeline.collector import collector_paused
 from pipeline.counters import counters
 from pipeline.fingerprints import bytes_digest
 
@@ -130,7 +129,7 @@ class Grouper:
     def place(self, comments: list[Comment], leaving: list[str] = ()) -> Placement:
         """Place ``comments`` (new or changed); ``leaving`` are comments that no longer have
         a text to compare and leave their groups."""
-        with _collector_paused():
+        with collector_paused():
             return self._place(comments, leaving)
 
     def _place(self, comments: list[Comment], leaving: list[str]) -> Placement:
@@ -437,16 +436,3 @@ def _row(p: Prepared, campaign: str) -> store.MemberRow:
                            p.comment.text, p.normalised, p.signature.hashvalues.tobytes().hex())
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Placing a docket allocates a few small containers per shingle and comment and frees
-    them without cycles; Python's cyclic collector would trace every live shingle set again
-    each time those allocations trigger it (a tenth of the grouping's CPU). Paused while
-    placing, as it was before if already paused."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()

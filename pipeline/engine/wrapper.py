@@ -5,14 +5,13 @@ per store (``MarkerStore.judge``), so the finished ones never become tasks.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 from typing import ClassVar
 
 import luigi
 
 from pipeline.clock import iso, utcnow
+from pipeline.collector import collector_paused
 from pipeline.engine import registry, runs
 from pipeline.engine.command_line import (
     BoundedIntParameter,
@@ -140,7 +139,7 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         invocation = self.current_invocation
         stage = self.stage_task.stage
         named = self.named()
-        with _collector_paused():
+        with collector_paused():
             judged = self.marker_store().judge(
                 named or None, version=version, now=iso(utcnow()),
                 window_start=invocation.window_start(runtime_or_exit().settings.freshness_seconds),
@@ -238,20 +237,6 @@ class ContinuesNextRun(luigi.ExternalTask):
 
 # (wrapper, invocation id) -> the ContinuesNextRun that wrapper's partial run waits for
 _waiting: dict[tuple[str, str], ContinuesNextRun] = {}
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """A wrapper's bulk read makes a few objects per known docket (100,000 dockets: half a
-    million tuples and strings, no cycles); the cycle collector's passes over them cost a
-    third of a no-op run (measured), so it waits until they are judged."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 SKIPPED_SHOWN = 5  # finished dockets named in the skipped line; the rest are counted
