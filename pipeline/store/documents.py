@@ -17,6 +17,7 @@ from pipeline.store.models import Docket, DocketDocument, DocketStage, MirrorObj
 
 log = logging.getLogger("docketeer")
 
+LINEAGE = "lineage"  # the stage whose input these rows are, beside backfill's output
 COLUMNS = ("docket", "document_type", "fr_doc_num", "posted_at", "opens_at", "closes_at", "start", "end")
 
 
@@ -44,6 +45,7 @@ def save_documents(docket_id: str, documents: list[dict]) -> int:
     stored = {d.document: {c: getattr(d, c) for c in COLUMNS}
               for d in DocketDocument.select().where(DocketDocument.document.in_(sorted(rows)))}
     written = 0
+    retyped = False
     with database.atomic():
         for key in sorted(rows):
             if stored.get(key) == rows[key]:
@@ -53,7 +55,19 @@ def save_documents(docket_id: str, documents: list[dict]) -> int:
              .on_conflict(conflict_target=[DocketDocument.document], update=values).execute())
             counters.incr(ROWS_WRITTEN)
             written += 1
+            retyped |= (stored.get(key) or {}).get("document_type") != rows[key]["document_type"]
+        if retyped:
+            _owe_lineage(docket_id)
     return written
+
+
+def _owe_lineage(docket_id: str) -> None:
+    """A document's type is lineage's input beside backfill's output (a comment's phase is its
+    document's): a type that changed, or a document first read, leaves the docket's lineage
+    marker vouching for nothing, so the next run re-ties the comments of that document alone
+    (its per-item fingerprints say which)."""
+    DocketStage.update(input_fingerprint=None, version=0).where(
+        (DocketStage.docket == docket_id) & (DocketStage.stage == LINEAGE)).execute()
 
 
 def documents_of(docket_ids: list[str]) -> list[DocketDocument]:
@@ -94,7 +108,7 @@ def reread_stored_records() -> None:
 # resolve is owed; its output goes too, so that the stage after it asks for fetch, and a
 # run reaching a sealed docket through lineage's chain does the read first) and lineage's
 # (its comments were tied with no document types: phase unknown).
-UNREAD_DROPS = ("fetch", "lineage")
+UNREAD_DROPS = ("fetch", LINEAGE)
 
 
 def mark_documents_unread() -> int:

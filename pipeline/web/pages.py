@@ -96,10 +96,9 @@ class SearchForm:
             # them (or, the shorter list, kept from those that do not).
             from pipeline.store import browsing
 
-            members, excluded = browsing.narrowing(browsing.BrowseFilters(
-                docket=self.docket or None, campaign=self.campaign or None, topic=self.topic or None,
-                has_attachments={"yes": True, "no": False}.get(self.attachments),
-                withdrawn={"yes": True, "no": False}.get(self.withdrawn), **self.attributes))
+            # The search itself narrows by name and date; the state DB by the rest.
+            members, excluded = browsing.narrowing(replace(
+                self.browse_filters(), organization=None, posted_from=None, posted_before=None))
         # The dates people give are Washington's: the UTC instants bounding those days.
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return SearchFilters(

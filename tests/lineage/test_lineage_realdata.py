@@ -6,6 +6,7 @@ say, every real comment tied to the document it answers, a second run doing noth
 from __future__ import annotations
 
 import json
+import shutil
 
 import duckdb
 from starlette.testclient import TestClient
@@ -13,11 +14,11 @@ from starlette.testclient import TestClient
 from pipeline.counters import ROWS_WRITTEN, STAGE_CALLS, counters
 from pipeline.engine import markers
 from pipeline.ops import cli, verify
-from pipeline.store.models import Docket, DocketDocument, Item, LineageComment
-from pipeline.tasks import LineageAll, OrganisationsAll
+from pipeline.store.models import Docket, DocketDocument, Item, ItemState, LineageComment
+from pipeline.tasks import FetchAll, LineageAll, OrganisationsAll
 from pipeline.web import pages
 from pipeline.web.app import make_app
-from tests.fixtures.state_fixtures import real_mirror_runtime, run_invocation
+from tests.fixtures.state_fixtures import real_mirror_runtime, real_mirror_stack, run_invocation
 
 # document -> (type, FR document number, window start, window end (Eastern), posted (UTC)),
 # as the records in ../shared/realdata write them.
@@ -99,3 +100,35 @@ def test_real_documents_resolved_and_every_comment_tied(tmp_path, pg_server, rea
         assert phases[1] == ("DOS-2022-0004-0001", "1400-AE27", "final", "2022-05-09", "2022-05629", 1)
         assert [p[0] for p in phases] == sorted(DOCUMENTS)
         assert answers == {k: PHASE[doc] for k, doc in comments.items()}
+
+
+def test_a_document_retyped_upstream_reties_its_comments_alone(tmp_path, pg_server, realdata):
+    """The agency recategorises a document after its comments were tied: the next resolve
+    reads the new type, and the next lineage run re-ties that document's comments alone,
+    although backfill's output (lineage's other input) did not change."""
+    copy = tmp_path / "realdata"
+    shutil.copytree(realdata / "mirror", copy / "mirror")
+    with real_mirror_stack(tmp_path / "run", pg_server, copy) as (runtime, ids, server):
+        assert run_invocation(LineageAll())
+        before = {t.item: (t.document, t.phase) for t in LineageComment.select()}
+        assert before["DOS-2022-0004-0003"] == ("DOS-2022-0004-0001", "final")
+
+        record = copy / "mirror/raw-data/DOS/DOS-2022-0004/text-DOS-2022-0004/documents/DOS-2022-0004-0001.json"
+        document = json.loads(record.read_text())
+        document["data"]["attributes"]["documentType"] = "Proposed Rule"
+        document["data"]["attributes"]["modifyDate"] = "2026-12-01T15:00:00Z"
+        record.write_text(json.dumps(document))
+        server.reload()
+        assert run_invocation(FetchAll(force=True))
+        assert DocketDocument.get_by_id("DOS-2022-0004-0001").document_type == "Proposed Rule"
+
+        written = {t.item: t.written_at for t in ItemState.select().where(ItemState.stage == "lineage")}
+        assert run_invocation(LineageAll())
+        after = {t.item: (t.document, t.phase) for t in LineageComment.select()}
+        assert after == before | {"DOS-2022-0004-0003": ("DOS-2022-0004-0001", "proposed")}
+        rewritten = {t.item for t in ItemState.select().where(ItemState.stage == "lineage")
+                     if t.written_at != written[t.item]}
+        assert rewritten == {"DOS-2022-0004-0003"}  # that document's comments alone
+        with counters.measure() as io:
+            assert run_invocation(LineageAll())
+        assert io.get(STAGE_CALLS, 0) == 0 and io.get(ROWS_WRITTEN, 0) == 0
