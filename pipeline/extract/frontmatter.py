@@ -42,6 +42,12 @@ _INDICATOR_INSIDE = re.compile(r": | #")
 _RESOLVERS = _DUMPER.yaml_implicit_resolvers  # the dumper's own: what its representer asks
 
 
+# Strings already found plain (callers pass str only): the keys, statuses, file names and
+# extractor version recur in every item.
+_KNOWN_PLAIN: dict[str, bool] = {}
+_KNOWN_MAX = 4_096
+
+
 class _NotCertain(Exception):
     """A value whose YAML form this module does not vouch for: yaml.dump writes it."""
 
@@ -126,6 +132,8 @@ def _key(key) -> str:
 
 def _plain(text) -> str:
     """``text`` when YAML writes it plain, unquoted; else _NotCertain."""
+    if text in _KNOWN_PLAIN:  # keys, statuses, file names, the extractor: met every item
+        return text
     if (type(text) is not str or len(text) > _MAX_PLAIN or not _PLAIN_SHAPE.fullmatch(text)
             or _INDICATOR_INSIDE.search(text) or text.startswith(("---", "..."))
             or (not text.isascii() and not text.isprintable())):
@@ -133,4 +141,7 @@ def _plain(text) -> str:
     for _tag, pattern in (*_RESOLVERS.get(text[0], ()), *_RESOLVERS.get(None, ())):
         if pattern.match(text):  # it would read back as a bool, a number, a date, ...
             raise _NotCertain
+    if len(_KNOWN_PLAIN) >= _KNOWN_MAX:
+        _KNOWN_PLAIN.clear()
+    _KNOWN_PLAIN[text] = True
     return text

@@ -214,7 +214,9 @@ def _extract_page(ctx: StageContext, docket: Docket, todo: dict[str, str], versi
         written = []
         for key, state in writer.write(batch, bodies, todo):
             written.append(key)
-            shutil.rmtree(Path(scratch, key), ignore_errors=True)  # S3 copies of its files
+            copies = os.path.join(scratch, key)  # S3 copies of its files (a local store makes none)
+            if os.path.isdir(copies):
+                shutil.rmtree(copies, ignore_errors=True)
             result.add(state)
             ctx.progress.advance(state)
         if ctx.claims:  # one statement per batch: no other worker takes them again
