@@ -36,9 +36,9 @@ Why this shape:
   killed, the items it had not finished go to its replacement, the stuck item with the
   texts it already had.
 * Many small items: every message wakes the parent's thread and costs it a poll, two reads
-  and an unpickling, which on 2-page PDFs came to a tenth of the read itself. So a worker
-  holds the reports of items it finished while more requests wait for it, and sends them
-  together: at ``FLUSH_ITEMS`` of them, when it has nothing left to read, or once
+  and an unpickling, which on 2-page PDFs came to a twentieth of the read itself. So a
+  worker holds the reports of items it finished while more requests wait for it, and sends
+  them together (as the parent sends it requests several to a message): at ``FLUSH_ITEMS`` of them, when it has nothing left to read, or once
   ``FLUSH_SECONDS`` passed since it last sent (a slow item's report goes at once). The
   limit stays per file: a file's clock starts at most ``FLUSH_SECONDS`` early, well
   within ``KILL_GRACE_SECONDS``, and a report of a file but the last still goes at once.
