@@ -60,7 +60,7 @@ def test_short_items_come_back_several_to_a_message(monkeypatch):
     assert [r.key for r in results] == [f"item-{n:03d}" for n in range(200)]
     assert all(status == [(f"file-{n}.pdf", "ok")] for n, status in enumerate(statuses(results).values()))
     assert done[READS] == 200
-    assert sum(messages) == 200 and len(messages) < 100  # several reports to most messages
+    assert sum(messages) == 200 and len(messages) < 150  # several reports to many messages
 
 
 @pytest.mark.parametrize("culprit,reason", [("crash.pdf", "reader process died"),
