@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
             wall, cpu, own_cpu = (min(run[i] for run in runs) for i in range(3))
             print(f"{name:<12} {wall:6.2f} {total / wall:9.1f} {cpu:7.2f} {total / cpu:9.1f}"
                   f"    {own_cpu:10.2f}")
+        print("median of the rounds, CPU s: " + ", ".join(
+            f"{name} {statistics.median(run[1] for run in runs):.2f}" for name, runs in results.items())
+            + "; stage/1's own process " + f"{statistics.median(run[2] for run in results['stage/1']):.2f}")
         plain, single, pool = results["plain"], results["stage/1"], results["stage/2"]
         print("stage/1 over plain, wall: " + ratio_summary(single, plain, 0))
         print("stage/1 over plain, CPU:  " + ratio_summary(single, plain, 1)

@@ -35,7 +35,7 @@ def test_importing_the_readers_imports_none_of_the_stack():
     assert loaded("import pipeline.extract.pool, pipeline.ocr.tesseract") == []
     assert loaded("import pipeline.extract.readers", ("pipeline",)) == [
         "pipeline", "pipeline.counters", "pipeline.extract", "pipeline.extract.combined",
-        "pipeline.extract.readers", "pipeline.extract.text_caps", "pipeline.fingerprints"]
+        "pipeline.extract.frontmatter", "pipeline.extract.readers", "pipeline.extract.text_caps", "pipeline.fingerprints"]
 
 
 def test_the_extract_pool_leaves_pymupdf_to_its_fork_server():

@@ -30,10 +30,21 @@ Why this shape:
   parent's clock for the next file, so the limit stays per file; the last file's report
   travels with the item's, so a one-file item is one message.
 * Each worker process is driven by one thread of the parent, which keeps ``QUEUED_ITEMS``
-  items sent ahead: a worker goes from one item to the next without waiting for that
-  thread to be scheduled (it competes for the GIL with the main thread writing results).
-  When a worker is killed, the items it had not finished go to its replacement, the
-  stuck item with the texts it already had.
+  items sent ahead (``FAST_QUEUED_ITEMS`` while they come back several to a message): a
+  worker goes from one item to the next without waiting for that thread to be scheduled
+  (it competes for the GIL with the main thread writing results). When a worker is
+  killed, the items it had not finished go to its replacement, the stuck item with the
+  texts it already had.
+* Many small items: every message wakes the parent's thread and costs it a poll, two reads
+  and an unpickling, which on 2-page PDFs came to a twentieth of the read itself. So a
+  worker holds the reports of items it finished while more requests wait for it, and sends
+  them together (as the parent sends it requests several to a message): at ``FLUSH_ITEMS`` of them, when it has nothing left to read, or once
+  ``FLUSH_SECONDS`` passed since it last sent (a slow item's report goes at once). The
+  limit stays per file: a file's clock starts at most ``FLUSH_SECONDS`` early, well
+  within ``KILL_GRACE_SECONDS``, and a report of a file but the last still goes at once.
+  What a killed worker held back is known from a counter in shared memory (items it
+  finished): those items are read again by its replacement, and the blame falls on the
+  item after them, as if they had been reported.
 * Counters the workers increment (PDF_OPENS) come back with each file and are merged
   into this process's counters.
 
@@ -73,8 +84,15 @@ SERVER_PRELOAD = "pipeline.extract.server_preload"
 # few enough that a large docket's texts are never all held in memory at once.
 ITEMS_AHEAD_PER_WORKER = 4
 # Items sent to a worker before it finished the previous ones: the one it reads and the
-# next, so it never waits for the parent between items.
+# next, so it never waits for the parent between items ...
 QUEUED_ITEMS = 2
+# ... and while its reports come several to a message (short items), enough for a full
+# message of them (see FLUSH_ITEMS) and the next ones.
+FAST_QUEUED_ITEMS = 12
+# Finished items a worker reports in one message at most, and the longest it holds a
+# report back (see the module docstring).
+FLUSH_ITEMS = 8
+FLUSH_SECONDS = 0.05
 # Seconds a worker gets beyond the file limit before it is killed: the readers' own
 # page-by-page check should answer first, with the same reason and without a restart.
 KILL_GRACE_SECONDS = 2.0
@@ -86,7 +104,7 @@ PRELOAD = ("pipeline.extract.readers", "pipeline.ocr.tesseract", "pymupdf", "doc
 # parent's own CPU time it gives the pipeline's cost independent of other load on the box.
 WORKER_CPU_US = "extract_worker_cpu_us"
 
-# Worker -> parent messages: one per file read, then one per item.
+# Worker -> parent reports: one per file read, then one per item; a message is a list of them.
 _FILE, _DONE = "file", "done"
 
 
@@ -154,38 +172,59 @@ def _failure(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"[:300]
 
 
-def _worker_main(conn) -> None:
+def _worker_main(conn, finished) -> None:
     """Child loop: preload, say ready, then run each item request until told to stop.
 
-    A request is ``(reader, limits, texts, files, render)``: ``texts`` are the item's files
-    already read (by a worker that was killed on the next one), ``files`` the
-    ``(path, filename)`` pairs still to read, ``render`` render_combined's other arguments
-    or None. Each file read but the last is sent back as ``(_FILE, text, counters)``; the
-    last one comes with the item, as ``(_DONE, (text or None, combined bytes or None),
-    counters)``: one message per single-file item, because every message wakes a thread of
-    the parent, which the scheduler may run on this worker's core (measured: 200 forced
-    switches in 200 items with two messages and a wake-up of the main thread per item)."""
+    A message from the parent is a list of requests, or None (stop). A request is
+    ``(reader, limits, texts, files, render)``: ``texts`` are the item's files already read
+    (by a worker that was killed on the next one), ``files`` the ``(path, filename)`` pairs
+    still to read, ``render`` render_combined's other arguments or None. Each file read but
+    the last is reported as ``(_FILE, text, counters)``, and sent at once (with any reports
+    held back): the parent's clock for the next file starts there. The last one comes with
+    the item, as ``(_DONE, (text or None, combined bytes or None), counters)``, and may be
+    held back (see the module docstring), after ``finished`` (shared memory) counted it."""
     for module in PRELOAD:
         importlib.import_module(module)
     conn.send("ready")
+    requests: deque = deque()
+    held: list = []
+    last_sent = time.monotonic()
+
+    def flush() -> None:
+        nonlocal last_sent
+        conn.send(held)
+        held.clear()
+        last_sent = time.monotonic()
+
     while True:
-        try:
-            request = conn.recv()
-        except EOFError:
-            return
-        if request is None:
-            return
-        reader, limits, texts, files, render = request
+        if not requests and held and not conn.poll():
+            flush()  # nothing left to read: what is done goes now
+        if not requests:
+            try:
+                message = conn.recv()
+            except EOFError:
+                return
+            if message is None:
+                if held:
+                    flush()
+                return
+            requests.extend(message)
+            continue
+        reader, limits, texts, files, render = requests.popleft()
         last, last_delta = None, {}
         for n, (path, filename) in enumerate(files, 1):
             text, delta = _read_one(reader, Path(path), filename, limits)
             texts.append(text)
             if n < len(files):
-                conn.send((_FILE, text, delta))
+                held.append((_FILE, text, delta))
+                flush()
             else:
                 last, last_delta = text, delta
         combined, delta = _render_one(texts, render)
-        conn.send((_DONE, (last, combined), _sum(last_delta, delta)))
+        finished.value += 1
+        held.append((_DONE, (last, combined), _sum(last_delta, delta)))
+        if len(held) >= FLUSH_ITEMS or time.monotonic() - last_sent >= FLUSH_SECONDS:
+            flush()
 
 
 def _read_one(reader: Reader, path: Path, filename: str, limits: ExtractLimits):
@@ -217,7 +256,12 @@ def _sum(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 
 
 class WorkerLost(Exception):
-    """The worker overran the time limit (and was killed) or died; ``str()`` is the reason."""
+    """The worker overran the time limit (and was killed) or died; ``str()`` is the reason,
+    ``unreported`` the items it finished but had not reported yet (lost with it)."""
+
+    def __init__(self, reason: str, unreported: int = 0) -> None:
+        super().__init__(reason)
+        self.unreported = unreported
 
 
 class Worker:
@@ -227,6 +271,12 @@ class Worker:
         self.seconds = seconds
         self._process = None
         self._conn = None
+        self._finished = None  # shared memory: items this worker process finished
+        self.reported = 0  # ... and of them, those whose report came
+
+    @property
+    def started(self) -> bool:
+        return self._process is not None
 
     def send(self, request) -> None:
         """Queue a request; a worker that died is found out by the next ``receive``."""
@@ -246,8 +296,8 @@ class Worker:
             reason = f"time limit exceeded ({self.seconds:g} s)"
         except (EOFError, OSError) as exc:
             reason = f"reader process died ({type(exc).__name__})"
-        self._kill()
-        raise WorkerLost(reason)
+        self._kill()  # first: the count below cannot change any more
+        raise WorkerLost(reason, self._finished.value - self.reported)
 
     def close(self) -> None:
         if self._process is None:
@@ -262,7 +312,8 @@ class Worker:
     def _start(self) -> None:
         context = _context()
         conn, child_conn = context.Pipe()
-        process = context.Process(target=_worker_main, args=(child_conn,), daemon=True,
+        finished = context.RawValue("q", 0)
+        process = context.Process(target=_worker_main, args=(child_conn, finished), daemon=True,
                                   name="docketeer-extract")
         try:
             process.start()
@@ -272,6 +323,7 @@ class Worker:
         finally:
             child_conn.close()
         self._process, self._conn = process, conn
+        self._finished, self.reported = finished, 0
         try:
             ready = self._conn.poll(START_SECONDS) and self._conn.recv() == "ready"
         except (EOFError, OSError):
@@ -287,7 +339,7 @@ class Worker:
             self._process.join()
             self._conn.close()
         self._process = None
-        self._conn = None
+        self._conn = None  # _finished is kept: receive reads it after the kill
 
 
 def worker_count(configured: int) -> int:
@@ -382,64 +434,85 @@ class ExtractPool:
     # --- one thread per worker ------------------------------------------------------------
 
     def _drive(self, worker: Worker) -> None:
-        """Feed ``worker`` up to QUEUED_ITEMS items and collect their messages, in order."""
+        """Feed ``worker`` items (several to a message) and collect its reports, in order."""
         sent: deque[_Task] = deque()
+        depth = QUEUED_ITEMS
         closing = False
         while sent or not closing:
+            new: list[_Task] = []
             try:
-                while not closing and len(sent) < QUEUED_ITEMS:
-                    entry = self._jobs.get() if not sent else self._jobs.get_nowait()
+                while not closing and len(sent) + len(new) < depth:
+                    entry = self._jobs.get() if not (sent or new) else self._jobs.get_nowait()
                     if entry is None:
                         closing = True
                     elif entry[1].set_running_or_notify_cancel():
-                        self._send(worker, sent, _Task(*entry))
+                        new.append(_Task(*entry))
             except queue.Empty:
                 pass
+            if new:
+                self._send(worker, sent, new)
             if sent:
                 try:
-                    self._receive(worker, sent)
+                    reported = self._receive(worker, sent)
                 except Exception as exc:  # a bug here must not leave the caller waiting
                     worker._kill()
                     self._fail(sent, exc)
+                    continue
+                # Short items come back several to a message: then send more ahead.
+                depth = FAST_QUEUED_ITEMS if reported > 1 else QUEUED_ITEMS
 
-    def _send(self, worker: Worker, sent: deque[_Task], task: _Task) -> None:
+    def _send(self, worker: Worker, sent: deque[_Task], tasks: list[_Task]) -> None:
         try:
-            worker.send(task.request(self.reader, self.limits))
+            worker.send([task.request(self.reader, self.limits) for task in tasks])
         except Exception as exc:  # WorkerStartError, or a request that cannot be pickled
-            task.future.set_exception(exc)  # nothing was sent: the tasks before it go on
+            if len(tasks) > 1:  # each alone: only the one at fault fails
+                for task in tasks:
+                    self._send(worker, sent, [task])
+                return
+            tasks[0].future.set_exception(exc)  # nothing was sent: the tasks before it go on
             return
-        sent.append(task)
+        sent.extend(tasks)
 
-    def _receive(self, worker: Worker, sent: deque[_Task]) -> None:
-        task = sent[0]
+    def _receive(self, worker: Worker, sent: deque[_Task]) -> int:
+        """Handle the worker's next message; returns how many items it finished."""
         try:
-            kind, value, delta = worker.receive()
+            reports = worker.receive()
         except WorkerLost as lost:
-            self._replace(worker, sent, str(lost))
-            return
-        counters.merge(delta)
-        if kind == _FILE:
-            task.texts.append(value)
-            return
-        last, combined = value
-        if last is not None:
-            task.texts.append(last)
-        sent.popleft()
-        task.future.set_result(ItemResult(task.job.key, task.texts, combined))
-
-    def _replace(self, worker: Worker, sent: deque[_Task], reason: str) -> None:
-        """The worker is gone: the file it was on fails, and its replacement gets the rest
-        of that item and every item sent behind it."""
-        task = sent[0]
-        if len(task.texts) < len(task.job.files):
-            task.texts.append(AttachmentText(task.job.files[len(task.texts)].filename, STATUS_FAILED, reason))
-        if len(task.texts) == len(task.job.files):
-            # Nothing left to read: the caller renders combined.md. (A render that overran
-            # lost the last file's text with it, so that file carries the reason.)
+            self._replace(worker, sent, lost)
+            return 0
+        finished = 0
+        for kind, value, delta in reports:
+            counters.merge(delta)
+            task = sent[0]
+            if kind == _FILE:
+                task.texts.append(value)
+                continue
+            last, combined = value
+            if last is not None:
+                task.texts.append(last)
             sent.popleft()
-            task.future.set_result(ItemResult(task.job.key, task.texts, None))
-        for waiting in sent:
-            worker.send(waiting.request(self.reader, self.limits))
+            worker.reported += 1
+            finished += 1
+            task.future.set_result(ItemResult(task.job.key, task.texts, combined))
+        return finished
+
+    def _replace(self, worker: Worker, sent: deque[_Task], lost: WorkerLost) -> None:
+        """The worker is gone: the file it was on fails, and its replacement gets the rest
+        of that item and every item sent behind it, and reads again the items it had
+        finished but not reported (their reports died with it)."""
+        on = min(lost.unreported, len(sent))  # the item it was on, if any
+        if on < len(sent):
+            task = sent[on]
+            if len(task.texts) < len(task.job.files):
+                task.texts.append(AttachmentText(task.job.files[len(task.texts)].filename, STATUS_FAILED,
+                                                 str(lost)))
+            if len(task.texts) == len(task.job.files):
+                # Nothing left to read: the caller renders combined.md. (A render that overran
+                # lost the last file's text with it, so that file carries the reason.)
+                del sent[on]
+                task.future.set_result(ItemResult(task.job.key, task.texts, None))
+        if sent:
+            worker.send([waiting.request(self.reader, self.limits) for waiting in sent])
 
     @staticmethod
     def _fail(sent: deque[_Task], exc: Exception) -> None:

@@ -203,10 +203,11 @@ def _extract_page(ctx: StageContext, docket: Docket, todo: dict[str, str], versi
     titles = items.titles_of(docket.id, todo)
     files = items.attachments_of(todo, docket.id)
     writer = _Writer(ctx, docket.id, version, _file_rows_by_item(docket.id, todo.keys()), kinds, titles)
+    caps = caps_from(ctx.settings)
     jobs = (
         item_job(ctx, key, files.get(key, []), scratch,
                  render=render_args(docket.id, key, bodies.get(key), todo[key], version,
-                                    kinds.get(key, "comment"), caps_from(ctx.settings), titles.get(key))
+                                    kinds.get(key, "comment"), caps, titles.get(key))
                  if workers_render else None)
         for key in (ctx.claims.take(todo) if ctx.claims else sorted(todo))
     )
@@ -214,7 +215,9 @@ def _extract_page(ctx: StageContext, docket: Docket, todo: dict[str, str], versi
         written = []
         for key, state in writer.write(batch, bodies, todo):
             written.append(key)
-            shutil.rmtree(Path(scratch, key), ignore_errors=True)  # S3 copies of its files
+            copies = os.path.join(scratch, key)  # S3 copies of its files (a local store makes none)
+            if os.path.isdir(copies):
+                shutil.rmtree(copies, ignore_errors=True)
             result.add(state)
             ctx.progress.advance(state)
         if ctx.claims:  # one statement per batch: no other worker takes them again
@@ -301,6 +304,7 @@ class _Writer:
         self.titles = titles or {}
         self.version = version
         self.known_files = known_files
+        self.caps = caps_from(ctx.settings)
 
     def write(self, batch: list[ItemResult], bodies: dict[str, str | None], todo: dict[str, str]):
         """Returns (item key, item state) for each result, once the whole batch is committed."""
@@ -328,7 +332,7 @@ class _Writer:
         # Not asked of the workers (see _extract), or the worker died or overran.
         return render_combined(attachments=texts, **render_args(
             self.docket_id, item_key, body, fingerprint, self.version, self.kinds.get(item_key, "comment"),
-            caps_from(self.ctx.settings), self.titles.get(item_key)))
+            self.caps, self.titles.get(item_key)))
 
     def _row(self, stage: str, item: str, state: str, *, fingerprint: str | None = None,
              content_hash: str | None = None, reason: str | None = None, detail: str | None = None) -> dict:
@@ -346,7 +350,7 @@ class _Writer:
         reasons = "; ".join([f"{t.file}: {t.status}" for t in texts if t.status != "ok"] + capped_of(data))
         # Its sizes and the caps biting it now, so that a changed cap finds exactly this item.
         sizes = sizes_of(uncapped_texts(body or "", texts), texts)
-        biting = caps_biting(sizes, caps_from(self.ctx.settings))
+        biting = caps_biting(sizes, self.caps)
         return self._row(STAGE, item_key, state, fingerprint=with_caps(fingerprint, biting),
                          content_hash=bytes_digest(data), reason=reasons or None, detail=sizes.detail())
 

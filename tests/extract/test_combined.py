@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pipeline.extract import AttachmentText, combined_sections, parse_combined, render_combined
@@ -96,3 +98,14 @@ def test_a_documents_combined_md_is_labelled_as_a_document():
     sections = combined_sections(body, skip_placeholders=True)
     assert [heading for heading, _ in sections] == ["attachment_1.pdf"]
     assert kind_of(parse_combined(render())[0]) == "comment"
+
+
+@pytest.mark.parametrize("text", ["a\r\nb", "a\rb", "a\r\r\nb\n\r", "\x00a\x00", "  a\r\n\x00 ", "plain", "",
+                                  "## a\n#b\n ## c", "x ## y"])
+def test_the_text_clean_up_is_the_same_as_ever(text):
+    from pipeline.extract.combined import _clean, _escape_headings
+
+    expected = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "").strip()
+    assert _clean(text) == expected
+    assert _escape_headings(expected) == "\n".join(
+        "\\" + line if re.match(r"\\*## ", line) else line for line in expected.split("\n"))
