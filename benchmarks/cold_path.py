@@ -64,11 +64,16 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--mirror-concurrency", type=int, default=0,
                         help="mirror_concurrency (0: the default); 1 reads in the stage's thread")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--until", choices=STAGES, default="index",
+                        help="stop after this stage (no bare operations, no rerun): a quick look at one stage")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-cold-", dir="/tmp"))
     try:
         corpus = make_docket(args.corpus or work / "corpus", args.comments)
-        figures = run(corpus, work, args.workers, args.profile, args.mirror_concurrency)
+        figures = run(corpus, work, args.workers, args.profile, args.mirror_concurrency, args.until)
+        if args.until != "index":
+            print(json.dumps(figures["stages"], indent=1))
+            return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print_figures(figures)
@@ -105,7 +110,8 @@ def docket_of(corpus: Path) -> tuple[str, Path]:
 def _cpu(pg_folder: Path) -> dict[str, float]:
     from benchmarks.bench_index import postgres_cpu
 
-    return {"process": time.process_time(), "workers": _children_cpu(),
+    own = os.times()
+    return {"process": time.process_time(), "process_system": own.system, "workers": _children_cpu(),
             "postgres": postgres_cpu(pg_folder), "wall": time.perf_counter()}
 
 
@@ -127,7 +133,8 @@ def _children_cpu() -> float:
     return ended.ru_utime + ended.ru_stime + running
 
 
-def run(corpus: Path, work: Path, workers: int, profile: Path | None, mirror_concurrency: int = 0) -> dict:
+def run(corpus: Path, work: Path, workers: int, profile: Path | None, mirror_concurrency: int = 0,
+        until: str = "index") -> dict:
     from pipeline.counters import counters
     from pipeline.engine.stage import StageContext
     from pipeline.extract.pool import WORKER_CPU_US
@@ -181,6 +188,10 @@ def run(corpus: Path, work: Path, workers: int, profile: Path | None, mirror_con
                     "cpu": spent, "counts": result.counts, "clean": result.clean,
                     "io": {k: v for k, v in io.items() if v}}
                 print(f"{attempt} {stage}: {spent} {result.counts}", file=sys.stderr, flush=True)
+                if stage == until:
+                    break
+            if until != "index":
+                return figures
     finally:
         runtime.close()
         set_runtime(None)
