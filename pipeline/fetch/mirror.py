@@ -308,22 +308,28 @@ def _read_comments(ctx, mirror, walk, page: DocketListing, by_object: dict[str, 
     # Not recorded yet in this run: a record the last listing showed is one that changed.
     changed = set() if ctx.force else {key for key, before in mirror_objects.stored_of([k for _i, k in todo]).items()
                                        if before.state == mirror_objects.LISTED}
-    for batch in shared.batches(todo, shared.WRITE_BATCH):
-        walk.look_up_keys([comment_id for comment_id, _key in batch])
-        done: list[tuple[str, str]] = []
-        try:
-            # The GETs overlap (``mirror_concurrency`` readers: S3 reads mostly wait); each
-            # record is taken and upserted here, in order, as a plain loop would.
-            for (comment_id, key), read in read_ahead(lambda job: _read_record(mirror, job[1], reads), batch,
-                                                      ctx.settings.mirror_concurrency, ctx.check_time):
-                body = _taken(read, key, ctx, walk.docket_id, comment_id, result, reads)
-                outcome = "unread" if body is None else _upsert_comment(walk, body, comment_id, by_object)
-                if body is not None:
-                    result.add(outcome)
-                done.append((comment_id, key))
-                ctx.progress.advance(outcome)
-        finally:
-            _record_batch(ctx, walk, done, page, changed, reads, result)
+    done: list[tuple[str, str]] = []
+    try:
+        # The GETs overlap (``mirror_concurrency`` readers: S3 reads mostly wait), over the
+        # whole page: one pool, not one per batch (starting its threads again for every 250
+        # records cost more than a folder's reads). Each record is taken and upserted here,
+        # in order, as a plain loop would, and written batch by batch.
+        for n, ((comment_id, key), read) in enumerate(read_ahead(
+                lambda job: _read_record(mirror, job[1], reads), todo, ctx.settings.mirror_concurrency,
+                ctx.check_time)):
+            if n % shared.WRITE_BATCH == 0:
+                if done:
+                    _record_batch(ctx, walk, done, page, changed, reads, result)
+                    done = []
+                walk.look_up_keys([comment_id for comment_id, _key in todo[n:n + shared.WRITE_BATCH]])
+            body = _taken(read, key, ctx, walk.docket_id, comment_id, result, reads)
+            outcome = "unread" if body is None else _upsert_comment(walk, body, comment_id, by_object)
+            if body is not None:
+                result.add(outcome)
+            done.append((comment_id, key))
+            ctx.progress.advance(outcome)
+    finally:
+        _record_batch(ctx, walk, done, page, changed, reads, result)
 
 
 def _record_batch(ctx, walk, batch: list[tuple[str, str]], page: DocketListing, changed: set[str],

@@ -40,16 +40,15 @@ def parse_json_object(data: bytes | str, what: str, *, max_bytes: int = DEFAULT_
 
 
 def nesting_depth(value: object) -> int:
-    """How deep containers nest in ``value`` (iterative: a deep value cannot exhaust the stack)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return deepest
+    """How deep containers nest in ``value`` (iterative, a level at a time: a deep value
+    cannot exhaust the stack, and every record read is walked once without a tuple per node)."""
+    depth, level = 0, [value] if isinstance(value, (dict, list)) else []
+    while level:
+        depth += 1
+        below = []
+        for node in level:
+            for child in (node.values() if isinstance(node, dict) else node):
+                if isinstance(child, (dict, list)):
+                    below.append(child)
+        level = below
+    return depth

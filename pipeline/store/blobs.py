@@ -226,7 +226,8 @@ def _remove_stale_files(folder: Path, older_than_seconds: float) -> int:
 
 @contextmanager
 def _part_in(folder: Path):
-    folder.mkdir(parents=True, exist_ok=True)
+    if not os.path.isdir(folder):  # a stat, where a mkdir of an existing folder raises and is caught
+        folder.mkdir(parents=True, exist_ok=True)
     part = Path(leftovers.part_path(folder))  # named with its owner: see store/leftovers.py
     try:
         yield part
@@ -348,8 +349,9 @@ class LocalBlobStore(BlobStore):
 
     @staticmethod
     def _replace(part: Path, target: Path) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(part, target)  # atomic on one filesystem: tmp/ lives under the root
+        # The target's folder is made only when the rename finds none: most exist already,
+        # and a mkdir that fails with "exists" cost more than the rename (backfill's ingests).
+        LocalBlobStore._rename(str(part), str(target))
 
 
 class S3BlobStore(BlobStore):

@@ -275,14 +275,12 @@ def drop(stage: str, item_keys: Iterable[str]) -> None:
 
 
 def upsert_walk_rows(rows: list[dict]) -> None:
-    """Fetch's rows of one list page in one statement (the columns ``transition`` writes,
-    and ``written_at``); a row already there takes the new values."""
-    ItemState.insert_many(rows).on_conflict(
-        conflict_target=[ItemState.stage, ItemState.item],
-        preserve=[ItemState.docket, ItemState.fingerprint, ItemState.content_hash,
-                  ItemState.state, ItemState.reason, ItemState.detail,
-                  ItemState.run_id, ItemState.written_at],
-    ).execute()
+    """Fetch's rows of one list page (the columns ``transition`` writes, and ``written_at``);
+    a row already there takes the new values and keeps its retry series, as a ``pending``
+    transition's does: the same prepared statement, run for every row (peewee building a
+    page's multi-row SQL value by value cost more than the write)."""
+    names = [field.name for field in _PENDING_FIELDS]
+    prepared.run_many(*_PENDING, [tuple(row.get(name) for name in names) for row in rows])
 
 
 def pending_items(stage: str, docket_id: str) -> list[str]:

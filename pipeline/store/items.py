@@ -43,9 +43,20 @@ def upsert_summary(
 
 
 def insert_new(rows: list[dict], now: str) -> None:
-    """Rows of items seen for the first time (a list page), in one statement."""
-    Item.insert_many([{**row, "created_at": now, "updated_at": now} for row in rows]
-                     ).on_conflict_ignore().execute()
+    """Rows of items seen for the first time (a list page): one prepared statement per set
+    of columns, run for every row (peewee building a page's multi-row SQL value by value
+    cost more than the insert)."""
+    by_columns: dict[tuple[str, ...], list[tuple]] = {}
+    for row in rows:
+        values = {**row, "created_at": now, "updated_at": now}
+        by_columns.setdefault(tuple(values), []).append(tuple(values.values()))
+    for columns, values in by_columns.items():
+        prepared.run_many(f"item.insert_new:{','.join(columns)}", _insert_new(columns), values)
+
+
+def _insert_new(columns: tuple[str, ...]):
+    fields = [getattr(Item, name) for name in columns]
+    return lambda row: Item.insert_many([row], fields=fields).on_conflict_ignore()
 
 
 def items_by_key(keys: Iterable[str]) -> list[Item]:
