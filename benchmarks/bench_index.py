@@ -197,14 +197,18 @@ def vector_recall(rt: Runtime, embedder, queries: list[str], k: int = 10, ef_sea
 
 
 def postgres_cpu(folder: Path) -> float:
-    """CPU seconds so far of the PostgreSQL processes serving the store under ``folder``
-    (the embedded server's postmaster and its live backends)."""
+    """CPU seconds so far of the PostgreSQL processes serving the store under ``folder``:
+    the embedded server's postmaster, its live backends and those that have ended (its
+    reaped children: a parallel index build's workers, autovacuum's), which a sum over the
+    live processes alone misses."""
     import psutil
 
     total = 0.0
     for process in psutil.process_iter(["name", "cmdline"]):
         try:
             if process.info["name"] == "postgres" and str(folder) in " ".join(process.info["cmdline"] or []):
+                times = process.cpu_times()
+                total += times.children_user + times.children_system
                 for member in [process, *process.children()]:
                     times = member.cpu_times()
                     total += times.user + times.system

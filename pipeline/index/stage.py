@@ -134,6 +134,7 @@ class Loaded:
     content: str
     fingerprint: str
     chunks_made: int
+    text_hashes: list[str]  # each chunk's text hash (``digest``), made once here
 
 
 def index_docket(ctx: StageContext, docket: Docket, *, index_db, embedder) -> StageResult:
@@ -259,8 +260,7 @@ class Writer:
                 self.flush_fingerprints()
             return
         self.pending.append(loaded)
-        for chunk in loaded.chunks:
-            text_hash = digest(chunk.text)
+        for chunk, text_hash in zip(loaded.chunks, loaded.text_hashes, strict=True):
             if text_hash not in self.stored:
                 self.unknown[text_hash] = chunk.text
         if len(self.unknown) >= self.ctx.settings.embed_batch or len(self.pending) >= WRITE_BATCH:
@@ -278,9 +278,11 @@ class Writer:
         chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars), tokens=self.tokens)
         # The cap is in the content hash too: the same text under another cap is other chunks.
         biting = chunks_biting(len(chunks), self.ctx.settings.max_item_chunks)
-        return Loaded(work, self._capped(work.key, chunks),
+        capped = self._capped(work.key, chunks)
+        return Loaded(work, capped,
                       with_caps(content_hash(sections, self.config, work.metadata), biting),
-                      with_caps(work.fingerprint, biting), len(chunks))
+                      with_caps(work.fingerprint, biting), len(chunks),
+                      [digest(chunk.text) for chunk in capped])
 
     def _capped(self, key: str, chunks: list[Chunk]) -> list[Chunk]:
         """At most ``max_item_chunks`` chunks: one runaway item must not take the run's
@@ -337,8 +339,9 @@ class Writer:
     def _rows(self, loaded: Loaded, vector_of: dict[str, list[float]]) -> ItemRows:
         work = loaded.work
         return ItemRows(work.collection, work.key, self.docket_id, loaded.chunks,
-                        [vector_of.get(digest(chunk.text)) for chunk in loaded.chunks],
-                        loaded.fingerprint, loaded.content, work.metadata, loaded.chunks_made)
+                        [vector_of.get(text_hash) for text_hash in loaded.text_hashes],
+                        loaded.fingerprint, loaded.content, work.metadata, loaded.chunks_made,
+                        loaded.text_hashes)
 
     def flush_fingerprints(self) -> None:
         fingerprints, self.fingerprints = self.fingerprints, {}
