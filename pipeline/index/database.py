@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import io
 import json
+import struct
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -389,6 +390,12 @@ class ItemRows:
     content_hash: str | None
     metadata: dict[str, Any]
     chunks_before_cap: int | None = None
+    # Each chunk's text hash (``fingerprints.digest`` of its text) when the caller made them
+    # already (the index stage does, once per chunk); made here when None.
+    text_hashes: list[str] | None = None
+
+    def hashes(self) -> list[str]:
+        return self.text_hashes if self.text_hashes is not None else [digest(c.text) for c in self.chunks]
 
 
 class VectorsGone(Exception):  # noqa: N818 - a condition the writer handles, not an error
@@ -429,6 +436,7 @@ class IndexDB:
         self.ef_search = ef_search  # HNSW candidates a vector search keeps (at least its k)
         self._indexed_dims: set[int] = set()
         self._iterative_scan = False
+        self._staging_ready = False  # vectors_in (a temporary table) made on this connection
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -654,12 +662,14 @@ class IndexDB:
         given: dict[str, list[float]] = {}
         text_of: dict[str, str] = {}  # text hash -> text of the vectors given
         needed: set[str] = set()
+        hashes_of: list[list[str]] = []
         for rows in batch:
             if len(rows.chunks) != len(rows.vectors):
                 raise ValueError(f"{len(rows.chunks)} chunks but {len(rows.vectors)} vectors for {rows.item_key}")
-            for chunk, vector in zip(rows.chunks, rows.vectors, strict=True):
-                text_hash = digest(chunk.text)
-                needed.add(text_hash)
+            hashes = rows.hashes()
+            hashes_of.append(hashes)
+            needed.update(hashes)
+            for chunk, text_hash, vector in zip(rows.chunks, hashes, rows.vectors, strict=True):
                 if vector is not None:
                     given[text_hash] = vector
                     text_of[text_hash] = chunk.text
@@ -670,19 +680,7 @@ class IndexDB:
             self.ensure_dimension_index(next(iter(dims)))
         with self._conn, self._conn.cursor() as cur:
             if given:
-                # In hash order: two writers storing the same texts wait for each other, never
-                # on each other. A text's words are parsed here, once, beside its vector.
-                conflict = ("DO UPDATE SET embedding = EXCLUDED.embedding"
-                            " WHERE chunk_vectors.embedding IS DISTINCT FROM EXCLUDED.embedding"
-                            if refresh else "DO NOTHING")
-                execute_values(
-                    cur,
-                    f"""INSERT INTO chunk_vectors (embedder_id, text_hash, dim, embedding, tsv) VALUES %s
-                        ON CONFLICT (embedder_id, text_hash) {conflict}""",
-                    [(embedder_id, h, len(v), Vector(list(v)), text_of[h]) for h, v in sorted(given.items())],
-                    template=f"(%s, %s, %s, %s, {_text_words('%s')})",
-                    page_size=500,
-                )
+                self._store_vectors(cur, embedder_id, given, text_of, refresh)
             vector_ids = self._hold_vectors(cur, embedder_id, needed)
             gone = needed - vector_ids.keys()
             if gone:
@@ -698,7 +696,8 @@ class IndexDB:
             cur.copy_expert(
                 """COPY chunks (collection, item_key, ordinal, docket, text, page, section,
                                 embedder_id, dim, vector_id, metadata) FROM STDIN""",
-                _copy_text(row for rows in batch for row in _chunk_rows(rows, embedder_id, vector_ids)),
+                _copy_text(row for rows, hashes in zip(batch, hashes_of, strict=True)
+                           for row in _chunk_rows(rows, hashes, embedder_id, vector_ids)),
             )
             execute_values(
                 cur,
@@ -717,6 +716,33 @@ class IndexDB:
                 page_size=500,
             )
             self._drop_orphan_vectors(cur, displaced - {vector_id for vector_id, _ in vector_ids.values()})
+        self._staging_ready = self._staging_ready or bool(given)  # committed with it
+
+    def _store_vectors(self, cur, embedder_id: str, given: dict[str, Any], text_of: dict[str, str],
+                       refresh: bool) -> None:
+        """Store the given vectors of texts not stored yet (``refresh``: replace those stored).
+
+        The vectors travel in COPY's binary format (pgvector's own: 4-byte floats) into a
+        staging table, then one INSERT parses each text's words beside its vector: written
+        and read as decimal text, 256 floats cost more to format here than all the rest of
+        a row. In hash order: two writers storing the same texts wait for each other, never
+        on each other, and ids follow the hashes as before."""
+        if not self._staging_ready:
+            cur.execute("""CREATE TEMP TABLE IF NOT EXISTS vectors_in (
+                               text_hash text NOT NULL, embedding vector NOT NULL, text text NOT NULL)
+                           ON COMMIT DELETE ROWS""")
+        cur.copy_expert("COPY vectors_in (text_hash, embedding, text) FROM STDIN (FORMAT binary)",
+                        _copy_binary_vectors(sorted(given.items()), text_of))
+        conflict = ("DO UPDATE SET embedding = EXCLUDED.embedding"
+                    " WHERE chunk_vectors.embedding IS DISTINCT FROM EXCLUDED.embedding"
+                    if refresh else "DO NOTHING")
+        cur.execute(
+            f"""INSERT INTO chunk_vectors (embedder_id, text_hash, dim, embedding, tsv)
+                SELECT %s, n.text_hash, vector_dims(n.embedding), n.embedding, {_text_words("n.text")}
+                FROM vectors_in AS n ORDER BY n.text_hash COLLATE "C"
+                ON CONFLICT (embedder_id, text_hash) {conflict}""",
+            (embedder_id,),
+        )
 
     def _hold_vectors(self, cur, embedder_id: str, text_hashes: set[str]) -> dict[str, tuple[int, int]]:
         """text hash -> (vector id, dimension) of those stored, each locked against being dropped (KEY
@@ -1136,12 +1162,39 @@ RETURNING s.item_key
 """
 
 
-def _chunk_rows(rows: ItemRows, embedder_id: str, vector_ids: dict[str, tuple[int, int]]):
+def _chunk_rows(rows: ItemRows, hashes: list[str], embedder_id: str,
+                vector_ids: dict[str, tuple[int, int]]):
     item_metadata = _canonical_json(rows.metadata or {})  # once per item, not per chunk
-    for chunk in rows.chunks:
-        vector_id, dim = vector_ids[digest(chunk.text)]
+    for chunk, text_hash in zip(rows.chunks, hashes, strict=True):
+        vector_id, dim = vector_ids[text_hash]
         yield (rows.collection, rows.item_key, chunk.ordinal, rows.docket, chunk.text, chunk.page,
                chunk.section, embedder_id, dim, vector_id, item_metadata)
+
+
+_COPY_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+_COPY_BINARY_TRAILER = struct.pack(">h", -1)
+
+
+def _copy_binary_vectors(vectors, text_of: dict[str, str]) -> io.BytesIO:
+    """(text hash, vector, text) rows in COPY's binary format; a vector as pgvector sends
+    one (``vector_send``): its dimension and a spare as 2-byte integers, then 4-byte floats,
+    all big-endian."""
+    out = io.BytesIO()
+    out.write(_COPY_BINARY_HEADER)
+    for text_hash, vector in vectors:
+        dim = len(vector)
+        floats = (vector.astype(">f4").tobytes() if hasattr(vector, "astype")
+                  else struct.pack(f">{dim}f", *vector))
+        hash_bytes, text_bytes = text_hash.encode(), text_of[text_hash].encode()
+        out.write(struct.pack(">hi", 3, len(hash_bytes)))
+        out.write(hash_bytes)
+        out.write(struct.pack(">ihh", 4 + len(floats), dim, 0))
+        out.write(floats)
+        out.write(struct.pack(">i", len(text_bytes)))
+        out.write(text_bytes)
+    out.write(_COPY_BINARY_TRAILER)
+    out.seek(0)
+    return out
 
 
 def _copy_text(rows) -> io.StringIO:

@@ -43,8 +43,11 @@ MARKER_COLLECTION = "comments"  # the docket-level marker row IndexDocket's targ
 METADATA_FIELDS = ("title", "submitter", "organization", "posted_date", "kind")
 # Hash-unchanged fingerprints are written in bulk statements of at most this many rows.
 FINGERPRINT_FLUSH = 500
-# Items whose vectors exist are written together, at most this many in one transaction.
+# Items whose vectors exist are written together, at most this many in one transaction,
+# and at most WRITE_TEXTS new vectors: a write's statements and commit cost the same for
+# 64 vectors as for 512, so a cold load writes every few embed batches, not after each.
 WRITE_BATCH = 500
+WRITE_TEXTS = 512
 CHUNK_OVERLAP = 150
 TITLE_HEADING = "Title"  # the section of an item indexed by its title alone
 DEFAULT_ITEM_CHUNKS = next(s.default for s in SETTINGS if s.name == "max_item_chunks")
@@ -134,6 +137,7 @@ class Loaded:
     content: str
     fingerprint: str
     chunks_made: int
+    text_hashes: list[str]  # each chunk's text hash (``digest``), made once here
 
 
 def index_docket(ctx: StageContext, docket: Docket, *, index_db, embedder) -> StageResult:
@@ -226,11 +230,12 @@ class Writer:
     it comes from: a text the index already holds a vector for (a form letter's 15,000
     copies, a quoted paragraph, a re-posted comment) is looked up by its hash, not embedded.
     Batching across items matters: most comments are one or two chunks, and MiniLM is far
-    faster on a batch of 64 than on 64 batches of one. The items of a batch are written
-    together (one transaction, a few statements), after their vectors exist.
+    faster on a batch of 64 than on 64 batches of one. The items of a few embed batches
+    (``WRITE_BATCH``, ``WRITE_TEXTS``) are written together (one transaction, a few
+    statements), after their vectors exist.
 
-    When the run shares its items with other workers (``ctx.claims``), the items an embed
-    batch or a fingerprint flush wrote (and those that failed meanwhile: worked, with no
+    When the run shares its items with other workers (``ctx.claims``), the items a write
+    or a fingerprint flush wrote (and those that failed meanwhile: worked, with no
     row to write) are marked done in one statement after their rows are committed.
     """
 
@@ -241,6 +246,7 @@ class Writer:
         self.config = index_config_id(embedder.id, ctx.settings.chunk_chars)
         self.pending: list[Loaded] = []
         self.unknown: dict[str, str] = {}  # text hash -> text of pending chunks not known stored
+        self.vectors: dict[str, list[float]] = {}  # text hash -> vector embedded, not yet written
         self.stored: set[str] = set()  # text hashes this run knows to have a stored vector
         self.dims: set[int] = set()  # dimensions of the vectors this run stored
         self.tokens = token_budget_of(embedder)  # chunks the model reads whole
@@ -259,11 +265,12 @@ class Writer:
                 self.flush_fingerprints()
             return
         self.pending.append(loaded)
-        for chunk in loaded.chunks:
-            text_hash = digest(chunk.text)
-            if text_hash not in self.stored:
+        for chunk, text_hash in zip(loaded.chunks, loaded.text_hashes, strict=True):
+            if text_hash not in self.stored and text_hash not in self.vectors:
                 self.unknown[text_hash] = chunk.text
-        if len(self.unknown) >= self.ctx.settings.embed_batch or len(self.pending) >= WRITE_BATCH:
+        if len(self.unknown) >= self.ctx.settings.embed_batch:
+            self.embed_unknown()
+        if len(self.pending) >= WRITE_BATCH or len(self.vectors) >= WRITE_TEXTS:
             self.flush_embeddings()
 
     def load(self, work: Work) -> Loaded | None:
@@ -278,9 +285,11 @@ class Writer:
         chunks = chunk_text(sections, max_chars=chars, overlap=chunk_overlap(chars), tokens=self.tokens)
         # The cap is in the content hash too: the same text under another cap is other chunks.
         biting = chunks_biting(len(chunks), self.ctx.settings.max_item_chunks)
-        return Loaded(work, self._capped(work.key, chunks),
+        capped = self._capped(work.key, chunks)
+        return Loaded(work, capped,
                       with_caps(content_hash(sections, self.config, work.metadata), biting),
-                      with_caps(work.fingerprint, biting), len(chunks))
+                      with_caps(work.fingerprint, biting), len(chunks),
+                      [digest(chunk.text) for chunk in capped])
 
     def _capped(self, key: str, chunks: list[Chunk]) -> list[Chunk]:
         """At most ``max_item_chunks`` chunks: one runaway item must not take the run's
@@ -300,15 +309,24 @@ class Writer:
         for dim in sorted(self.dims):
             self.index_db.ensure_dimension_index(dim)
 
-    def flush_embeddings(self) -> None:
-        if not self.pending:
-            return
-        pending, self.pending = self.pending, []
+    def embed_unknown(self) -> None:
+        """Embed the pending chunks' texts that have no stored vector (one lookup); their
+        vectors wait for the write."""
         unknown, self.unknown = self.unknown, {}
+        if not unknown:
+            return
         # --force re-embeds (and rewrites) every text once in the run; otherwise only the
         # texts without a stored vector are embedded.
         stored = set() if self.ctx.force else self.index_db.stored_texts(self.embedder.id, unknown)
-        vector_of = self._embedded({h: t for h, t in unknown.items() if h not in stored})
+        self.stored.update(stored)
+        self.vectors.update(self._embedded({h: t for h, t in unknown.items() if h not in stored}))
+
+    def flush_embeddings(self) -> None:
+        if not self.pending:
+            return
+        self.embed_unknown()
+        pending, self.pending = self.pending, []
+        vector_of, self.vectors = self.vectors, {}
         batch = [self._rows(loaded, vector_of) for loaded in pending]
         write = partial(self.index_db.replace_items, embedder_id=self.embedder.id,
                         refresh=self.ctx.force, index_after=True)
@@ -320,7 +338,7 @@ class Writer:
             texts = {chunk.text for loaded in pending for chunk in loaded.chunks}
             vector_of.update(self._embedded({h: t for t in texts if (h := digest(t)) in gone.text_hashes}))
             write([self._rows(loaded, vector_of) for loaded in pending])
-        self.stored.update(unknown)
+        self.stored.update(vector_of)
         self.dims.update(len(vector) for vector in vector_of.values())
         for loaded in pending:
             self._decide([loaded.work.key])
@@ -337,8 +355,9 @@ class Writer:
     def _rows(self, loaded: Loaded, vector_of: dict[str, list[float]]) -> ItemRows:
         work = loaded.work
         return ItemRows(work.collection, work.key, self.docket_id, loaded.chunks,
-                        [vector_of.get(digest(chunk.text)) for chunk in loaded.chunks],
-                        loaded.fingerprint, loaded.content, work.metadata, loaded.chunks_made)
+                        [vector_of.get(text_hash) for text_hash in loaded.text_hashes],
+                        loaded.fingerprint, loaded.content, work.metadata, loaded.chunks_made,
+                        loaded.text_hashes)
 
     def flush_fingerprints(self) -> None:
         fingerprints, self.fingerprints = self.fingerprints, {}

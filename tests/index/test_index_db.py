@@ -702,3 +702,23 @@ def test_a_killed_servers_busy_backend_does_not_stop_the_next_start(tmp_path):
     while _servers_of(pgdata) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _servers_of(pgdata)
+
+
+def test_vectors_stored_through_binary_copy_keep_their_floats_and_words(db):
+    """Vectors travel as 4-byte floats (COPY in binary): a list or a numpy array arrives as
+    the same float32 values, and each text's words are parsed beside its vector."""
+    import numpy as np
+
+    given = [[0.1, -2.5, 1e-7, 3.0], np.array([0.25, 0.5, -0.75, 1.0 / 3.0], dtype=np.float64)]
+    chunks = [Chunk(0, "tab\there, a backslash \\ and a newline\n", None, ""),
+              Chunk(1, "hospitals and ünïcode", None, "")]
+    db.replace_item("comments", "C-1", "D", chunks, given, "fp", "h", "test:4", {})
+    with db._conn, db._conn.cursor() as cur:  # noqa: SLF001 - the stored values themselves
+        cur.execute("""SELECT c.text, v.dim, v.embedding::real[], v.tsv::text FROM chunks AS c
+                       JOIN chunk_vectors AS v ON v.id = c.vector_id ORDER BY c.ordinal""")
+        rows = cur.fetchall()
+    assert [row[0] for row in rows] == [chunk.text for chunk in chunks]
+    for (_, dim, stored, _), vector in zip(rows, given, strict=True):
+        assert dim == 4
+        assert np.array_equal(np.array(stored, dtype=np.float32), np.asarray(vector, dtype=np.float32))
+    assert "'hospit':1A" in rows[1][3]

@@ -24,6 +24,7 @@ from pipeline.engine.invocation import Invocation
 from pipeline.index.database import IndexDB
 from pipeline.index.embedders import HashingEmbedder
 from pipeline.index.search import format_hits, search
+from pipeline.index.stage import WRITE_TEXTS
 from pipeline.runtime import set_runtime
 from pipeline.store import dockets, item_states
 from pipeline.store.blobs import combined_key
@@ -226,14 +227,16 @@ def test_a_first_build_writes_in_bulk_and_builds_the_hnsw_index_after(rt, pg_url
     index_db = IndexDB.open(pg_url, rt.data_dir, cursor_factory=CountingCursor)
     try:
         CountingCursor.executed = []
-        result, _ = run(rt, index_db=index_db)
+        result, io = run(rt, index_db=index_db)
         assert result.counts == {"embedded": n}
+        assert io[EMBED_CALLS] == -(-n // 8)  # still embedded in full batches of 8
         executed = CountingCursor.executed
         writes = [q for q in executed if q.lstrip()[:6].upper() in ("INSERT", "DELETE", "UPDATE", "COPY C")]
-        # Each batch of items is written in four statements (vectors, old chunks, chunks by
-        # COPY, states), whatever its size: not three per item.
-        batches = -(-n // 8)
-        assert len(writes) == 4 * batches
+        # The items of several embed batches (of 8 here) are written together, in four
+        # statements (vectors, old chunks, chunks by COPY, states) whatever their count: not
+        # three per item, nor a transaction per embed batch.
+        assert n < WRITE_TEXTS and len(writes) == 4
+        assert len([q for q in executed if q.startswith("COPY vectors_in")]) == 1
         [build] = [i for i, q in enumerate(executed) if "CREATE INDEX" in q]
         assert all(i < build for i, q in enumerate(executed) if "INSERT INTO chunk_vectors" in q)
         # An incremental run puts its vectors in the existing index: no build.
