@@ -35,9 +35,9 @@ from datasketch.hashfunc import sha1_hash32
 
 from pipeline.campaigns import queries as store
 from pipeline.campaigns import text as campaign_text
+from pipeline.campaigns.bands import band_keys, keys_text
 from pipeline.collector import collector_paused
 from pipeline.counters import counters
-from pipeline.fingerprints import bytes_digest
 
 NUM_PERM = 128
 SCHEME = "affine32"  # datasketch's hash scheme: part of what a stored signature means
@@ -77,7 +77,7 @@ class Prepared:
     exact: str
     shingles: set[str]
     signature: MinHash
-    bands: list[str] = field(default_factory=list)
+    bands: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -104,12 +104,15 @@ class Grouper:
         self.compared: dict[str, int] = {}  # campaign -> its members compared with (LSH, bands)
 
     # --- signatures -------------------------------------------------------------------------
-    def band_keys(self, signature: MinHash) -> list[str]:
-        """The LSH band keys of a signature, as the run's MinHashLSH bands it, stored so a
-        later run finds this member with one indexed read."""
-        raw, width = signature.hashvalues.tobytes(), signature.hashvalues.itemsize
-        return [f"{band}:{bytes_digest(raw[start * width:end * width])[:16]}"
-                for band, (start, end) in enumerate(self.lsh.hashranges)]
+    def set_band_keys(self, prepared: list[Prepared]) -> None:
+        """The LSH band keys of each one's signature, as the run's MinHashLSH bands it
+        (``pipeline.campaigns.bands``), stored so a later run finds the member with one
+        indexed read: made for all of them at once."""
+        if not prepared:
+            return
+        keys = band_keys(np.stack([p.signature.hashvalues for p in prepared]), self.lsh.hashranges)
+        for p, row in zip(prepared, keys.tolist(), strict=True):
+            p.bands = row
 
     def prepare(self, comments: list[Comment], *, with_bands: bool) -> list[Prepared]:
         """Each comment's normalised text, exact hash, shingles and signature; its band keys
@@ -121,8 +124,7 @@ class Grouper:
         prepared = [Prepared(c, n, campaign_text.exact_hash(n), sh, sig)
                     for c, n, sh, sig in zip(comments, normalised, shingle_sets, signatures, strict=True)]
         if with_bands:
-            for p in prepared:
-                p.bands = self.band_keys(p.signature)
+            self.set_band_keys(prepared)
         return prepared
 
     # --- placing ----------------------------------------------------------------------------
@@ -157,7 +159,6 @@ class Grouper:
                 placement.started.add(campaign)
             if self._enters(campaign, best, stored_any):
                 entering.add(p.comment.key)
-                p.bands = p.bands or self.band_keys(p.signature)
                 self.compared[campaign] = self.compared.get(campaign, 0) + 1
                 self.lsh.insert(p.comment.key, p.signature, check_duplication=False)
             placement.placed[p.comment.key] = campaign
@@ -168,9 +169,11 @@ class Grouper:
             candidates.add_run_member(p, campaign)
             counters.incr(CAMPAIGN_COMPARES)
             self.progress(1)
-        store.add_members(self.docket_id, [_row(p, placement.placed[p.comment.key]) for p in prepared],
-                          [(b, p.comment.key) for p in prepared if p.comment.key in entering
-                           for b in p.bands])
+        compared = [p for p in prepared if p.comment.key in entering]
+        self.set_band_keys([p for p in compared if not p.bands])  # a docket's first run made none
+        store.add_members(self.docket_id,
+                          [_row(p, placement.placed[p.comment.key], p.comment.key in entering) for p in prepared],
+                          [(b, p.comment.key) for p in compared for b in p.bands])
         self._refresh(placement, {p.comment.key: p for p in prepared})
         return placement
 
@@ -310,8 +313,8 @@ class Grouper:
             texts = store.member_texts(campaign)  # every member's signal is against the new one
         else:  # this run's members: their texts are at hand
             texts = [(k, prepared[k].comment.text) for k, c in placement.placed.items() if c == campaign]
-        known_sentences = campaign_text.known_sentences(rep_text)
-        store.set_added_sentences({item: campaign_text.sentences_not_in(text, known_sentences)
+        known_sentences, seen = campaign_text.known_sentences(rep_text), {}
+        store.set_added_sentences({item: campaign_text.sentences_not_in(text, known_sentences, seen)
                                    for item, text in texts})
         return representative
 
@@ -323,7 +326,7 @@ class _Candidates:
     code per row, so a comment's candidates are estimated and ranked by numpy, not a
     Python loop over them."""
 
-    def __init__(self, stored_bands: dict[str, list[tuple[str, str, str]]]) -> None:
+    def __init__(self, stored_bands: dict[int, list[tuple[str, str, str]]]) -> None:
         self.stored_bands = stored_bands
         self.row: dict[str, int] = {}  # item -> its row in the matrix and the codes
         self.matrix = np.empty((1024, NUM_PERM), dtype=SIGNATURE_DTYPE)
@@ -345,7 +348,7 @@ class _Candidates:
         self.codes[n] = code
         self.row[item] = n
 
-    def stored_for(self, bands: list[str]) -> set[str]:
+    def stored_for(self, bands: list[int]) -> set[str]:
         found = set()
         for band in bands:
             for item, campaign, signature in self.stored_bands.get(band, ()):
@@ -431,8 +434,9 @@ def most_central(sample: list[store.Member]) -> str:
     return sample[best].item
 
 
-def _row(p: Prepared, campaign: str) -> store.MemberRow:
+def _row(p: Prepared, campaign: str, compared: bool) -> store.MemberRow:
     return store.MemberRow(p.comment.key, campaign, p.comment.order_key, p.comment.posted_date, p.exact,
-                           p.comment.text, p.normalised, p.signature.hashvalues.tobytes().hex())
+                           p.comment.text, p.normalised, p.signature.hashvalues.tobytes().hex(),
+                           keys_text(np.array(p.bands, dtype=np.int64)) if compared else None)
 
 

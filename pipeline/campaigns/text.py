@@ -92,10 +92,17 @@ def known_sentences(representative: str) -> set[str]:
     return {" ".join(words(s)) for s in sentences(representative)}
 
 
-def sentences_not_in(text: str, known: set[str]) -> list[str]:
+def sentences_not_in(text: str, known: set[str], seen: dict[str, bool] | None = None) -> list[str]:
+    """The sentences of ``text`` not in ``known``. ``seen`` (sentence -> whether it is
+    added), shared by the members of one group, decides each distinct sentence once: a form
+    letter's copies repeat most of theirs."""
+    seen = {} if seen is None else seen
     added = []
     for sentence in sentences(text):
-        said = words(sentence)
-        if said and " ".join(said) not in known:
+        new = seen.get(sentence)
+        if new is None:
+            said = words(sentence)
+            new = seen[sentence] = bool(said) and " ".join(said) not in known
+        if new:
             added.append(sentence)
     return added
