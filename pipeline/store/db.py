@@ -444,6 +444,8 @@ def _upgrade_to_18(db: peewee.Database) -> None:
     from pipeline.campaigns.bands import band_keys, hashranges_of_v17, keys_text
 
     table = CampaignBand._meta.table_name
+    if "bands" in {c.name for c in db.get_columns(CampaignMember._meta.table_name)}:
+        return  # made at this version already (the v6 upgrade creates the tables as they are now)
     banded: dict[str, list[str]] = {}  # docket -> its compared members, read before the old table goes
     sampled: dict[str, list[str]] = {}  # docket -> one member's v17 keys
     if table in db.get_tables():
@@ -460,9 +462,9 @@ def _upgrade_to_18(db: peewee.Database) -> None:
                                                                   CampaignBand.item]).sql()[0]
     for docket, items in sorted(banded.items()):
         keys = sampled[docket]
-        signature = bytes.fromhex(CampaignMember.get_by_id(items[0]).signature)
+        member = CampaignMember.get_or_none(CampaignMember.item == items[0])
         band_zero = next((k for k in keys if k.startswith("0:")), "")
-        ranges = hashranges_of_v17(signature.hex(), band_zero, len(keys), len(signature) // 4, 4)
+        ranges = member and hashranges_of_v17(member.signature, band_zero, len(keys), len(member.signature) // 8, 4)
         if ranges is None:  # not keyed as v17 keyed them: the docket is grouped again, from scratch
             _forget_campaigns(docket)
             continue
@@ -470,6 +472,7 @@ def _upgrade_to_18(db: peewee.Database) -> None:
             chunk = items[start:start + 5000]
             signatures = dict(CampaignMember.select(CampaignMember.item, CampaignMember.signature)
                               .where(CampaignMember.item.in_(chunk)).tuples())
+            chunk = [item for item in chunk if item in signatures]  # a band row left without its member
             keys = band_keys(np.stack([np.frombuffer(bytes.fromhex(signatures[i]), dtype="<u4") for i in chunk]),
                              ranges)
             with peewee.__exception_wrapper__:
