@@ -7,8 +7,9 @@ position, summed over the band (wrapping at 2**64), then SplitMix64's finaliser.
 different bands meet on one key with a chance of about 2**-64, as the truncated SHA-256
 text keys of schema v17 did; a key carries no text, so its row and index entry are small.
 
-Numpy and hashlib only: the state DB's upgrade (``pipeline.store.db``) rekeys stored
-members with it, without loading datasketch.
+A member's row keeps how its keys were made (``banding``), not the keys: removing it makes
+them again from its signature. Numpy and hashlib only: the state DB's upgrade
+(``pipeline.store.db``) rekeys stored members with it, without loading datasketch.
 """
 
 from __future__ import annotations
@@ -45,14 +46,22 @@ def band_keys(signatures: np.ndarray, hashranges: list[tuple[int, int]]) -> np.n
     return summed.view(np.int64)
 
 
-def keys_text(keys: np.ndarray) -> str:
-    """A member's band keys as its row keeps them (hex of little-endian int64s): what a
-    changed comment's removal deletes, and what marks it as compared with."""
-    return keys.astype("<i8").tobytes().hex()
+def banding(hashranges: list[tuple[int, int]]) -> str:
+    """The bands a member's keys were made with, as its row keeps them ("25x5": 25 bands of
+    5 hash values): its keys are made again from its signature when it is removed, even
+    after the threshold (and with it the bands) changed."""
+    widths = {end - start for start, end in hashranges}
+    if len(widths) != 1 or hashranges[0][0] != 0:
+        raise ValueError(f"bands of unequal widths: {hashranges}")
+    return f"{len(hashranges)}x{widths.pop()}"
 
 
-def keys_of_text(text: str) -> list[int]:
-    return np.frombuffer(bytes.fromhex(text), dtype="<i8").tolist()
+def stored_keys(signatures: list[str], made_with: str) -> np.ndarray:
+    """The band keys of stored signatures (hex of their uint32 hash values, as the member
+    rows keep them), made with the bands ``made_with`` (``banding``)."""
+    bands, width = (int(n) for n in made_with.split("x"))
+    values = np.stack([np.frombuffer(bytes.fromhex(s), dtype=np.uint32) for s in signatures])
+    return band_keys(values, [(band * width, (band + 1) * width) for band in range(bands)])
 
 
 def hashranges_of_v17(signature_hex: str, band_zero_key: str, bands: int, num_perm: int,

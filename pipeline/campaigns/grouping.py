@@ -35,7 +35,7 @@ from datasketch.hashfunc import sha1_hash32
 
 from pipeline.campaigns import queries as store
 from pipeline.campaigns import text as campaign_text
-from pipeline.campaigns.bands import band_keys, keys_text
+from pipeline.campaigns.bands import band_keys, banding
 from pipeline.collector import collector_paused
 from pipeline.counters import counters
 
@@ -102,6 +102,7 @@ class Grouper:
         self.lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)  # this run's members
         self.founded: dict[str, str] = {}  # campaign -> its founder's order key
         self.compared: dict[str, int] = {}  # campaign -> its members compared with (LSH, bands)
+        self.banding = banding(self.lsh.hashranges)  # kept with a compared member's row
 
     # --- signatures -------------------------------------------------------------------------
     def set_band_keys(self, prepared: list[Prepared]) -> None:
@@ -172,7 +173,8 @@ class Grouper:
         compared = [p for p in prepared if p.comment.key in entering]
         self.set_band_keys([p for p in compared if not p.bands])  # a docket's first run made none
         store.add_members(self.docket_id,
-                          [_row(p, placement.placed[p.comment.key], p.comment.key in entering) for p in prepared],
+                          [_row(p, placement.placed[p.comment.key], self.banding if p.comment.key in entering else None)
+                           for p in prepared],
                           [(b, p.comment.key) for p in compared for b in p.bands])
         self._refresh(placement, {p.comment.key: p for p in prepared})
         return placement
@@ -314,8 +316,9 @@ class Grouper:
         else:  # this run's members: their texts are at hand
             texts = [(k, prepared[k].comment.text) for k, c in placement.placed.items() if c == campaign]
         known_sentences, seen = campaign_text.known_sentences(rep_text), {}
-        store.set_added_sentences({item: campaign_text.sentences_not_in(text, known_sentences, seen)
-                                   for item, text in texts})
+        added = {item: campaign_text.sentences_not_in(text, known_sentences, seen) for item, text in texts}
+        # this run's members were written with none: only those adding a sentence are updated
+        store.set_added_sentences({item: said for item, said in added.items() if said or item not in prepared})
         return representative
 
 
@@ -434,9 +437,8 @@ def most_central(sample: list[store.Member]) -> str:
     return sample[best].item
 
 
-def _row(p: Prepared, campaign: str, compared: bool) -> store.MemberRow:
+def _row(p: Prepared, campaign: str, made_with: str | None) -> store.MemberRow:
     return store.MemberRow(p.comment.key, campaign, p.comment.order_key, p.comment.posted_date, p.exact,
-                           p.comment.text, p.normalised, p.signature.hashvalues.tobytes().hex(),
-                           keys_text(np.array(p.bands, dtype=np.int64)) if compared else None)
+                           p.comment.text, p.normalised, p.signature.hashvalues.tobytes().hex(), made_with)
 
 

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import peewee
 from peewee import fn
 
-from pipeline.campaigns.bands import keys_of_text
+from pipeline.campaigns.bands import stored_keys
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.store.in_lists import in_chunks as _chunks
 from pipeline.store.models import Campaign, CampaignBand, CampaignMember, database
@@ -74,7 +74,7 @@ def banded_count(campaign_id: str) -> int:
     """How many of a group's members have band keys stored: the members later comments are
     compared with (one indexed read)."""
     return (CampaignMember.select(fn.COUNT(CampaignMember.item))
-            .where((CampaignMember.campaign == campaign_id) & CampaignMember.bands.is_null(False))
+            .where((CampaignMember.campaign == campaign_id) & CampaignMember.banding.is_null(False))
             .scalar() or 0)
 
 
@@ -122,14 +122,15 @@ def remove_members(items: Iterable[str]) -> set[str]:
     left: set[str] = set()
     for chunk in _chunks(sorted(set(items))):
         bands = []
-        for item, docket, campaign, keys in (CampaignMember.select(
-                CampaignMember.item, CampaignMember.docket, CampaignMember.campaign, CampaignMember.bands)
-                .where(CampaignMember.item.in_(chunk)).tuples()):
+        for item, docket, campaign, signature, banding in (CampaignMember.select(
+                CampaignMember.item, CampaignMember.docket, CampaignMember.campaign, CampaignMember.signature,
+                CampaignMember.banding).where(CampaignMember.item.in_(chunk)).tuples()):
             left.add(campaign)
-            bands += [(docket, key, item) for key in keys_of_text(keys or "")]
+            if banding:
+                bands += [(docket, key, item) for key in stored_keys([signature], banding)[0].tolist()]
         sql, _ = (CampaignBand.delete().where((CampaignBand.docket == "d") & (CampaignBand.key == 0)
                                               & (CampaignBand.item == "i")).sql())
-        if bands:  # each by its primary key: the member row says which
+        if bands:  # each by its primary key, made again as they were made
             with peewee.__exception_wrapper__:
                 database.cursor().executemany(sql, bands)
             counters.incr(ROWS_WRITTEN)
@@ -149,7 +150,7 @@ class MemberRow(NamedTuple):
     text: str
     normalised: str
     signature: str  # MinHash hash values, hex
-    bands: str | None  # its band keys (``bands.keys_text``) when later comments are compared with it
+    banding: str | None  # the bands its keys are made with (``bands.banding``), when compared with
 
 
 def add_members(docket_id: str, rows: list[MemberRow], bands: list[tuple[int, str]]) -> None:
@@ -159,7 +160,7 @@ def add_members(docket_id: str, rows: list[MemberRow], bands: list[tuple[int, st
     fields = [CampaignMember.docket, CampaignMember.item, CampaignMember.campaign,
               CampaignMember.order_key, CampaignMember.posted_date, CampaignMember.exact_hash,
               CampaignMember.text, CampaignMember.normalised, CampaignMember.signature,
-              CampaignMember.bands, CampaignMember.added_sentences]
+              CampaignMember.banding, CampaignMember.added_sentences]
     with database.atomic():
         _execute_many(CampaignMember.insert_many, fields, [(docket_id, *r, "[]") for r in rows])
         _execute_many(CampaignBand.insert_many, [CampaignBand.docket, CampaignBand.key, CampaignBand.item],

@@ -436,15 +436,15 @@ def _upgrade_to_17(db: peewee.Database) -> None:
 def _upgrade_to_18(db: peewee.Database) -> None:
     """v18: campaign band keys as 64-bit integers (``pipeline.campaigns.bands``) under one
     index, the primary key (docket, key, item), instead of text keys under three; each
-    compared member keeps its own keys (``campaign_member.bands``), which is what removing
-    it deletes. The stored members are rekeyed from their signatures, so every group stays
+    compared member keeps the bands they were made with (``campaign_member.banding``), so
+    that removing it makes them again. The stored members are rekeyed from their signatures, so every group stays
     as it is and a later run finds the same candidates."""
     import numpy as np
 
-    from pipeline.campaigns.bands import band_keys, hashranges_of_v17, keys_text
+    from pipeline.campaigns.bands import band_keys, banding, hashranges_of_v17
 
     table = CampaignBand._meta.table_name
-    if "bands" in {c.name for c in db.get_columns(CampaignMember._meta.table_name)}:
+    if "banding" in {c.name for c in db.get_columns(CampaignMember._meta.table_name)}:
         return  # made at this version already (the v6 upgrade creates the tables as they are now)
     banded: dict[str, list[str]] = {}  # docket -> its compared members, read before the old table goes
     sampled: dict[str, list[str]] = {}  # docket -> one member's v17 keys
@@ -455,9 +455,9 @@ def _upgrade_to_18(db: peewee.Database) -> None:
             sampled[docket] = [key for (key,) in db.execute_sql(
                 f"SELECT key FROM {table} WHERE item = {db.param}", (items[0],))]
         db.drop_tables([CampaignBand])
-    _add_columns(db, {CampaignMember: (CampaignMember.bands,)})
+    _add_columns(db, {CampaignMember: (CampaignMember.banding,)})
     db.create_tables([CampaignBand], safe=True)
-    update_sql = CampaignMember.update(bands="x").where(CampaignMember.item == "y").sql()[0]
+    update_sql = CampaignMember.update(banding="x").where(CampaignMember.item == "y").sql()[0]
     insert_sql = CampaignBand.insert_many([("d", 0, "i")], fields=[CampaignBand.docket, CampaignBand.key,
                                                                   CampaignBand.item]).sql()[0]
     for docket, items in sorted(banded.items()):
@@ -473,11 +473,12 @@ def _upgrade_to_18(db: peewee.Database) -> None:
             signatures = dict(CampaignMember.select(CampaignMember.item, CampaignMember.signature)
                               .where(CampaignMember.item.in_(chunk)).tuples())
             chunk = [item for item in chunk if item in signatures]  # a band row left without its member
+            if not chunk:
+                continue
             keys = band_keys(np.stack([np.frombuffer(bytes.fromhex(signatures[i]), dtype="<u4") for i in chunk]),
                              ranges)
             with peewee.__exception_wrapper__:
-                db.cursor().executemany(update_sql, [(keys_text(row), item)
-                                                     for item, row in zip(chunk, keys, strict=True)])
+                db.cursor().executemany(update_sql, [(banding(ranges), item) for item in chunk])
                 db.cursor().executemany(insert_sql, sorted((docket, key, item) for item, row
                                                            in zip(chunk, keys.tolist(), strict=True) for key in row))
 

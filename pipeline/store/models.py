@@ -246,9 +246,10 @@ class CampaignMember(BaseModel):
     normalised = TextField()
     signature = TextField()  # MinHash hash values, hex
     added_sentences = TextField(null=True)  # JSON list: sentences the representative lacks
-    # Its LSH band keys (int64s, hex) when later comments are compared with it: the rows of
-    # campaign_band a change deletes. None: a member no later comment is compared with.
-    bands = TextField(null=True)
+    # The LSH bands its campaign_band keys were made with ("25x5"), when later comments are
+    # compared with it: removing it makes them again from the signature. None: a member no
+    # later comment is compared with (it has no band rows).
+    banding = TextField(null=True)
 
     class Meta:
         indexes = ((("docket", "exact_hash"), False), (("campaign", "order_key"), False))

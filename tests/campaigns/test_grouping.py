@@ -147,24 +147,29 @@ def test_pair_scores_count_the_pairs_without_listing_them():
     assert pair_scores(truth, found) == (2 / 4, 2 / 4)
 
 
-def test_band_keys_of_a_member_are_its_bands_and_stored_with_it(store_at):
-    """Each compared member's row holds the keys of its band rows, as the bands of its
-    signature make them: equal bands give one key, different bands different ones."""
-    from pipeline.campaigns.bands import band_keys, keys_of_text
+def test_band_keys_of_a_member_are_made_from_its_bands_and_again_from_its_row(store_at):
+    """Each compared member's band rows are the keys of its signature's bands, and its row
+    says which bands they were made with, so that its removal makes the same keys again;
+    equal bands give one key, different bands different ones."""
+    from pipeline.campaigns.bands import band_keys, stored_keys
 
     grouped(store_at("keys"), campaign_comments(D, 120, campaigns=2, seed=9))
-    ranges = grouping.Grouper(D, 0.5).lsh.hashranges
+    grouper = grouping.Grouper(D, 0.5)
+    ranges = grouper.lsh.hashranges
+    assert grouping.SIGNATURE_DTYPE == np.uint32  # as ``stored_keys`` reads a stored signature
     rows = {}
     for docket, key, item in CampaignBand.select(CampaignBand.docket, CampaignBand.key, CampaignBand.item).tuples():
         assert docket == D
         rows.setdefault(item, set()).add(key)
-    for item, signature, keys in (CampaignMember.select(CampaignMember.item, CampaignMember.signature,
-                                                        CampaignMember.bands).tuples()):
+    for item, signature, banding in (CampaignMember.select(CampaignMember.item, CampaignMember.signature,
+                                                           CampaignMember.banding).tuples()):
         made = band_keys(grouping.signature_values(signature)[None, :], ranges)[0].tolist()
-        if keys is None:
+        if banding is None:
             assert item not in rows
         else:
-            assert keys_of_text(keys) == made and set(made) == rows[item]
+            assert banding == grouper.banding == f"{len(ranges)}x{ranges[0][1]}"
+            assert stored_keys([signature], banding)[0].tolist() == made and set(made) == rows[item]
+    assert len(rows) > 10
     other = np.ones(128, dtype=np.uint32)
     other[ranges[-1][0]] = 2  # a value of the last band differs
     made = band_keys(np.array([np.ones(128), np.ones(128), other], dtype=np.uint32), ranges)
@@ -175,10 +180,10 @@ def test_band_keys_of_a_member_are_its_bands_and_stored_with_it(store_at):
 
 def _as_v17(db) -> None:
     """The store as schema v17 kept band keys: text keys (``band:`` and 16 hex digits of the
-    SHA-256 of the band's bytes) under three indexes, no keys on the member rows."""
+    SHA-256 of the band's bytes) under three indexes, no banding on the member rows."""
     ranges = grouping.Grouper(D, 0.5).lsh.hashranges
     banded = list(CampaignMember.select(CampaignMember.docket, CampaignMember.item, CampaignMember.signature)
-                  .where(CampaignMember.bands.is_null(False)).tuples())
+                  .where(CampaignMember.banding.is_null(False)).tuples())
     db.execute_sql("DROP TABLE campaign_band")
     db.execute_sql("CREATE TABLE campaign_band (docket TEXT NOT NULL, key TEXT NOT NULL, item TEXT NOT NULL)")
     db.execute_sql("CREATE INDEX campaign_band_item ON campaign_band (item)")
@@ -188,7 +193,7 @@ def _as_v17(db) -> None:
         for band, (start, end) in enumerate(ranges):
             key = f"{band}:{hashlib.sha256(raw[start * 4:end * 4]).hexdigest()[:16]}"
             db.execute_sql("INSERT INTO campaign_band VALUES (?, ?, ?)", (docket, key, item))
-    db.execute_sql("ALTER TABLE campaign_member DROP COLUMN bands")
+    db.execute_sql("ALTER TABLE campaign_member DROP COLUMN banding")
     Meta.update(value="17").where(Meta.key == "schema_version").execute()
 
 
@@ -202,13 +207,13 @@ def test_a_v17_store_keeps_its_groups_and_places_new_comments_as_before(store_at
     rt = store_at("v17")
     _, before = grouped(rt, first)
     bands = sorted(CampaignBand.select().tuples())
-    keys = dict(CampaignMember.select(CampaignMember.item, CampaignMember.bands).tuples())
+    banding = dict(CampaignMember.select(CampaignMember.item, CampaignMember.banding).tuples())
     _as_v17(rt.state)
     state_db.ensure_schema(rt.state)
     assert state_db.schema_version(rt.state) == state_db.SCHEMA_VERSION
     # Rekeyed from the signatures: the same rows as this version writes, the groups untouched.
     assert sorted(CampaignBand.select().tuples()) == bands
-    assert dict(CampaignMember.select(CampaignMember.item, CampaignMember.bands).tuples()) == keys
+    assert dict(CampaignMember.select(CampaignMember.item, CampaignMember.banding).tuples()) == banding
     assert (sorted(CampaignMember.select(CampaignMember.item, CampaignMember.campaign,
                                          CampaignMember.added_sentences).tuples()),
             sorted(Campaign.select().tuples())) == before
