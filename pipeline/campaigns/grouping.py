@@ -175,7 +175,7 @@ class Grouper:
         store.add_members(self.docket_id,
                           [_row(p, placement.placed[p.comment.key], self.banding if p.comment.key in entering else None)
                            for p in prepared],
-                          [(b, p.comment.key) for p in compared for b in p.bands])
+                          _by_key([p.bands for p in compared], [p.comment.key for p in compared]))
         self._refresh(placement, {p.comment.key: p for p in prepared})
         return placement
 
@@ -307,7 +307,7 @@ class Grouper:
         if not changed_sample:
             representative = known.representative
         else:
-            representative = most_central(sample)
+            representative = most_central(sample, {k: p.shingles for k, p in prepared.items()})
         rep_text = next((m.text for m in sample if m.item == representative), None)
         if rep_text is None:
             rep_text = store.members([representative])[representative].text
@@ -423,11 +423,13 @@ def signature_values(hex_text: str) -> np.ndarray:
     return np.frombuffer(bytes.fromhex(hex_text), dtype=SIGNATURE_DTYPE)
 
 
-def most_central(sample: list[store.Member]) -> str:
-    """The member with the highest mean Jaccard similarity to the others (the earliest on a tie)."""
+def most_central(sample: list[store.Member], known: dict[str, set[str]] | None = None) -> str:
+    """The member with the highest mean Jaccard similarity to the others (the earliest on a
+    tie); ``known``: shingles already made (this run's members), by item."""
     if len(sample) <= 2:
         return sample[0].item
-    sets = [campaign_text.shingles(m.normalised) for m in sample]
+    known = known or {}
+    sets = [known.get(m.item) or campaign_text.shingles(m.normalised) for m in sample]
     pair = {}  # Jaccard is symmetric: each pair once (each sum still adds in member order)
     for i, a in enumerate(sets):
         for j in range(i + 1, len(sets)):
@@ -435,6 +437,15 @@ def most_central(sample: list[store.Member]) -> str:
     scores = [sum(pair[i, j] for j in range(len(sets)) if j != i) for i in range(len(sets))]
     best = int(np.argmax(scores))  # argmax keeps the first of equal scores: the earliest
     return sample[best].item
+
+
+def _by_key(bands: list[list[int]], items: list[str]) -> tuple[list[int], list[str]]:
+    """Every (band key, item) of the compared members, as two lists in key order."""
+    if not items:
+        return [], []
+    keys = np.array(bands, dtype=np.int64)
+    order = np.argsort(keys, axis=None, kind="stable")
+    return keys.ravel()[order].tolist(), np.repeat(np.array(items, dtype=object), keys.shape[1])[order].tolist()
 
 
 def _row(p: Prepared, campaign: str, made_with: str | None) -> store.MemberRow:

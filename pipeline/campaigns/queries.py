@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import NamedTuple
 
 import peewee
@@ -153,10 +154,10 @@ class MemberRow(NamedTuple):
     banding: str | None  # the bands its keys are made with (``bands.banding``), when compared with
 
 
-def add_members(docket_id: str, rows: list[MemberRow], bands: list[tuple[int, str]]) -> None:
-    """Member rows and their band keys ((key, item)), each table in one prepared statement
-    run for every row; the band rows in key order, so that the index grows at its end
-    rather than at 20 random places per member."""
+def add_members(docket_id: str, rows: list[MemberRow], bands: tuple[list[int], list[str]]) -> None:
+    """Member rows and their band keys (keys and items, two lists in key order: the index
+    then grows in order rather than at 20 random places per member), each table in one
+    prepared statement run for every row."""
     fields = [CampaignMember.docket, CampaignMember.item, CampaignMember.campaign,
               CampaignMember.order_key, CampaignMember.posted_date, CampaignMember.exact_hash,
               CampaignMember.text, CampaignMember.normalised, CampaignMember.signature,
@@ -164,7 +165,7 @@ def add_members(docket_id: str, rows: list[MemberRow], bands: list[tuple[int, st
     with database.atomic():
         _execute_many(CampaignMember.insert_many, fields, [(docket_id, *r, "[]") for r in rows])
         _execute_many(CampaignBand.insert_many, [CampaignBand.docket, CampaignBand.key, CampaignBand.item],
-                      [(docket_id, key, item) for key, item in sorted(bands)])
+                      list(zip(repeat(docket_id), *bands)))
 
 
 def set_added_sentences(added: dict[str, list[str]]) -> None:
