@@ -25,6 +25,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 # A stop and the space after it, or a blank line: where a sentence ends.
 _SENTENCE_END = re.compile(r"[.!?]\s+|\n{2,}")
 _STOPS = frozenset(".!?")
+_PARAGRAPH_BREAK = re.compile(r"\n{2,}")
 
 
 def points_to_attachment(body: str | None) -> bool:
@@ -79,7 +80,7 @@ def jaccard(a: set[str], b: set[str]) -> float:
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in split_sentences(letter_body(text)) if s and s.strip()]
+    return _stripped(split_sentences(letter_body(text)))
 
 
 def split_sentences(text: str) -> list[str]:
@@ -108,17 +109,27 @@ def known_sentences(representative: str) -> set[str]:
     return {" ".join(words(s)) for s in sentences(representative)}
 
 
-def sentences_not_in(text: str, known: set[str], seen: dict[str, bool] | None = None) -> list[str]:
-    """The sentences of ``text`` not in ``known``. ``seen`` (sentence -> whether it is
-    added), shared by the members of one group, decides each distinct sentence once: a form
-    letter's copies repeat most of theirs."""
+def sentences_not_in(text: str, known: set[str], seen: dict[str, list[str]] | None = None) -> list[str]:
+    """The sentences of ``text`` not in ``known``, in order. ``seen`` (paragraph -> the
+    sentences it adds), shared by the members of one group, decides each distinct paragraph
+    once: a form letter's copies repeat most of theirs (two in three on the planted corpus).
+    A blank line always ends a sentence, so the sentences of the paragraphs are the text's
+    (a test says so)."""
     seen = {} if seen is None else seen
-    added = []
-    for sentence in sentences(text):
-        new = seen.get(sentence)
-        if new is None:
-            said = words(sentence)
-            new = seen[sentence] = bool(said) and " ".join(said) not in known
-        if new:
-            added.append(sentence)
+    added: list[str] = []
+    for paragraph in _PARAGRAPH_BREAK.split(letter_body(text)):
+        found = seen.get(paragraph)
+        if found is None:
+            found = seen[paragraph] = [sentence for sentence in _stripped(split_sentences(paragraph))
+                                       if _adds(sentence, known)]
+        added += found
     return added
+
+
+def _stripped(pieces: list[str]) -> list[str]:
+    return [s.strip() for s in pieces if s and s.strip()]
+
+
+def _adds(sentence: str, known: set[str]) -> bool:
+    said = words(sentence)
+    return bool(said) and " ".join(said) not in known

@@ -87,6 +87,16 @@ def test_sentences_split_where_a_look_behind_for_the_stop_splits(said):
     assert text.split_sentences(said) == re.split(r"(?<=[.!?])\s+|\n{2,}", said)
 
 
+def test_added_sentences_by_paragraph_are_the_texts_sentences_the_representative_lacks():
+    member = LETTER.replace("Keep the wage index floor.", "Keep the wage index floor. My clinic closed.")
+    texts = [member, LETTER, "A. \n\nB", "A\n\n\n. B", "A.\n \nB", "A. \n\n  B. My clinic closed.", "\n\nA.\n\n"]
+    known, seen = text.known_sentences(LETTER), {}
+    for said in texts + texts:  # the second time from the shared paragraphs
+        expected = [s for s in text.sentences(said) if text.words(s) and " ".join(text.words(s)) not in known]
+        assert text.sentences_not_in(said, known, seen) == text.sentences_not_in(said, known) == expected
+    assert text.sentences_not_in(member, known) == ["My clinic closed."]
+
+
 # --- grouping a planted corpus -------------------------------------------------------------------
 
 def test_planted_campaigns_are_found_with_high_precision_and_recall(rt):
