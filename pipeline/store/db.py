@@ -456,6 +456,7 @@ def _upgrade_to_18(db: peewee.Database) -> None:
                 f"SELECT key FROM {table} WHERE item = {db.param}", (items[0],))]
         db.drop_tables([CampaignBand])
     _add_columns(db, {CampaignMember: (CampaignMember.banding,)})
+    CampaignMember._schema.create_indexes(safe=True)  # (campaign, banding)
     db.create_tables([CampaignBand], safe=True)
     update_sql = CampaignMember.update(banding="x").where(CampaignMember.item == "y").sql()[0]
     insert_sql = CampaignBand.insert_many([("d", 0, "i")], fields=[CampaignBand.docket, CampaignBand.key,

@@ -252,7 +252,9 @@ class CampaignMember(BaseModel):
     banding = TextField(null=True)
 
     class Meta:
-        indexes = ((("docket", "exact_hash"), False), (("campaign", "order_key"), False))
+        # (campaign, banding): a group's compared members counted from the index alone
+        indexes = ((("docket", "exact_hash"), False), (("campaign", "order_key"), False),
+                   (("campaign", "banding"), False))
 
 
 class CampaignBand(BaseModel):

@@ -193,6 +193,7 @@ def _as_v17(db) -> None:
         for band, (start, end) in enumerate(ranges):
             key = f"{band}:{hashlib.sha256(raw[start * 4:end * 4]).hexdigest()[:16]}"
             db.execute_sql("INSERT INTO campaign_band VALUES (?, ?, ?)", (docket, key, item))
+    db.execute_sql("DROP INDEX campaign_member_campaign_banding")
     db.execute_sql("ALTER TABLE campaign_member DROP COLUMN banding")
     Meta.update(value="17").where(Meta.key == "schema_version").execute()
 
