@@ -151,7 +151,7 @@ class MemberRow(NamedTuple):
     text: str
     normalised: str
     signature: str  # MinHash hash values, hex
-    banding: str | None  # the bands its keys are made with (``bands.banding``), when compared with
+    banding: str | None = None  # the bands its keys are made with (``bands.banding``), when compared with
 
 
 def add_members(docket_id: str, rows: list[MemberRow], bands: tuple[list[int], list[str]]) -> None:
@@ -164,8 +164,9 @@ def add_members(docket_id: str, rows: list[MemberRow], bands: tuple[list[int], l
               CampaignMember.banding, CampaignMember.added_sentences]
     with database.atomic():
         _execute_many(CampaignMember.insert_many, fields, [(docket_id, *r, "[]") for r in rows])
-        _execute_many(CampaignBand.insert_many, [CampaignBand.docket, CampaignBand.key, CampaignBand.item],
-                      list(zip(repeat(docket_id), *bands)))
+        if bands and bands[0]:  # none: no member is compared with
+            _execute_many(CampaignBand.insert_many, [CampaignBand.docket, CampaignBand.key, CampaignBand.item],
+                          list(zip(repeat(docket_id), *bands, strict=False)))
 
 
 def set_added_sentences(added: dict[str, list[str]]) -> None:
