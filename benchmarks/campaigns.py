@@ -14,6 +14,8 @@
    size's groups are digested (``groups_digest``); ``--same-as FILE`` (an earlier run's
    output, e.g. of an older release) says whether they are the same as that run's;
    ``--bare-from FILE`` takes the bare figure from such a run instead of measuring it again.
+   ``--rounds N``: bare and the grouping N times each, in turn and in the opposite order
+   each round (neither always pays the process's warm-up), medians compared.
 3. Incremental: a docket of ``--items`` comments grouped from scratch (timed), then
    ``--new`` more comments seeded and grouped (timed, side by side in this one run): the
    run must compare exactly ``--new`` comments (counter ``campaign_compares``), place them
@@ -30,6 +32,7 @@ import argparse
 import hashlib
 import json
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -154,44 +157,79 @@ def bare_datasketch(comments) -> float:
 def scaling(folder: Path, args, size: int, earlier: dict[int, str], bare_of: dict[int, float]) -> dict:
     """Grouping ``size`` planted comments from scratch against bare datasketch on the same
     texts (CPU of this process); up to ``--every-up-to`` also with every member compared, as
-    before the bounded set, and whether the groups are the same."""
+    before the bounded set, and whether the groups are the same.
+
+    With ``--rounds N`` bare and the grouping (each round into a new store) run N times in
+    turn, in the opposite order each round, and the medians are compared: whichever ran
+    first in the process paid its warm-up (first calls, the heap growing), which at 2,000
+    comments moved the bare figure alone by half."""
     from pipeline.campaigns import grouping
     from pipeline.campaigns.grouping import CAMPAIGN_ESTIMATES
 
     comments = campaign_comments(DOCKET, size, seed=3)
-    bare = bare_of.get(size) or round(bare_datasketch(comments), 2)
+    rounds = max(1, args.rounds)
+    bares: list[float] = []
+    measured: list[dict] = []
+    dumps: dict[str, list] = {"bounded": [], "every": []}
+
+    def bare_once() -> None:
+        if size not in bare_of:
+            bares.append(bare_datasketch(comments))
+
+    for n in range(rounds):
+        if n % 2 == 0:
+            bare_once()
+        measured.append(_grouped(folder / f"scaling-{size}-bounded-{n}", args, comments, dumps["bounded"]))
+        if n % 2 == 1:
+            bare_once()
+    bare = bare_of.get(size) or round(statistics.median(bares), 2)
     row = {"comments": size, "bare_cpu_s": bare, **({"bare_from_earlier_run": True} if size in bare_of else {})}
-    modes = [("bounded", grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP)]
     if size <= args.every_up_to:
-        modes.append(("every", 2.0, 10**9))
-    dumps = {}
-    for name, represented, per_group in modes:
-        grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP = represented, per_group
+        bounded = grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP
+        grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP = 2.0, 10**9
         try:
-            rt = runtime_in(folder / f"scaling-{size}-{name}", args)
-            seed_store(rt, DOCKET, comments)
-            cpu = time.process_time()
-            seconds, _, io = timed_grouping(rt)
-            cpu = time.process_time() - cpu
-            precision, recall = pair_scores({c.key: c.campaign for c in comments}, membership())
-            dumps[name] = groups_dump()
-            rt.close()
+            every = _grouped(folder / f"scaling-{size}-every", args, comments, dumps["every"])
         finally:
-            grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP = modes[0][1], modes[0][2]
-        row[name] = {"cpu_s": round(cpu, 2), "wall_s": round(seconds, 2),
+            grouping.REPRESENTED_AT, grouping.COMPARED_PER_GROUP = bounded
+    for name, runs in (("bounded", measured), ("every", [every] if dumps["every"] else [])):
+        if not runs:
+            continue
+        cpu = statistics.median(r["cpu"] for r in runs)
+        io = runs[0]["io"]
+        row[name] = {"cpu_s": round(cpu, 2), "wall_s": round(statistics.median(r["wall"] for r in runs), 2),
                      "to_bare": round(cpu / row["bare_cpu_s"], 2),
                      "estimates": io.get(CAMPAIGN_ESTIMATES, 0),
                      "jaccard_checks": io.get(CAMPAIGN_CANDIDATES, 0),
-                     "precision": round(precision, 4), "recall": round(recall, 4)}
-    if "every" in dumps:
-        row["same_groups_as_every_member"] = dumps["every"] == dumps["bounded"]
+                     "precision": runs[0]["precision"], "recall": runs[0]["recall"]}
+    if rounds > 1:
+        row["rounds"] = {"bare_cpu_s": [round(b, 3) for b in bares],
+                         "bounded_cpu_s": [round(r["cpu"], 3) for r in measured],
+                         "to_bare_each": [round(r["cpu"] / b, 2) for r, b in zip(measured, bares, strict=True)]
+                         if bares else [],
+                         "same_groups_each_round": all(d == dumps["bounded"][0] for d in dumps["bounded"])}
+    if dumps["every"]:
+        row["same_groups_as_every_member"] = dumps["every"][0] == dumps["bounded"][0]
     # Members, groups, ids, representatives and added sentences in one digest: two runs (say
     # this code's and an earlier release's, ``--same-as``) grouped alike when theirs are equal.
-    row["groups_digest"] = hashlib.sha256(repr(dumps["bounded"]).encode()).hexdigest()[:16]
+    row["groups_digest"] = hashlib.sha256(repr(dumps["bounded"][0]).encode()).hexdigest()[:16]
     if size in earlier:
         row["same_groups_as_earlier"] = earlier[size] == row["groups_digest"]
     set_runtime(None)
     return row
+
+
+def _grouped(folder: Path, args, comments, dumps: list) -> dict:
+    """One grouping from scratch into a new store: its CPU and wall seconds, counters and
+    pair scores; its groups appended to ``dumps``."""
+    rt = runtime_in(folder, args)
+    seed_store(rt, DOCKET, comments)
+    cpu = time.process_time()
+    seconds, _, io = timed_grouping(rt)
+    cpu = time.process_time() - cpu
+    precision, recall = pair_scores({c.key: c.campaign for c in comments}, membership())
+    dumps.append(groups_dump())
+    rt.close()
+    return {"cpu": cpu, "wall": seconds, "io": io, "precision": round(precision, 4), "recall": round(recall, 4)}
 
 
 def _earlier(path: str, figure: str) -> dict:
@@ -215,6 +253,9 @@ def main(argv: list[str]) -> int:
                         help="comma-separated sizes: grouping from scratch against bare datasketch, alone")
     parser.add_argument("--every-up-to", type=int, default=2000,
                         help="with --scaling: also compare with every member up to this size")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --scaling: bare and the grouping this many times each, in turn "
+                             "(the opposite order each round); their medians are compared")
     parser.add_argument("--same-as", default="",
                         help="with --scaling: an earlier run's output, whose groups each size must equal")
     parser.add_argument("--bare-from", default="",

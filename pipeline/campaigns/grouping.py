@@ -35,9 +35,9 @@ from datasketch.hashfunc import sha1_hash32
 
 from pipeline.campaigns import queries as store
 from pipeline.campaigns import text as campaign_text
+from pipeline.campaigns.bands import band_keys, banding
 from pipeline.collector import collector_paused
 from pipeline.counters import counters
-from pipeline.fingerprints import bytes_digest
 
 NUM_PERM = 128
 SCHEME = "affine32"  # datasketch's hash scheme: part of what a stored signature means
@@ -77,7 +77,7 @@ class Prepared:
     exact: str
     shingles: set[str]
     signature: MinHash
-    bands: list[str] = field(default_factory=list)
+    bands: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -102,14 +102,18 @@ class Grouper:
         self.lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)  # this run's members
         self.founded: dict[str, str] = {}  # campaign -> its founder's order key
         self.compared: dict[str, int] = {}  # campaign -> its members compared with (LSH, bands)
+        self.banding = banding(self.lsh.hashranges)  # kept with a compared member's row
 
     # --- signatures -------------------------------------------------------------------------
-    def band_keys(self, signature: MinHash) -> list[str]:
-        """The LSH band keys of a signature, as the run's MinHashLSH bands it, stored so a
-        later run finds this member with one indexed read."""
-        raw, width = signature.hashvalues.tobytes(), signature.hashvalues.itemsize
-        return [f"{band}:{bytes_digest(raw[start * width:end * width])[:16]}"
-                for band, (start, end) in enumerate(self.lsh.hashranges)]
+    def set_band_keys(self, prepared: list[Prepared]) -> None:
+        """The LSH band keys of each one's signature, as the run's MinHashLSH bands it
+        (``pipeline.campaigns.bands``), stored so a later run finds the member with one
+        indexed read: made for all of them at once."""
+        if not prepared:
+            return
+        keys = band_keys(np.stack([p.signature.hashvalues for p in prepared]), self.lsh.hashranges)
+        for p, row in zip(prepared, keys.tolist(), strict=True):
+            p.bands = row
 
     def prepare(self, comments: list[Comment], *, with_bands: bool) -> list[Prepared]:
         """Each comment's normalised text, exact hash, shingles and signature; its band keys
@@ -121,8 +125,7 @@ class Grouper:
         prepared = [Prepared(c, n, campaign_text.exact_hash(n), sh, sig)
                     for c, n, sh, sig in zip(comments, normalised, shingle_sets, signatures, strict=True)]
         if with_bands:
-            for p in prepared:
-                p.bands = self.band_keys(p.signature)
+            self.set_band_keys(prepared)
         return prepared
 
     # --- placing ----------------------------------------------------------------------------
@@ -157,7 +160,6 @@ class Grouper:
                 placement.started.add(campaign)
             if self._enters(campaign, best, stored_any):
                 entering.add(p.comment.key)
-                p.bands = p.bands or self.band_keys(p.signature)
                 self.compared[campaign] = self.compared.get(campaign, 0) + 1
                 self.lsh.insert(p.comment.key, p.signature, check_duplication=False)
             placement.placed[p.comment.key] = campaign
@@ -168,9 +170,12 @@ class Grouper:
             candidates.add_run_member(p, campaign)
             counters.incr(CAMPAIGN_COMPARES)
             self.progress(1)
-        store.add_members(self.docket_id, [_row(p, placement.placed[p.comment.key]) for p in prepared],
-                          [(b, p.comment.key) for p in prepared if p.comment.key in entering
-                           for b in p.bands])
+        compared = [p for p in prepared if p.comment.key in entering]
+        self.set_band_keys([p for p in compared if not p.bands])  # a docket's first run made none
+        store.add_members(self.docket_id,
+                          [_row(p, placement.placed[p.comment.key], self.banding if p.comment.key in entering else None)
+                           for p in prepared],
+                          _by_key([p.bands for p in compared], [p.comment.key for p in compared]))
         self._refresh(placement, {p.comment.key: p for p in prepared})
         return placement
 
@@ -302,7 +307,7 @@ class Grouper:
         if not changed_sample:
             representative = known.representative
         else:
-            representative = most_central(sample)
+            representative = most_central(sample, {k: p.shingles for k, p in prepared.items()})
         rep_text = next((m.text for m in sample if m.item == representative), None)
         if rep_text is None:
             rep_text = store.members([representative])[representative].text
@@ -310,9 +315,10 @@ class Grouper:
             texts = store.member_texts(campaign)  # every member's signal is against the new one
         else:  # this run's members: their texts are at hand
             texts = [(k, prepared[k].comment.text) for k, c in placement.placed.items() if c == campaign]
-        known_sentences = campaign_text.known_sentences(rep_text)
-        store.set_added_sentences({item: campaign_text.sentences_not_in(text, known_sentences)
-                                   for item, text in texts})
+        known_sentences, seen = campaign_text.known_sentences(rep_text), {}
+        added = {item: campaign_text.sentences_not_in(text, known_sentences, seen) for item, text in texts}
+        # this run's members were written with none: only those adding a sentence are updated
+        store.set_added_sentences({item: said for item, said in added.items() if said or item not in prepared})
         return representative
 
 
@@ -323,7 +329,7 @@ class _Candidates:
     code per row, so a comment's candidates are estimated and ranked by numpy, not a
     Python loop over them."""
 
-    def __init__(self, stored_bands: dict[str, list[tuple[str, str, str]]]) -> None:
+    def __init__(self, stored_bands: dict[int, list[tuple[str, str, str]]]) -> None:
         self.stored_bands = stored_bands
         self.row: dict[str, int] = {}  # item -> its row in the matrix and the codes
         self.matrix = np.empty((1024, NUM_PERM), dtype=SIGNATURE_DTYPE)
@@ -345,7 +351,7 @@ class _Candidates:
         self.codes[n] = code
         self.row[item] = n
 
-    def stored_for(self, bands: list[str]) -> set[str]:
+    def stored_for(self, bands: list[int]) -> set[str]:
         found = set()
         for band in bands:
             for item, campaign, signature in self.stored_bands.get(band, ()):
@@ -417,11 +423,13 @@ def signature_values(hex_text: str) -> np.ndarray:
     return np.frombuffer(bytes.fromhex(hex_text), dtype=SIGNATURE_DTYPE)
 
 
-def most_central(sample: list[store.Member]) -> str:
-    """The member with the highest mean Jaccard similarity to the others (the earliest on a tie)."""
+def most_central(sample: list[store.Member], known: dict[str, set[str]] | None = None) -> str:
+    """The member with the highest mean Jaccard similarity to the others (the earliest on a
+    tie); ``known``: shingles already made (this run's members), by item."""
     if len(sample) <= 2:
         return sample[0].item
-    sets = [campaign_text.shingles(m.normalised) for m in sample]
+    known = known or {}
+    sets = [known.get(m.item) or campaign_text.shingles(m.normalised) for m in sample]
     pair = {}  # Jaccard is symmetric: each pair once (each sum still adds in member order)
     for i, a in enumerate(sets):
         for j in range(i + 1, len(sets)):
@@ -431,8 +439,17 @@ def most_central(sample: list[store.Member]) -> str:
     return sample[best].item
 
 
-def _row(p: Prepared, campaign: str) -> store.MemberRow:
+def _by_key(bands: list[list[int]], items: list[str]) -> tuple[list[int], list[str]]:
+    """Every (band key, item) of the compared members, as two lists in key order."""
+    if not items:
+        return [], []
+    keys = np.array(bands, dtype=np.int64)
+    order = np.argsort(keys, axis=None, kind="stable")
+    return keys.ravel()[order].tolist(), np.repeat(np.array(items, dtype=object), keys.shape[1])[order].tolist()
+
+
+def _row(p: Prepared, campaign: str, made_with: str | None) -> store.MemberRow:
     return store.MemberRow(p.comment.key, campaign, p.comment.order_key, p.comment.posted_date, p.exact,
-                           p.comment.text, p.normalised, p.signature.hashvalues.tobytes().hex())
+                           p.comment.text, p.normalised, p.signature.hashvalues.tobytes().hex(), made_with)
 
 

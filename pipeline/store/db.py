@@ -29,7 +29,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -433,8 +433,69 @@ def _upgrade_to_17(db: peewee.Database) -> None:
     mark_documents_unread()
 
 
+def _upgrade_to_18(db: peewee.Database) -> None:
+    """v18: campaign band keys as 64-bit integers (``pipeline.campaigns.bands``) under one
+    index, the primary key (docket, key, item), instead of text keys under three; each
+    compared member keeps the bands they were made with (``campaign_member.banding``), so
+    that removing it makes them again. The stored members are rekeyed from their signatures, so every group stays
+    as it is and a later run finds the same candidates."""
+    import numpy as np
+
+    from pipeline.campaigns.bands import band_keys, banding, hashranges_of_v17
+
+    table = CampaignBand._meta.table_name
+    if "banding" in {c.name for c in db.get_columns(CampaignMember._meta.table_name)}:
+        return  # made at this version already (the v6 upgrade creates the tables as they are now)
+    banded: dict[str, list[str]] = {}  # docket -> its compared members, read before the old table goes
+    sampled: dict[str, list[str]] = {}  # docket -> one member's v17 keys
+    if table in db.get_tables():
+        for docket, item in db.execute_sql(f"SELECT DISTINCT docket, item FROM {table} ORDER BY docket, item"):
+            banded.setdefault(docket, []).append(item)
+        for docket, items in banded.items():
+            sampled[docket] = [key for (key,) in db.execute_sql(
+                f"SELECT key FROM {table} WHERE item = {db.param}", (items[0],))]
+        db.drop_tables([CampaignBand])
+    _add_columns(db, {CampaignMember: (CampaignMember.banding,)})
+    CampaignMember._schema.create_indexes(safe=True)  # (campaign, banding)
+    db.create_tables([CampaignBand], safe=True)
+    update_sql = CampaignMember.update(banding="x").where(CampaignMember.item == "y").sql()[0]
+    insert_sql = CampaignBand.insert_many([("d", 0, "i")], fields=[CampaignBand.docket, CampaignBand.key,
+                                                                  CampaignBand.item]).sql()[0]
+    for docket, items in sorted(banded.items()):
+        keys = sampled[docket]
+        member = CampaignMember.get_or_none(CampaignMember.item == items[0])
+        band_zero = next((k for k in keys if k.startswith("0:")), "")
+        ranges = member and hashranges_of_v17(member.signature, band_zero, len(keys), len(member.signature) // 8, 4)
+        if ranges is None:  # not keyed as v17 keyed them: the docket is grouped again, from scratch
+            _forget_campaigns(docket)
+            continue
+        for start in range(0, len(items), 5000):
+            chunk = items[start:start + 5000]
+            signatures = dict(CampaignMember.select(CampaignMember.item, CampaignMember.signature)
+                              .where(CampaignMember.item.in_(chunk)).tuples())
+            chunk = [item for item in chunk if item in signatures]  # a band row left without its member
+            if not chunk:
+                continue
+            keys = band_keys(np.stack([np.frombuffer(bytes.fromhex(signatures[i]), dtype="<u4") for i in chunk]),
+                             ranges)
+            with peewee.__exception_wrapper__:
+                db.cursor().executemany(update_sql, [(banding(ranges), item) for item in chunk])
+                db.cursor().executemany(insert_sql, sorted((docket, key, item) for item, row
+                                                           in zip(chunk, keys.tolist(), strict=True) for key in row))
+
+
+def _forget_campaigns(docket_id: str) -> None:
+    """The docket's campaign groups and the stage's states and markers: its next run groups
+    every comment from scratch (the same groups and ids: they are built in a fixed order)."""
+    CampaignMember.delete().where(CampaignMember.docket == docket_id).execute()
+    Campaign.delete().where(Campaign.docket == docket_id).execute()
+    ItemState.delete().where((ItemState.stage == "campaigns") & (ItemState.docket == docket_id)).execute()
+    models.DocketStage.delete().where((models.DocketStage.stage == "campaigns")
+                                      & (models.DocketStage.docket == docket_id)).execute()
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
             13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15, 16: _upgrade_to_16,
-            17: _upgrade_to_17}
+            17: _upgrade_to_17, 18: _upgrade_to_18}

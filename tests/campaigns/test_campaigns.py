@@ -4,12 +4,15 @@ CampaignGroups task over the real chain."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import pipeline
 from devtools.campaign_corpus import PlantedComment, campaign_comments, pair_scores, seed_store
 from pipeline.campaigns import queries as campaigns
 from pipeline.campaigns import text
+from pipeline.campaigns.bands import stored_keys
 from pipeline.campaigns.grouping import CAMPAIGN_COMPARES
 from pipeline.campaigns.stage import group_docket
 from pipeline.counters import COMBINED_READS, ROWS_WRITTEN, STAGE_CALLS, counters
@@ -19,7 +22,7 @@ from pipeline.engine.stage import StageContext
 from pipeline.ops import verify
 from pipeline.runtime import set_runtime
 from pipeline.store import dockets, item_states
-from pipeline.store.models import Campaign, CampaignMember
+from pipeline.store.models import Campaign, CampaignBand, CampaignMember
 from tests.fixtures.pipeline_fixtures import built_store
 from tests.fixtures.state_fixtures import make_runtime
 
@@ -76,6 +79,22 @@ def test_added_sentences_are_what_the_representative_lacks():
     member = LETTER.replace("Keep the wage index floor.", "Keep the wage index floor. My clinic closed in May.")
     assert text.added_sentences(member, LETTER) == ["My clinic closed in May."]
     assert text.added_sentences(LETTER, LETTER) == []
+
+
+@pytest.mark.parametrize("said", [LETTER, "a.\n\n b", "a \n\nb", "a.. b", "x!\t\ny", "end.", ".  ", "\n\n\n",
+                                  "q? \n\n r", "a\n\n. b", "", "a.b. c", "x\r\n\r\ny. z", "Why?!  Yes."])
+def test_sentences_split_where_a_look_behind_for_the_stop_splits(said):
+    assert text.split_sentences(said) == re.split(r"(?<=[.!?])\s+|\n{2,}", said)
+
+
+def test_added_sentences_by_paragraph_are_the_texts_sentences_the_representative_lacks():
+    member = LETTER.replace("Keep the wage index floor.", "Keep the wage index floor. My clinic closed.")
+    texts = [member, LETTER, "A. \n\nB", "A\n\n\n. B", "A.\n \nB", "A. \n\n  B. My clinic closed.", "\n\nA.\n\n"]
+    known, seen = text.known_sentences(LETTER), {}
+    for said in texts + texts:  # the second time from the shared paragraphs
+        expected = [s for s in text.sentences(said) if text.words(s) and " ".join(text.words(s)) not in known]
+        assert text.sentences_not_in(said, known, seen) == text.sentences_not_in(said, known) == expected
+    assert text.sentences_not_in(member, known) == ["My clinic closed."]
 
 
 # --- grouping a planted corpus -------------------------------------------------------------------
@@ -152,6 +171,12 @@ def test_a_changed_comment_is_placed_again_and_its_old_group_shrinks(rt):
     result, _ = group(rt)
     assert result.counts == {"no_text": 1} and campaigns.campaign_of_item(emptied.key) is None
     assert campaigns.campaign_of_item(old_members[1].item).size == after.size - 1
+    # Those taken out left no band row behind: each row is a compared member's, made again
+    # from its signature as its row says.
+    banded = (CampaignMember.select(CampaignMember.item, CampaignMember.signature, CampaignMember.banding)
+              .where(CampaignMember.banding.is_null(False)).tuples())
+    assert sorted(CampaignBand.select(CampaignBand.key, CampaignBand.item).tuples()) == sorted(
+        (key, item) for item, signature, banding in banded for key in stored_keys([signature], banding)[0].tolist())
 
 
 def test_a_see_attached_comment_joins_the_campaign_of_its_attachment(rt):

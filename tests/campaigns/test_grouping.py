@@ -4,17 +4,21 @@ member gives. Counted with the grouping's counters and the stored band rows."""
 
 from __future__ import annotations
 
+import hashlib
+
+import numpy as np
 import pytest
 
 from devtools.campaign_corpus import campaign_comments, pair_scores, seed_store
 from pipeline.campaigns import grouping
-from pipeline.campaigns.grouping import CAMPAIGN_COMPARES, CAMPAIGN_ESTIMATES
+from pipeline.campaigns.grouping import CAMPAIGN_CANDIDATES, CAMPAIGN_COMPARES, CAMPAIGN_ESTIMATES
 from pipeline.campaigns.stage import group_docket
 from pipeline.counters import counters
 from pipeline.engine.stage import StageContext
 from pipeline.runtime import set_runtime
+from pipeline.store import db as state_db
 from pipeline.store import dockets
-from pipeline.store.models import Campaign, CampaignBand, CampaignMember
+from pipeline.store.models import Campaign, CampaignBand, CampaignMember, Meta
 from tests.fixtures.state_fixtures import make_runtime
 
 D = "ACF-2026-0002"
@@ -141,3 +145,94 @@ def test_pair_scores_count_the_pairs_without_listing_them():
     found = {"a": "1", "b": "1", "c": "2", "d": "2", "e": "2", "f": "3"}
     # planted pairs ab ac bc de; found pairs ab cd ce de: both ab de
     assert pair_scores(truth, found) == (2 / 4, 2 / 4)
+
+
+def test_band_keys_of_a_member_are_made_from_its_bands_and_again_from_its_row(store_at):
+    """Each compared member's band rows are the keys of its signature's bands, and its row
+    says which bands they were made with, so that its removal makes the same keys again;
+    equal bands give one key, different bands different ones."""
+    from pipeline.campaigns.bands import band_keys, stored_keys
+
+    grouped(store_at("keys"), campaign_comments(D, 120, campaigns=2, seed=9))
+    grouper = grouping.Grouper(D, 0.5)
+    ranges = grouper.lsh.hashranges
+    assert grouping.SIGNATURE_DTYPE == np.uint32  # as ``stored_keys`` reads a stored signature
+    rows = {}
+    for docket, key, item in CampaignBand.select(CampaignBand.docket, CampaignBand.key, CampaignBand.item).tuples():
+        assert docket == D
+        rows.setdefault(item, set()).add(key)
+    for item, signature, banding in (CampaignMember.select(CampaignMember.item, CampaignMember.signature,
+                                                           CampaignMember.banding).tuples()):
+        made = band_keys(grouping.signature_values(signature)[None, :], ranges)[0].tolist()
+        if banding is None:
+            assert item not in rows
+        else:
+            assert banding == grouper.banding == f"{len(ranges)}x{ranges[0][1]}"
+            assert stored_keys([signature], banding)[0].tolist() == made and set(made) == rows[item]
+    assert len(rows) > 10
+    other = np.ones(128, dtype=np.uint32)
+    other[ranges[-1][0]] = 2  # a value of the last band differs
+    made = band_keys(np.array([np.ones(128), np.ones(128), other], dtype=np.uint32), ranges)
+    assert (made[0] == made[1]).all() and (made[0][:-1] == made[2][:-1]).all()
+    assert made[0][-1] != made[2][-1]
+    assert len(set(made[0].tolist())) == len(ranges)  # the same values in each band: keys differ
+
+
+def _as_v17(db) -> None:
+    """The store as schema v17 kept band keys: text keys (``band:`` and 16 hex digits of the
+    SHA-256 of the band's bytes) under three indexes, no banding on the member rows."""
+    ranges = grouping.Grouper(D, 0.5).lsh.hashranges
+    banded = list(CampaignMember.select(CampaignMember.docket, CampaignMember.item, CampaignMember.signature)
+                  .where(CampaignMember.banding.is_null(False)).tuples())
+    db.execute_sql("DROP TABLE campaign_band")
+    db.execute_sql("CREATE TABLE campaign_band (docket TEXT NOT NULL, key TEXT NOT NULL, item TEXT NOT NULL)")
+    db.execute_sql("CREATE INDEX campaign_band_item ON campaign_band (item)")
+    db.execute_sql("CREATE INDEX campaign_band_docket_key ON campaign_band (docket, key)")
+    for docket, item, signature in banded:
+        raw = bytes.fromhex(signature)
+        for band, (start, end) in enumerate(ranges):
+            key = f"{band}:{hashlib.sha256(raw[start * 4:end * 4]).hexdigest()[:16]}"
+            db.execute_sql("INSERT INTO campaign_band VALUES (?, ?, ?)", (docket, key, item))
+    db.execute_sql("DROP INDEX campaign_member_campaign_banding")
+    db.execute_sql("ALTER TABLE campaign_member DROP COLUMN banding")
+    Meta.update(value="17").where(Meta.key == "schema_version").execute()
+
+
+def test_a_v17_store_keeps_its_groups_and_places_new_comments_as_before(store_at):
+    first = campaign_comments(D, 300, campaigns=2, campaign_share=0.9, seed=12)
+    more = campaign_comments(D, 40, campaigns=2, campaign_share=0.9, seed=12, first=301)
+    control = store_at("control")  # never downgraded
+    grouped(control, first)
+    control_io, control_after = grouped(control, more)
+
+    rt = store_at("v17")
+    _, before = grouped(rt, first)
+    bands = sorted(CampaignBand.select().tuples())
+    banding = dict(CampaignMember.select(CampaignMember.item, CampaignMember.banding).tuples())
+    _as_v17(rt.state)
+    state_db.ensure_schema(rt.state)
+    assert state_db.schema_version(rt.state) == state_db.SCHEMA_VERSION
+    # Rekeyed from the signatures: the same rows as this version writes, the groups untouched.
+    assert sorted(CampaignBand.select().tuples()) == bands
+    assert dict(CampaignMember.select(CampaignMember.item, CampaignMember.banding).tuples()) == banding
+    assert (sorted(CampaignMember.select(CampaignMember.item, CampaignMember.campaign,
+                                         CampaignMember.added_sentences).tuples()),
+            sorted(Campaign.select().tuples())) == before
+    io, after = grouped(rt, more)
+    assert after == control_after
+    assert io[CAMPAIGN_COMPARES] == control_io[CAMPAIGN_COMPARES] == 40
+    assert io[CAMPAIGN_CANDIDATES] == control_io[CAMPAIGN_CANDIDATES]
+    assert io[CAMPAIGN_ESTIMATES] == control_io[CAMPAIGN_ESTIMATES]
+
+
+def test_a_v17_store_keyed_otherwise_is_grouped_again_from_scratch(store_at):
+    comments = campaign_comments(D, 120, campaigns=2, seed=13)
+    rt = store_at("odd")
+    _, before = grouped(rt, comments)
+    _as_v17(rt.state)
+    rt.state.execute_sql("UPDATE campaign_band SET key = '0:0000000000000000' WHERE key LIKE '0:%'")
+    state_db.ensure_schema(rt.state)
+    assert CampaignMember.select().count() == Campaign.select().count() == 0
+    io, after = grouped(rt, [])  # nothing new: every comment of the docket placed again
+    assert io[CAMPAIGN_COMPARES] == 120
+    assert after == before
