@@ -47,7 +47,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import open_runtime
+from benchmarks.common import generated_mirror_docket, open_runtime
 
 STAGES = ("fetch", "backfill", "extract", "index")
 ATTACHMENT_FOLDERS = ("comments_attachments", "documents_attachments")
@@ -85,15 +85,7 @@ def main(argv: list[str]) -> int:
 # --- the docket --------------------------------------------------------------------------------
 
 def make_docket(root: Path, comments: int) -> Path:
-    from devtools.make_corpus import make_corpus
-
-    if not (root / "manifest.json").exists():
-        started = time.perf_counter()
-        manifest = make_corpus(root, dockets=1, comments_per_docket=comments, attachment_share=0.7,
-                               tombstone=False, overwrite=root.exists())
-        print(f"corpus: {comments} comments, {len(manifest.attachments())} attachments "
-              f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
-    return root
+    return generated_mirror_docket(root, comments, attachment_share=0.7)
 
 
 def docket_of(corpus: Path) -> tuple[str, Path]:

@@ -204,3 +204,19 @@ def age_last_pull(docket_ids: list[str], seconds: int) -> None:
 
 def now_iso() -> str:
     return iso(utcnow())
+
+
+def generated_mirror_docket(root: Path, comments: int, attachment_share: float) -> Path:
+    """A one-docket generated mirror folder (``devtools/make_corpus.py``) at ``root``, made
+    only when ``root`` holds none yet: a benchmark given ``--corpus`` reuses it."""
+    import sys
+
+    from devtools.make_corpus import make_corpus
+
+    if not (root / "manifest.json").exists():
+        started = time.perf_counter()
+        manifest = make_corpus(root, dockets=1, comments_per_docket=comments, attachment_share=attachment_share,
+                               tombstone=False, overwrite=root.exists())
+        print(f"corpus: {comments} comments, {len(manifest.attachments())} attachments "
+              f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    return root

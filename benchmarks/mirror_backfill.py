@@ -37,8 +37,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.common import ROOT, open_runtime
-from devtools.make_corpus import Manifest, make_corpus
+from benchmarks.common import ROOT, generated_mirror_docket, open_runtime
+from devtools.make_corpus import Manifest
 from devtools.standin_server import StandinServer
 from pipeline.backfill.stage import backfill_docket
 from pipeline.counters import counters
@@ -81,13 +81,7 @@ def main(argv: list[str]) -> int:
 
 
 def _corpus(root: Path, comments: int) -> Path:
-    if not (root / "raw-data").is_dir():
-        started = time.perf_counter()
-        manifest = make_corpus(root, dockets=1, comments_per_docket=comments, attachment_share=0.75,
-                               tombstone=False, overwrite=root.exists())
-        print(f"corpus: {comments} comments, {len(manifest.attachments())} attachments "
-              f"({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-    return root
+    return generated_mirror_docket(root, comments, attachment_share=0.75)
 
 
 def _run_all(corpus: Path, work: Path, delay: float, concurrencies: list[int], list_from: str,
