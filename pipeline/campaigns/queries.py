@@ -19,6 +19,7 @@ from peewee import fn
 
 from pipeline.campaigns.bands import stored_keys
 from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.store import prepared
 from pipeline.store.in_lists import in_chunks as _chunks
 from pipeline.store.models import Campaign, CampaignBand, CampaignMember, database
 
@@ -129,14 +130,16 @@ def remove_members(items: Iterable[str]) -> set[str]:
             left.add(campaign)
             if banding:
                 bands += [(docket, key, item) for key in stored_keys([signature], banding)[0].tolist()]
-        sql, _ = (CampaignBand.delete().where((CampaignBand.docket == "d") & (CampaignBand.key == 0)
-                                              & (CampaignBand.item == "i")).sql())
-        if bands:  # each by its primary key, made again as they were made
-            with peewee.__exception_wrapper__:
-                database.cursor().executemany(sql, bands)
-            counters.incr(ROWS_WRITTEN)
+        # each by its primary key, made again as they were made
+        prepared.run_many("campaign_band.delete", _band_row_delete, bands)
         CampaignMember.delete().where(CampaignMember.item.in_(chunk)).execute()
     return left
+
+
+def _band_row_delete(row: tuple[str, int, str]):
+    docket, key, item = row
+    return CampaignBand.delete().where((CampaignBand.docket == docket) & (CampaignBand.key == key)
+                                       & (CampaignBand.item == item))
 
 
 class MemberRow(NamedTuple):

@@ -406,9 +406,7 @@ def read_marker(docket_id: str, stage: str) -> DocketStage | None:
 
 def clear_marker(docket_id: str, stage: str) -> None:
     """Make the stage incomplete for this docket (re-drive); its output fingerprint is kept."""
-    DocketStage.update(input_fingerprint=None, version=0).where(
-        (DocketStage.docket == docket_id) & (DocketStage.stage == stage)
-    ).execute()
+    docket_rows.owe_stage(docket_id, stage)
 
 
 def set_output(docket_id: str, stage: str, output: str | None) -> None:

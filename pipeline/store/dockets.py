@@ -12,7 +12,7 @@ from pipeline.errors import DocketeerError
 from pipeline.ids import agency_of_docket, validate_id
 from pipeline.seals import SealFacts
 from pipeline.store import item_states
-from pipeline.store.models import Docket, ItemState, database
+from pipeline.store.models import Docket, DocketStage, ItemState, database
 
 
 class UnknownDocket(DocketeerError):
@@ -164,3 +164,11 @@ def unseal(docket_id: str) -> bool:
         Docket.id == docket_id
     ).execute()
     return True
+
+
+def owe_stage(docket_id: str, stage: str) -> None:
+    """Make the stage's marker for this docket vouch for nothing (its output fingerprint is
+    kept): the next run asks the stage again, which redoes only what its items' fingerprints
+    say changed."""
+    DocketStage.update(input_fingerprint=None, version=0).where(
+        (DocketStage.docket == docket_id) & (DocketStage.stage == stage)).execute()

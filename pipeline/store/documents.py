@@ -13,6 +13,7 @@ from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.errors import BadRecord, InvalidIdentifier
 from pipeline.ids import validate_id
 from pipeline.sources import record_checks, records
+from pipeline.store import dockets
 from pipeline.store.models import Docket, DocketDocument, DocketStage, MirrorObject, database
 
 log = logging.getLogger("docketeer")
@@ -57,17 +58,11 @@ def save_documents(docket_id: str, documents: list[dict]) -> int:
             written += 1
             retyped |= (stored.get(key) or {}).get("document_type") != rows[key]["document_type"]
         if retyped:
-            _owe_lineage(docket_id)
+            # A document's type is lineage's input beside backfill's output (a comment's phase
+            # is its document's): a type changed, or a document first read, leaves lineage owed
+            # for the docket; its per-item fingerprints say which comments it re-ties.
+            dockets.owe_stage(docket_id, LINEAGE)
     return written
-
-
-def _owe_lineage(docket_id: str) -> None:
-    """A document's type is lineage's input beside backfill's output (a comment's phase is its
-    document's): a type that changed, or a document first read, leaves the docket's lineage
-    marker vouching for nothing, so the next run re-ties the comments of that document alone
-    (its per-item fingerprints say which)."""
-    DocketStage.update(input_fingerprint=None, version=0).where(
-        (DocketStage.docket == docket_id) & (DocketStage.stage == LINEAGE)).execute()
 
 
 def documents_of(docket_ids: list[str]) -> list[DocketDocument]:
