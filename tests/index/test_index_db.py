@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import psycopg2.extensions
 import pytest
 
 from pipeline.index.chunking import Chunk, chunk_text
-from pipeline.index.database import SCHEMA_VERSION, IndexDB
+from pipeline.index.database import SCHEMA_VERSION, IndexDB, ItemRows, _setting_kb
 from pipeline.index.embedders import make_embedder
 from pipeline.index.search import format_hits, search
 from tests.fixtures.paths import ROOT
@@ -204,6 +205,32 @@ def test_count_mismatches_finds_chunks_lost_behind_the_ledger(db, pg_url):
         cur.execute("DELETE FROM chunks WHERE item_key = 'C-2'")
     [mismatch] = db.count_mismatches()
     assert (mismatch.item_key, mismatch.recorded, mismatch.actual) == ("C-2", 1, 0)
+
+
+def test_a_first_hnsw_build_is_given_the_memory_its_graph_needs(db):
+    """A build past maintenance_work_mem goes on on disk, several times slower: the build
+    raises it for its own transaction (a server set to 1 MB here; 1,000 vectors of 384
+    dimensions need about 2.2 MB)."""
+    rng = random.Random(7)
+    rows = [ItemRows("comments", f"K-{i}", "D-1", [Chunk(0, f"text {i}", None, "Comment")],
+                     [[rng.uniform(-1, 1) for _ in range(384)]], "fp", "h", {}) for i in range(1000)]
+    with db._conn.cursor() as cur:
+        cur.execute("SET maintenance_work_mem = '1MB'")
+    db.replace_items(rows, "probe-384", index_after=True)
+    db._conn.notices.clear()
+    db.ensure_dimension_index(384)
+    assert not [n for n in db._conn.notices if "no longer fits" in n]
+    with db._conn.cursor() as cur:
+        cur.execute("SHOW maintenance_work_mem")  # raised for the build alone
+        assert cur.fetchone()[0] == "1MB"
+        cur.execute("SELECT count(*) FROM pg_indexes WHERE indexname = 'chunks_hnsw_384'")
+        assert cur.fetchone()[0] == 1
+    db._conn.rollback()
+
+
+@pytest.mark.parametrize(("shown", "kb"), [("64MB", 65536), ("1GB", 1048576), ("512kB", 512), ("2TB", 2 * 1024 ** 3)])
+def test_memory_settings_are_read_as_postgresql_shows_them(shown, kb):
+    assert _setting_kb(shown) == kb
 
 
 # --- determinism -------------------------------------------------------------------------
