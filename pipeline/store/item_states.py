@@ -40,7 +40,7 @@ class StateRow:
 
 def states_for_docket(stage: str, docket_id: str) -> dict[str, StateRow]:
     """All of a stage's rows for a docket in one query (never one query per item)."""
-    return {row[0]: StateRow(*row) for row in _rows(stage, docket_id).tuples()}
+    return {row[0]: StateRow(*row) for row in prepared.raw_rows(_rows(stage, docket_id))}
 
 
 PAGE = 5000  # state rows a planning pass holds at once
@@ -56,12 +56,12 @@ def paired_pages(stage: str, other: str, docket_id: str,
         query = _rows(stage, docket_id).order_by(ItemState.item).limit(size)
         if after is not None:
             query = query.where(ItemState.item > after)
-        page = {row[0]: StateRow(*row) for row in query.tuples()}
+        page = {row[0]: StateRow(*row) for row in prepared.raw_rows(query)}
         if not page:
             return
         low, high = min(page), max(page)
         others = _rows(other, docket_id).where(ItemState.item.between(low, high))
-        yield page, {row[0]: StateRow(*row) for row in others.tuples()}
+        yield page, {row[0]: StateRow(*row) for row in prepared.raw_rows(others)}
         if len(page) < size:
             return
         after = high
@@ -86,7 +86,7 @@ def keys_under(stage: str, docket_id: str, item_keys: set[str], sep: str = "/") 
 def rows_in_states(stage: str, docket_id: str, states: Iterable[str]) -> dict[str, StateRow]:
     """The docket's rows of ``stage`` in ``states`` only (an index range, not every row)."""
     return {row[0]: StateRow(*row)
-            for row in _rows(stage, docket_id).where(ItemState.state.in_(list(states))).tuples()}
+            for row in prepared.raw_rows(_rows(stage, docket_id).where(ItemState.state.in_(list(states))))}
 
 
 def count_rows(stage: str, docket_id: str) -> int:

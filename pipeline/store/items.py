@@ -64,10 +64,11 @@ def items_by_key(keys: Iterable[str]) -> list[Item]:
 
 
 def search_metadata(docket_id: str, fields: tuple[str, ...]) -> dict[str, dict]:
-    """item key -> its non-empty ``fields`` (title, submitter...), for a docket, in one query."""
+    """item key -> its non-empty ``fields`` (text columns: title, submitter...), for a docket, in
+    one query."""
     columns = [getattr(Item, name) for name in fields]
-    query = Item.select(Item.key, *columns).where(Item.docket == docket_id).tuples()
-    return {row[0]: {k: v for k, v in zip(fields, row[1:], strict=True) if v} for row in query}
+    query = Item.select(Item.key, *columns).where(Item.docket == docket_id)
+    return {row[0]: {k: v for k, v in zip(fields, row[1:], strict=True) if v} for row in prepared.raw_rows(query)}
 
 
 def items_needing_detail(docket_id: str, force: bool, size: int = 5000) -> Iterator[list[Item]]:

@@ -72,3 +72,10 @@ def statement(name: str, build: Callable[[tuple], peewee.Query], row: tuple) -> 
 def _count(sql: str) -> None:
     count_query(sql, STATE_QUERIES)
     counters.incr(ROWS_WRITTEN)
+
+
+def raw_rows(query: peewee.Query) -> list[tuple]:
+    """A query's rows as the driver gives them, without peewee's conversion of every value
+    (about 5 µs a row: most of a 20,000-comment plan's time when 40 comments are new). Only
+    for columns the driver returns as peewee would: text, integers."""
+    return database.execute(query).fetchall()
