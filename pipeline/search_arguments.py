@@ -67,14 +67,17 @@ def campaign(campaign_id: str, members_of: Callable[[str], list[str] | None]) ->
 
 def organisation(text: str) -> str:
     """An organisation (or submitter) filter that some item matches, as the search matches it:
-    contained, in any case."""
+    contained, in any case, in a name as written or in a resolved organisation's names."""
     from pipeline.store.models import Item
+    from pipeline.store.organisation_filter import resolved_members
 
     wanted = query_text(text, "organisation")
     if not wanted:
         return ""
     pattern = f"%{wanted}%"  # a % or _ in it matches more, never less: a check, not the filter
-    found = Item.select(Item.key).where((Item.organization ** pattern) | (Item.submitter ** pattern)).limit(1)
+    written = (Item.organization ** pattern) | (Item.submitter ** pattern)
+    members = resolved_members(wanted)
+    found = Item.select(Item.key).where(written if members is None else written | Item.key.in_(members)).limit(1)
     if not found.exists():
         raise BadSearch(f"no submitter or organisation contains {wanted[:100]!r} in this store")
     return wanted

@@ -334,6 +334,9 @@ class SearchFilters:
     posted_from: str | None = None  # UTC ISO instant, inclusive
     posted_before: str | None = None  # UTC ISO instant, exclusive
     organization: str | None = None  # a part of the submitter's name or organisation, any case
+    # Also matched by ``organization``: the comments of the resolved organisations it names
+    # (``pipeline.store.organisation_filter``: the index DB holds no organisations).
+    org_items: tuple[str, ...] | None = None
     items: tuple[str, ...] | None = None  # only these item keys (a campaign's members)
     # Not these item keys: a narrowing that allows most of the comments is sent as the few it
     # does not allow (a list of 12,000 keys cost a search 230 ms more than one of 8,000 fewer).
@@ -348,6 +351,7 @@ class SearchFilters:
         return {"f_collection": self.collection, "f_docket": self.docket,
                 "f_from": self.posted_from, "f_before": self.posted_before,
                 "f_org": self.organization.lower() if self.organization else None,
+                "f_org_items": array_literal(self.org_items) if self.organization and self.org_items else None,
                 "f_items": None if self.items is None else array_literal(self.items),
                 "f_excluded": None if self.excluded is None else array_literal(self.excluded)}
 
@@ -369,7 +373,8 @@ _FILTER_SQL = """
       AND (%(f_before)s::text IS NULL OR metadata->>'posted_date' < %(f_before)s)
       AND (%(f_org)s::text IS NULL
            OR position(%(f_org)s in lower(coalesce(metadata->>'organization', ''))) > 0
-           OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0)
+           OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0
+           OR (%(f_org_items)s::text[] IS NOT NULL AND item_key = ANY(%(f_org_items)s::text[])))
       AND (%(f_items)s::text[] IS NULL OR item_key = ANY(%(f_items)s::text[]))
       AND (%(f_excluded)s::text[] IS NULL OR item_key <> ALL(%(f_excluded)s::text[]))"""
 

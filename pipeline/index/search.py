@@ -119,14 +119,17 @@ def filters_of(request: dict) -> SearchFilters:
     """A search request's filters, as ``docketeer search`` and its warm service both read
     them: ``from`` / ``to`` are Washington's calendar days (YYYY-MM-DD, inclusive; see
     ``clock.eastern_day_bounds``), ``org`` a part of the submitter's name or organisation,
-    ``items`` the only item keys searched (None: any), ``excluded`` keys never returned."""
+    ``org_items`` the comments ``org`` also matches (of the organisations resolved with that
+    name, read from the state DB), ``items`` the only item keys searched (None: any),
+    ``excluded`` keys never returned."""
     from pipeline.clock import eastern_day_bounds
 
     posted_from, posted_before = eastern_day_bounds(request.get("from") or None, request.get("to") or None)
     # The comments an attribute filter allows, or those it does not (read from the state DB).
     items, excluded = request.get("items"), request.get("excluded")
     return SearchFilters(posted_from=posted_from, posted_before=posted_before,
-                         organization=request.get("org") or None, items=None if items is None else tuple(items),
+                         organization=request.get("org") or None, org_items=tuple(request.get("org_items") or ()),
+                         items=None if items is None else tuple(items),
                          excluded=None if excluded is None else tuple(excluded))
 
 

@@ -156,9 +156,10 @@ class SearchServer(socketserver.UnixStreamServer):
         # Both outputs of the command: it prints one without importing what made them.
         # "filtered": it read the date and organisation filters (an older service ignores them);
         # "folded": one result per comment unless every passage is asked; "narrowed": it read
-        # the list of comments an attribute filter allows.
+        # the list of comments an attribute filter allows; "org_items": it read the comments
+        # the organisation filter matches through their resolved organisation.
         return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits),
-                "filtered": True, "folded": True, "narrowed": True}
+                "filtered": True, "folded": True, "narrowed": True, "org_items": True}
 
     def handle_timeout(self) -> None:
         self.stopping = True  # idle for IDLE_SECONDS: free the memory and the index DB

@@ -415,6 +415,9 @@ def cmd_search(args) -> int:
     if args.org:
         _runtime()
         args.org = search_arguments.organisation(args.org)
+        from pipeline.store.organisation_filter import member_keys
+
+        args.org_items = member_keys(args.org, args.docket)  # the index DB knows no organisations
     if args.docket:
         from pipeline.store import dockets
 
@@ -458,7 +461,7 @@ def _search_filters(args) -> dict:
     (``pipeline.index.search.filters_of`` reads them, here and there)."""
     from pipeline.search_arguments import ATTRIBUTES
 
-    return {"from": args.date_from, "to": args.date_to, "org": args.org,
+    return {"from": args.date_from, "to": args.date_to, "org": args.org, "org_items": getattr(args, "org_items", None),
             **{name: getattr(args, name, None) for name in ATTRIBUTES}, "topic": getattr(args, "topic", None), "items": getattr(args, "items", None),
             "excluded": getattr(args, "excluded", None)}
 
@@ -498,10 +501,13 @@ def _warm_search(settings, data_dir, args) -> dict | None:
                "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key(settings, data_dir)}
     answer = search_service.ask(data_dir, request)
     # A service started by an older docketeer answers text only, or ignores the filters (or
-    # the list of comments an attribute narrows to): search here instead.
+    # the list of comments an attribute narrows to, or the resolved organisations' comments):
+    # search here instead.
     current = answer and "records" in answer and "filtered" in answer and "folded" in answer
     narrowed = getattr(args, "items", None) is not None or getattr(args, "excluded", None) is not None
-    return answer if current and (not narrowed or "narrowed" in answer) else None
+    resolved = bool(getattr(args, "org_items", None))
+    return answer if (current and (not narrowed or "narrowed" in answer)
+                      and (not resolved or "org_items" in answer)) else None
 
 
 @command

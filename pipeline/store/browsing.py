@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from peewee import JOIN, Case, Value, fn
 
+from pipeline.store import organisation_filter
 from pipeline.store.models import (
     Attachment,
     Campaign,
@@ -43,7 +44,9 @@ ATTRIBUTES = {"subtype": Item.subtype, "category": Item.category, "state": Item.
 @dataclass(frozen=True)
 class BrowseFilters:
     docket: str | None = None
-    organization: str | None = None  # a part of the organisation or submitter name, any case
+    # A part of the organisation or submitter name, any case, or of a resolved organisation's
+    # names (``organisation_filter``).
+    organization: str | None = None
     organization_exact: str | None = None  # exactly this name as written (a name not resolved)
     organisation_id: str | None = None  # the resolved organisation, in any spelling (its page)
     campaign: str | None = None
@@ -86,8 +89,7 @@ def _filtered(query, filters: BrowseFilters):
     if filters.docket:
         query = query.where(Item.docket == filters.docket)
     if filters.organization:
-        query = query.where(Item.organization.contains(filters.organization)
-                            | Item.submitter.contains(filters.organization))
+        query = query.where(organisation_filter.matches(filters.organization))
     if filters.organization_exact:
         query = query.where(Item.organization == filters.organization_exact)
     if filters.organisation_id:
@@ -233,7 +235,8 @@ def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
 
     The organisation facet counts what its link asks for: a value's count is the number of
     comments the ``org`` filter with that value matches (a part of the organisation or the
-    submitter's name, any case), so clicking it shows that many comments. The names counted
+    submitter's name, any case, or of a name of the organisation the comment was resolved to:
+    ``organisation_filter``), so clicking it shows that many comments. The names counted
     are the organisations as written, the most frequent first."""
     n = fn.COUNT(Item.key)
     alone = bool(filters.campaign)  # campaign joins only when the campaign filter needs them
@@ -304,8 +307,7 @@ def organisation_counts(filters: BrowseFilters, names: list[str]) -> list[tuple[
     first (one statement: a conditional count per name)."""
     if not names:
         return []
-    matched = [fn.SUM(Case(None, [(Item.organization.contains(name) | Item.submitter.contains(name), 1)], 0))
-               for name in names]
+    matched = [fn.SUM(Case(None, [(organisation_filter.matches(name), 1)], 0)) for name in names]
     row = _filtered(_joined(*matched, campaigns=bool(filters.campaign)), filters).tuples().first()
     counts = [(name, int(k or 0)) for name, k in zip(names, row or [0] * len(names), strict=True)]
     return sorted(counts, key=lambda nk: (-nk[1], nk[0]))

@@ -104,7 +104,14 @@ class SearchForm:
         return SearchFilters(
             items=None if members is None else tuple(members),
             excluded=None if excluded is None else tuple(excluded), collection="comments", docket=self.docket or None, organization=self.org or None,
-            posted_from=posted_from, posted_before=posted_before)
+            org_items=self._org_items(), posted_from=posted_from, posted_before=posted_before)
+
+    def _org_items(self) -> tuple[str, ...]:
+        """The comments the ``org`` filter matches through their resolved organisation: the
+        index DB, which the search asks, holds no organisations."""
+        from pipeline.store.organisation_filter import member_keys
+
+        return tuple(member_keys(self.org, self.docket or None)) if self.org else ()
 
     def query_string(self, **changes) -> dict[str, str]:
         """The parameters of this search (for links to other pages of it)."""

@@ -13,7 +13,7 @@ from pipeline.index import database
 from pipeline.index.chunking import chunk_text
 from pipeline.index.database import IndexDB, SearchFilters
 from pipeline.index.embedders import make_embedder
-from pipeline.index.search import format_hits, fuse, search
+from pipeline.index.search import filters_of, format_hits, fuse, search
 
 pytestmark = pytest.mark.postgres
 
@@ -115,6 +115,24 @@ def test_filters_narrow_both_rankings(db):
     dated = search(db, EMBEDDER, "medicare", k=100, filters=window, per_item=True)
     assert sorted({h.metadata["posted_date"][:10] for h in dated}) == ["2026-03-10", "2026-03-11"]
     assert len(dated) == sum(1 for _, m in _corpus().values() if m["posted_date"][:10] in ("2026-03-10", "2026-03-11"))
+
+
+def test_the_organisation_filter_matches_the_comments_of_its_resolved_organisation_too(db):
+    """``org_items`` (the state DB's members of the organisations the text names) widen the
+    ``org`` filter, both rankings alike; without the text they are inert."""
+    odd = 'CMS-2026-0001-0001"},{x'  # a key is a bound value, quoted in the array literal
+    _put(db, odd, "Medicare payment rates matter to every clinic.", {"organization": "Amer. Med. Assn."})
+    resolved = ("CMS-2026-0001-0002", odd)
+    for mode in ("vector", "text", "hybrid"):
+        hits = search(db, EMBEDDER, "medicare", k=100, mode=mode,
+                      filters=SearchFilters(organization="american medical association", org_items=resolved))
+        assert {h.item_key for h in hits} == set(resolved), mode
+    alliance = search(db, EMBEDDER, "medicare", k=100,
+                      filters=SearchFilters(organization="health alliance", org_items=resolved))
+    assert {h.metadata.get("organization") for h in alliance} == {"Rural Health Alliance", "Valley Clinic 100%", "Amer. Med. Assn."}
+    assert len(search(db, EMBEDDER, "medicare", k=100, filters=SearchFilters(org_items=resolved))) > 2
+    assert filters_of({"org": "AMA", "org_items": list(resolved)}).org_items == resolved
+    assert filters_of({"org": "AMA"}).params()["f_org_items"] is None
 
 
 def test_pages_follow_each_other_without_overlap(db):

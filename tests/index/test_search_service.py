@@ -52,6 +52,11 @@ def test_warm_service_answers_like_the_in_process_search_and_stops(store):
         answer = search_service.ask(rt.data_dir, narrowed, start=False)
         assert answer["filtered"] and answer["records"] == hit_records(filtered)
         assert {r["posted_day"] for r in answer["records"]} == {days[0]}
+        # And the comments of the resolved organisations the command sends with an organisation.
+        chosen = [hits[0].item_key]
+        resolved = {**request, "k": 50, "org": "no name holds this", "org_items": chosen}
+        answer = search_service.ask(rt.data_dir, resolved, start=False)
+        assert answer["org_items"] and [r["item_key"] for r in answer["records"]] == chosen
     finally:
         search_service.ask(rt.data_dir, {"stop": True}, start=False)
     deadline = time.monotonic() + 10

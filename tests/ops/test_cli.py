@@ -355,6 +355,26 @@ def test_search_takes_washingtons_days_and_an_organisation(store, capsys):
     assert "argument --from: not a date (YYYY-MM-DD): '22/09/2025'" in err
 
 
+def test_a_warm_service_that_ignores_the_resolved_organisations_is_not_believed(monkeypatch, tmp_path):
+    """The command sends the comments of the organisations ``--org`` resolves to; a service
+    started by an older docketeer ignores them, and the command searches in-process instead."""
+    from argparse import Namespace
+
+    from pipeline.index import search_service
+    from tests.fixtures.state_fixtures import make_runtime
+
+    settings = make_runtime(tmp_path).settings
+    sent = []
+    older = {"text": "no results", "records": [], "filtered": True, "folded": True, "narrowed": True}
+    answers = iter([older, {**older, "org_items": True}])
+    monkeypatch.setattr(search_service, "ask", lambda data_dir, request: sent.append(request) or next(answers))
+    args = Namespace(query="q", collection=None, docket=None, k=3, passages=False, date_from=None, date_to=None,
+                     org="American Medical Association", org_items=["CMS-2026-0001-0002"])
+    assert cli._warm_search(settings, tmp_path, args) is None
+    assert cli._warm_search(settings, tmp_path, args) == {**older, "org_items": True}
+    assert sent[0]["org_items"] == ["CMS-2026-0001-0002"]
+
+
 def test_verify_passes_on_a_fresh_store(store, capsys, tmp_path):
     code, out, _ = run(capsys, "verify", "--full", "--out", str(tmp_path))
     assert code == 0, out
