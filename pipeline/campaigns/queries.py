@@ -66,8 +66,8 @@ def members_by_band(docket_id: str, keys: Iterable[int]) -> dict[int, list[tuple
         query = (CampaignBand.select(CampaignBand.key, CampaignBand.item, CampaignMember.campaign,
                                      CampaignMember.signature)
                  .join(CampaignMember, on=(CampaignMember.item == CampaignBand.item))
-                 .where((CampaignBand.docket == docket_id) & CampaignBand.key.in_(chunk)).tuples())
-        for key, item, campaign, signature in query:
+                 .where((CampaignBand.docket == docket_id) & CampaignBand.key.in_(chunk)))
+        for key, item, campaign, signature in prepared.raw_rows(query):
             found.setdefault(key, []).append((item, campaign, signature))
     return found
 

@@ -38,17 +38,14 @@ def item_fingerprint(extract_hash: str | None, submitter: str | None, config: st
 
 def plan(docket_id: str, config: str, force: bool) -> dict[str, tuple[str, dict]]:
     """comment key -> (fingerprint, metadata) for the comments to place, from state rows."""
-    upstream = item_states.states_for_docket(INPUT, docket_id)
-    mine = item_states.states_for_docket(STAGE, docket_id)
-    metadata = items.search_metadata(docket_id, METADATA_FIELDS)
     todo = {}
-    for key, row in upstream.items():
-        meta = metadata.get(key, {})
-        if row.state not in GROUPABLE or meta.get("kind", "comment") != "comment":
+    for key, extract_hash, extract_state, done_fingerprint, done_state, *fields in item_states.beside_upstream(
+            STAGE, INPUT, docket_id, METADATA_FIELDS):
+        meta = {name: value for name, value in zip(METADATA_FIELDS, fields, strict=True) if value}
+        if extract_state not in GROUPABLE or meta.get("kind", "comment") != "comment":
             continue
-        fingerprint = item_fingerprint(row.content_hash, meta.get("submitter"), config)
-        done = mine.get(key)
-        if force or done is None or done.fingerprint != fingerprint or done.state == "stale":
+        fingerprint = item_fingerprint(extract_hash, meta.get("submitter"), config)
+        if force or done_state is None or done_fingerprint != fingerprint or done_state == "stale":
             todo[key] = (fingerprint, meta)
     return todo
 
