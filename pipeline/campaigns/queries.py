@@ -18,7 +18,6 @@ import peewee
 from peewee import fn
 
 from pipeline.campaigns.bands import stored_keys
-from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.store import prepared
 from pipeline.store.in_lists import in_chunks as _chunks
 from pipeline.store.models import Campaign, CampaignBand, CampaignMember, database
@@ -166,30 +165,25 @@ def add_members(docket_id: str, rows: list[MemberRow], bands: tuple[list[int], l
               CampaignMember.text, CampaignMember.normalised, CampaignMember.signature,
               CampaignMember.banding, CampaignMember.added_sentences]
     with database.atomic():
-        _execute_many(CampaignMember.insert_many, fields, [(docket_id, *r, "[]") for r in rows])
+        prepared.run_many("campaign_member.insert", lambda row: CampaignMember.insert_many([row], fields=fields),
+                          [(docket_id, *r, "[]") for r in rows])
         if bands and bands[0]:  # none: no member is compared with
-            _execute_many(CampaignBand.insert_many, [CampaignBand.docket, CampaignBand.key, CampaignBand.item],
-                          list(zip(repeat(docket_id), *bands, strict=False)))
+            prepared.run_many("campaign_band.insert", _band_insert, list(zip(repeat(docket_id), *bands, strict=False)))
 
 
 def set_added_sentences(added: dict[str, list[str]]) -> None:
     if not added:
         return
-    sql, _ = (CampaignMember.update(added_sentences="x").where(CampaignMember.item == "y").sql())
-    with database.atomic(), peewee.__exception_wrapper__:
-        database.cursor().executemany(sql, [(json.dumps(s), item) for item, s in sorted(added.items())])
-    counters.incr(ROWS_WRITTEN)
+    prepared.run_many("campaign_member.added_sentences", _added_sentences_update,
+                      [(json.dumps(s), item) for item, s in sorted(added.items())])
 
 
-def _execute_many(insert_many, fields: list, values: list[tuple]) -> None:
-    """One statement, prepared once and run for every row: peewee builds the SQL of a bulk
-    insert value by value, which for 20,000 members costs more than the insert itself."""
-    if not values:
-        return
-    sql, _ = insert_many(values[:1], fields=fields).sql()
-    with peewee.__exception_wrapper__:
-        database.cursor().executemany(sql, values)
-    counters.incr(ROWS_WRITTEN)
+def _added_sentences_update(row: tuple):
+    return CampaignMember.update(added_sentences=row[0]).where(CampaignMember.item == row[1])
+
+
+def _band_insert(row: tuple):
+    return CampaignBand.insert_many([row], fields=[CampaignBand.docket, CampaignBand.key, CampaignBand.item])
 
 
 def group_facts(campaign_id: str) -> tuple[int, str | None, str | None]:
@@ -218,9 +212,13 @@ def rename_campaign(old: str, new: str) -> None:
 def save_singletons(docket_id: str, founders: list[tuple[str, str | None]]) -> None:
     """New groups of one comment each ((its id, posted date)): the comment is the group's
     id and representative, and its dates are the group's."""
-    _execute_many(Campaign.insert_many, [Campaign.id, Campaign.docket, Campaign.size,
-                                         Campaign.representative, Campaign.first_seen, Campaign.last_seen],
-                  [(key, docket_id, 1, key, posted, posted) for key, posted in founders])
+    prepared.run_many("campaign.insert_singleton", _singleton_insert,
+                      [(key, docket_id, 1, key, posted, posted) for key, posted in founders])
+
+
+def _singleton_insert(row: tuple):
+    return Campaign.insert_many([row], fields=[Campaign.id, Campaign.docket, Campaign.size, Campaign.representative,
+                                               Campaign.first_seen, Campaign.last_seen])
 
 
 def merge_campaign(other: str, into: str) -> None:

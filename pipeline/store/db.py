@@ -15,7 +15,7 @@ from psycopg2.extensions import parse_dsn
 
 from pipeline.counters import ROWS_WRITTEN, STATE_QUERIES, count_query, counters
 from pipeline.errors import ConfigError
-from pipeline.store import models
+from pipeline.store import models, prepared
 from pipeline.store.models import (
     MODELS,
     Attachment,
@@ -458,9 +458,6 @@ def _upgrade_to_18(db: peewee.Database) -> None:
     _add_columns(db, {CampaignMember: (CampaignMember.banding,)})
     CampaignMember._schema.create_indexes(safe=True)  # (campaign, banding)
     db.create_tables([CampaignBand], safe=True)
-    update_sql = CampaignMember.update(banding="x").where(CampaignMember.item == "y").sql()[0]
-    insert_sql = CampaignBand.insert_many([("d", 0, "i")], fields=[CampaignBand.docket, CampaignBand.key,
-                                                                  CampaignBand.item]).sql()[0]
     for docket, items in sorted(banded.items()):
         keys = sampled[docket]
         member = CampaignMember.get_or_none(CampaignMember.item == items[0])
@@ -478,10 +475,17 @@ def _upgrade_to_18(db: peewee.Database) -> None:
                 continue
             keys = band_keys(np.stack([np.frombuffer(bytes.fromhex(signatures[i]), dtype="<u4") for i in chunk]),
                              ranges)
-            with peewee.__exception_wrapper__:
-                db.cursor().executemany(update_sql, [(banding(ranges), item) for item in chunk])
-                db.cursor().executemany(insert_sql, sorted((docket, key, item) for item, row
-                                                           in zip(chunk, keys.tolist(), strict=True) for key in row))
+            prepared.run_many("campaign_member.banding", _banding_update, [(banding(ranges), item) for item in chunk])
+            prepared.run_many("campaign_band.insert_v18", _band_insert, sorted(
+                (docket, key, item) for item, row in zip(chunk, keys.tolist(), strict=True) for key in row))
+
+
+def _banding_update(row: tuple):
+    return CampaignMember.update(banding=row[0]).where(CampaignMember.item == row[1])
+
+
+def _band_insert(row: tuple):
+    return CampaignBand.insert_many([row], fields=[CampaignBand.docket, CampaignBand.key, CampaignBand.item])
 
 
 def _forget_campaigns(docket_id: str) -> None:
