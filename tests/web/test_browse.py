@@ -9,15 +9,13 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from starlette.testclient import TestClient
 
 from pipeline.campaigns import queries as campaign_rows
 from pipeline.clock import eastern_date
 from pipeline.store import reports
 from pipeline.store.models import Attachment, Item
-from pipeline.web import browse, pages
-from pipeline.web.app import make_app
-from tests.fixtures.web_fixtures import CITING_ID, web_store
+from pipeline.web import browse
+from tests.fixtures.web_fixtures import CITING_ID, listed_comments, page_client, web_store
 
 pytestmark = pytest.mark.postgres
 
@@ -30,12 +28,9 @@ def store(tmp_path_factory, pg_server):
 
 @pytest.fixture(scope="module")
 def client(store):
-    with TestClient(make_app(store.runtime, pages.WarmSearch(store.runtime)), base_url="http://127.0.0.1") as test_client:
+    with page_client(store.runtime) as test_client:
         yield test_client
 
-
-def _rows(html: str) -> list[str]:
-    return re.findall(r'<tr class="comment-row[^"]*">\s*<td><a class="comment-link" href="/comment/([^"]+)"', html)
 
 
 def _comments(docket: str) -> list[Item]:
@@ -81,7 +76,7 @@ def test_a_dockets_comments_without_a_query_are_paged_and_cover_the_docket(clien
     while True:
         page = client.get("/comments", params={"docket": docket, "page": number})
         assert page.status_code == 200
-        keys = _rows(page.text)
+        keys = listed_comments(page.text)
         if not keys:
             break
         seen += keys
@@ -95,11 +90,11 @@ def test_a_dockets_comments_without_a_query_are_paged_and_cover_the_docket(clien
 def test_sort_orders_by_posted_date_and_organisation(client, store):
     docket = store.dockets[0]
     posted = {i.key: i.posted_date or "" for i in _comments(docket)}
-    oldest = _rows(client.get("/comments", params={"docket": docket, "sort": "oldest"}).text)
-    newest = _rows(client.get("/comments", params={"docket": docket}).text)
+    oldest = listed_comments(client.get("/comments", params={"docket": docket, "sort": "oldest"}).text)
+    newest = listed_comments(client.get("/comments", params={"docket": docket}).text)
     assert [posted[k] for k in oldest] == sorted(posted[k] for k in oldest)
     assert [posted[k] for k in newest] == sorted((posted[k] for k in newest), reverse=True)
-    by_org = _rows(client.get("/comments", params={"docket": docket, "sort": "organisation"}).text)
+    by_org = listed_comments(client.get("/comments", params={"docket": docket, "sort": "organisation"}).text)
     orgs = [reports.find_item(k).organization for k in by_org]
     named = [o.lower() for o in orgs if o]
     assert named == sorted(named) and orgs[:len(named)] == [o for o in orgs if o]  # named first
@@ -107,7 +102,7 @@ def test_sort_orders_by_posted_date_and_organisation(client, store):
 
 def test_sort_by_campaign_size_puts_the_campaign_first(client, store):
     campaign = _campaign(store)
-    keys = _rows(client.get("/comments", params={"docket": campaign.docket, "sort": "campaign"}).text)
+    keys = listed_comments(client.get("/comments", params={"docket": campaign.docket, "sort": "campaign"}).text)
     members = {m.item for m in campaign_rows.members_of(campaign.id)}
     assert set(keys[:len(members)]) == members
 
@@ -121,13 +116,13 @@ def test_facets_count_what_their_links_show_and_two_facets_combine(client, store
     expected_yes = sum(1 for i in _comments(docket) if i.key in files)
     assert facet == {k: str(v) for k, v in {"yes": expected_yes, "no": total - expected_yes}.items() if v}
     for value, count in facet.items():
-        narrowed = _rows(client.get("/comments", params={"docket": docket, "attachments": value}).text)
+        narrowed = listed_comments(client.get("/comments", params={"docket": docket, "attachments": value}).text)
         assert len(narrowed) == int(count) and all((k in files) == (value == "yes") for k in narrowed)
     # Two facets at once: an organisation and has-attachments.
     both = client.get("/comments", params={"docket": docket, "org": "rural wage", "attachments": "no"})
     cited = reports.find_item(CITING_ID)
     expected = [CITING_ID] if cited.docket == docket and CITING_ID not in files else []
-    assert _rows(both.text) == expected
+    assert listed_comments(both.text) == expected
     assert 'class="chip">organisation or name: rural wage' in both.text and "has attachments: no" in both.text
 
 
@@ -156,7 +151,7 @@ def test_filters_without_a_query_open_the_browse_page(client, store):
     answer = client.get("/search", params={"docket": store.dockets[1]}, follow_redirects=False)
     assert answer.status_code == 302 and answer.headers["location"] == f"/comments?docket={store.dockets[1]}"
     followed = client.get("/search", params={"docket": store.dockets[1]})
-    assert sorted(_rows(followed.text)) == sorted(i.key for i in _comments(store.dockets[1]))
+    assert sorted(listed_comments(followed.text)) == sorted(i.key for i in _comments(store.dockets[1]))
     docket_page = client.get(f"/docket/{store.dockets[1]}").text
     assert f'href="/comments?docket={store.dockets[1]}"' in docket_page
 
@@ -215,7 +210,7 @@ def test_campaign_members_are_paged(client, store, monkeypatch):
 def test_organisation_page_lists_its_comments_by_docket(client, store):
     page = client.get("/organisation", params={"name": "Rural Wage Coalition"})
     assert page.status_code == 200
-    assert _rows(page.text) == [CITING_ID]
+    assert listed_comments(page.text) == [CITING_ID]
     assert f'<h2 class="docket-heading"><a href="/docket/{CITING_ID.rsplit("-", 1)[0]}">' in page.text
     comment = client.get(f"/comment/{CITING_ID}").text
     assert 'href="/organisation?name=Rural%20Wage%20Coalition"' in comment

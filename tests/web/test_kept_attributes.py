@@ -10,14 +10,11 @@ import re
 from html import unescape
 
 import pytest
-from starlette.testclient import TestClient
 
 from pipeline.campaigns import queries as campaign_rows
 from pipeline.ops import cli
 from pipeline.store.models import Item
-from pipeline.web import pages
-from pipeline.web.app import make_app
-from tests.fixtures.web_fixtures import web_store
+from tests.fixtures.web_fixtures import linked_comments, listed_comments, page_client, web_store
 
 pytestmark = pytest.mark.postgres
 
@@ -46,16 +43,10 @@ def store(tmp_path_factory, pg_server):
 
 @pytest.fixture(scope="module")
 def client(store):
-    with TestClient(make_app(store.runtime, pages.WarmSearch(store.runtime)), base_url="http://127.0.0.1") as test_client:
+    with page_client(store.runtime) as test_client:
         yield test_client
 
 
-def _rows(html: str) -> list[str]:
-    return re.findall(r'<tr class="comment-row[^"]*">\s*<td><a class="comment-link" href="/comment/([^"]+)"', html)
-
-
-def _hits(html: str) -> list[str]:
-    return re.findall(r'class="comment-link" href="/comment/([^"]+)"', html)
 
 
 def _facet(html: str, name: str) -> dict[str, int]:
@@ -89,30 +80,30 @@ def test_attribute_facets_count_what_their_links_show(client, store, name, colum
     assert facet == expected and facet
     for value, count in facet.items():
         narrowed = client.get("/comments", params={"docket": docket, name: value}).text
-        assert sorted(_rows(narrowed)) == sorted(_comments(docket, **{column: value})) and len(_rows(narrowed)) == count
+        assert sorted(listed_comments(narrowed)) == sorted(_comments(docket, **{column: value})) and len(listed_comments(narrowed)) == count
         assert f'class="chip">{"state or province" if name == "state" else name}: {value}' in narrowed
 
 
 def test_two_attribute_filters_combine_across_dockets(client, store):
     page = client.get("/comments", params={"subtype": "Public Comment", "state": "OH"}).text
-    assert sorted(_rows(page)) == ["CMS-2026-0001-0004", "CMS-2026-0001-0006", "CMS-2026-0001-0008"]
+    assert sorted(listed_comments(page)) == ["CMS-2026-0001-0004", "CMS-2026-0001-0006", "CMS-2026-0001-0008"]
     assert _facet(page, "subtype") == {"Public Comment": 3}
-    assert _rows(client.get("/comments", params={"country": "Canada"}).text) == ["EPA-2026-0002-0002"]
+    assert listed_comments(client.get("/comments", params={"country": "Canada"}).text) == ["EPA-2026-0002-0002"]
 
 
 def test_attribute_filters_narrow_a_search_and_the_search_page_shows_facets(client, store):
-    every = _hits(client.get("/search", params={"q": QUERY}).text)
+    every = linked_comments(client.get("/search", params={"q": QUERY}).text)
     assert every
     page = client.get("/search", params={"q": QUERY, "subtype": "Mass Mail Campaign"})
     assert page.status_code == 200
-    narrowed = _hits(page.text)
+    narrowed = linked_comments(page.text)
     mass_mail = _comments("CMS-2026-0001", subtype="Mass Mail Campaign")
     assert narrowed and set(narrowed) <= mass_mail and set(narrowed) < set(every)
     # The facets count the comments this search looks in; a facet's link keeps the query.
     assert _facet(page.text, "subtype") == {"Mass Mail Campaign": 4}
     assert _facet(page.text, "state") == {"IA": 1, "OH": 3}
     assert 'href="/search?q=hospital+payment+rural&amp;subtype=Mass+Mail+Campaign&amp;state=IA"' in page.text
-    both = _hits(client.get("/search", params={"q": QUERY, "subtype": "Mass Mail Campaign", "state": "IA"}).text)
+    both = linked_comments(client.get("/search", params={"q": QUERY, "subtype": "Mass Mail Campaign", "state": "IA"}).text)
     assert set(both) <= {"CMS-2026-0001-0003"} and both
     # Without a query, the same filters open the browse page.
     moved = client.get("/search", params={"state": "Ontario"}, follow_redirects=False)
@@ -138,7 +129,7 @@ def test_the_organisation_facet_counts_what_its_filter_matches(client, store):
     facet = _facet(page, "org")
     assert facet["Hospital Alliance"] == 2 and facet["Hospital Alliance of Ohio"] == 1
     for name, count in facet.items():
-        assert len(_rows(client.get("/comments", params={"docket": "CMS-2026-0001", "org": name}).text)) == count
+        assert len(listed_comments(client.get("/comments", params={"docket": "CMS-2026-0001", "org": name}).text)) == count
 
 
 def _submissions(campaign_id: str) -> int:
@@ -167,7 +158,7 @@ def test_one_result_per_campaign_shows_the_campaigns_submissions(client, store):
     campaign = campaign_rows.campaigns_of("CMS-2026-0001")[0]
     members = {m.item for m in campaign_rows.members_of(campaign.id)}
     page = client.get("/search", params={"q": "form letter hospital", "per_campaign": "1", "docket": "CMS-2026-0001"}).text
-    shown = _hits(page)
+    shown = linked_comments(page)
     assert len([k for k in shown if k in members]) == 1
     assert (f'campaign of {campaign.size}</a> <span class="submissions">({_submissions(campaign.id):,} submissions)'
             in page)
@@ -194,7 +185,7 @@ def test_a_long_narrowing_is_sent_as_the_keys_it_leaves_out_with_the_same_result
 
     ohio = _comments("CMS-2026-0001", state_province_region="OH")
     params = {"q": QUERY, "state": "OH", "docket": "CMS-2026-0001"}
-    as_list = _hits(client.get("/search", params=params).text)
+    as_list = linked_comments(client.get("/search", params=params).text)
     argv = ["search", QUERY, "-k", "50", "--json", "--state", "OH", "--docket", "CMS-2026-0001"]
     assert cli.main(argv) == 0
     by_cli = [r["item_id"] for r in json.loads(capsys.readouterr().out)["results"]]
@@ -204,6 +195,6 @@ def test_a_long_narrowing_is_sent_as_the_keys_it_leaves_out_with_the_same_result
     monkeypatch.setattr(browsing, "SHORT_LIST", 1)  # every narrowing is "long" now
     only, excluded = browsing.narrowing(filters)
     assert only is None and set(excluded) == _comments("CMS-2026-0001") - ohio
-    assert _hits(client.get("/search", params=params).text) == as_list and set(as_list) <= ohio
+    assert linked_comments(client.get("/search", params=params).text) == as_list and set(as_list) <= ohio
     assert cli.main(argv) == 0
     assert [r["item_id"] for r in json.loads(capsys.readouterr().out)["results"]] == by_cli and by_cli

@@ -10,12 +10,9 @@ import re
 from html import unescape
 
 import pytest
-from starlette.testclient import TestClient
 
 from pipeline.ops import cli
-from pipeline.web import pages
-from pipeline.web.app import make_app
-from tests.fixtures.web_fixtures import web_store
+from tests.fixtures.web_fixtures import linked_comments, listed_comments, page_client, web_store
 
 pytestmark = pytest.mark.postgres
 
@@ -37,16 +34,10 @@ def store(tmp_path_factory, pg_server):
 
 @pytest.fixture(scope="module")
 def client(store):
-    with TestClient(make_app(store.runtime, pages.WarmSearch(store.runtime)), base_url="http://127.0.0.1") as test_client:
+    with page_client(store.runtime) as test_client:
         yield test_client
 
 
-def _rows(html: str) -> list[str]:
-    return re.findall(r'<tr class="comment-row[^"]*">\s*<td><a class="comment-link" href="/comment/([^"]+)"', html)
-
-
-def _hits(html: str) -> list[str]:
-    return re.findall(r'class="comment-link" href="/comment/([^"]+)"', html)
 
 
 def _facet(html: str) -> dict[str, int]:
@@ -57,21 +48,21 @@ def _facet(html: str) -> dict[str, int]:
 
 def test_browsing_finds_the_comments_of_the_resolved_organisation(client, store):
     page = client.get("/comments", params={"docket": D, "org": AMA})
-    assert page.status_code == 200 and sorted(_rows(page.text)) == [IN_TITLE, ABBREVIATED]
+    assert page.status_code == 200 and sorted(listed_comments(page.text)) == [IN_TITLE, ABBREVIATED]
 
 
 def test_the_organisation_facet_counts_what_its_link_shows(client, store):
     facet = _facet(client.get("/comments", params={"docket": D}).text)
     assert facet["Amer. Med. Assn."] == 2  # its link finds the comment named in a title too
     for name, count in facet.items():
-        assert len(_rows(client.get("/comments", params={"docket": D, "org": name}).text)) == count
+        assert len(listed_comments(client.get("/comments", params={"docket": D, "org": name}).text)) == count
 
 
 def test_the_search_page_finds_the_comments_of_the_resolved_organisation(client, store):
     page = client.get("/search", params={"q": QUERY, "org": AMA})
-    assert page.status_code == 200 and sorted(_hits(page.text)) == [IN_TITLE, ABBREVIATED]
+    assert page.status_code == 200 and sorted(linked_comments(page.text)) == [IN_TITLE, ABBREVIATED]
     in_docket = client.get("/search", params={"q": QUERY, "org": AMA, "docket": "EPA-2026-0002"})
-    assert in_docket.status_code == 200 and _hits(in_docket.text) == []
+    assert in_docket.status_code == 200 and linked_comments(in_docket.text) == []
 
 
 def test_the_command_line_finds_the_comments_of_the_resolved_organisation(store, capsys):

@@ -9,7 +9,6 @@ import re
 from html import unescape
 
 import pytest
-from starlette.testclient import TestClient
 
 from devtools.corpus_topics import TOPICS
 from devtools.topic_corpus import seed_index, topic_comments
@@ -21,9 +20,8 @@ from pipeline.store import browsing, dockets
 from pipeline.store.models import TopicMember
 from pipeline.topics import queries
 from pipeline.topics.stage import map_docket
-from pipeline.web import pages
-from pipeline.web.app import make_app
 from tests.fixtures.state_fixtures import make_runtime, new_pg_database
+from tests.fixtures.web_fixtures import linked_comments, page_client
 
 pytestmark = pytest.mark.postgres
 
@@ -53,7 +51,7 @@ def rt(tmp_path_factory, pg_server):
 
 @pytest.fixture(scope="module")
 def client(rt):
-    with TestClient(make_app(rt, pages.WarmSearch(rt)), base_url="http://127.0.0.1") as test_client:
+    with page_client(rt) as test_client:
         yield test_client
 
 
@@ -70,9 +68,6 @@ def _facet(html: str) -> dict[str, tuple[str, int]]:
     return {unescape(tid): (unescape(label), int(n.replace(",", ""))) for tid, label, n in
             re.findall(r'<a href="[^"]+" title="([^"]+)">([^<]+)</a> <span class="n">([\d,]+)</span>', block)}
 
-
-def _hits(html: str) -> list[str]:
-    return re.findall(r'class="comment-link" href="/comment/([^"]+)"', html)
 
 
 def test_the_topic_facet_counts_what_the_topic_filter_matches(rt):
@@ -103,15 +98,15 @@ def test_the_browse_page_shows_the_topic_facet_and_its_links_filter(client, rt):
     assert facet == expected
     topic_id, (_, n) = next(iter(facet.items()))
     narrowed = client.get("/comments", params={"docket": D, "topic": topic_id}).text
-    assert f"of {n:,}," in narrowed or len(_hits(narrowed)) == n
-    assert set(_hits(narrowed)) <= _on_topic(topic_id)
+    assert f"of {n:,}," in narrowed or len(linked_comments(narrowed)) == n
+    assert set(linked_comments(narrowed)) <= _on_topic(topic_id)
     assert f'class="chip">topic: {topic_id}' in narrowed
 
 
 def test_a_search_narrowed_to_a_topic_finds_only_its_comments(client, rt):
     page = client.get("/search", params={"q": QUERY, "docket": D})
     assert page.status_code == 200
-    every = _hits(page.text)
+    every = linked_comments(page.text)
     facet = _facet(page.text)  # the comments this search looks in: the docket's
     assert facet == {c.id: (c.label, c.comments) for c in browsing.topic_counts(browsing.BrowseFilters(docket=D))}
     narrowed_hits = {}
@@ -120,7 +115,7 @@ def test_a_search_narrowed_to_a_topic_finds_only_its_comments(client, rt):
             in page.text
         narrowed = client.get("/search", params={"q": QUERY, "docket": D, "topic": topic_id})
         assert narrowed.status_code == 200
-        hits = narrowed_hits[topic_id] = _hits(narrowed.text)
+        hits = narrowed_hits[topic_id] = linked_comments(narrowed.text)
         assert set(hits) <= _on_topic(topic_id)
         assert f'name="topic" value="{topic_id}"' in narrowed.text  # kept when the search is changed
     # The bare search finds the asked topic's comments first; narrowed to another topic, it
