@@ -36,8 +36,8 @@ def store_at(tmp_path):
     """A runtime in its own folder, made current; closed at the end."""
     opened = []
 
-    def open_store(name: str):
-        runtime = make_runtime(tmp_path / name)
+    def open_store(name: str, url: str = ""):
+        runtime = make_runtime(tmp_path / name, url)
         runtime.state  # noqa: B018 - open and create the schema
         set_runtime(runtime)
         opened.append(runtime)
@@ -223,6 +223,21 @@ def test_a_v17_store_keeps_its_groups_and_places_new_comments_as_before(store_at
     assert io[CAMPAIGN_COMPARES] == control_io[CAMPAIGN_COMPARES] == 40
     assert io[CAMPAIGN_CANDIDATES] == control_io[CAMPAIGN_CANDIDATES]
     assert io[CAMPAIGN_ESTIMATES] == control_io[CAMPAIGN_ESTIMATES]
+
+
+@pytest.mark.postgres
+def test_a_postgresql_state_db_groups_and_places_as_sqlite_does(store_at, pg_url):
+    first = campaign_comments(D, 300, campaigns=2, campaign_share=0.9, seed=12)
+    more = campaign_comments(D, 40, campaigns=2, campaign_share=0.9, seed=12, first=301)
+    lite = store_at("sqlite")
+    _, lite_first = grouped(lite, first)
+    lite_io, lite_after = grouped(lite, more)
+    postgres = store_at("postgres", pg_url)  # its rows through execute_batch, not executemany
+    _, postgres_first = grouped(postgres, first)
+    postgres_io, postgres_after = grouped(postgres, more)
+    assert postgres_first == lite_first and postgres_after == lite_after
+    assert postgres_io[CAMPAIGN_COMPARES] == lite_io[CAMPAIGN_COMPARES] == 40
+    assert CampaignBand.select().count() > 0
 
 
 def test_a_v17_store_keyed_otherwise_is_grouped_again_from_scratch(store_at):
