@@ -37,7 +37,7 @@ from pipeline.store.blobs import combined_key
 from pipeline.store.documents import documents_of
 from pipeline.topics import queries as topics
 
-EXPORT_VERSION = "export-5"
+EXPORT_VERSION = "export-6"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -68,6 +68,12 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("gov_agency", "string", "the submitting government agency"),
         ("gov_agency_type", "string", "its type (Federal, State, Local, Tribal, ...)"),
         ("tracking_nbr", "string", "regulations.gov tracking number"),
+        ("city", "string", "the submitter's city"),
+        ("submitter_rep", "string", "who submitted it on the submitter's behalf"),
+        ("reason_withdrawn", "string", "why the agency withdrew it, as its record says"),
+        ("restrict_reason", "string", "why the agency restricts its content, as its record says"),
+        ("restrict_reason_type", "string", "the kind of restriction (its record's restrictReasonType)"),
+        ("page_count", "int64", "pages regulations.gov counts in its content file, as its record says"),
         ("attachment_count", "int64", "files its record declares (empty: the record does not list them)"),
         ("text_state", "string", "extraction outcome: ok, ocr_needed, failed, ..."),
         ("text_chars", "int64", "characters of text extracted (body and attachments)"),
@@ -362,7 +368,7 @@ def _comment_row(docket_id, item, files, text_row, read: ItemText | None, member
             "last_modified": item.last_modified, "withdrawn": bool(item.withdrawn),
             "submitter": item.submitter, "organization": item.organization, "body": item.body,
             "duplicate_comments": item.duplicate_comments, "submissions": 1 + (item.duplicate_comments or 0),
-            **{column: getattr(item, column) for column in KEPT_TEXT_COLUMNS},
+            **{column: getattr(item, column) for column in KEPT_TEXT_COLUMNS}, "page_count": item.page_count,
             "attachment_count": reports.attachment_count(item, files),
             "text_state": text_row.state if text_row else None,
             "text_chars": read.chars if read else None, "text": read.text if read else None,

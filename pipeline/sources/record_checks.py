@@ -56,12 +56,13 @@ ATTRIBUTES = ObjectOf(
     comment=STRING, docAbstract=STRING, abstract=STRING, firstName=STRING, lastName=STRING,
     organization=STRING, commentOnDocumentId=STRING, commentOnId=STRING, trackingNbr=STRING,
     subtype=STRING, category=STRING, stateProvinceRegion=STRING, country=STRING,
-    govAgency=STRING, govAgencyType=STRING,
+    govAgency=STRING, govAgencyType=STRING, city=STRING, submitterRep=STRING,
+    reasonWithdrawn=STRING, restrictReason=STRING, restrictReasonType=STRING,
     # The mirror's older JSON writes flags as "True"/"False": the normaliser reads both.
     withdrawn=(BOOLEAN, STRING), openForComment=(BOOLEAN, STRING),
     postedDate=INSTANT, lastModifiedDate=INSTANT, modifyDate=INSTANT, receiveDate=INSTANT,
     commentStartDate=INSTANT, commentEndDate=INSTANT,
-    duplicateComments=COUNT, docOrder=(COUNT, STRING),
+    duplicateComments=COUNT, docOrder=(COUNT, STRING), pageCount=(COUNT, STRING),
     fileFormats=ListOf(FILE_FORMAT), displayProperties=LIST, keywords=LIST, topics=LIST,
 )
 RESOURCE = ObjectOf(id=STRING, type=STRING, attributes=ATTRIBUTES, relationships=OBJECT, links=OBJECT)

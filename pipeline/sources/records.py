@@ -47,7 +47,19 @@ KEPT_TEXT = {
     "govAgency": "gov_agency",
     "govAgencyType": "gov_agency_type",
     "trackingNbr": "tracking_nbr",
+    # Where the submitter writes from, and who filed for them (USTR-2015-0010-0003 names its
+    # representative; USTR's comments give ``city`` beside their state and country).
+    "city": "city",
+    "submitterRep": "submitter_rep",
+    # Why the agency withdrew the item (USTR-2015-0010-0015: "Upddate to agenda", as written)
+    # or keeps its content back.
+    "reasonWithdrawn": "reason_withdrawn",
+    "restrictReason": "restrict_reason",
+    "restrictReasonType": "restrict_reason_type",
 }
+# ``pageCount``: the pages regulations.gov counts in the item's content file (a document's,
+# DOS-2022-0004-0001: 31; older records write 0 for "not counted", kept as written).
+MAX_PAGES = 10**7
 # ``duplicateComments``: how many more submissions the record stands for (a mass-mail
 # campaign's record says 15851). A billion is more than regulations.gov ever received.
 MAX_DUPLICATES = 10**9
@@ -232,6 +244,7 @@ def detail_fields(body: dict) -> dict:
         "withdrawn": flag(attrs, "withdrawn"),
         "comment_on_document_id": text(attrs, "commentOnDocumentId"),
         "duplicate_comments": count(attrs, "duplicateComments", MAX_DUPLICATES),
+        "page_count": count(attrs, "pageCount", MAX_PAGES),
         **{column: text(attrs, name) for name, column in KEPT_TEXT.items()},
     }
 

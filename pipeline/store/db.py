@@ -29,7 +29,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -380,6 +380,13 @@ def _upgrade_to_12(db: peewee.Database) -> None:
     are not fetched again. The markers of backfill and the stages after it are dropped, so
     that the next run does that read for sealed dockets too."""
     _add_columns(db, {Item: KEPT_COLUMNS})
+    _read_records_again()
+
+
+def _read_records_again() -> None:
+    """Every item whose detail is stored is read once more by the next backfill (its detail
+    no longer current for its summary); files already stored are not fetched again. The
+    markers of backfill and the stages after it are dropped, so sealed dockets are read too."""
     (Item.update(detail_summary_hash=None)
      .where(Item.detail_hash.is_null(False) & Item.detail_hash.not_in(NO_DETAIL)).execute())
     models.DocketStage.delete().where(models.DocketStage.stage.in_(REREAD_MARKERS)).execute()
@@ -498,8 +505,21 @@ def _forget_campaigns(docket_id: str) -> None:
                                       & (models.DocketStage.docket == docket_id)).execute()
 
 
+# The item columns schema v19 adds: more of what a detail record says.
+RECORD_COLUMNS = (Item.city, Item.submitter_rep, Item.reason_withdrawn, Item.restrict_reason,
+                  Item.restrict_reason_type, Item.page_count)
+
+
+def _upgrade_to_19(db: peewee.Database) -> None:
+    """v19: the submitter's city and representative, why an item was withdrawn or restricted,
+    and its content's page count (the record gave them; the normaliser did not keep them).
+    Every stored record is read again once, as for v12, so that each item gets them."""
+    _add_columns(db, {Item: RECORD_COLUMNS})
+    _read_records_again()
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
             13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15, 16: _upgrade_to_16,
-            17: _upgrade_to_17, 18: _upgrade_to_18}
+            17: _upgrade_to_17, 18: _upgrade_to_18, 19: _upgrade_to_19}

@@ -92,6 +92,14 @@ class Item(BaseModel):
     gov_agency = TextField(null=True)
     gov_agency_type = TextField(null=True)
     tracking_nbr = TextField(null=True)
+    # More of what the detail record says (schema v19): the submitter's city and
+    # representative, why the item was withdrawn or restricted, its content's page count.
+    city = TextField(null=True)
+    submitter_rep = TextField(null=True)
+    reason_withdrawn = TextField(null=True)
+    restrict_reason = TextField(null=True)
+    restrict_reason_type = TextField(null=True)
+    page_count = IntegerField(null=True)
     # Whether the detail said which attachments the item has (its attachment rows are then
     # all of them); False: it did not (older mirror JSON), so their number is unknown unless
     # the mirror's binary folder showed files; None: no detail read yet.

@@ -313,7 +313,9 @@ def attachments_summary(count: int | None, standings: list[FileStanding]) -> str
 KEPT_LABELS = (("duplicate_comments", "duplicates"), ("subtype", "subtype"), ("category", "category"),
                ("state_province_region", "state/province"), ("country", "country"),
                ("gov_agency", "government agency"), ("gov_agency_type", "agency type"),
-               ("tracking_nbr", "tracking number"))
+               ("tracking_nbr", "tracking number"), ("city", "city"), ("submitter_rep", "submitted by"),
+               ("reason_withdrawn", "withdrawn because"), ("restrict_reason", "restricted because"),
+               ("restrict_reason_type", "restriction"), ("page_count", "pages"))
 
 
 def kept_attributes(item: Item) -> list[tuple[str, object]]:

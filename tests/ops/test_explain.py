@@ -39,7 +39,7 @@ def _ocr_comment() -> str:
 OCR_SNAPSHOT = """\
 comment CMS-2026-0001-0003  docket CMS-2026-0001  posted 2026-01-05 00:00 EST  modified 2026-01-05 21:44 EST
 title: National Nurses Forum
-record: subtype Public Comment  tracking number oxt-tjtl-yviz
+record: subtype Public Comment  tracking number oxt-tjtl-yviz  pages 1
 stage          state       failure  attempts  first failed  next attempt  at                    reason
 fetch          ok                                                         XXXX-XX-XX XX:XX EXT
 backfill       ok                                                         XXXX-XX-XX XX:XX EXT
@@ -63,7 +63,7 @@ def test_explain_a_comment_that_went_through_ocr(store, capsys):
 RETRY_SNAPSHOT = """\
 comment CMS-2026-0001-0002  docket CMS-2026-0001  posted 2026-01-05 00:00 EST  modified 2026-01-05 05:51 EST
 title: Coalition for Patient Rights
-record: subtype Public Comment  tracking number q8b-uz5h-xt54
+record: subtype Public Comment  tracking number q8b-uz5h-xt54  pages 1
 stage          state    failure    attempts  first failed          next attempt          at                    reason
 fetch          ok                                                                        XXXX-XX-XX XX:XX EXT
 backfill       retry    transient  1         2020-01-01 00:00 EST  2020-01-01 01:00 EST  2020-01-01 00:00 EST  HTTP 503 from the stand-in

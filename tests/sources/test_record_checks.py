@@ -79,5 +79,5 @@ def test_a_wrong_json_type_anywhere_in_a_detail_is_its_bad_record(detail, where,
 
 def test_fields_docketeer_does_not_read_are_left_alone(detail):
     spoilt = copy.deepcopy(detail)
-    spoilt["data"]["attributes"].update(field1={"any": "thing"}, pageCount="3", zip=12345)
+    spoilt["data"]["attributes"].update(field1={"any": "thing"}, legacyId=["3"], zip=12345)
     assert records.detail_fields(spoilt) == records.detail_fields(detail)

@@ -123,7 +123,10 @@ FEEDS = {
     "commentStartDate": {"start", "opens_at"}, "commentEndDate": {"end", "closes_at"},
     "duplicateComments": {"duplicate_comments"}, "subtype": {"subtype"}, "category": {"category"},
     "stateProvinceRegion": {"state_province_region"}, "country": {"country"}, "govAgency": {"gov_agency"},
-    "govAgencyType": {"gov_agency_type"}, "trackingNbr": {"tracking_nbr"},
+    "govAgencyType": {"gov_agency_type"}, "trackingNbr": {"tracking_nbr"}, "city": {"city"},
+    "submitterRep": {"submitter_rep"}, "reasonWithdrawn": {"reason_withdrawn"},
+    "restrictReason": {"restrict_reason"}, "restrictReasonType": {"restrict_reason_type"},
+    "pageCount": {"page_count"},
 }
 REAL_RECORDS = sorted(f"{p.parent.parent.parent.name}/{p.parent.name}/{p.name}" for p in
                       (CONFTEST_REALDATA / "mirror/raw-data").glob("*/*/text-*/*/*.json")

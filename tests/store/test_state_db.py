@@ -316,6 +316,33 @@ def test_upgrade_from_version_11_adds_the_kept_attributes_and_reads_stored_recor
     assert (Item.get_by_id("X-1").duplicate_comments, Item.get_by_id("X-1").subtype) == (15851, "Mass Mail Campaign")
 
 
+def test_upgrade_from_version_18_adds_more_record_columns_and_reads_stored_records_again(state):
+    """v19 adds the submitter's city and representative, the withdrawal and restriction
+    reasons and the page count; every item whose record is stored is read again once (those
+    whose record failed or is gone are not), and backfill's and later markers are dropped."""
+    from pipeline.store.models import DocketStage, Item
+
+    db = state.state
+    now = "2026-12-01T00:00:00Z"
+    for key, detail in (("X-1", "d1"), ("X-2", "gone"), ("X-3", None)):
+        Item.insert(key=key, docket="X", kind="comment", summary_hash="s", detail_hash=detail,
+                    detail_summary_hash="s" if detail else None, tracking_nbr="t", created_at=now,
+                    updated_at=now).execute()
+    for stage in ("fetch", "backfill", "extract", "campaigns"):
+        DocketStage.insert(docket="X", stage=stage, version=1, completed_at=now).execute()
+    for field in state_db.RECORD_COLUMNS:
+        migrate(state_db._migrator(db).drop_column(Item._meta.table_name, field.column_name))
+    Meta.update(value="18").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION == 19
+    assert {f.column_name for f in state_db.RECORD_COLUMNS} <= {c.name for c in db.get_columns("item")}
+    assert {i.key: i.detail_summary_hash for i in Item.select()} == {"X-1": None, "X-2": "s", "X-3": None}
+    assert {i.tracking_nbr for i in Item.select()} == {"t"}  # what the rows held is kept
+    assert [m.stage for m in DocketStage.select()] == ["fetch"]
+    Item.update(city="Washington", page_count=31).where(Item.key == "X-1").execute()
+    assert (Item.get_by_id("X-1").city, Item.get_by_id("X-1").page_count) == ("Washington", 31)
+
+
 def test_upgrade_from_version_12_adds_the_organisation_tables_and_keeps_every_row(state):
     from pipeline.store.models import (
         Organisation,
