@@ -513,9 +513,10 @@ RECORD_COLUMNS = (Item.city, Item.submitter_rep, Item.reason_withdrawn, Item.res
 def _upgrade_to_19(db: peewee.Database) -> None:
     """v19: the submitter's city and representative, why an item was withdrawn or restricted,
     and its content's page count (the record gave them; the normaliser did not keep them).
-    Every stored record is read again once, as for v12, so that each item gets them."""
+    Records are not read again for them: unlike v12's attributes they are empty in most
+    records, and a read of every record would also extract every item again. A record read
+    from now on (new, or changed upstream) fills them; a forced backfill fills a docket's."""
     _add_columns(db, {Item: RECORD_COLUMNS})
-    _read_records_again()
 
 
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,

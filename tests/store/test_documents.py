@@ -80,8 +80,7 @@ def test_upgrade_to_17_marks_only_api_fetched_dockets_whose_documents_were_never
     assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
     assert {d.id: d.documents_unread for d in Docket.select()} == {
         "API-2020-0001": 1, "MIRROR-2020-0001": None, "READ-2020-0001": None, "NEW-2020-0001": None}
-    # Only the marked docket's fetch and lineage markers are gone (backfill's go at v19, when
-    # every stored record is read again, for every docket).
+    # Only the marked docket's fetch and lineage markers are gone; backfill's stays.
     kept = {(m.docket, m.stage) for m in markers.DocketStage.select()}
-    assert kept == {(d, s) for d in ids for s in ("fetch", "lineage")} - {
+    assert kept == {(d, s) for d in ids for s in ("fetch", "backfill", "lineage")} - {
         ("API-2020-0001", "fetch"), ("API-2020-0001", "lineage")}

@@ -316,10 +316,10 @@ def test_upgrade_from_version_11_adds_the_kept_attributes_and_reads_stored_recor
     assert (Item.get_by_id("X-1").duplicate_comments, Item.get_by_id("X-1").subtype) == (15851, "Mass Mail Campaign")
 
 
-def test_upgrade_from_version_18_adds_more_record_columns_and_reads_stored_records_again(state):
+def test_upgrade_from_version_18_adds_more_record_columns_and_redoes_nothing(state):
     """v19 adds the submitter's city and representative, the withdrawal and restriction
-    reasons and the page count; every item whose record is stored is read again once (those
-    whose record failed or is gone are not), and backfill's and later markers are dropped."""
+    reasons and the page count; no record is read again and no marker is dropped (a record
+    read later fills them)."""
     from pipeline.store.models import DocketStage, Item
 
     db = state.state
@@ -336,9 +336,9 @@ def test_upgrade_from_version_18_adds_more_record_columns_and_reads_stored_recor
     state_db.ensure_schema(db)
     assert state_db.schema_version(db) == state_db.SCHEMA_VERSION == 19
     assert {f.column_name for f in state_db.RECORD_COLUMNS} <= {c.name for c in db.get_columns("item")}
-    assert {i.key: i.detail_summary_hash for i in Item.select()} == {"X-1": None, "X-2": "s", "X-3": None}
+    assert {i.key: i.detail_summary_hash for i in Item.select()} == {"X-1": "s", "X-2": "s", "X-3": None}
     assert {i.tracking_nbr for i in Item.select()} == {"t"}  # what the rows held is kept
-    assert [m.stage for m in DocketStage.select()] == ["fetch"]
+    assert sorted(m.stage for m in DocketStage.select()) == ["backfill", "campaigns", "extract", "fetch"]
     Item.update(city="Washington", page_count=31).where(Item.key == "X-1").execute()
     assert (Item.get_by_id("X-1").city, Item.get_by_id("X-1").page_count) == ("Washington", 31)
 
