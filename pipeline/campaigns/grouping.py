@@ -33,7 +33,6 @@ from functools import lru_cache
 import numpy as np
 from datasketch import MinHash, MinHashLSH
 from datasketch.hashfunc import sha1_hash32
-from datasketch.lsh import _optimal_param
 
 from pipeline.campaigns import queries as store
 from pipeline.campaigns import text as campaign_text
@@ -99,7 +98,8 @@ def lsh_params(threshold: float) -> tuple[int, int]:
     """(bands, rows) datasketch's MinHashLSH picks for ``threshold`` (its default weights),
     made once a process: it integrates for them (1,290 calls of scipy's ``quad``), which
     was a twentieth of a run placing 40 new comments."""
-    return _optimal_param(threshold, NUM_PERM, 0.5, 0.5)
+    lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
+    return lsh.b, lsh.r
 
 
 class Grouper:
