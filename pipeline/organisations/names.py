@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from pipeline.organisations.given_names import GIVEN_NAMES
 
 # Words that end a name without telling organisations apart ("Acme Inc" is "Acme LLC").
 LEGAL_SUFFIXES = frozenset("inc incorporated llc l l c ltd limited co corp corporation plc lp llp pc pllc "
@@ -33,16 +35,22 @@ NO_ORGANISATION = frozenset({
     "myself", "retired", "unemployed", "not applicable", "no", "nope", "anonymous", "public", "me",
     "self employed", "concerned citizen", "private individual", "home", "student", "unknown", "other",
 })
-# Words that make a title's or signature's line an organisation rather than a person.
-ORGANISATION_WORDS = frozenset(
-    "association council society institute foundation federation union coalition alliance league "
-    "committee company corporation inc llc ltd group network center university college school "
-    "hospital health system systems services department agency board commission authority "
-    "partners partnership trust fund club chamber bureau office center centre clinic church "
-    "ministries project organization network academy consortium cooperative coop industries "
-    "international national american states county city town tribe nation energy foods food "
-    "pharmaceuticals pharmaceutical logistics chemical chemicals insurance capital motors bank "
-    "holdings technologies solutions enterprises manufacturing farms utilities power airlines".split())
+# Words only bodies are named with: one of them makes a title's or signature's line an
+# organisation's name, whatever else the line holds.
+BODY_WORDS = frozenset(
+    "association associates council society institute foundation federation coalition alliance league "
+    "committee company corporation inc incorporated llc llp ltd plc university college school hospital "
+    "clinic department agency board commission authority bureau office partnership consortium cooperative "
+    "coop academy ministries chamber organization network center centre group industries enterprises "
+    "technologies solutions holdings pharmaceuticals pharmaceutical laboratories services systems utilities "
+    "airlines manufacturing club".split()) | (LEGAL_SUFFIXES - {"l", "c", "pa", "sa"})  # "PA": Pennsylvania
+# Words organisations are named with that are also surnames, places or plain words ("Jane
+# Church", "Kansas City", "Anne Powers"): a cue only in a line that is no person's name.
+SHARED_WORDS = frozenset(
+    "union partners trust fund church project international national american states county city town "
+    "tribe nation energy foods food chemical chemicals insurance capital motors bank logistics farms power "
+    "health system".split())
+ORGANISATION_WORDS = BODY_WORDS | SHARED_WORDS
 # Words that name the kind of body: a title that is nothing but a name holds one.
 KIND_WORDS = frozenset(
     "association associates council society institute foundation federation coalition alliance league "
@@ -60,6 +68,43 @@ CLOSINGS = re.compile(r"^\s*(sincerely|respectfully(?: submitted)?|regards|best 
                       r"thank you|thanks|yours truly|very truly yours|cordially|best)\b[,.!]*\s*$",
                       re.IGNORECASE)
 SIGNATURE_LINES = 6  # lines after a closing that may hold the name, title and organisation
+MOST_CHARACTERS = 120  # a longer line is a sentence or a paragraph, not a name
+MOST_WORDS = 14  # "Council of State and Territorial Epidemiologists of the ..." fits
+# Words that join the words of a name and are written in lower case inside one.
+JOINING_WORDS = frozenset("of for and the on in at to a an by with from upon under de du la le des del da "
+                          "von van y und et".split())
+# Words a sentence holds and a name never does.
+SENTENCE_WORDS = frozenset("is am are was were be been being i my our your his her their you he she they "
+                           "please attached thank thanks".split())
+HONORIFICS = frozenset("dr mr mrs ms miss mx prof professor rev reverend hon sen senator rep fr sr sister "
+                       "brother".split())
+CREDENTIALS = ("phd", "ph.d", "md", "m.d", "do", "rn", "np", "pa-c", "dds", "dvm", "jd", "j.d", "esq", "mba",
+               "mph", "msw", "lcsw", "cpa", "pe", "p.e", "jr", "sr", "ii", "iii", "iv", "ma", "ms", "bs", "ba",
+               "bsn", "msn", "dnp", "faan", "aprn", "crna", "pharmd", "lpn", "cna", "edd", "psyd", "rph", "cfp")
+# A credential or generation after a name ("Jane Roe, RN", "John Smith Jr.").
+CREDENTIAL_TAIL = re.compile(r"(?:[,\s]+(?:" + "|".join(re.escape(c) for c in CREDENTIALS) + r")\.?)+\s*$",
+                             re.IGNORECASE)
+NAME_WORD = re.compile(r"[A-Z](?:[a-z'\u2019]+(?:-[A-Z]?[a-z'\u2019]+)?|\.)|[A-Z][a-z]?[A-Z][a-z]+|[A-Z]")
+US_STATES = ("Alabama|Alaska|Arizona|Arkansas|California|Colorado|Connecticut|Delaware|Florida|Georgia|Hawaii|"
+             "Idaho|Illinois|Indiana|Iowa|Kansas|Kentucky|Louisiana|Maine|Maryland|Massachusetts|Michigan|"
+             "Minnesota|Mississippi|Missouri|Montana|Nebraska|Nevada|New Hampshire|New Jersey|New Mexico|"
+             "New York|North Carolina|North Dakota|Ohio|Oklahoma|Oregon|Pennsylvania|Rhode Island|"
+             "South Carolina|South Dakota|Tennessee|Texas|Utah|Vermont|Virginia|Washington|West Virginia|"
+             "Wisconsin|Wyoming|District of Columbia|Puerto Rico")
+STATE_CODES = ("AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM NY "
+               "NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC PR GU VI").split()
+NOT_ACRONYMS = frozenset(STATE_CODES) | frozenset(re.sub(r"[^a-z]", "", c).upper() for c in CREDENTIALS)
+# "Chapel Hill, North Carolina", "Washington, D.C. 20006"; "Kansas City, MO 64111" (a state's
+# code in capitals: "Acme, Co." is a company).
+PLACE_LINE = re.compile(r",\s*(?:D\.\s?C\.|(?:" + US_STATES + r")\b)\.?\s*(?:\d{5}(?:-\d{4})?)?\s*$",
+                        re.IGNORECASE)
+PLACE_CODE = re.compile(r",\s*(?:" + "|".join(STATE_CODES) + r")\.?\s*(?P<zip>\d{5}(?:-\d{4})?)?\s*$")
+ZIP_END = re.compile(r"\b(?:[A-Z]{2}|" + US_STATES + r")\.?\s+\d{5}(?:-\d{4})?\s*$", re.IGNORECASE)
+STREET = re.compile(r"^\s*\d+[A-Za-z]?\s+.*\b(?:street|st|avenue|ave|road|rd|lane|ln|drive|dr|boulevard|blvd|"
+                    r"way|court|ct|place|pl|circle|cir|parkway|pkwy|highway|hwy|terrace|ter|trail|trl|suite|ste|"
+                    r"floor|fl|nw|ne|sw|se|route|rte)\b\.?|^\s*(?:p\.?\s?o\.?\s+box|suite|ste\.|apt\.?|"
+                    r"floor)\b", re.IGNORECASE)
+CONTACT = re.compile(r"@|\bwww\.|https?://|\(?\b\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}\b")
 
 
 @dataclass(frozen=True)
@@ -107,16 +152,95 @@ def names_organisation(normalised: str) -> bool:
 
 
 def looks_like_organisation(raw: str) -> bool:
-    """A title's or a signature's line names an organisation, not a person: it holds a word
-    organisations are named with, or is an acronym."""
-    words = set(normalise(raw).split())
-    if words & ORGANISATION_WORDS or is_acronym(raw):
+    """A title's or a signature's line names an organisation: it is no address, no sentence
+    and no person's name, and it holds a word organisations are named with or an acronym.
+
+    In order: an address or "City, ST 12345" line is none ("Kansas City, MO 64111"); nor is a
+    sentence ("Dr. X is an Assistant Professor of Law at ..."); a word only bodies are named
+    with ("Association", "Inc.") or an acronym makes it one; else a person's name ("Jane
+    Church", "Anne Powers": a given name or a title, then a surname) is none, whatever its
+    surname also means; else a word organisations share with surnames and places ("Church",
+    "Energy"), or a typo of a body's word ("Coaltion"), makes it one."""
+    line = raw.strip().strip(" ,;:-")
+    if not line or len(line) > MOST_CHARACTERS or is_address(line) or is_sentence(line):
+        return False
+    words = cue_words(line)
+    if words & BODY_WORDS:
         return True
-    # "Insuurance", "Coaltion": a typo of such a word still says so.
+    if is_person_name(line):
+        return False
+    if words & SHARED_WORDS or holds_acronym(line):
+        return True
+    # "Insuurance", "Coaltion": a typo of such a word still says so (same first letter).
     from rapidfuzz import fuzz, process
 
-    return any(process.extractOne(w, ORGANISATION_WORDS, scorer=fuzz.ratio, score_cutoff=85)
-               for w in words if len(w) >= 6)
+    return any(found[0][0] == w[0] for w in words if len(w) >= 6
+               for found in [process.extractOne(w, ORGANISATION_WORDS, scorer=fuzz.ratio, score_cutoff=85)]
+               if found)
+
+
+def cue_words(line: str) -> set[str]:
+    """The line's words in lower case, abbreviations written out, legal suffixes kept ("Acme
+    Inc." holds "inc", which ``normalise`` drops)."""
+    text = re.sub(r"[\u2019']", "", fold(line).lower())
+    return {ABBREVIATIONS.get(w, w) for w in re.findall(r"[a-z0-9]+", text)}
+
+
+def is_address(line: str) -> bool:
+    """A street, post-office box, "City, ST 12345" or contact line of a letter's signature."""
+    if STREET.search(line) or PLACE_LINE.search(line) or CONTACT.search(line) or ZIP_END.search(line):
+        return True
+    coded = PLACE_CODE.search(line)
+    # "Acme Holdings, PA" is a professional association, not Pennsylvania.
+    return bool(coded) and not cue_words(line[:coded.start()]) & BODY_WORDS
+
+
+def is_sentence(line: str) -> bool:
+    """Words about a name rather than a name: a lowercase word that joins no name ("is",
+    "exposed") beside capitalised ones, a verb or pronoun a name never holds, too many words,
+    or a full stop after several words."""
+    words = re.findall(r"[A-Za-z][A-Za-z'\u2019-]*", line)
+    if len(words) > MOST_WORDS:
+        return True
+    lowered = [w.lower() for w in words]
+    if set(lowered) & SENTENCE_WORDS:
+        return True
+    capitalised = any(w[0].isupper() for w in words)
+    if capitalised and any(w[0].islower() and w.lower() not in JOINING_WORDS and not any(c.isupper() for c in w)
+                           for w in words):
+        return True  # "iRobot" has a capital; "of", "and", "the" join a name's words
+    last = words[-1].lower() if words else ""
+    return len(words) >= 4 and line.rstrip().endswith((".", "!", "?")) and \
+        last not in LEGAL_SUFFIXES and last not in ABBREVIATIONS and len(last) > 2
+
+
+def holds_acronym(line: str) -> bool:
+    """"AARP", "IEEE SA", "S-102 MASWG": the line is an acronym, or holds one of three or more
+    letters beside words that are not all a person's ("PJ Bremier", "Ada RYAN" are names).
+    Credentials ("RN", "PhD") and states ("MO") are no acronyms."""
+    tokens = [t.strip(",;:()|") for t in line.split()]
+    tokens = [t for t in tokens if t]
+    found = [t for t in tokens if is_acronym(t) and acronym_key(t) not in NOT_ACRONYMS]
+    if len(tokens) == 1 or not found:
+        return bool(found)
+    others = [t for t in tokens if t not in found and t.lower() not in JOINING_WORDS]
+    return any(len(acronym_key(t)) >= 3 for t in found) and not all(NAME_WORD.fullmatch(t.title()) for t in others)
+
+
+def is_person_name(line: str) -> bool:
+    """"Jane Church", "Dr. Olia Kanevskaia", "J. Robert Smith, Jr.", "PJ Bremier": a title
+    ("Dr.") or a given name or initials, then name-shaped words, two to four in all (a word
+    in capitals read as a name is written)."""
+    text = CREDENTIAL_TAIL.sub("", line).strip(" ,")
+    tokens = [t if any(c.islower() for c in t[1:]) and not t[1:].isupper() else t.title() for t in text.split()]
+    initials = bool(tokens) and re.fullmatch(r"[A-Z]{1,2}\.?|(?:[A-Z]\.){1,2}", text.split()[0]) is not None
+    titled = bool(tokens) and tokens[0].lower().rstrip(".") in HONORIFICS
+    if titled:
+        tokens = tokens[1:]
+    if not 1 <= len(tokens) <= 4 or not all(NAME_WORD.fullmatch(t) for t in tokens):
+        return False
+    first = tokens[0].lower().rstrip(".")
+    return titled or (len(tokens) >= 2 and (first in GIVEN_NAMES or initials))
 
 
 def unpair(raw: str) -> tuple[str, str | None]:

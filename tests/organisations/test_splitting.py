@@ -34,6 +34,18 @@ D = "ORG-2026-0001"
     ("Ohio Nurses Association & Ohio Hospital Association", ["Ohio Nurses Association", "Ohio Hospital Association"]),
     ("Sierra Club\nTexas Medical Association", ["Sierra Club", "Texas Medical Association"]),
     ("AMA; AMA", ["AMA"]),  # one organisation written twice is one
+    # Real fields: a coalition's members (single-word brands among them; ", PLC" stays with the
+    # name before it), three associations, two bodies joined by "and" one of them a brand.
+    ("IDEMIA North America, Fiserv, Capital One, Mastercard, Visa, ETA, ICBA, IPA, PLC",
+     ["IDEMIA North America", "Fiserv", "Capital One", "Mastercard", "Visa", "ETA", "ICBA", "IPA, PLC"]),
+    ("USA Rice, U.S. Wheat Associates, U.S. Grains Council", ["USA Rice", "U.S. Wheat Associates", "U.S. Grains Council"]),
+    ("NCTA - The Internet & Television Association and CableLabs",
+     ["NCTA - The Internet & Television Association", "CableLabs"]),
+    ("American Farm Bureau Federation, National Farmers Union, Sierra Club et al.",
+     ["American Farm Bureau Federation", "National Farmers Union", "Sierra Club"]),
+    ("Sierra Club, Earthjustice, and Defenders of Wildlife", ["Sierra Club", "Earthjustice", "Defenders of Wildlife"]),
+    ("Ohio Nurses Association, Texas Medical Association and Sierra Club",
+     ["Ohio Nurses Association", "Texas Medical Association", "Sierra Club"]),
 ])
 def test_a_list_of_organisations_is_split(field, parts):
     assert split_names(field) == parts
@@ -42,7 +54,12 @@ def test_a_list_of_organisations_is_split(field, parts):
 @pytest.mark.parametrize("name", [
     "Johnson & Johnson", "Procter and Gamble", "Department of Health and Human Services",
     "Alliance of Farmers and Ranchers", "Wisconsin Department of Children & Families", "Acme, Inc.",
-    "Smith and Jones Foundation", "Ohio Nurses Association", "Prairie Seed Company, L.L.C.", "Acme Corp, LLC", "USA Rice, U.S. Wheat Associates, U.S. Grains Council",
+    "Smith and Jones Foundation", "Ohio Nurses Association", "Prairie Seed Company, L.L.C.", "Acme Corp, LLC",
+    # Commas inside one name: a firm's surnames, words after "of", a campus, a project of a centre.
+    "Smith, Jones & Co.", "Skadden, Arps, Slate, Meagher & Flom LLP", "Bureau of Alcohol, Tobacco and Firearms",
+    "Center on Business, Law, and Economics", "University of California, Los Angeles, School of Law",
+    "Renewing American Innovation Project, Center for Strategic and International Studies",
+    "Los Angeles, California, USA", "BSA | The Software Alliance",
 ])
 def test_a_list_like_single_name_is_kept_whole(name):
     assert split_names(name) == [name]
