@@ -580,6 +580,21 @@ def cmd_export(args) -> int:
 
 
 ORGS_VARIANTS_SHOWN = 3  # spellings in the table's cell; --json lists every one
+ORGS_EVIDENCE_SHOWN = 60  # characters of the line a guessed name was read from; --json has it whole
+ORGS_SOURCES = {"organization": "field", "title": "title", "signature": "signature"}
+
+
+def _org_origin(origins) -> str:
+    """Where an organisation's name came from, for the table: "field" (the record's), or the
+    guess and the line it was read from ("signature: Ohio Farm Bureau Federation")."""
+    if not origins:
+        return ""
+    source, evidence, _ = origins[0]
+    shown = ORGS_SOURCES.get(source, source)
+    if source != "organization" and evidence:
+        line = " ".join(evidence.split())
+        shown += ": " + (line if len(line) <= ORGS_EVIDENCE_SHOWN else line[:ORGS_EVIDENCE_SHOWN - 1] + "…")
+    return shown + (f" (+{len(origins) - 1})" if len(origins) > 1 else "")
 
 
 @command
@@ -599,16 +614,19 @@ def cmd_orgs(args) -> int:
         print(json.dumps({"docket": args.docket, "organisations": [
             {"id": o.id, "organisation": o.name, "comments": o.comments, "dockets": o.dockets,
              "campaigns_joined": joined.get(o.id, 0),
-             "variants": [{"written": w, "comments": n} for w, n in o.variants]} for o in found]}, indent=1))
+             "variants": [{"written": w, "comments": n} for w, n in o.variants],
+             "origins": [{"source": ORGS_SOURCES.get(source, source), "evidence": evidence, "comments": n}
+                         for source, evidence, n in o.origins]} for o in found]}, indent=1))
         return 0
     if not found:
         print("no organisations resolved yet (luigi --module pipeline OrganisationsAll resolves them)")
         return 0
     rows = [[o.name, o.comments, len(o.dockets), joined.get(o.id, 0),
              "; ".join(w for w, _ in o.variants[:ORGS_VARIANTS_SHOWN])
-             + (f" (+{len(o.variants) - ORGS_VARIANTS_SHOWN})" if len(o.variants) > ORGS_VARIANTS_SHOWN else "")]
+             + (f" (+{len(o.variants) - ORGS_VARIANTS_SHOWN})" if len(o.variants) > ORGS_VARIANTS_SHOWN else ""),
+             _org_origin(o.origins)]
             for o in found]
-    print(_table(rows, ["organisation", "comments", "dockets", "campaigns", "variants seen"]))
+    print(_table(rows, ["organisation", "comments", "dockets", "campaigns", "variants seen", "from"]))
     return 0
 
 
@@ -806,10 +824,12 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--docket", help="comma-separated docket ids (default: every known docket)")
     export.add_argument("--format", choices=["parquet", "csv"], help="only this format (default: both)")
     orgs = sub.add_parser("orgs", help="organisations resolved across spellings: comments, dockets, campaigns "
-                                       "joined, the variants seen")
+                                       "joined, the variants seen, where each came from (the record's field, "
+                                       "or the title or signature line it was guessed from)")
     orgs.add_argument("--docket", help="only this docket's comments")
     orgs.add_argument("--json", action="store_true",
-                      help="one JSON document (id, organisation, comments, dockets, campaigns joined, every variant)")
+                      help="one JSON document (id, organisation, comments, dockets, campaigns joined, every variant, "
+                           "every origin with its evidence line)")
     orgs.add_argument("--rule", help="a RIN or a docket: the organisations that commented in every phase --phases names")
     orgs.add_argument("--phases", default="proposed,final",
                       help="with --rule: comma-separated phases (notice, proposed, final, supporting, other, unknown; "

@@ -68,6 +68,13 @@ CLOSINGS = re.compile(r"^\s*(sincerely|respectfully(?: submitted)?|regards|best 
                       r"thank you|thanks|yours truly|very truly yours|cordially|best)\b[,.!]*\s*$",
                       re.IGNORECASE)
 SIGNATURE_LINES = 6  # lines after a closing that may hold the name, title and organisation
+# Words of a person's role in a signature ("Policy Director", "Vice President, ...").
+ROLE_WORDS = frozenset("president vice chair chairman chairwoman chairperson director ceo cfo coo cto executive "
+                       "manager officer counsel attorney coordinator lead founder cofounder member professor "
+                       "secretary treasurer administrator analyst specialist advisor adviser consultant principal "
+                       "owner editor fellow head chief supervisor superintendent commissioner mayor pastor "
+                       "researcher scientist engineer".split())
+ROLE_SPLIT = re.compile(r"^(?P<role>[^,]+?)(?:\s*,\s*|\s+(?:for|at|with)\s+)(?P<rest>.+)$")
 MOST_CHARACTERS = 120  # a longer line is a sentence or a paragraph, not a name
 MOST_WORDS = 14  # "Council of State and Territorial Epidemiologists of the ..." fits
 # Words that join the words of a name and are written in lower case inside one.
@@ -112,6 +119,8 @@ class Candidate:
     raw: str  # as written (the pairing stripped)
     source: str  # "organization", "title" or "signature"
     acronym: str | None = None  # "AMA" when written "American Medical Association (AMA)"
+    # What the name was read from, as written: the field, the title, the signature's line.
+    evidence: str | None = field(default=None, compare=False)
 
 
 def fold(text: str) -> str:
@@ -272,18 +281,19 @@ def initials_fit(short: str, full: str) -> bool:
 
 def candidate(organization: str | None, title: str | None, body: str | None,
               submitter: str | None) -> Candidate | None:
-    """The comment's organisation as it wrote it, or None when it names none."""
+    """The comment's organisation as it wrote it, or None when it names none. The record's
+    field always wins; a title or a signature line is a guess, kept with the line it came from."""
     if organization and names_organisation(normalise(ON_BEHALF.sub("", organization))):
         full, short = unpair(ON_BEHALF.sub("", organization).strip(" ,;:-"))
-        return Candidate(full, "organization", short)
+        return Candidate(full, "organization", short, organization.strip())
     named = title_name(title, submitter)
     if named:
         full, short = unpair(named)
-        return Candidate(full, "title", short)
+        return Candidate(full, "title", short, title.strip())
     signed = signature_organisation(body, submitter)
     if signed:
-        full, short = unpair(signed)
-        return Candidate(full, "signature", short)
+        full, short = unpair(signed[0])
+        return Candidate(full, "signature", short, signed[1])
     return None
 
 
@@ -315,19 +325,30 @@ def bare_name(title: str) -> bool:
                               title, re.IGNORECASE))
 
 
-def signature_organisation(body: str | None, submitter: str | None) -> str | None:
-    """The organisation line of a signature block: within a few lines after the last closing
-    ("Sincerely,"), the first line that reads as an organisation."""
+def signature_organisation(body: str | None, submitter: str | None) -> tuple[str, str] | None:
+    """(the organisation, the line it is on) of a signature block: within a few lines after
+    the last closing ("Sincerely,"), the first line that reads as an organisation, a role
+    before it left out ("Director, S-102 Mission Assurance Standards Working Group")."""
     if not body:
         return None
     lines = [line.strip() for line in body.splitlines()]
     closing = max((i for i, line in enumerate(lines) if CLOSINGS.match(line)), default=None)
     if closing is None:
         return None
-    for line in [ln for ln in lines[closing + 1:] if ln][:SIGNATURE_LINES]:
-        line = ON_BEHALF.sub("", line).strip(" ,;:-")
-        if len(line) > 120 or (submitter and normalise(line) == normalise(submitter)):
+    for written in [ln for ln in lines[closing + 1:] if ln][:SIGNATURE_LINES]:
+        line = without_role(ON_BEHALF.sub("", written).strip(" ,;:-"))
+        if not line or len(line) > MOST_CHARACTERS or (submitter and normalise(line) == normalise(submitter)):
             continue
         if looks_like_organisation(line) and names_organisation(normalise(line)):
-            return line
+            return line, written
     return None
+
+
+def without_role(line: str) -> str:
+    """The line less a role written before its organisation ("Director, Acme Association",
+    "Policy Lead for Acme Association", "NEMA Vice President, Government Relations" -> its
+    rest); "" for a line that is a role alone ("Policy Director")."""
+    found = ROLE_SPLIT.match(line)
+    if found and cue_words(found["role"]) & ROLE_WORDS:
+        return found["rest"].strip(" ,;:-")
+    return "" if cue_words(line) & ROLE_WORDS and not cue_words(line) & BODY_WORDS else line

@@ -37,13 +37,14 @@ def member_variants(docket_id: str) -> dict[str, tuple[str, list[str]]]:
 
 
 def members(keys: Iterable[str]) -> dict[str, list[tuple]]:
-    """item -> [(organisation, variant, written, source, whole), ...] in field order, for
-    those of ``keys`` that have one."""
+    """item -> [(organisation, variant, written, source, whole, evidence), ...] in field
+    order, for those of ``keys`` that have one."""
     found: dict[str, list[tuple]] = {}
     for chunk in _chunks(sorted(set(keys))):
         for item, *rest in (OrganisationMember.select(OrganisationMember.item, OrganisationMember.organisation,
                                                       OrganisationMember.variant, OrganisationMember.written,
-                                                      OrganisationMember.source, OrganisationMember.whole)
+                                                      OrganisationMember.source, OrganisationMember.whole,
+                                                      OrganisationMember.evidence)
                             .where(OrganisationMember.item.in_(chunk))
                             .order_by(OrganisationMember.item, OrganisationMember.position).tuples()):
             found.setdefault(item, []).append(tuple(rest))
@@ -129,7 +130,7 @@ def save_acronyms(docket_id: str, pairs: dict[str, str]) -> None:
 
 
 def save_members(docket_id: str, rows: dict[str, list[tuple]], leaving: Iterable[str]) -> None:
-    """item -> [(organisation, variant, written, source, whole), ...] in field order: an
+    """item -> [(organisation, variant, written, source, whole, evidence), ...] in field order: an
     item's rows rewritten where they changed; the ``leaving`` items (they name no
     organisation now) lose theirs."""
     stored = members([*rows, *leaving])
@@ -141,9 +142,10 @@ def save_members(docket_id: str, rows: dict[str, list[tuple]], leaving: Iterable
         for item in sorted(rows):
             if stored.get(item) == rows[item]:
                 continue
-            for position, (org, variant, written, source, whole) in enumerate(rows[item]):
+            for position, (org, variant, written, source, whole, evidence) in enumerate(rows[item]):
                 OrganisationMember.insert(item=item, position=position, docket=docket_id, organisation=org,
-                                          variant=variant, written=written, source=source, whole=whole).execute()
+                                          variant=variant, written=written, source=source, whole=whole,
+                                          evidence=evidence).execute()
                 counters.incr(ROWS_WRITTEN)
 
 
@@ -156,24 +158,36 @@ class OrganisationSummary:
     comments: int
     dockets: list[str]
     variants: list[tuple[str, int]]  # (as written, comments), commonest first
+    # (source: organization | title | signature, the line read as written, comments): where
+    # the name came from, the record's field first, then the commonest guess.
+    origins: list[tuple[str, str | None, int]] = ()
+
+
+SOURCE_ORDER = {"organization": 0, "title": 1, "signature": 2}
 
 
 def organisations_summary(docket_id: str | None = None) -> list[OrganisationSummary]:
     """Every organisation with comments (in ``docket_id`` alone when given), most comments first."""
     query = (OrganisationMember.select(OrganisationMember.organisation, OrganisationMember.docket,
-                                       OrganisationMember.written, fn.COUNT(OrganisationMember.item.distinct()))
-             .group_by(OrganisationMember.organisation, OrganisationMember.docket, OrganisationMember.written))
+                                       OrganisationMember.written, OrganisationMember.source,
+                                       OrganisationMember.evidence, fn.COUNT(OrganisationMember.item.distinct()))
+             .group_by(OrganisationMember.organisation, OrganisationMember.docket, OrganisationMember.written,
+                       OrganisationMember.source, OrganisationMember.evidence))
     if docket_id:
         query = query.where(OrganisationMember.docket == docket_id)
     counts: dict[str, dict] = {}
-    for org, docket, written, n in query.tuples():
-        entry = counts.setdefault(org, {"comments": 0, "dockets": set(), "variants": {}})
+    for org, docket, written, source, evidence, n in query.tuples():
+        entry = counts.setdefault(org, {"comments": 0, "dockets": set(), "variants": {}, "origins": {}})
         entry["comments"] += n
         entry["dockets"].add(docket)
         entry["variants"][written] = entry["variants"].get(written, 0) + n
+        entry["origins"][(source, evidence)] = entry["origins"].get((source, evidence), 0) + n
     names = organisation_names(counts)
     found = [OrganisationSummary(org, names.get(org, org), e["comments"], sorted(e["dockets"]),
-                                 sorted(e["variants"].items(), key=lambda v: (-v[1], v[0])))
+                                 sorted(e["variants"].items(), key=lambda v: (-v[1], v[0])),
+                                 [(source, evidence, n) for (source, evidence), n in sorted(
+                                     e["origins"].items(),
+                                     key=lambda o: (SOURCE_ORDER.get(o[0][0], 3), -o[1], o[0][1] or ""))])
              for org, e in counts.items()]
     return sorted(found, key=lambda s: (-s.comments, s.name.lower(), s.id))
 

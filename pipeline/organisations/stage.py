@@ -2,7 +2,10 @@
 
 Runs after backfill (the record's ``organization``, its title and its body are backfill's).
 A field naming several organisations ("AMA and AHA") is split first
-(``pipeline.organisations.splitting``): a comment has one member row per organisation.
+(``pipeline.organisations.splitting``): a comment has one member row per organisation. The
+record's field always wins; a name guessed from the title or a signature block
+(``pipeline.organisations.names``) keeps the line it was read from (``evidence``), which
+``docketeer orgs`` shows.
 An item's fingerprint is its list summary's and detail record's hashes, the resolver's
 version and what the alias file says about the field it was written with, so only new or
 changed comments, and those whose name the alias file now lists differently, are resolved;
@@ -34,7 +37,8 @@ from pipeline.store import item_states
 from pipeline.store.models import Docket
 
 STAGE = "organisations"
-RESOLVER_VERSION = "organisations-2"  # 2: a field naming several organisations is split
+RESOLVER_VERSION = "organisations-3"  # 2: a field naming several organisations is split; 3: a guessed
+# name must look like an organisation (no person, address or sentence), comma lists split, evidence kept
 UNDECIDED = (item_states.PENDING, "stale")  # backfill has not decided these yet
 
 
@@ -84,7 +88,8 @@ def resolve_docket(ctx: StageContext, docket: Docket) -> StageResult:
     assigned: dict[str, list[tuple]] = {}
     for (key, position), part in sorted(parts.items()):
         organisation, variant = resolved[(key, position)]
-        assigned.setdefault(key, []).append((organisation, variant, part.raw, part.source, normalise(named[key].raw)))
+        assigned.setdefault(key, []).append((organisation, variant, part.raw, part.source, normalise(named[key].raw),
+                                             part.evidence))
     leaving = [key for key in todo if key not in named]
     queries.save_members(docket.id, assigned, leaving)
     # Each fingerprint holds what the alias file says about the field now resolved (the plan
@@ -110,7 +115,7 @@ def split_candidate(cand: Candidate, aliases: Aliases) -> list[Candidate]:
     names = split_names(cand.raw, aliases.splits)
     if names == [cand.raw]:
         return [cand]
-    return [Candidate(full, cand.source, short) for full, short in map(unpair, names)]
+    return [Candidate(full, cand.source, short, cand.evidence) for full, short in map(unpair, names)]
 
 
 class Resolution:

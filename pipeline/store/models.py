@@ -340,6 +340,9 @@ class OrganisationMember(BaseModel):
     written = TextField()  # as written ("Amer. Med. Assn.")
     source = TextField()  # organization | title | signature
     whole = TextField(default="")  # the whole field in normal form ("ama and aha"): what split: is keyed by
+    # The line the name was read from as written: the field, the title or the signature's line
+    # (NULL: resolved before state DB v20, until the stage resolves the comment again).
+    evidence = TextField(null=True)
 
     class Meta:
         primary_key = CompositeKey("item", "position")

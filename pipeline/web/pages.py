@@ -341,7 +341,7 @@ def resolved_organisations(key: str) -> list[tuple[str, str, str, str]]:
     found = organisations.members([key]).get(key, [])
     names = organisations.organisation_names(row[0] for row in found)
     return [(organisation, names.get(organisation, organisation), written, source)
-            for organisation, _, written, source, _ in found]
+            for organisation, _, written, source, *_ in found]
 
 
 def _extracted_sections(runtime, item) -> tuple[list[Section], bool]:

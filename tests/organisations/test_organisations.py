@@ -255,8 +255,9 @@ def test_docketeer_orgs_lists_organisations_with_their_spellings_and_exports_nam
             "American Medical Association": 1, "AMA": 1, "The American Medical Assn.": 1}
         assert cli.main(["orgs", "--docket", other]) == 0
         table = capsys.readouterr().out.splitlines()
-        assert table[0].split() == ["organisation", "comments", "dockets", "campaigns", "variants", "seen"]
+        assert table[0].split() == ["organisation", "comments", "dockets", "campaigns", "variants", "seen", "from"]
         assert table[1].startswith("American Medical Association  1") and "The American Medical Assn." in table[1]
+        assert table[1].endswith("field")  # the record's field named it
         assert cli.main(["orgs", "--docket", "bad id"]) == 2
         assert cli.main(["export", str(tmp_path / "out"), "--format", "parquet"]) == 0
         with duckdb.connect() as con:

@@ -334,7 +334,7 @@ def test_upgrade_from_version_18_adds_more_record_columns_and_redoes_nothing(sta
         migrate(state_db._migrator(db).drop_column(Item._meta.table_name, field.column_name))
     Meta.update(value="18").where(Meta.key == "schema_version").execute()
     state_db.ensure_schema(db)
-    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION == 19
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION  # v19 and every later upgrade
     assert {f.column_name for f in state_db.RECORD_COLUMNS} <= {c.name for c in db.get_columns("item")}
     assert {i.key: i.detail_summary_hash for i in Item.select()} == {"X-1": "s", "X-2": "s", "X-3": None}
     assert {i.tracking_nbr for i in Item.select()} == {"t"}  # what the rows held is kept
@@ -361,3 +361,20 @@ def test_upgrade_from_version_12_adds_the_organisation_tables_and_keeps_every_ro
     assert dockets.get_docket("ACF-2025-0001") is not None
     Organisation.insert(id="org-1", name="Sierra Club", normalised="sierra club").execute()
     assert Organisation.get_by_id("org-1").name == "Sierra Club"
+
+
+def test_upgrade_from_version_19_adds_the_organisation_evidence_column_and_keeps_the_members(state):
+    """v20: each organisation member keeps the line its name was read from; the rows stored
+    stay (evidence NULL) until the stage's new resolver version resolves the comment again."""
+    from pipeline.store.models import OrganisationMember
+
+    db = state.state
+    OrganisationMember.insert(item="X-1", position=0, docket="X", organisation="org-1", variant="acme association",
+                              written="Acme Association", source="signature", whole="acme association").execute()
+    migrate(state_db._migrator(db).drop_column(OrganisationMember._meta.table_name, "evidence"))
+    Meta.update(value="19").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert "evidence" in {c.name for c in db.get_columns(OrganisationMember._meta.table_name)}
+    [row] = OrganisationMember.select()
+    assert (row.written, row.evidence) == ("Acme Association", None)
