@@ -346,9 +346,13 @@ def signature_organisation(body: str | None, submitter: str | None) -> tuple[str
 
 def without_role(line: str) -> str:
     """The line less a role written before its organisation ("Director, Acme Association",
-    "Policy Lead for Acme Association", "NEMA Vice President, Government Relations" -> its
-    rest); "" for a line that is a role alone ("Policy Director")."""
+    "Policy Lead for Acme Association", "X is an Assistant Professor of Law at University of
+    Utrecht.", "NEMA Vice President, Government Relations" -> its rest, which must then read as
+    an organisation itself); "" for a line that is a role alone ("Policy Director")."""
     found = ROLE_SPLIT.match(line)
     if found and cue_words(found["role"]) & ROLE_WORDS:
-        return found["rest"].strip(" ,;:-")
+        rest = found["rest"].strip(" ,;:-")
+        last = re.sub(r"[^a-z]", "", rest.rsplit(" ", 1)[-1].lower())
+        # "... Professor of Law at University of Utrecht.": the sentence's full stop, not "Inc."'s.
+        return rest[:-1] if rest.endswith(".") and last not in LEGAL_SUFFIXES | set(ABBREVIATIONS) else rest
     return "" if cue_words(line) & ROLE_WORDS and not cue_words(line) & BODY_WORDS else line
