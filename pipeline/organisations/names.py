@@ -75,6 +75,8 @@ ROLE_WORDS = frozenset("president vice chair chairman chairwoman chairperson dir
                        "owner editor fellow head chief supervisor superintendent commissioner mayor pastor "
                        "researcher scientist engineer".split())
 ROLE_SPLIT = re.compile(r"^(?P<role>[^,]+?)(?:\s*,\s*|\s+(?:for|at|with)\s+)(?P<rest>.+)$")
+# "A, B, C et al.": a list's "and others", no part of a name.
+OTHERS = re.compile(r"[\s,]*(?:\bet\s+al\b\.?|\band\s+others)\s*$", re.IGNORECASE)
 MOST_CHARACTERS = 120  # a longer line is a sentence or a paragraph, not a name
 MOST_WORDS = 14  # "Council of State and Territorial Epidemiologists of the ..." fits
 # Words that join the words of a name and are written in lower case inside one.
@@ -170,7 +172,7 @@ def looks_like_organisation(raw: str) -> bool:
     Church", "Anne Powers": a given name or a title, then a surname) is none, whatever its
     surname also means; else a word organisations share with surnames and places ("Church",
     "Energy"), or a typo of a body's word ("Coaltion"), makes it one."""
-    line = raw.strip().strip(" ,;:-")
+    line = OTHERS.sub("", raw.strip()).strip(" ,;:-")
     if not line or len(line) > MOST_CHARACTERS or is_address(line) or is_sentence(line):
         return False
     words = cue_words(line)

@@ -33,6 +33,7 @@ import re
 from pipeline.organisations.names import (
     KIND_WORDS,
     LEGAL_SUFFIXES,
+    OTHERS,
     PLACE_CODE,
     PLACE_LINE,
     STATE_CODES,
@@ -47,7 +48,6 @@ LIST_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|&\s*)?|\s+(?:and|&)\s+|\s*&\s*", 
 WORD_SEPARATOR = re.compile(r"\s*,\s*(?:and\s+|&\s*)?|\s+and\s+", re.IGNORECASE)
 # A comma list's separators: commas (", and" too); a last "B and C" is split by the rules above.
 COMMA_SEPARATOR = re.compile(r"\s*,\s*(?:(?:and|&)\s+)?", re.IGNORECASE)
-OTHERS = re.compile(r"[\s,]*(?:\bet\s+al\b\.?|\band\s+others)\s*$", re.IGNORECASE)
 LONGEST_MEMBER = 6  # words in one member of a comma list
 STATES = frozenset(s.lower() for s in US_STATES.split("|")) | {c.lower() for c in STATE_CODES} | {"usa", "u s a"}
 
