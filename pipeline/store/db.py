@@ -521,9 +521,12 @@ def _upgrade_to_19(db: peewee.Database) -> None:
 
 def _upgrade_to_20(db: peewee.Database) -> None:
     """v20: each organisation member keeps the line its name was read from (``evidence``).
-    Nothing is read again here: the organisations stage's new resolver version has every
-    comment resolved again on its next run (the record's fields only, no file), which fills it."""
+    Nothing is read again here: the resolver's version changed (a guessed name must look like
+    an organisation, comma lists are split), so the next run resolves every comment once from
+    its record's fields (no file is read), which fills it; the organisations markers are
+    dropped so that sealed dockets are run too."""
     _add_columns(db, {models.OrganisationMember: (models.OrganisationMember.evidence,)})
+    models.DocketStage.delete().where(models.DocketStage.stage == "organisations").execute()
 
 
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,

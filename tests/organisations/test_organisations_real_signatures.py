@@ -171,3 +171,22 @@ def test_a_coalition_field_is_its_members_and_docketeer_orgs_shows_where_each_ca
     assert listed["Sierra Club"]["origins"][0]["source"] == "title"
     assert "signature: Director, Ohio Farm Bureau Federation" in table
     assert "Jane Church" not in table and "Kansas City" not in table
+
+
+def test_a_guess_stored_by_the_old_resolver_is_resolved_again_and_dropped(tmp_path):
+    """After the upgrade (resolver version 3), a comment whose stored organisation was a
+    person's name from its signature is resolved again and keeps none."""
+    from pipeline.store import item_states
+
+    d = "EPA-HQ-OA-2018-0259"
+    key = f"{d}-090000648447286b"
+    with installed(make_runtime(tmp_path)) as runtime:
+        runtime.state  # noqa: B018
+        seed_store([PlantedComment(key, d, "", "", "", LETTER + "Jane Church\r\n211 Cedar Berry Lane", None)])
+        OrganisationMember.insert(item=key, position=0, docket=d, organisation="org-jane", variant="jane church",
+                                  written="Jane Church", source="signature", whole="jane church").execute()
+        item_states.transition_many([{"stage": "organisations", "item": key, "docket": d, "state": "ok",
+                                      "run_id": "old", "fingerprint": "resolved by organisations-2"}])
+        resolve_docket(StageContext(runtime=runtime, run_id="new"), dockets.require_docket(d))
+        assert OrganisationMember.select().count() == 0
+        assert item_states.states_for_docket("organisations", d)[key].state == "skipped"

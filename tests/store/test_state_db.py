@@ -365,12 +365,15 @@ def test_upgrade_from_version_12_adds_the_organisation_tables_and_keeps_every_ro
 
 def test_upgrade_from_version_19_adds_the_organisation_evidence_column_and_keeps_the_members(state):
     """v20: each organisation member keeps the line its name was read from; the rows stored
-    stay (evidence NULL) until the stage's new resolver version resolves the comment again."""
-    from pipeline.store.models import OrganisationMember
+    stay (evidence NULL) until the stage's new resolver version resolves the comment again,
+    and the organisations markers go so that a sealed docket is resolved again too."""
+    from pipeline.store.models import DocketStage, OrganisationMember
 
     db = state.state
     OrganisationMember.insert(item="X-1", position=0, docket="X", organisation="org-1", variant="acme association",
                               written="Acme Association", source="signature", whole="acme association").execute()
+    for stage in ("backfill", "organisations"):
+        DocketStage.insert(docket="X", stage=stage, version=1, completed_at="2026-12-01T00:00:00Z").execute()
     migrate(state_db._migrator(db).drop_column(OrganisationMember._meta.table_name, "evidence"))
     Meta.update(value="19").where(Meta.key == "schema_version").execute()
     state_db.ensure_schema(db)
@@ -378,3 +381,4 @@ def test_upgrade_from_version_19_adds_the_organisation_evidence_column_and_keeps
     assert "evidence" in {c.name for c in db.get_columns(OrganisationMember._meta.table_name)}
     [row] = OrganisationMember.select()
     assert (row.written, row.evidence) == ("Acme Association", None)
+    assert [m.stage for m in DocketStage.select()] == ["backfill"]
