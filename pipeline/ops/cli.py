@@ -585,16 +585,18 @@ ORGS_SOURCES = {"organization": "field", "title": "title", "signature": "signatu
 
 
 def _org_origin(origins) -> str:
-    """Where an organisation's name came from, for the table: "field" (the record's), or the
-    guess and the line it was read from ("signature: Ohio Farm Bureau Federation")."""
-    if not origins:
-        return ""
-    source, evidence, _ = origins[0]
-    shown = ORGS_SOURCES.get(source, source)
-    if source != "organization" and evidence:
-        line = " ".join(evidence.split())
-        shown += ": " + (line if len(line) <= ORGS_EVIDENCE_SHOWN else line[:ORGS_EVIDENCE_SHOWN - 1] + "…")
-    return shown + (f" (+{len(origins) - 1})" if len(origins) > 1 else "")
+    """Where an organisation's name came from, for the table: "field" (the record's), and
+    each kind of guess with the first line it was read from ("signature: Ohio Farm Bureau
+    Federation"), "(+N)" for the other lines guessed from."""
+    shown, guesses = [], [o for o in origins if o[0] != "organization"]
+    if len(guesses) < len(origins):
+        shown.append("field")
+    for source in dict.fromkeys(o[0] for o in guesses):
+        line = " ".join((next(e for s, e, _ in guesses if s == source) or "").split())
+        cut = line if len(line) <= ORGS_EVIDENCE_SHOWN else line[:ORGS_EVIDENCE_SHOWN - 1] + "…"
+        shown.append(f"{ORGS_SOURCES.get(source, source)}: {cut}")
+    more = len(guesses) - (len(shown) - (len(guesses) < len(origins)))
+    return "; ".join(shown) + (f" (+{more})" if more > 0 else "")
 
 
 @command
