@@ -1,8 +1,11 @@
 """What a comment says about its organisation, and the one normal form names are compared in.
 
-A candidate comes from the record's ``organization`` field, else from a title such as
-"Comment from American Medical Association" or "AMA - Comment", else from the organisation
-line of the body's signature block. ``normalise`` folds the spellings people use for one
+A candidate comes from the record's ``organization`` field, which always wins, else is
+guessed from a title such as "Comment from American Medical Association" or "AMA - Comment",
+else from the organisation line of the body's signature block; it keeps the line it was read
+from (``Candidate.evidence``). A guessed line is taken only when ``looks_like_organisation``
+says so, the one rule for it: no address or "City, ST 12345" line, no sentence, no person's
+name, and a word bodies are named with or an acronym. ``normalise`` folds the spellings people use for one
 name ("The American Medical Assn., Inc." and "american medical association") to one string;
 ``acronym_pairs`` reads "American Medical Association (AMA)" as a pairing the docket may use
 to expand a bare "AMA".
@@ -168,10 +171,10 @@ def looks_like_organisation(raw: str) -> bool:
 
     In order: an address or "City, ST 12345" line is none ("Kansas City, MO 64111"); nor is a
     sentence ("Dr. X is an Assistant Professor of Law at ..."); a word only bodies are named
-    with ("Association", "Inc.") or an acronym makes it one; else a person's name ("Jane
+    with ("Association", "Inc.") makes it one; else a person's name ("Jane
     Church", "Anne Powers": a given name or a title, then a surname) is none, whatever its
     surname also means; else a word organisations share with surnames and places ("Church",
-    "Energy"), or a typo of a body's word ("Coaltion"), makes it one."""
+    "Energy"), an acronym ("AARP"), or a typo of a body's word ("Coaltion"), makes it one."""
     line = OTHERS.sub("", raw.strip()).strip(" ,;:-")
     if not line or len(line) > MOST_CHARACTERS or is_address(line) or is_sentence(line):
         return False
