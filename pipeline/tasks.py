@@ -125,7 +125,7 @@ class IndexAll(DocketWrapper):
             for wrapper in self.follow_ons():
                 tasks.extend(wrapper.docket_tasks())
             yield [task.as_dynamic_dependency() for task in tasks]
-        yield from self.report_partial()
+        yield from self.report_unfinished()
 
 
 class ResolveOrganisations(DocketStageTask):
