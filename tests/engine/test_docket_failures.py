@@ -1,0 +1,80 @@
+"""A stage that raises for one docket of two: that docket stage's failure is recorded with its
+reason and shown by `docketeer dockets` and `stats`, the status page and the docket page; the
+other docket is done; the next clean run of the stage clears it. (The exit code and the log
+line: tests/engine/test_core_luigi_cli.py; the visualiser: tests/engine/test_luigid.py.)"""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from pipeline.engine import markers
+from pipeline.ops import cli
+from pipeline.store import docket_failures, dockets
+from tests.fixtures.core_stages import ToyAll
+from tests.fixtures.state_fixtures import run_invocation as build
+from tests.fixtures.web_fixtures import page_client
+
+A, B = "AB-2026-0001", "AB-2026-0002"
+REASON = f"RuntimeError: toy failure in {B}"
+
+
+def printed(capsys, *argv: str) -> str:
+    assert cli.main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def line_of(text: str, docket: str) -> str:
+    [line] = [x for x in text.splitlines() if x.startswith(docket)]
+    return line
+
+
+@pytest.fixture
+def failed_once(state, monkeypatch):
+    dockets.ensure_dockets([A, B], "list")
+    monkeypatch.setenv("TOY_FAIL", B)
+    assert build(ToyAll())
+    monkeypatch.delenv("TOY_FAIL")
+    return state
+
+
+def test_the_failure_is_recorded_and_the_other_docket_done(failed_once):
+    assert markers.read_marker(A, "toyprocess") is not None
+    assert markers.read_marker(B, "toyprocess") is None  # no marker: the next run tries again
+    assert markers.read_marker(B, "toyfetch") is not None  # its other stages are unaffected
+    [failure] = docket_failures.current()
+    assert (failure.docket, failure.stage, failure.reason, failure.attempts) == (B, "toyprocess", REASON, 1)
+    assert failure.first_failed_at == failure.failed_at
+
+
+def test_dockets_and_stats_show_the_reason_until_the_stage_runs_clean(failed_once, capsys):
+    shown = printed(capsys, "dockets")
+    assert shown.splitlines()[0].rstrip().endswith("failed")
+    assert f"toyprocess: {REASON} (" in line_of(shown, B)
+    assert line_of(shown, A).rstrip().endswith(" -")
+    stats = printed(capsys, "stats")
+    assert "docket stages that failed (no marker; the next run tries again):" in stats
+    failed_row = line_of(stats.split("docket stages that failed")[1], B)
+    assert "toyprocess" in failed_row and failed_row.rstrip().endswith(REASON)
+    assert "docket stages that failed" not in printed(capsys, "stats", "--docket", A)
+
+    assert build(ToyAll())  # the cause gone: the stage runs clean and its failure is cleared
+    assert docket_failures.current() == []
+    assert line_of(printed(capsys, "dockets"), B).rstrip().endswith(" -")
+    assert "docket stages that failed" not in printed(capsys, "stats")
+
+
+def test_the_status_and_docket_pages_show_the_reason_until_the_stage_runs_clean(failed_once):
+    with page_client(failed_once) as client:
+        status = html.unescape(client.get("/status").text)
+        assert f'<a href="/docket/{B}#problems">{B}</a>' in status
+        assert f'<td class="reason">{REASON}</td>' in status
+        assert "Nothing failed and nothing waits." not in status
+        page = html.unescape(client.get(f"/docket/{B}").text)
+        assert f'<td class="reason">{REASON}</td>' in page and "stage failed" in page
+        assert "Nothing failed and nothing waits." in client.get(f"/docket/{A}").text
+
+        assert build(ToyAll())
+        assert "Nothing failed and nothing waits." in client.get("/status").text
+        assert REASON not in html.unescape(client.get(f"/docket/{B}").text)
