@@ -334,13 +334,35 @@ def test_upgrade_from_version_18_adds_more_record_columns_and_redoes_nothing(sta
         migrate(state_db._migrator(db).drop_column(Item._meta.table_name, field.column_name))
     Meta.update(value="18").where(Meta.key == "schema_version").execute()
     state_db.ensure_schema(db)
-    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION == 19
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
     assert {f.column_name for f in state_db.RECORD_COLUMNS} <= {c.name for c in db.get_columns("item")}
     assert {i.key: i.detail_summary_hash for i in Item.select()} == {"X-1": "s", "X-2": "s", "X-3": None}
     assert {i.tracking_nbr for i in Item.select()} == {"t"}  # what the rows held is kept
     assert sorted(m.stage for m in DocketStage.select()) == ["backfill", "campaigns", "extract", "fetch"]
     Item.update(city="Washington", page_count=31).where(Item.key == "X-1").execute()
     assert (Item.get_by_id("X-1").city, Item.get_by_id("X-1").page_count) == ("Washington", 31)
+
+
+def test_upgrade_from_version_19_adds_the_docket_stage_failures_table_and_keeps_every_row(state):
+    """v20: docket stage failures, a new table; nothing else is touched."""
+    from pipeline.store import docket_failures
+    from pipeline.store.models import DocketFailure, DocketStage
+
+    db = state.state
+    now = "2026-12-01T00:00:00Z"
+    dockets.ensure_dockets(["ACF-2025-0001"], discovered_by="list")
+    DocketStage.insert(docket="ACF-2025-0001", stage="fetch", version=1, completed_at=now).execute()
+    db.drop_tables([DocketFailure])
+    Meta.update(value="19").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert "docket_failure" in set(db.get_tables())
+    assert [m.stage for m in DocketStage.select()] == ["fetch"]
+    assert docket_failures.current() == []
+    docket_failures.record("ACF-2025-0001", "topics", "ValueError: too few", "r1", now)
+    docket_failures.record("ACF-2025-0001", "topics", "ValueError: still too few", "r2", "2026-12-01T01:00:00Z")
+    [row] = docket_failures.current()
+    assert (row.reason, row.attempts, row.first_failed_at, row.run_id) == ("ValueError: still too few", 2, now, "r2")
 
 
 def test_upgrade_from_version_12_adds_the_organisation_tables_and_keeps_every_row(state):
