@@ -35,9 +35,8 @@ from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.errors import BudgetSpent, ConfigError, DocketeerError, LeaseHeld
 from pipeline.failures import classify, describe, original_error
 from pipeline.runtime import get_runtime
-from pipeline.store import docket_failures
+from pipeline.store import docket_failures, item_states, leftovers
 from pipeline.store import dockets as docket_rows
-from pipeline.store import item_states, leftovers
 from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
 
 log = logging.getLogger("docketeer")
