@@ -78,3 +78,35 @@ def test_the_status_and_docket_pages_show_the_reason_until_the_stage_runs_clean(
         assert build(ToyAll())
         assert "Nothing failed and nothing waits." in client.get("/status").text
         assert REASON not in html.unescape(client.get(f"/docket/{B}").text)
+
+
+@pytest.mark.postgres
+def test_index_all_goes_on_when_the_topic_map_raises_for_one_docket(tmp_path, pg_server, monkeypatch, capsys):
+    """The case met on real data: TopicMap raised inside HDBSCAN for one docket and IndexAll
+    failed every run while every surface said nothing failed."""
+    import dataclasses
+
+    from pipeline.tasks import TopicMap
+    from tests.fixtures.pipeline_fixtures import built_store
+
+    with built_store(tmp_path, pg_server, dockets=2, comments=4, build=False) as store:
+        good, bad = store.dockets
+        real = TopicMap.stage
+        crash = "ValueError: min_samples (5) must be at most the number of samples in X (4)"
+
+        def raises_for_one(ctx, docket):
+            if docket.id == bad:
+                raise ValueError(crash.removeprefix("ValueError: "))
+            return real.run(ctx, docket)
+
+        monkeypatch.setattr(TopicMap, "stage", dataclasses.replace(real, run=raises_for_one))
+        assert store.run()  # no task failed: the docket stage's failure is recorded
+        assert markers.read_marker(good, "topics") is not None and markers.read_marker(bad, "topics") is None
+        assert all(markers.read_marker(d, "campaigns") is not None for d in store.dockets)
+        assert [(f.docket, f.stage, f.reason) for f in docket_failures.current()] == [(bad, "topics", crash)]
+        assert f"topics: {crash}" in line_of(printed(capsys, "dockets"), bad)
+
+        monkeypatch.setattr(TopicMap, "stage", real)
+        assert store.run()  # the cause gone, the next run maps it and clears the failure
+        assert markers.read_marker(bad, "topics") is not None
+        assert docket_failures.current() == []
