@@ -12,7 +12,9 @@ import pytest
 from pipeline.engine import markers
 from pipeline.ops import cli
 from pipeline.store import docket_failures, dockets
-from tests.fixtures.core_stages import ToyAll
+from pipeline.store.models import Run
+from tests.fixtures.core_stages import TOYPROCESS, ToyAll, ToyProcess
+from tests.fixtures.state_fixtures import installed, make_runtime
 from tests.fixtures.state_fixtures import run_invocation as build
 from tests.fixtures.web_fixtures import page_client
 
@@ -78,6 +80,26 @@ def test_the_status_and_docket_pages_show_the_reason_until_the_stage_runs_clean(
         assert build(ToyAll())
         assert "Nothing failed and nothing waits." in client.get("/status").text
         assert REASON not in html.unescape(client.get(f"/docket/{B}").text)
+
+
+def test_the_reason_is_one_line_with_every_secret_masked(tmp_path, monkeypatch):
+    import dataclasses
+
+    key = "sekret-key-123"
+    runtime = make_runtime(tmp_path, api_key=key)
+    runtime.state  # noqa: B018 - open and create the schema
+
+    def leaks(ctx, docket):
+        raise RuntimeError(f"GET https://api.example/v4?api_key={key}\n  refused")
+
+    with installed(runtime):
+        dockets.ensure_dockets([A], "list")
+        monkeypatch.setattr(ToyProcess, "stage", dataclasses.replace(TOYPROCESS, run=leaks))
+        assert build(ToyAll())
+        [failure] = docket_failures.current()
+        assert failure.reason == "RuntimeError: GET https://api.example/v4?api_key=*** refused"
+        failed_run = Run.get((Run.docket == A) & (Run.stage == "toyprocess"))
+        assert failed_run.message == failure.reason and failed_run.clean is False
 
 
 @pytest.mark.postgres
