@@ -46,10 +46,6 @@ BASE_VERSION = 1
 PARTIAL = "partial: budget spent, continues next run"
 
 
-class StageIncomplete(DocketeerError):
-    """The stage kept its progress but could not finish (a broken walk, a failed download)."""
-
-
 def share_luigi_log_handlers() -> None:
     """Send docketeer's log lines wherever the `luigi` command sends its own.
 
@@ -71,8 +67,8 @@ def share_luigi_log_handlers() -> None:
 
 
 class OneLineFailures(logging.Filter):
-    """A task that failed with one of our errors (the key rejected, a disk full, a stage left
-    incomplete) is one line naming the cause, not a traceback: the message says it all. So is
+    """A task that failed with one of our errors (the key rejected, a disk full) is one line
+    naming the cause, not a traceback: the message says it all. So is
     any other run-stopping cause (``failures.classify``): SQLite's "database or disk is full"
     on a full disk, an unreachable DB."""
 
@@ -265,11 +261,9 @@ class DocketStageTask(CheckedParameters, luigi.Task):
                             message=rt.settings.mask(result.message),
                             budget_spent=result.budget_spent)
         self._log_summary(result, summary, time.monotonic() - started)
+        # Cron sees a failure in the exit status (the wrapper waits on the next run): the
+        # work done is kept, the marker is not written, the other dockets go on.
         self._record_outcome(ctx.run_id, result)
-        if not result.clean and not result.budget_spent and not result.failed:
-            # Cron must see it: the work done is kept, the marker is not written.
-            raise StageIncomplete(
-                f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
 
     def _skip_worked_elsewhere(self, held_by: LeaseHeld) -> None:
         """A live run holds this (stage, docket): its work is being done, so this task steps
@@ -328,8 +322,6 @@ class DocketStageTask(CheckedParameters, luigi.Task):
                         message=rt.settings.mask(result.message), budget_spent=result.budget_spent)
         self._log_summary(result, summary, time.monotonic() - started)
         self._record_outcome(ctx.run_id, result)
-        if not result.clean and not result.budget_spent and not result.failed:
-            raise StageIncomplete(f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
         return claims.session_of(self.stage.name, self.docket) == session
 
     def _holder_claims(self, ctx: StageContext, settings, token: str):
@@ -381,15 +373,17 @@ class DocketStageTask(CheckedParameters, luigi.Task):
                            message=ctx.settings.mask(describe(exc)))
 
     def _record_outcome(self, run_id: str, result: StageResult) -> None:
-        """A failure is recorded with its reason (one line in the log, on the visualiser, and
-        a row ``docketeer dockets``, ``stats`` and the web pages show); a clean, complete run
-        clears the stage's earlier failure. No marker was written for a failed run, so the
-        next run tries again."""
-        if result.failed:
-            row = docket_failures.record(self.docket, self.stage.name, result.message, run_id,
-                                         iso(utcnow()))
+        """A run that raised, or kept its work but could not finish (a broken walk, an item
+        it could not index), failed this docket stage: recorded with its reason (one line in
+        the log and on the visualiser, a row ``docketeer dockets``, ``stats`` and the web
+        pages show), never raised. A clean, complete run clears the stage's earlier failure.
+        No marker was written for a failed run, so the next run tries again."""
+        if result.failed or not (result.clean or result.budget_spent):
+            result.failed = True
+            reason = runtime_or_exit().settings.mask(result.message) or "unclean, no reason given"
+            row = docket_failures.record(self.docket, self.stage.name, reason, run_id, iso(utcnow()))
             again = f" ({row.attempts} failures in a row since {row.first_failed_at[:16]}Z)" if row.attempts > 1 else ""
-            line = (f"{self.stage.name} {self.docket}: failed: {result.message}{again}; "
+            line = (f"{self.stage.name} {self.docket}: failed: {reason}{again}; "
                     "no marker, the next run tries again")
             log.error(line)
             if self.set_status_message:

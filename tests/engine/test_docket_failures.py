@@ -102,6 +102,28 @@ def test_the_reason_is_one_line_with_every_secret_masked(tmp_path, monkeypatch):
         assert failed_run.message == failure.reason and failed_run.clean is False
 
 
+def test_a_stage_that_keeps_its_work_but_cannot_finish_fails_that_docket_stage_too(sqlite_state, monkeypatch):
+    """A walk broken off by a server error: its work is kept, no marker, one failure with the
+    stage's own reason, no exception out of run() (it used to fail the task: exit 30)."""
+    import dataclasses
+
+    from pipeline.engine.stage import StageResult
+
+    def breaks_off(ctx, docket):
+        if docket.id == B:
+            return StageResult(counts={"processed": 1}, clean=False, message=f"walk of {B} broke off: HTTP 503")
+        return TOYPROCESS.run(ctx, docket)
+
+    dockets.ensure_dockets([A, B], "list")
+    monkeypatch.setattr(ToyProcess, "stage", dataclasses.replace(TOYPROCESS, run=breaks_off))
+    assert build(ToyAll())
+    assert markers.read_marker(A, "toyprocess") is not None and markers.read_marker(B, "toyprocess") is None
+    assert [(f.docket, f.reason) for f in docket_failures.current()] == [(B, f"walk of {B} broke off: HTTP 503")]
+    monkeypatch.undo()
+    assert build(ToyAll())
+    assert docket_failures.current() == [] and markers.read_marker(B, "toyprocess") is not None
+
+
 @pytest.mark.postgres
 def test_index_all_goes_on_when_the_topic_map_raises_for_one_docket(tmp_path, pg_server, monkeypatch, capsys):
     """The case met on real data: TopicMap raised inside HDBSCAN for one docket and IndexAll
