@@ -14,7 +14,7 @@ import types
 
 from pipeline.backfill import stage as backfill
 from pipeline.campaigns import stage as campaigns
-from pipeline.engine.docket_task import DocketStageTask, StageIncomplete, runtime_or_exit
+from pipeline.engine.docket_task import DocketStageTask, runtime_or_exit
 from pipeline.engine.stage import Stage
 from pipeline.engine.wrapper import DiscoverDockets, DocketWrapper
 from pipeline.extract import stage as extract
@@ -25,7 +25,7 @@ from pipeline.ocr import stage as ocr
 from pipeline.organisations import stage as organisations
 from pipeline.topics import stage as topics
 
-__all__ = ["DiscoverDockets", "DocketStageTask", "DocketWrapper", "StageIncomplete",
+__all__ = ["DiscoverDockets", "DocketStageTask", "DocketWrapper",
            "runtime_or_exit", "stage_tasks"]
 
 
@@ -125,7 +125,7 @@ class IndexAll(DocketWrapper):
             for wrapper in self.follow_ons():
                 tasks.extend(wrapper.docket_tasks())
             yield [task.as_dynamic_dependency() for task in tasks]
-        yield from self.report_partial()
+        yield from self.report_unfinished()
 
 
 class ResolveOrganisations(DocketStageTask):

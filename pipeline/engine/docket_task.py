@@ -33,10 +33,10 @@ from pipeline.engine.markers import MarkerStore
 from pipeline.engine.progress import Progress
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.errors import BudgetSpent, ConfigError, DocketeerError, LeaseHeld
-from pipeline.failures import classify, original_error
+from pipeline.failures import classify, describe, original_error
 from pipeline.runtime import get_runtime
+from pipeline.store import docket_failures, item_states, leftovers
 from pipeline.store import dockets as docket_rows
-from pipeline.store import item_states, leftovers
 from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
 
 log = logging.getLogger("docketeer")
@@ -44,10 +44,6 @@ log = logging.getLogger("docketeer")
 BASE_VERSION = 1
 # What a run that a spent budget stopped is called, by its stage's line and by its wrapper's
 PARTIAL = "partial: budget spent, continues next run"
-
-
-class StageIncomplete(DocketeerError):
-    """The stage kept its progress but could not finish (a broken walk, a failed download)."""
 
 
 def share_luigi_log_handlers() -> None:
@@ -71,8 +67,8 @@ def share_luigi_log_handlers() -> None:
 
 
 class OneLineFailures(logging.Filter):
-    """A task that failed with one of our errors (the key rejected, a disk full, a stage left
-    incomplete) is one line naming the cause, not a traceback: the message says it all. So is
+    """A task that failed with one of our errors (the key rejected, a disk full) is one line
+    naming the cause, not a traceback: the message says it all. So is
     any other run-stopping cause (``failures.classify``): SQLite's "database or disk is full"
     on a full disk, an unreachable DB."""
 
@@ -265,10 +261,9 @@ class DocketStageTask(CheckedParameters, luigi.Task):
                             message=rt.settings.mask(result.message),
                             budget_spent=result.budget_spent)
         self._log_summary(result, summary, time.monotonic() - started)
-        if not result.clean and not result.budget_spent:
-            # Cron must see it: the work done is kept, the marker is not written.
-            raise StageIncomplete(
-                f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
+        # Cron sees a failure in the exit status (the wrapper waits on the next run): the
+        # work done is kept, the marker is not written, the other dockets go on.
+        self._record_outcome(ctx.run_id, result)
 
     def _skip_worked_elsewhere(self, held_by: LeaseHeld) -> None:
         """A live run holds this (stage, docket): its work is being done, so this task steps
@@ -326,8 +321,7 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
                         message=rt.settings.mask(result.message), budget_spent=result.budget_spent)
         self._log_summary(result, summary, time.monotonic() - started)
-        if not result.clean and not result.budget_spent:
-            raise StageIncomplete(f"{self.stage.name} {self.docket}: {rt.settings.mask(result.message)}")
+        self._record_outcome(ctx.run_id, result)
         return claims.session_of(self.stage.name, self.docket) == session
 
     def _holder_claims(self, ctx: StageContext, settings, token: str):
@@ -363,10 +357,39 @@ class DocketStageTask(CheckedParameters, luigi.Task):
             except BudgetSpent as exc:
                 result = StageResult(budget_spent=True, message=str(exc))
             except Exception as exc:
-                runs.finish_run(ctx.run_id, clean=False, counters=dict(ctx.progress.counts),
-                                message=ctx.settings.mask(f"{type(exc).__name__}: {exc}"))
-                raise
+                if classify(original_error(exc)).stops_run:  # the key, a full disk, a DB gone
+                    runs.finish_run(ctx.run_id, clean=False, counters=dict(ctx.progress.counts),
+                                    message=ctx.settings.mask(f"{type(exc).__name__}: {exc}"))
+                    raise
+                result = self._failed(ctx, exc)
         return result, io
+
+    def _failed(self, ctx: StageContext, exc: Exception) -> StageResult:
+        """The stage raised for this docket alone: a result saying so, not an exception out
+        of ``run()``, so the other dockets go on. The traceback goes to the log at DEBUG
+        (``--log-level DEBUG`` shows it); the state DB keeps the one-line reason."""
+        log.debug("%s %s failed", self.stage.name, self.docket, exc_info=exc)
+        return StageResult(counts=dict(ctx.progress.counts), clean=False, failed=True,
+                           message=ctx.settings.mask(describe(exc)))
+
+    def _record_outcome(self, run_id: str, result: StageResult) -> None:
+        """A run that raised, or kept its work but could not finish (a broken walk, an item
+        it could not index), failed this docket stage: recorded with its reason (one line in
+        the log and on the visualiser, a row ``docketeer dockets``, ``stats`` and the web
+        pages show), never raised. A clean, complete run clears the stage's earlier failure.
+        No marker was written for a failed run, so the next run tries again."""
+        if result.failed or not (result.clean or result.budget_spent):
+            result.failed = True
+            reason = runtime_or_exit().settings.mask(result.message) or "unclean, no reason given"
+            row = docket_failures.record(self.docket, self.stage.name, reason, run_id, iso(utcnow()))
+            again = f" ({row.attempts} failures in a row since {row.first_failed_at[:16]}Z)" if row.attempts > 1 else ""
+            line = (f"{self.stage.name} {self.docket}: failed: {reason}{again}; "
+                    "no marker, the next run tries again")
+            log.error(line)
+            if self.set_status_message:
+                self.set_status_message(line)
+        elif result.complete:
+            docket_failures.clear(self.docket, self.stage.name)
 
     def _write_marker_if_done(self, run_id: str, input_fp: str | None, result: StageResult,
                               kept_output: str | None) -> bool:
@@ -385,6 +408,8 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         return True
 
     def _log_summary(self, result: StageResult, summary: dict, seconds: float) -> None:
+        if result.failed:
+            return  # its one line is the failure's (_record_outcome)
         shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
         line = f"{self.stage.name} {self.docket}: {shown or 'nothing to do'} in {seconds:.2f}s"
         if result.budget_spent:

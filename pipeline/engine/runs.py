@@ -6,6 +6,7 @@ import json
 import uuid
 
 from pipeline.clock import iso, utcnow
+from pipeline.store import docket_failures
 from pipeline.store.models import Run
 
 
@@ -30,7 +31,8 @@ def finish_run(
 
 
 def finished_since(stage: str, docket_id: str, since: str) -> bool:
-    """Did a run of this stage over this docket finish clean, or stop on its budget, after ``since``?"""
+    """Did a run of this stage over this docket finish clean, stop on its budget, or fail for
+    this docket alone (a recorded failure: the next run tries again), after ``since``?"""
     return (
         Run.select()
         .where(
@@ -39,18 +41,18 @@ def finished_since(stage: str, docket_id: str, since: str) -> bool:
             & (Run.started_at >= since)
         )
         .exists()
-    )
+    ) or docket_failures.failed_since(stage, docket_id, since)
 
 
 def dockets_finished_since(stage: str, since: str) -> set[str]:
-    """The dockets a run of this stage finished clean, or stopped on its budget, after
-    ``since`` (``finished_since`` for every docket, in one query)."""
+    """The dockets a run of this stage finished clean, stopped on its budget, or failed for,
+    after ``since`` (``finished_since`` for every docket, in one query per table)."""
     query = Run.select(Run.docket).where(
         (Run.stage == stage) & Run.finished_at.is_null(False)
         & ((Run.clean == True) | (Run.budget_spent == True))  # noqa: E712
         & (Run.started_at >= since)
     )
-    return {r.docket for r in query.distinct()}
+    return {r.docket for r in query.distinct()} | docket_failures.dockets_failed_since(stage, since)
 
 
 def dockets_run_since(docket_ids: list[str], since: str) -> set[str]:

@@ -27,6 +27,9 @@ class StageResult:
     clean: bool = True  # every item reached a terminal state without a run-level error
     budget_spent: bool = False
     message: str = ""
+    # The stage raised an unexpected error (not run-stopping): it produced no output for the
+    # docket, ``message`` says why, and the engine records it as the docket stage's failure.
+    failed: bool = False
 
     @property
     def complete(self) -> bool:

@@ -21,6 +21,7 @@ from pipeline.engine.command_line import (
 from pipeline.engine.docket_task import BASE_VERSION, PARTIAL, DocketStageTask, runtime_or_exit
 from pipeline.engine.invocation import Invocation, InvocationParameter
 from pipeline.engine.markers import MarkerStore
+from pipeline.store import docket_failures
 from pipeline.store import dockets as docket_rows
 
 log = logging.getLogger("docketeer")
@@ -179,27 +180,42 @@ class DocketWrapper(CheckedParameters, luigi.Task):
     def run(self):
         if not self.named():  # named dockets' tasks were required, so they are done by now
             yield [task.as_dynamic_dependency() for task in self.docket_tasks()]
-        yield from self.report_partial()
+        yield from self.report_unfinished()
 
-    def report_partial(self):
-        """After its dockets' tasks ran: a run a spent budget stopped is said partial, and the
-        wrapper waits on what continues it (a generator for run() to ``yield from``)."""
-        # From the run rows, not the task list: with --workers 2 this runs again in a process
-        # forked before the tasks ran, whose own judgement finds them done for this run.
+    def report_unfinished(self):
+        """After its dockets' tasks ran: a run a spent budget stopped is said partial, a
+        docket stage that failed is said failed, and the wrapper waits on what continues or
+        retries them (a generator for run() to ``yield from``)."""
+        # From the run rows and failure rows, not the task list: with --workers 2 this runs
+        # again in a process forked before the tasks ran, whose own judgement finds them
+        # done for this run.
         since = self.current_invocation.started_at
-        partial = runs.budget_stopped_since(self.named() or None, since)
+        named = self.named() or None
+        partial = runs.budget_stopped_since(named, since)
+        failed = failed_since(named, since)
+        if not partial and not failed:
+            return
+        ran = runs.dockets_finished_since(self.stage_task.stage.name, since) | partial.keys() | failed.keys()
+        waits = []
+        # Done for this run, not done: said where operators look. The wrapper's status and
+        # log line count them; and the wrapper waits on an external task never complete
+        # within a run, so Luigi's summary lists it as a missing external dependency and
+        # `luigi` exits with [retcode] missing_data (20): neither success (0) nor a task that
+        # failed (30), which stays for what stops a run (the key, a full disk, a DB gone).
         if partial:
-            ran = runs.dockets_finished_since(self.stage_task.stage.name, since) | partial.keys()
-            # Done for this run, not done: said where operators look. The wrapper's status
-            # and log line count them; and the wrapper waits on an external "continues next
-            # run", so Luigi's summary lists it as a missing external dependency and `luigi`
-            # exits with [retcode] missing_data (20): neither success (0) nor a failure (30).
-            line = partial_line(type(self).__name__, len(ran), partial)
-            log.warning(line)
-            if self.set_status_message:
-                self.set_status_message(line)
-            yield ContinuesNextRun(wrapper=type(self).__name__, dockets=",".join(partial),
-                                   invocation=self.invocation)
+            waits.append(ContinuesNextRun(wrapper=type(self).__name__, dockets=",".join(partial),
+                                          invocation=self.invocation))
+            self._say(log.warning, partial_line(type(self).__name__, len(ran), partial))
+        if failed:
+            waits.append(RetriesNextRun(wrapper=type(self).__name__, dockets=",".join(failed),
+                                        invocation=self.invocation))
+            self._say(log.error, failed_line(type(self).__name__, len(ran), failed))
+        yield waits
+
+    def _say(self, logged, line: str) -> None:
+        logged(line)
+        if self.set_status_message:
+            self.set_status_message(line)
 
     def _requires(self):
         """What it requires, and, once its run was partial, what that run waits for: Luigi's
@@ -208,8 +224,8 @@ class DocketWrapper(CheckedParameters, luigi.Task):
         permission" (which would set [retcode] not_run). Known only after the wrapper's run
         in the process that schedules, so Luigi's check before a run never meets it."""
         required = super()._requires()
-        waits = _waiting.get((type(self).__name__, self.current_invocation.id))
-        return [*required, waits] if waits is not None else required
+        waits = _waiting.get((type(self).__name__, self.current_invocation.id), {})
+        return [*required, *waits.values()]
 
 
 def partial_line(wrapper: str, ran: int, partial: dict[str, list[str]]) -> str:
@@ -231,12 +247,38 @@ class ContinuesNextRun(luigi.ExternalTask):
     def complete(self) -> bool:
         # Asked by the process that schedules, once the wrapper yielded it: from then on the
         # wrapper counts it among what it requires (DocketWrapper._requires).
-        _waiting[(self.wrapper, (self.invocation or Invocation.of_process()).id)] = self
+        waits = _waiting.setdefault((self.wrapper, (self.invocation or Invocation.of_process()).id), {})
+        waits[type(self).__name__] = self
         return False
 
 
-# (wrapper, invocation id) -> the ContinuesNextRun that wrapper's partial run waits for
-_waiting: dict[tuple[str, str], ContinuesNextRun] = {}
+class RetriesNextRun(ContinuesNextRun):
+    """What a wrapper waits for when a stage failed for some of its dockets (an unexpected
+    error, recorded with its reason; no marker): the next run, which tries them again.
+    Filed as a missing external dependency like ``ContinuesNextRun``, so `luigi` exits with
+    [retcode] missing_data (20), not a failure's 30: the other dockets were done."""
+
+    dockets = luigi.Parameter(description="the dockets a stage failed for, comma-separated")
+
+
+# (wrapper, invocation id) -> what that wrapper's run waits for, by kind (ContinuesNextRun,
+# RetriesNextRun)
+_waiting: dict[tuple[str, str], dict[str, ContinuesNextRun]] = {}
+
+
+def failed_since(docket_ids: list[str] | None, since: str) -> dict[str, list[str]]:
+    """docket -> 'stage: reason' of each stage that failed for it at or after ``since``."""
+    found: dict[str, list[str]] = {}
+    for row in docket_failures.current(docket_ids, since):
+        found.setdefault(row.docket, []).append(f"{row.stage}: {row.reason}")
+    return found
+
+
+def failed_line(wrapper: str, ran: int, failed: dict[str, list[str]]) -> str:
+    """'IndexAll: 1 of 3 dockets failed, the next run tries again (A: topics: ValueError: ...)'."""
+    shown = "; ".join(f"{docket}: {', '.join(reasons)}" for docket, reasons in failed.items())
+    return (f"{wrapper}: {len(failed)} of {ran} docket{'' if ran == 1 else 's'} failed, "
+            f"the next run tries again ({shown})")
 
 
 SKIPPED_SHOWN = 5  # finished dockets named in the skipped line; the rest are counted

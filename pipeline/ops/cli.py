@@ -107,19 +107,30 @@ def cmd_config(args) -> int:
 
 @command
 def cmd_dockets(args) -> int:
-    from pipeline.store import reports
+    from pipeline.store import docket_failures, reports
 
     rt = _runtime()
     progress, waiting = reports.comment_progress(), reports.retry_waiting()
     represented = reports.submissions()
+    failures = docket_failures.by_docket()
     index_db = rt.existing_index_db()
-    rows = [_docket_row(d, progress.get(d.id, {}), waiting.get(d.id, 0), index_db,
-                        represented.get(d.id, (0, 0))[1])
+    rows = [[*_docket_row(d, progress.get(d.id, {}), waiting.get(d.id, 0), index_db,
+                          represented.get(d.id, (0, 0))[1]), _failed_cell(failures.get(d.id, []))]
             for d in reports.all_dockets()]
     header = ["docket", "agency", "closes", "comments", "submissions", "detailed", "extracted", "indexed", "retry",
-              "watermark", "last pull", "sealed"]
+              "watermark", "last pull", "sealed", "failed"]
     print(_table(rows, header) if rows else "no dockets known yet")
     return 0
+
+
+def _failed_cell(failures: list) -> str:
+    """'topics: ValueError: ... (3 runs since 2026-12-01 01:00 EST)': the stages that failed for
+    the docket at their last run, and why ('-' when none)."""
+    if not failures:
+        return "-"
+    return "; ".join(f"{f.stage}: {f.reason}" + (f" ({f.attempts} runs since {_minute(f.first_failed_at)})"
+                                                 if f.attempts > 1 else f" ({_minute(f.failed_at)})")
+                     for f in failures)
 
 
 def _docket_row(d, counts: dict[str, int], waiting: int, index_db, submissions: int) -> list:
@@ -207,7 +218,22 @@ def cmd_stats(args) -> int:
             for c in reports.state_counts(args.docket)]
     # "next attempt": for retry rows, the earliest of the (docket, stage)'s waiting items.
     print(_table(rows, ["docket", "stage", "state", "count", "next attempt"]) if rows else "no items yet")
+    _print_stage_failures(args.docket)
     return 0
+
+
+def _print_stage_failures(docket: str | None) -> None:
+    """The docket stages that failed as a whole at their last run (no item to blame), why,
+    and since when: the next run tries them again."""
+    from pipeline.store import docket_failures
+
+    failures = docket_failures.current([docket] if docket else None)
+    if not failures:
+        return
+    rows = [[f.docket, f.stage, f.attempts, _minute(f.first_failed_at), _minute(f.failed_at), f.reason]
+            for f in failures]
+    print("\ndocket stages that failed (no marker; the next run tries again):")
+    print(_table(rows, ["docket", "stage", "failed runs", "since", "last", "reason"]))
 
 
 def _index_row(rt, item) -> list[str]:

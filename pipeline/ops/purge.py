@@ -12,6 +12,7 @@ from pipeline.store.models import (
     CampaignBand,
     CampaignMember,
     Docket,
+    DocketFailure,
     DocketStage,
     Item,
     ItemClaim,
@@ -46,6 +47,7 @@ def _queries(docket_id: str) -> dict[str, object]:
         "organisation acronyms": OrganisationAcronym.docket == docket_id,
         "item states": ItemState.docket == docket_id,
         "markers": DocketStage.docket == docket_id,
+        "stage failures": DocketFailure.docket == docket_id,
         "runs": Run.docket == docket_id,
         "leases": Lease.docket == docket_id,
         "item claims": ItemClaim.docket == docket_id,
@@ -59,7 +61,7 @@ def _queries(docket_id: str) -> dict[str, object]:
 _MODELS = {"attachments": Attachment, "campaign members": CampaignMember,
            "campaign bands": CampaignBand, "campaigns": Campaign, "item states": ItemState,
            "organisation members": OrganisationMember, "organisation acronyms": OrganisationAcronym,
-           "markers": DocketStage, "runs": Run, "leases": Lease, "items": Item, "docket": Docket,
+           "markers": DocketStage, "stage failures": DocketFailure, "runs": Run, "leases": Lease, "items": Item, "docket": Docket,
            "mirror objects": MirrorObject, "item claims": ItemClaim, "mirror scans": MirrorScan}
 
 

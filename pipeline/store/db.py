@@ -29,7 +29,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -529,9 +529,15 @@ def _upgrade_to_20(db: peewee.Database) -> None:
     models.DocketStage.delete().where(models.DocketStage.stage == "organisations").execute()
 
 
+def _upgrade_to_21(db: peewee.Database) -> None:
+    """v21: a docket stage's failure (an unexpected error of the stage as a whole) is a row
+    with its reason, shown until the stage runs clean again. A new, empty table."""
+    db.create_tables([models.DocketFailure], safe=True)
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
             13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15, 16: _upgrade_to_16,
             17: _upgrade_to_17, 18: _upgrade_to_18, 19: _upgrade_to_19,
-            20: _upgrade_to_20}
+            20: _upgrade_to_20, 21: _upgrade_to_21}

@@ -166,6 +166,23 @@ class DocketStage(BaseModel):
         primary_key = CompositeKey("docket", "stage")
 
 
+class DocketFailure(BaseModel):
+    """Why a stage could not produce its output for a docket: the unexpected error of its last
+    attempt (one line, masked), kept until the stage next runs clean for that docket (schema
+    version 20). A docket-level state, beside the items' own failures in ``item_state``."""
+
+    docket = TextField()
+    stage = TextField()
+    reason = TextField()
+    failed_at = TextField()  # the last attempt that failed
+    first_failed_at = TextField()  # the first of the failures in a row
+    attempts = IntegerField(default=1)  # failed attempts in a row
+    run_id = TextField(null=True)
+
+    class Meta:
+        primary_key = CompositeKey("docket", "stage")
+
+
 class Lease(BaseModel):
     stage = TextField()
     docket = TextField()
@@ -455,4 +472,5 @@ class TopicMap(BaseModel):
 MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
           CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan,
           Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym,
-          DocketDocument, LineageComment, LineageLink, FederalRegisterDocument, Topic, TopicMember, TopicMap)
+          DocketDocument, LineageComment, LineageLink, FederalRegisterDocument, Topic, TopicMember, TopicMap,
+          DocketFailure)

@@ -22,7 +22,7 @@ from pipeline import search_arguments
 from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
 from pipeline.search_arguments import BadSearch
-from pipeline.store import browsing
+from pipeline.store import browsing, docket_failures
 from pipeline.web import browse, campaigns, pages, reading_routes
 from pipeline.web.hosts import HostCheck, allowed_hosts
 
@@ -81,6 +81,7 @@ def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = N
         if page is None:
             return render(request, "missing.html", 404, what="docket", name=request.path_params["docket_id"])
         return render(request, "docket.html", page=page, problems=browsing.problems(page.docket.id),
+                      stage_failures=docket_failures.current([page.docket.id]),
                       failed_states=browsing.FAILED_STATES, show_docket=False)
 
     async def comment(request: Request):
@@ -91,6 +92,7 @@ def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = N
 
     async def status(request: Request):
         return render(request, "status.html", rows=pages.status_page(runtime), problems=browsing.problems(),
+                      stage_failures=docket_failures.current(),
                       failed_states=browsing.FAILED_STATES, show_docket=True)
 
     routes = [

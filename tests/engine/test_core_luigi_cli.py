@@ -38,11 +38,45 @@ def sqlite(tmp_path: Path, sql: str) -> list[tuple]:
         return conn.execute(sql).fetchall()
 
 
-def test_exit_zero_when_all_succeed_and_nonzero_when_a_stage_fails(tmp_path):
+def test_exit_zero_when_all_succeed_and_30_when_a_run_stopping_error_stops_it(tmp_path):
     ok = luigi_cmd(tmp_path, "ToyAll")
     assert ok.returncode == 0, ok.stderr[-2000:]
-    failing = luigi_cmd(tmp_path / "other", "ToyAll", TOY_FAIL="AB-2026-0002")
+    failing = luigi_cmd(tmp_path / "other", "ToyAll", TOY_STOP="AB-2026-0002")
     assert failing.returncode == 30, failing.stderr[-2000:]  # [retcode] task_failed
+    assert "Traceback" not in failing.stderr
+    assert "RunStopping: toy run-stopping failure in AB-2026-0002" in failing.stderr
+    # A run-stopping cause is the run's, not the docket's: no docket failure is recorded.
+    assert sqlite(tmp_path / "other", "select count(*) from docket_failure") == [(0,)]
+
+
+def test_a_stage_failing_for_one_docket_is_recorded_the_others_done_and_the_run_exits_20(tmp_path):
+    failing = luigi_cmd(tmp_path, "ToyAll", TOY_FAIL="AB-2026-0002")
+    assert failing.returncode == 20, failing.stderr[-3000:]  # [retcode] missing_data, not 30
+    assert "Traceback" not in failing.stderr
+    # One line for the failed docket stage, one for the wrapper; Luigi's summary names it.
+    [line] = [x for x in failing.stderr.splitlines() if "toyprocess AB-2026-0002: failed:" in x]
+    assert "RuntimeError: toy failure in AB-2026-0002; no marker, the next run tries again" in line
+    assert ("ToyAll: 1 of 2 dockets failed, the next run tries again "
+            "(AB-2026-0002: toyprocess: RuntimeError: toy failure in AB-2026-0002)") in failing.stderr
+    summary = failing.stderr.split("Execution Summary")[1]
+    assert "RetriesNextRun(wrapper=ToyAll, dockets=AB-2026-0002)" in summary
+    assert "failed:" not in summary  # no task failed: the docket task recorded its failure
+    assert sqlite(tmp_path, "select docket from docket_stage where stage='toyprocess'") == [("AB-2026-0001",)]
+    assert sqlite(tmp_path, "select docket, stage, reason, attempts from docket_failure") == [
+        ("AB-2026-0002", "toyprocess", "RuntimeError: toy failure in AB-2026-0002", 1)]
+    # No traceback in the state DB either: the run row keeps the same one line.
+    assert sqlite(tmp_path, "select message from run where stage='toyprocess' and clean=0") == [
+        ("RuntimeError: toy failure in AB-2026-0002",)]
+
+    again = luigi_cmd(tmp_path, "ToyAll", TOY_FAIL="AB-2026-0002")  # the next run tries again
+    assert again.returncode == 20, again.stderr[-3000:]
+    assert sqlite(tmp_path, "select attempts from docket_failure") == [(2,)]
+    assert "2 failures in a row since" in again.stderr
+
+    fixed = luigi_cmd(tmp_path, "ToyAll")
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    assert sqlite(tmp_path, "select count(*) from docket_failure") == [(0,)]  # cleared by success
+    assert sqlite(tmp_path, "select count(*) from docket_stage where stage='toyprocess'") == [(2,)]
 
 
 def test_sigkilled_stage_leaves_no_marker_and_the_next_run_repairs(tmp_path):
@@ -93,17 +127,17 @@ def luigi_elsewhere(folder: Path, *args: str, **env_extra: str) -> subprocess.Co
 def test_a_failed_task_exits_30_from_any_folder_and_a_users_luigi_cfg_still_wins(tmp_path):
     elsewhere = tmp_path / "cron-home"
     elsewhere.mkdir()
-    failing = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002")
+    failing = luigi_elsewhere(elsewhere, "ToyAll", TOY_STOP="AB-2026-0002")
     assert failing.returncode == 30, failing.stderr[-2000:]  # the package's own [retcode]
     # Every docket's task is in the summary: the package's [execution_summary] too.
     assert "ToyProcess(docket=AB-2026-0001" in failing.stderr.split("Execution Summary")[1]
     # A luigi.cfg in the folder the command runs from is read after the package's defaults.
     (elsewhere / "luigi.cfg").write_text("[retcode]\ntask_failed = 7\n")
-    mine = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002")
+    mine = luigi_elsewhere(elsewhere, "ToyAll", TOY_STOP="AB-2026-0002")
     assert mine.returncode == 7, mine.stderr[-2000:]
     # ... and so is $LUIGI_CONFIG_PATH, after both.
     (tmp_path / "theirs.cfg").write_text("[retcode]\ntask_failed = 9\n")
-    theirs = luigi_elsewhere(elsewhere, "ToyAll", TOY_FAIL="AB-2026-0002",
+    theirs = luigi_elsewhere(elsewhere, "ToyAll", TOY_STOP="AB-2026-0002",
                              LUIGI_CONFIG_PATH=str(tmp_path / "theirs.cfg"))
     assert theirs.returncode == 9, theirs.stderr[-2000:]
 

@@ -12,7 +12,7 @@ from pipeline.clock import iso, utcnow
 from pipeline.counters import STAGE_CALLS, counters
 from pipeline.engine import markers
 from pipeline.engine.invocation import Invocation
-from pipeline.store import dockets, item_states
+from pipeline.store import docket_failures, dockets, item_states
 from pipeline.store.models import Docket, DocketStage, ItemState, Run, database
 from tests.fixtures import core_stages
 from tests.fixtures.core_stages import ToyAll, ToyFetch, ToyProcess
@@ -159,14 +159,20 @@ def test_forced_stage_task_gets_its_own_id(state):
 def test_a_stage_that_raises_writes_no_marker_and_an_unclean_run(state, monkeypatch):
     dockets.ensure_dockets([A, B], "list")
     monkeypatch.setenv("TOY_FAIL", A)
-    assert not build(ToyAll())
+    # No task fails in Luigi's eyes: the docket task recorded its failure, the wrapper waits on
+    # the next run (exit 20 on the command line: test_core_luigi_cli).
+    assert build(ToyAll())
     assert markers.read_marker(A, "toyprocess") is None
     assert markers.read_marker(B, "toyprocess") is not None
     failed = Run.get((Run.docket == A) & (Run.stage == "toyprocess"))
-    assert failed.clean is False and "toy failure" in failed.message
+    assert failed.clean is False and failed.message == f"RuntimeError: toy failure in {A}"
+    [recorded] = docket_failures.current()
+    assert (recorded.docket, recorded.stage, recorded.reason, recorded.run_id) == (
+        A, "toyprocess", failed.message, failed.run_id)
     monkeypatch.delenv("TOY_FAIL")
     assert build(ToyAll())
     assert markers.read_marker(A, "toyprocess") is not None
+    assert docket_failures.current() == []
 
 
 def test_named_docket_skips_discovery_and_unknown_is_created(state):

@@ -152,13 +152,13 @@ def test_the_visualisers_rerun_command_runs_the_failed_docket_task(luigid, tmp_p
     scheduler = ["--scheduler-host", "127.0.0.1", "--scheduler-port", str(luigid)]
     failed = subprocess.run(
         [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", "ToyAll", *scheduler],
-        cwd=ROOT, env={**env, "TOY_FAIL": "AB-2026-0002"}, capture_output=True, text=True, timeout=300)
+        cwd=ROOT, env={**env, "TOY_STOP": "AB-2026-0002"}, capture_output=True, text=True, timeout=300)
     assert failed.returncode == 30, failed.stderr[-3000:]
     [(task_id, task)] = api(luigid, "task_list", status="FAILED").items()
     command = visualiser_rerun_command(luigid, task_id)
     assert command.startswith("luigi --module tests.fixtures.core_stages ToyProcess.AB-2026-0002 "
                               '--docket "AB-2026-0002"'), command
-    # Run as shown, from a shell in another folder, the cause fixed (TOY_FAIL unset).
+    # Run as shown, from a shell in another folder, the cause fixed (TOY_STOP unset).
     (tmp_path / "elsewhere").mkdir()
     rerun = subprocess.run(f"{command} {' '.join(scheduler)}", shell=True, cwd=tmp_path / "elsewhere",
                            env=env, capture_output=True, text=True, timeout=300)
@@ -167,3 +167,26 @@ def test_the_visualisers_rerun_command_runs_the_failed_docket_task(luigid, tmp_p
     assert "ToyProcess(docket=AB-2026-0002" in rerun.stderr.split("Execution Summary")[1]
     done = api(luigid, "task_list", status="DONE")
     assert task["name"] in {t["name"] for t in done.values()}
+
+
+def test_a_docket_stage_that_failed_says_why_in_the_visualiser(luigid, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
+               DOCKETEER_DATA_DIR=str(tmp_path / "data"), DOCKETEER_DISCOVER="list",
+               DOCKETEER_DOCKETS="AB-2026-0001,AB-2026-0002", TOY_FAIL="AB-2026-0002")
+    run = subprocess.run(
+        [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", "ToyAll",
+         "--scheduler-host", "127.0.0.1", "--scheduler-port", str(luigid)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 20, run.stderr[-3000:]
+    assert api(luigid, "task_list", status="FAILED") == {}  # recorded, not an exception
+    done = api(luigid, "task_list", status="DONE")
+    [failed] = [t for t in done.values() if t["name"] == "ToyProcess.AB-2026-0002"]
+    assert failed["status_message"] == ("toyprocess AB-2026-0002: failed: RuntimeError: toy failure in "
+                                        "AB-2026-0002; no marker, the next run tries again")
+    [other] = [t for t in done.values() if t["name"] == "ToyProcess.AB-2026-0001"]
+    assert other["status_message"].startswith("toyprocess AB-2026-0001: ") and "failed" not in other["status_message"]
+    pending = api(luigid, "task_list", status="PENDING")
+    [wrapper] = [t for t in pending.values() if t["name"] == "ToyAll"]
+    assert wrapper["status_message"].startswith("ToyAll: 1 of 2 dockets failed, the next run tries again")
+    assert any(t["name"] == "RetriesNextRun" for t in pending.values())

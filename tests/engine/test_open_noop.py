@@ -15,7 +15,7 @@ from pipeline.counters import API_CALLS, ITEM_READS, STAGE_CALLS, counters
 from pipeline.engine.docket_task import DocketStageTask
 from pipeline.engine.markers import output_fingerprint
 from pipeline.index.markers import IndexMarkers
-from pipeline.store import item_states
+from pipeline.store import docket_failures, item_states
 from pipeline.store.models import Docket, ItemState
 from tests.fixtures.core_stages import TOYFETCH, ToyAll, ToyFetch, toy_fetch
 from tests.fixtures.pipeline_fixtures import built_store
@@ -78,7 +78,10 @@ def test_a_fetch_that_died_after_writing_rows_is_not_vouched_by_its_old_output(s
 
     monkeypatch.setenv("TOY_ITEMS", "5")
     monkeypatch.setattr(ToyFetch, "stage", dataclasses.replace(TOYFETCH, run=dies_after_writing))
-    assert not run_invocation(ToyFetch(docket="AB-2026-0001"))
+    # A failure of this docket stage, recorded (not a task Luigi sees fail).
+    assert run_invocation(ToyFetch(docket="AB-2026-0001"))
+    assert [(f.stage, f.reason) for f in docket_failures.current()] == [
+        ("toyfetch", "RuntimeError: killed after writing its rows")]
     assert output_fingerprint("AB-2026-0001", "toyfetch") is None  # no output vouches for them
     Docket.update(last_pull_at=OLD_PULL).execute()  # the real fetch stamps its pull at the end
     monkeypatch.undo()
@@ -88,6 +91,7 @@ def test_a_fetch_that_died_after_writing_rows_is_not_vouched_by_its_old_output(s
     assert output_fingerprint("AB-2026-0001", "toyfetch") not in (None, before)
     processed = item_states.states_for_docket("toyprocess", "AB-2026-0001")
     assert sorted(r.state for r in processed.values()) == ["ok"] * 5
+    assert docket_failures.current() == []  # the fetch ran clean: its failure is over
 
 
 def test_a_noop_fetch_keeps_its_output_without_reading_its_rows(state, monkeypatch):

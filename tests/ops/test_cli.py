@@ -131,7 +131,7 @@ def test_dockets_table_has_every_column(store, capsys):
     assert code == 0
     assert out.splitlines()[0].split() == ["docket", "agency", "closes", "comments", "submissions", "detailed",
                                            "extracted", "indexed", "retry", "watermark", "last",
-                                           "pull", "sealed"]
+                                           "pull", "sealed", "failed"]
     by_id = {row["docket"]: row for row in table(out)}
     assert set(by_id) == set(store.dockets)
     for docket in store.manifest.dockets:
@@ -146,6 +146,7 @@ def test_dockets_table_has_every_column(store, capsys):
         assert cells["indexed"] == listed  # comments collection
         assert cells["retry"] == "-"  # nothing waits
         assert cells["sealed"] == "open"
+        assert cells["failed"] == "-"  # no stage failed for it
 
 
 def test_dockets_shows_items_waiting_to_retry_and_the_next_attempt(store, waiting, capsys):

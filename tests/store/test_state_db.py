@@ -343,6 +343,28 @@ def test_upgrade_from_version_18_adds_more_record_columns_and_redoes_nothing(sta
     assert (Item.get_by_id("X-1").city, Item.get_by_id("X-1").page_count) == ("Washington", 31)
 
 
+def test_upgrade_from_version_20_adds_the_docket_stage_failures_table_and_keeps_every_row(state):
+    """v21: docket stage failures, a new table; nothing else is touched."""
+    from pipeline.store import docket_failures
+    from pipeline.store.models import DocketFailure, DocketStage
+
+    db = state.state
+    now = "2026-12-01T00:00:00Z"
+    dockets.ensure_dockets(["ACF-2025-0001"], discovered_by="list")
+    DocketStage.insert(docket="ACF-2025-0001", stage="fetch", version=1, completed_at=now).execute()
+    db.drop_tables([DocketFailure])
+    Meta.update(value="20").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert "docket_failure" in set(db.get_tables())
+    assert [m.stage for m in DocketStage.select()] == ["fetch"]
+    assert docket_failures.current() == []
+    docket_failures.record("ACF-2025-0001", "topics", "ValueError: too few", "r1", now)
+    docket_failures.record("ACF-2025-0001", "topics", "ValueError: still too few", "r2", "2026-12-01T01:00:00Z")
+    [row] = docket_failures.current()
+    assert (row.reason, row.attempts, row.first_failed_at, row.run_id) == ("ValueError: still too few", 2, now, "r2")
+
+
 def test_upgrade_from_version_12_adds_the_organisation_tables_and_keeps_every_row(state):
     from pipeline.store.models import (
         Organisation,
