@@ -108,6 +108,15 @@ def earliest_members(campaign_id: str, limit: int) -> list[Member]:
     return [_member(row) for row in query]
 
 
+def letter_founders(docket_id: str) -> list[tuple[str, str]]:
+    """(campaign id, its founder's normalised text) of the docket's groups of two or more
+    comments: the letters a comment may hold (a group's id is its founder's, one indexed read)."""
+    return list(Campaign.select(Campaign.id, CampaignMember.normalised)
+                .join(CampaignMember, on=(CampaignMember.item == Campaign.id))
+                .where((Campaign.docket == docket_id) & (Campaign.size >= 2))
+                .order_by(Campaign.id).tuples())
+
+
 def campaign_rows(campaign_ids: Iterable[str]) -> dict[str, Campaign]:
     found = {}
     for chunk in _chunks(sorted(set(campaign_ids))):
