@@ -59,7 +59,7 @@ REPRESENTED_AT = 0.9
 COMPARED_PER_GROUP = 256
 # A comment holding this share of a letter's shingles holds the letter (a real one edits a
 # word or drops a sentence of it); a letter this short is a slogan many comments hold.
-CONTAINED_AT = 0.8
+CONTAINED_AT = 0.75
 MIN_LETTER_SHINGLES = 30
 SIGNATURE_DTYPE = MinHash(num_perm=1).hashvalues.dtype  # as the scheme stores them
 SIGNATURE_BATCH = 5000  # comments whose distinct shingles are hashed together (bounds the memory)
@@ -202,7 +202,7 @@ class Grouper:
             candidates.add_run_member(p, campaign)
             if campaign in placement.started and campaign == p.comment.key:
                 letters.started(campaign)
-            letters.joined(campaign)
+            letters.joined(campaign, p.comment.key)
             counters.incr(CAMPAIGN_COMPARES)
             self.progress(1)
         compared = [p for p in prepared if p.comment.key in entering]
@@ -368,59 +368,68 @@ class Grouper:
 
 
 class _Letters:
-    """The docket's letters (each group of two or more comments, by its founder's shingles)
-    in an inverted index, shingle -> campaigns: a comment's shared shingles with each letter
-    are counted from its own shingles, never by comparing it with every letter. A group of
-    this run is a letter once its second member joins; the stored ones are read when a
-    comment is first looked up (one query, only in a run where some comment matched none)."""
+    """The docket's letters in an inverted index, shingle -> campaigns: a comment's shared
+    shingles with each letter are counted from its own shingles, never by comparing it with
+    every letter.
+
+    A group of two or more comments is a letter: the shingles its two earliest members share
+    (what two copies have in common is the letter, without either one's own note). A group
+    this run started is one once its second member joins; the stored ones are read when a
+    comment is first looked up (one query, in a run where some comment matched no group):
+    the same two comments whether the group was stored or made in this run, so a rebuild
+    from scratch decides as an incremental run did."""
 
     def __init__(self, docket_id: str, candidates: _Candidates) -> None:
         self.docket_id, self.candidates = docket_id, candidates
         self.campaigns: dict[str, set[str]] = {}  # campaign -> its letter's shingles
         self.by_shingle: dict[str, set[str]] = {}
-        self.run_sizes: dict[str, int] = {}  # groups this run started -> their members
+        self.earliest: dict[str, list[str]] = {}  # a group this run started -> its first two members
+        self.joiner: dict[str, str] = {}  # a stored group -> the first member this run placed in it
         self.stored_read = False
 
-    def _add(self, campaign: str, shingles: set[str]) -> None:
+    def _add(self, campaign: str, first: str, second: str) -> None:
+        found = self.candidates.shingles([first, second])
+        shingles = found[first] & found[second]
         if len(shingles) < MIN_LETTER_SHINGLES or campaign in self.campaigns:
             return
         self.campaigns[campaign] = shingles
         for s in shingles:
             self.by_shingle.setdefault(s, set()).add(campaign)
 
-    def _founder(self, campaign: str) -> None:
-        try:
-            self._add(campaign, self.candidates.shingles([campaign])[campaign])
-        except KeyError:  # no member of that id (never expected: a group's id is a member's)
-            return
-
     def started(self, campaign: str) -> None:
-        self.run_sizes[campaign] = 0
+        self.earliest[campaign] = []
 
-    def joined(self, campaign: str) -> None:
-        """A member was placed in ``campaign``: a stored group already has a member, one
-        this run started has two with the second."""
-        size = self.run_sizes.get(campaign)
-        if size is not None:
-            self.run_sizes[campaign] = size = size + 1
-        if campaign not in self.campaigns and (size is None or size >= 2):
-            self._founder(campaign)
+    def joined(self, campaign: str, item: str) -> None:
+        """``item`` was placed in ``campaign`` (members are placed in their order)."""
+        earliest = self.earliest.get(campaign)
+        if earliest is None:  # a stored group: its founder is its id
+            self.joiner.setdefault(campaign, item)
+            if self.stored_read and campaign not in self.campaigns:  # it had one member
+                self._add(campaign, campaign, self.joiner[campaign])
+        elif len(earliest) < 2:
+            earliest.append(item)
+            if len(earliest) == 2:
+                self._add(campaign, *earliest)
 
     def merged(self, other: str, into: str) -> None:
-        """``other`` joined ``into``, the earlier founded: its founder is the letter."""
+        """``other`` joined ``into``, the earlier founded (``other``'s founder is after
+        ``into``'s: the merged group's second member when ``into`` had one)."""
         for s in self.campaigns.pop(other, ()):
             self.by_shingle[s].discard(other)
-        if into in self.run_sizes or other in self.run_sizes:
-            self.run_sizes[into] = self.run_sizes.get(into, 1) + self.run_sizes.pop(other, 1)
-        self._founder(into)
+        self.earliest.pop(other, None)
+        self.joiner.pop(other, None)
+        if into not in self.campaigns:
+            self.joined(into, other)
 
     def held_by(self, shingles: set[str], founder_order: Callable[[str], str]) -> str | None:
         """The letter ``shingles`` hold the largest share of, at least ``CONTAINED_AT`` (on a
         tie the longer letter, then the earlier founded), None when none."""
         if not self.stored_read:
             self.stored_read = True
-            for campaign, normalised in store.letter_founders(self.docket_id):
-                self._add(campaign, campaign_text.shingles(normalised))
+            for campaign, second in store.letter_members(self.docket_id):
+                self._add(campaign, campaign, second)
+            for campaign, item in self.joiner.items():  # stored groups of one, joined in this run
+                self._add(campaign, campaign, item)
         shared: dict[str, int] = {}
         for s in shingles:
             for campaign in self.by_shingle.get(s, ()):

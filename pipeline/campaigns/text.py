@@ -43,6 +43,7 @@ _SALUTATION = re.compile(r"^\s*(dear|to whom it may concern|hello|greetings)\b[^
                          re.IGNORECASE)
 _CLOSING = re.compile(r"^\s*(sincerely|respectfully|regards|best regards|kind regards|thank you"
                       r"|thanks|yours truly|very truly yours|best)\b[\s,.!-]*$", re.IGNORECASE)
+SIGNATURE_WORDS = 40  # at most this many words after a closing line are a signature block
 _WORD = re.compile(r"[a-z0-9]+")
 # A stop and the space after it, or a blank line: where a sentence ends.
 _SENTENCE_END = re.compile(r"[.!?]\s+|\n{2,}")
@@ -58,11 +59,13 @@ def points_to_attachment(body: str | None) -> bool:
 
 def letter_body(text: str) -> str:
     """The text without its salutation line and its signature block (a closing line and
-    everything after it)."""
+    everything after it, when that is short: a name, an address)."""
     lines = text.splitlines()
     kept: list[str] = []
-    for line in lines:
-        if _CLOSING.match(line):
+    for at, line in enumerate(lines):
+        # a closing line followed by a letter ("Thank you." then the form letter a note
+        # precedes) is not where the signature starts
+        if _CLOSING.match(line) and len(words(" ".join(lines[at + 1:]))) <= SIGNATURE_WORDS:
             break
         if not kept and not line.strip():
             continue
