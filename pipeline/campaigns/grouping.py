@@ -426,10 +426,11 @@ class _Letters:
         tie the longer letter, then the earlier founded), None when none."""
         if not self.stored_read:
             self.stored_read = True
-            for campaign, second in store.letter_members(self.docket_id):
+            pairs = store.letter_members(self.docket_id)
+            pairs += [(campaign, item) for campaign, item in self.joiner.items()]  # groups of one, joined now
+            self.candidates.shingles([key for pair in pairs for key in pair])  # read in one query
+            for campaign, second in pairs:
                 self._add(campaign, campaign, second)
-            for campaign, item in self.joiner.items():  # stored groups of one, joined in this run
-                self._add(campaign, campaign, item)
         shared: dict[str, int] = {}
         for s in shingles:
             for campaign in self.by_shingle.get(s, ()):
