@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 
-from pipeline.campaigns.text import points_to_attachment
+from pipeline.campaigns.text import MIN_OWN_WORDS, DocketText, points_to_attachment
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.extract.combined import INLINE_HEADING, combined_sections
 from pipeline.extract.stage import read_combined
@@ -106,17 +106,13 @@ def group_docket(ctx: StageContext, docket: Docket) -> StageResult:
 
 
 def too_short_reason(own_words: int) -> str:
-    from pipeline.campaigns.text import MIN_OWN_WORDS
-
     return (f"too short to compare: {own_words} words of its own (fewer than {MIN_OWN_WORDS} once "
             f"placeholders and the docket's documents' text are left out)")
 
 
-def docket_text(ctx: StageContext, docket_id: str, documents: list[str]):
+def docket_text(ctx: StageContext, docket_id: str, documents: list[str]) -> DocketText:
     """The docket's documents' text as extract read them (every section of their combined.md:
     the record, the content file, the forms attached), to be left out of the comments."""
-    from pipeline.campaigns.text import DocketText
-
     texts = []
     for key in documents:
         try:
