@@ -40,6 +40,7 @@ class PlantedComment:
     body: str
     attachment: str  # the attachment's text ("" when none)
     campaign: str | None  # the planted campaign (None: an independent comment)
+    unreadable: str = ""  # its attachment's failure ("corrupt PDF"): a file extract got no text from
 
 
 def _own_sentence(rng: random.Random) -> str:
@@ -141,7 +142,32 @@ def seed_store(runtime, docket_id: str, comments: list[PlantedComment]) -> None:
                 for c in batch)
         # the campaigns stage reads combined.md for those sent as attachments alone
         runtime.blobs.put_many([(combined_key(docket_id, c.key), combined[c.key])
-                                for c in batch if c.attachment])
+                                for c in batch if c.attachment or c.unreadable])
+
+
+def seed_documents(runtime, docket_id: str, documents: dict[str, list[tuple[str, str]]]) -> None:
+    """The docket's documents as extract leaves them: document id -> its files as (file name,
+    text), an item row of kind ``document``, its extract row and its combined.md."""
+    from pipeline.clock import iso, utcnow
+    from pipeline.extract.combined import render_combined
+    from pipeline.extract.readers import AttachmentText
+    from pipeline.store import dockets, item_states
+    from pipeline.store.blobs import combined_key
+    from pipeline.store.models import Item
+
+    dockets.ensure_dockets([docket_id], "list")
+    now = iso(utcnow())
+    for key, files in documents.items():
+        combined = render_combined(
+            comment_id=key, docket_id=docket_id, inline_text="", kind="document",
+            attachments=[AttachmentText(name, "ok", "", len(text), 1, text) for name, text in files],
+            sources_fingerprint="seed", extractor_version="extract-1")
+        Item.insert(key=key, docket=docket_id, kind="document", title=f"Document {key}", body="",
+                    created_at=now, updated_at=now, withdrawn=False).on_conflict_replace().execute()
+        item_states.transition_many([{"stage": "extract", "item": key, "docket": docket_id, "state": "ok",
+                                      "run_id": "seed", "fingerprint": "seed",
+                                      "content_hash": hashlib.sha256(combined).hexdigest()}])
+        runtime.blobs.put_many([(combined_key(docket_id, key), combined)])
 
 
 def _combined(docket_id: str, c: PlantedComment) -> bytes:
@@ -150,6 +176,8 @@ def _combined(docket_id: str, c: PlantedComment) -> bytes:
 
     files = ([AttachmentText("attachment_1.pdf", "ok", "", len(c.attachment), 1, c.attachment)]
              if c.attachment else [])
+    if c.unreadable:
+        files.append(AttachmentText("attachment_2.pdf", "failed", c.unreadable))
     return render_combined(comment_id=c.key, docket_id=docket_id, inline_text=c.body, attachments=files,
                            sources_fingerprint="seed", extractor_version="extract-1")
 
@@ -169,3 +197,64 @@ def pair_scores(truth: dict[str, str | None], found: dict[str, str]) -> tuple[fl
     precision = both / grouped if grouped else 1.0
     recall = both / planted if planted else 1.0
     return precision, recall
+
+
+# --- an agency's questionnaire filled in by many organisations ----------------------------------
+
+FORM_QUESTIONS = (
+    "Name of the responding organization",
+    "Type of organization (company, trade association, academic institution, other)",
+    "Describe your organization's participation in international standards development organizations for emerging technologies",
+    "Has your organization observed attempts by any government to influence the leadership of technical committees",
+    "Describe any barriers your organization faces in contributing technical proposals to standards bodies",
+    "Identify the emerging technology areas where your organization develops or implements standards",
+    "Has your organization experienced pressure to adopt particular technical specifications as a condition of market access",
+    "What actions should the federal government take to support private sector leadership in standards development",
+    "Describe the resources your organization devotes to standards participation, including staff and travel",
+    "Please provide any additional information relevant to this request for information",
+)
+FORM_INSTRUCTIONS = ("Instructions: complete one row per question in the Response column. Responses will be "
+                     "posted publicly without change. Do not include confidential business information.")
+_FORM_WORDS = ("quantum lidar photonics battery wafer drone satellite genomics robotics biometric edge cloud "
+               "antenna firmware sensor codec vehicle grid turbine polymer fiber chip laser radar modem").split()
+_FORM_PLACES = ("Ohio", "Texas", "Oregon", "Georgia", "Michigan", "Utah", "Vermont", "Iowa", "Nevada", "Maine")
+
+
+def form_template() -> str:
+    """The questionnaire as extract reads the agency's XLSX: a sheet line, a header row, one
+    row a question (its response cell empty), the instructions below."""
+    rows = ["Question | Response", *FORM_QUESTIONS, FORM_INSTRUCTIONS]
+    return "Sheet: Questionnaire\n" + "\n".join(rows)
+
+
+def filled_forms(docket_id: str, n: int, *, shared_answers: int = 0, seed: int = 0,
+                 start: datetime = datetime(2026, 3, 2, tzinfo=UTC)) -> list[PlantedComment]:
+    """``n`` organisations' filled questionnaires, each sent as an attachment behind a "See
+    attached file(s)" body: the template's rows with each organisation's own short answers,
+    as a real RFI's 64 companies sent theirs. The last ``shared_answers`` answered alike (a
+    trade association's suggested answers, one campaign: ``campaign`` "association")."""
+    rng = random.Random(f"{docket_id}:forms:{seed}")
+    suggested = [f"Members of our association report {rng.choice(_FORM_WORDS)} and {rng.choice(_FORM_WORDS)} "
+                 f"proposals delayed by procedural objections in committee meetings." for _ in FORM_QUESTIONS[2:]]
+    comments = []
+    for i in range(n):
+        company = f"{rng.choice(LAST_NAMES)} {rng.choice(_FORM_WORDS).title()} {rng.choice(('Inc.', 'LLC', 'Corp.'))}"
+        alike = i >= n - shared_answers
+        answers = [company, rng.choice(("Company", "Small business", "Company (manufacturer)"))]
+        for q in range(2, len(FORM_QUESTIONS)):
+            if alike:
+                answers.append(suggested[q - 2])
+            elif rng.random() < 0.5:
+                answers.append(f"{rng.choice(_FORM_WORDS)} {rng.choice(_FORM_WORDS)} work in {rng.choice(_FORM_PLACES)} "
+                               f"since {rng.randint(1990, 2020)}")
+            else:
+                answers.append(rng.choice(("Yes", "No", "N/A", "")))
+        rows = ["Question | Response", *(f"{q} | {a}".strip(" |") for q, a in zip(FORM_QUESTIONS, answers, strict=True)),
+                FORM_INSTRUCTIONS]
+        comments.append(PlantedComment(
+            key=f"{docket_id}-{i + 2:04d}",
+            posted_date=(start + timedelta(hours=3 * i)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            submitter=company, body="See attached file(s)",
+            attachment="Sheet: Questionnaire\n" + "\n".join(rows),
+            campaign="association" if alike else None))
+    return comments

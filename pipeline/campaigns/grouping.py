@@ -7,7 +7,14 @@ A comment to place (new, or changed since it was placed) goes, in (posted date, 
    is at least the threshold — candidates being the stored members sharing an LSH band key
    with its MinHash signature (one indexed read for the batch) and the members placed in
    this run (``datasketch.MinHashLSH``) — else
-3. it starts a group, whose id is its own id.
+3. to the campaign of a letter it holds: a comment with no such match whose shingles hold at
+   least ``CONTAINED_AT`` of a letter's (the founder of a group of two or more comments, of
+   ``MIN_LETTER_SHINGLES`` or more shingles), the letter plus a long addition of its own that
+   Jaccard similarity never reaches; it is not compared with later comments (its addition
+   would draw other letters into the campaign), else
+4. it starts a group, whose id is its own id.
+
+A comment with too few words of its own (``text.too_short``) joins nothing: it is skipped.
 
 Nothing else is recomputed: a stored member is read only as a candidate or when its group's
 representative changes. Groups are built in a fixed order, so a rebuild of the same data from
@@ -50,6 +57,10 @@ CHECKS_PER_GROUP = 8
 # out of its campaign that comparing with every member placed; 256 gives the same groups.
 REPRESENTED_AT = 0.9
 COMPARED_PER_GROUP = 256
+# A comment holding this share of a letter's shingles holds the letter (a real one edits a
+# word or drops a sentence of it); a letter this short is a slogan many comments hold.
+CONTAINED_AT = 0.75
+MIN_LETTER_SHINGLES = 30
 SIGNATURE_DTYPE = MinHash(num_perm=1).hashvalues.dtype  # as the scheme stores them
 SIGNATURE_BATCH = 5000  # comments whose distinct shingles are hashed together (bounds the memory)
 CAMPAIGN_COMPARES = "campaign_compares"  # comments placed (each compared with candidates)
@@ -88,6 +99,8 @@ class Placement:
     placed: dict[str, str] = field(default_factory=dict)  # item -> campaign
     exact: dict[str, str] = field(default_factory=dict)  # item -> exact hash of its text
     started: set[str] = field(default_factory=set)
+    contained: set[str] = field(default_factory=set)  # items that joined a letter they hold
+    too_short: dict[str, int] = field(default_factory=dict)  # item -> its own words: joined nothing
     left: set[str] = field(default_factory=set)  # campaigns a changed comment was taken out of
     merged: set[str] = field(default_factory=set)  # campaigns another group was merged into
     touched: set[str] = field(default_factory=set)  # every campaign whose members changed
@@ -105,9 +118,11 @@ def lsh_params(threshold: float) -> tuple[int, int]:
 class Grouper:
     """Places comments of one docket into its stored groups."""
 
-    def __init__(self, docket_id: str, threshold: float, *,
+    def __init__(self, docket_id: str, threshold: float, *, docket_text: campaign_text.DocketText | None = None,
                  progress: Callable[[int], None] | None = None) -> None:
         self.docket_id, self.threshold = docket_id, threshold
+        self.docket_text = docket_text
+        self.letters: _Letters | None = None  # this run's: the letters a comment may hold
         self.progress = progress or (lambda n: None)
         self.lsh = MinHashLSH(num_perm=NUM_PERM, params=lsh_params(threshold))  # this run's members
         self.founded: dict[str, str] = {}  # campaign -> its founder's order key
@@ -129,7 +144,7 @@ class Grouper:
         """Each comment's normalised text, exact hash, shingles and signature; its band keys
         too when stored members are looked up by them (``with_bands``), else only once it
         enters the compared set (a docket grouped from scratch: fewer than half do)."""
-        normalised = [campaign_text.normalise(c.text, c.submitter) for c in comments]
+        normalised = [campaign_text.normalise(c.text, c.submitter, self.docket_text) for c in comments]
         shingle_sets = [campaign_text.shingles(n) for n in normalised]
         signatures = signatures_of(shingle_sets)
         prepared = [Prepared(c, n, campaign_text.exact_hash(n), sh, sig)
@@ -154,21 +169,28 @@ class Grouper:
             placement.touched |= placement.left
             stored_any = store.count_members(self.docket_id) > 0
         prepared = self.prepare(comments, with_bands=stored_any)
+        placement.too_short = {p.comment.key: len(p.normalised.split()) for p in prepared
+                               if campaign_text.too_short(p.normalised)}
+        prepared = [p for p in prepared if p.comment.key not in placement.too_short]
         stored_exact = (store.campaigns_by_exact_hash(self.docket_id, [p.exact for p in prepared])
                         if stored_any else {})
         stored_bands = (store.members_by_band(self.docket_id, [b for p in prepared for b in p.bands])
                         if stored_any else {})
         candidates = _Candidates(stored_bands)
+        letters = self.letters = _Letters(self.docket_id, candidates)
+        letters.stored_read = not stored_any  # a docket with no members yet has no letters
         exact = dict(stored_exact)  # normalised text -> campaign, stored and this run's
         entering: set[str] = set()  # the members compared with from now on
         for p in prepared:
             campaign, best = exact.get(p.exact), 1.0
             if campaign is None:
                 campaign, best = self._join(p, candidates, placement, exact)
+            if campaign is None and (campaign := self._holds_letter(p)):
+                placement.contained.add(p.comment.key)
             if campaign is None:
                 campaign = p.comment.key
                 placement.started.add(campaign)
-            if self._enters(campaign, best, stored_any):
+            if p.comment.key not in placement.contained and self._enters(campaign, best, stored_any):
                 entering.add(p.comment.key)
                 self.compared[campaign] = self.compared.get(campaign, 0) + 1
                 self.lsh.insert(p.comment.key, p.signature, check_duplication=False)
@@ -178,6 +200,9 @@ class Grouper:
             exact.setdefault(p.exact, campaign)
             self.founded.setdefault(campaign, p.comment.order_key)
             candidates.add_run_member(p, campaign)
+            if campaign in placement.started and campaign == p.comment.key:
+                letters.started(campaign)
+            letters.joined(campaign, p.comment.key)
             counters.incr(CAMPAIGN_COMPARES)
             self.progress(1)
         compared = [p for p in prepared if p.comment.key in entering]
@@ -259,6 +284,15 @@ class Grouper:
         counters.incr(CAMPAIGN_CANDIDATES, checked)
         return matches
 
+    def _holds_letter(self, p: Prepared) -> str | None:
+        """The campaign of the letter the comment holds (``CONTAINED_AT``), None when none.
+        The letters are the docket's groups of two or more comments, each by its founder's
+        shingles: the same text whether the group was stored or made in this run, so a
+        rebuild from scratch decides as an incremental run did."""
+        if len(p.shingles) < MIN_LETTER_SHINGLES:
+            return None
+        return self.letters.held_by(p.shingles, self._founder_order)
+
     def _founder_order(self, campaign: str) -> str:
         if campaign not in self.founded:  # a stored group: founded by its earliest member
             row = store.campaign_rows([campaign]).get(campaign)
@@ -274,6 +308,7 @@ class Grouper:
         for mapping in (placement.placed, exact):
             mapping.update({k: into for k, c in mapping.items() if c == other})
         candidates.moved(other, into)
+        self.letters.merged(other, into)
         placement.touched.discard(other)
         placement.left.discard(other)
         placement.touched.add(into)
@@ -330,6 +365,81 @@ class Grouper:
         # this run's members were written with none: only those adding a sentence are updated
         store.set_added_sentences({item: said for item, said in added.items() if said or item not in prepared})
         return representative
+
+
+class _Letters:
+    """The docket's letters in an inverted index, shingle -> campaigns: a comment's shared
+    shingles with each letter are counted from its own shingles, never by comparing it with
+    every letter.
+
+    A group of two or more comments is a letter: the shingles its two earliest members share
+    (what two copies have in common is the letter, without either one's own note). A group
+    this run started is one once its second member joins; the stored ones are read when a
+    comment is first looked up (one query, in a run where some comment matched no group):
+    the same two comments whether the group was stored or made in this run, so a rebuild
+    from scratch decides as an incremental run did."""
+
+    def __init__(self, docket_id: str, candidates: _Candidates) -> None:
+        self.docket_id, self.candidates = docket_id, candidates
+        self.campaigns: dict[str, set[str]] = {}  # campaign -> its letter's shingles
+        self.by_shingle: dict[str, set[str]] = {}
+        self.earliest: dict[str, list[str]] = {}  # a group this run started -> its first two members
+        self.joiner: dict[str, str] = {}  # a stored group -> the first member this run placed in it
+        self.stored_read = False
+
+    def _add(self, campaign: str, first: str, second: str) -> None:
+        found = self.candidates.shingles([first, second])
+        shingles = found[first] & found[second]
+        if len(shingles) < MIN_LETTER_SHINGLES or campaign in self.campaigns:
+            return
+        self.campaigns[campaign] = shingles
+        for s in shingles:
+            self.by_shingle.setdefault(s, set()).add(campaign)
+
+    def started(self, campaign: str) -> None:
+        self.earliest[campaign] = []
+
+    def joined(self, campaign: str, item: str) -> None:
+        """``item`` was placed in ``campaign`` (members are placed in their order)."""
+        earliest = self.earliest.get(campaign)
+        if earliest is None:  # a stored group: its founder is its id
+            self.joiner.setdefault(campaign, item)
+            if self.stored_read and campaign not in self.campaigns:  # it had one member
+                self._add(campaign, campaign, self.joiner[campaign])
+        elif len(earliest) < 2:
+            earliest.append(item)
+            if len(earliest) == 2:
+                self._add(campaign, *earliest)
+
+    def merged(self, other: str, into: str) -> None:
+        """``other`` joined ``into``, the earlier founded (``other``'s founder is after
+        ``into``'s: the merged group's second member when ``into`` had one)."""
+        for s in self.campaigns.pop(other, ()):
+            self.by_shingle[s].discard(other)
+        self.earliest.pop(other, None)
+        self.joiner.pop(other, None)
+        if into not in self.campaigns:
+            self.joined(into, other)
+
+    def held_by(self, shingles: set[str], founder_order: Callable[[str], str]) -> str | None:
+        """The letter ``shingles`` hold the largest share of, at least ``CONTAINED_AT`` (on a
+        tie the longer letter, then the earlier founded), None when none."""
+        if not self.stored_read:
+            self.stored_read = True
+            pairs = store.letter_members(self.docket_id)
+            pairs += [(campaign, item) for campaign, item in self.joiner.items()]  # groups of one, joined now
+            self.candidates.shingles([key for pair in pairs for key in pair])  # read in one query
+            for campaign, second in pairs:
+                self._add(campaign, campaign, second)
+        shared: dict[str, int] = {}
+        for s in shingles:
+            for campaign in self.by_shingle.get(s, ()):
+                shared[campaign] = shared.get(campaign, 0) + 1
+        held = [(n / len(self.campaigns[c]), len(self.campaigns[c]), c) for c, n in shared.items()
+                if n >= CONTAINED_AT * len(self.campaigns[c])]
+        if not held:
+            return None
+        return min(held, key=lambda h: (-h[0], -h[1], founder_order(h[2])))[2]
 
 
 class _Candidates:

@@ -108,6 +108,19 @@ def earliest_members(campaign_id: str, limit: int) -> list[Member]:
     return [_member(row) for row in query]
 
 
+def letter_members(docket_id: str) -> list[tuple[str, str]]:
+    """(campaign id, its second earliest member) of the docket's groups of two or more
+    comments, whose two earliest members make the letters a comment may hold (a group's id
+    is its earliest member's): the second found by the (campaign, order key) index."""
+    Second = CampaignMember.alias()
+    second = (Second.select(Second.item)
+              .where((Second.campaign == Campaign.id) & (Second.item != Campaign.id))
+              .order_by(Second.order_key).limit(1))
+    query = (Campaign.select(Campaign.id, second.alias("second"))
+             .where((Campaign.docket == docket_id) & (Campaign.size >= 2)).order_by(Campaign.id).tuples())
+    return [(campaign, item) for campaign, item in query if item]
+
+
 def campaign_rows(campaign_ids: Iterable[str]) -> dict[str, Campaign]:
     found = {}
     for chunk in _chunks(sorted(set(campaign_ids))):
