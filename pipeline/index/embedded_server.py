@@ -99,6 +99,7 @@ def acquire(data_dir: Path):
             atexit.register(drop_dead_holders, pgdata)
             atexit.register(forget_dead_postmaster, server)
         _users[pgdata] = _users.get(pgdata, 0) + 1
+        warn_of_a_reachable_socket(server)
         _ensure_database(server)  # a second process waits for the database too, then connects
     return server
 
@@ -276,6 +277,27 @@ def private_socket_folder(pgdata: Path) -> Path:
         os.chown(made, uid, gid)
     record.write_text(f"{folder}\n")
     return inner
+
+
+def warn_of_a_reachable_socket(server) -> None:
+    """A server an earlier version started (its socket in the wheel's 0777 folder) and still
+    running is joined as it is; said once, so that its operator stops it (it starts again
+    with a private socket)."""
+    info = getattr(server, "_postmaster_info", None)
+    folder = getattr(info, "socket_dir", None)
+    if folder is not None and not closed_to_others(Path(folder)):
+        _log.warning("the embedded index server under %s listens on a socket other local users can "
+                     "reach (%s), as an earlier version started it: stop every docketeer process using "
+                     "it, and the next start puts its socket in a private folder", server.pgdata, folder)
+
+
+def closed_to_others(folder: Path) -> bool:
+    """Whether a user other than its owner is stopped on the way to ``folder``'s entries: it or
+    a folder above it lets neither group nor others through."""
+    try:
+        return any(os.stat(f).st_mode & 0o011 == 0 for f in (folder, *folder.parents))
+    except OSError:
+        return True  # gone: nothing to reach
 
 
 def _ours(path: Path, uid: int) -> bool:

@@ -115,3 +115,17 @@ def test_a_recorded_socket_folder_someone_else_made_is_not_used(tmp_path):
         assert moved.parent.parent != planted and not _enterable_by_others(moved)
     finally:
         embedded_server.release(server)
+
+
+def test_a_socket_folder_is_closed_to_others_when_a_folder_on_its_way_is(tmp_path):
+    open_chain = tmp_path / "open" / "socket"
+    open_chain.mkdir(parents=True)
+    for folder in (tmp_path, tmp_path / "open", open_chain):
+        folder.chmod(0o755)
+    assert embedded_server.closed_to_others(open_chain) is bool(_closed_above(tmp_path))
+    (tmp_path / "open").chmod(0o700)
+    assert embedded_server.closed_to_others(open_chain)
+
+
+def _closed_above(folder: Path) -> list[Path]:
+    return [f for f in folder.parents if os.stat(f).st_mode & 0o011 == 0]
