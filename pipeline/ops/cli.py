@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from pipeline import installed_version
+from pipeline import installed_version, text_validity
 from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
 
@@ -882,7 +882,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class TerminalOutput:
+    """A text stream that writes through ``text_validity.for_terminal``: what a stored record
+    still holds that a terminal acts on (an OSC sequence setting its title, a screen clear,
+    BEL) reaches terminals and cron mail as visible escapes (``\\x1b``), and a lone surrogate
+    as ``\\ud800`` (inside JSON output, the same escape). Every line a command prints goes
+    through it (``main``)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(text_validity.for_terminal(text))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command with its stdout and stderr escaped for terminals (``TerminalOutput``)."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (TerminalOutput(stream) for stream in streams)
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.reinitialise:

@@ -37,7 +37,7 @@ from pipeline.store.blobs import combined_key
 from pipeline.store.documents import documents_of
 from pipeline.topics import queries as topics
 
-EXPORT_VERSION = "export-6"
+EXPORT_VERSION = "export-7"  # 7: CSV cells a spreadsheet would run as formulas written as text
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -428,6 +428,8 @@ def _write_table(path: Path, name: str, rows: list[dict], fmt: str) -> None:
     import pyarrow.csv as pa_csv
     import pyarrow.parquet as pq
 
+    if fmt == "csv":
+        rows = [{column: csv_cell(value) for column, value in row.items()} for row in rows]
     table = pa.Table.from_pylist(rows, schema=schema(name))
     with _temporary_beside(path) as tmp:
         if fmt == "parquet":
@@ -435,6 +437,20 @@ def _write_table(path: Path, name: str, rows: list[dict], fmt: str) -> None:
         else:
             pa_csv.write_csv(table, tmp)
     counters.incr(EXPORT_FILES_WRITTEN)
+
+
+# What a spreadsheet takes for the start of a formula (``=HYPERLINK(...)``, ``=cmd|...``,
+# ``+``, ``-``, ``@``) or lets one through after (a tab, a carriage return): such a CSV cell
+# is written as text, with a leading ``'`` (OWASP's CSV injection advice). Parquet, read by
+# programs rather than spreadsheets, keeps every value as stored.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A value as a CSV cell: a text that a spreadsheet would run as a formula, as text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -467,7 +483,10 @@ def readme() -> str:
              "One folder per docket, each with comments, attachments, campaigns, topics, rule_phases",
              "and comment_organisations (each organisation a comment names) as Parquet",
              "and/or CSV (UTF-8, header row). export.json holds the fingerprint of the data the",
-             "files were made from: an unchanged docket is not rewritten.", "",
+             "files were made from: an unchanged docket is not rewritten.",
+             "In the CSV files, a text that starts with =, +, -, @, a tab or a carriage return",
+             "(what a spreadsheet would take for a formula) starts with an added ' so that it",
+             "stays text; the Parquet files keep every value as stored.", "",
              "DuckDB:  SELECT count(*) FROM read_parquet('DEST/*/comments.parquet');",
              "pandas:  pandas.read_parquet('DEST/<docket>/comments.parquet')", ""]
     for table, columns in COLUMNS.items():

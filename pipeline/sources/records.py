@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import re
 
+from pipeline import text_validity
 from pipeline.clock import eastern_day
 from pipeline.errors import BadRecord, InvalidIdentifier
 from pipeline.fetch.watermark import parse_api_time
@@ -81,10 +82,37 @@ def attributes_of(record: object, what: str) -> dict:
 
 
 def text(attrs: dict, name: str) -> str | None:
+    """A string field as people read and export it: valid text without control characters
+    (``text_validity.shown``); absent or null is None, another JSON type the item's BadRecord."""
+    value = raw_text(attrs, name)
+    return None if value is None else text_validity.shown(value)
+
+
+def raw_text(attrs: dict, name: str) -> str | None:
+    """A string field as the record writes it (control characters kept), made encodable: a
+    lone UTF-16 surrogate (valid JSON, no character) is U+FFFD."""
     value = attrs.get(name)
-    if value is None or isinstance(value, str):
-        return value
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return text_validity.valid(value)
     raise BadRecord(f"`{name}` is a {type(value).__name__}, not a string")
+
+
+def lone_surrogates_in(record: object) -> int:
+    """How many lone surrogates the strings of a record (keys included) hold: what its
+    stored fields had replaced with U+FFFD, counted in the item's decision."""
+    found, stack = 0, [record]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found += text_validity.lone_surrogates(value)
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return found
 
 
 def instant(attrs: dict, name: str) -> str | None:
@@ -229,14 +257,16 @@ def detail_fields(body: dict) -> dict:
     names = [text(attrs, "firstName"), text(attrs, "lastName")]
     # A document has no comment text: its abstract, when the record gives one, is what it
     # says itself, so it is indexed even when its content file is missing or unreadable.
-    original = text(attrs, "comment")
+    original = raw_text(attrs, "comment")
     if original is None:
-        given = (text(attrs, name) for name in ABSTRACTS)
+        given = (raw_text(attrs, name) for name in ABSTRACTS)
         original = next((abstract for abstract in given if abstract and abstract.strip()), None)
-    body = html_to_text(original) if original is not None else None
+    # The parser takes no control characters; an entity (``&#27;``) may make one again.
+    body = text_validity.shown(html_to_text(text_validity.shown(original))) if original is not None else None
     return {
         "body": body,
-        # The original is kept for fidelity only when it held markup the text does not.
+        # The original is kept for fidelity only when it held markup (or control characters)
+        # the text does not.
         "body_html": original if original != body else None,
         "submitter": " ".join(n.strip() for n in names if n and n.strip()) or None,
         "organization": text(attrs, "organization"),

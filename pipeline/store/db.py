@@ -13,6 +13,7 @@ import peewee
 from playhouse.migrate import PostgresqlMigrator, SqliteMigrator, migrate
 from psycopg2.extensions import parse_dsn
 
+from pipeline.config import masked_url
 from pipeline.counters import ROWS_WRITTEN, STATE_QUERIES, count_query, counters
 from pipeline.errors import ConfigError
 from pipeline.store import models, prepared
@@ -59,7 +60,7 @@ def make_database(url: str, data_dir: Path) -> peewee.Database:
         params = parse_dsn(url)
         return StatePostgres(params.pop("dbname", "postgres"), **params)
     if url and not url.startswith("sqlite:///"):
-        raise ConfigError(f"state_url must be empty, sqlite:///PATH or postgresql://...: {url!r}")
+        raise ConfigError(f"state_url must be empty, sqlite:///PATH or postgresql://...: {masked_url(url)!r}")
     path = Path(url[len("sqlite:///"):]) if url else data_dir / "state.sqlite"
     # IMMEDIATE: a transaction takes the write lock when it begins. A deferred one that reads
     # and then writes cannot wait for another writer (SQLite answers "database is locked"

@@ -10,6 +10,7 @@ from datetime import datetime
 import peewee
 from peewee import fn
 
+from pipeline import text_validity
 from pipeline.clock import iso, parse_iso, utcnow
 from pipeline.failures import RETRY, RetryPolicy, gave_up_reason
 from pipeline.fingerprints import RecordsDigest
@@ -135,7 +136,7 @@ def transition(
     detail: str | None = None,
 ) -> None:
     """Move the (stage, item) row to ``state`` in place (insert the first time)."""
-    row = (stage, item, docket_id, fingerprint, content_hash, state, reason, detail, run_id, iso(utcnow()))
+    row = (stage, item, docket_id, fingerprint, content_hash, state, _reason(reason), detail, run_id, iso(utcnow()))
     if state == PENDING:
         prepared.run_one(*_PENDING, row)
     else:
@@ -196,6 +197,12 @@ def next_retry(stage: str, item: str, *, policy: RetryPolicy, now: datetime | No
     return RetryStep(attempts, first, now, policy.next_attempt(attempts, first, now))
 
 
+def _reason(reason: str | None) -> str | None:
+    """A reason as stored and shown: a failure's message may quote what a record gave (a
+    lone surrogate no database takes, a control character a terminal acts on)."""
+    return None if reason is None else text_validity.shown(reason)
+
+
 def retry_later(stage: str, item: str, docket_id: str, reason: str, *, run_id: str,
                 policy: RetryPolicy, now: datetime | None = None, step: RetryStep | None = None) -> str:
     """A transient failure: the row goes to ``retry`` with its attempt count and next attempt
@@ -208,7 +215,7 @@ def retry_later(stage: str, item: str, docket_id: str, reason: str, *, run_id: s
         return "failed"
     values = {
         ItemState.docket: docket_id, ItemState.fingerprint: None, ItemState.content_hash: None,
-        ItemState.state: RETRY, ItemState.reason: reason[:500], ItemState.detail: "transient",
+        ItemState.state: RETRY, ItemState.reason: _reason(reason[:500]), ItemState.detail: "transient",
         ItemState.run_id: run_id, ItemState.written_at: iso(step.now), ItemState.attempts: step.attempts,
         ItemState.first_failed_at: iso(step.first_failed_at), ItemState.next_attempt_at: iso(step.next_attempt_at),
     }
@@ -255,7 +262,7 @@ def transition_many(rows: Iterable[Mapping]) -> int:
         get = row.get
         key = row["stage"], row["item"]
         values = (row["stage"], row["item"], row["docket"], get("fingerprint"), get("content_hash"),
-                  row["state"], get("reason"), get("detail"), get("run_id"), now)
+                  row["state"], _reason(get("reason")), get("detail"), get("run_id"), now)
         decided.pop(key, None)
         pending.pop(key, None)
         if row["state"] == PENDING:

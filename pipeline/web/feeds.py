@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from pipeline.clock import eastern_date, iso, parse_iso, utcnow
 from pipeline.store import browsing
+from pipeline.text_validity import for_xml
 
 FEED_ENTRIES = 50
 SEARCH_READ = 200  # hits read for a search's feed: its best matches, then latest first
@@ -55,7 +56,7 @@ def atom(feed: Feed, base_url: str) -> bytes:
 
     generator = FeedGenerator()
     generator.id(feed.id)
-    generator.title(feed.title)
+    generator.title(for_xml(feed.title))
     generator.author({"name": "docketeer"})
     generator.link(href=feed.self_url, rel="self", type="application/atom+xml")
     generator.link(href=feed.page_url, rel="alternate", type="text/html")
@@ -64,15 +65,17 @@ def atom(feed: Feed, base_url: str) -> bytes:
     for row in feed.rows:
         entry = generator.add_entry(order="append")
         entry.id(entry_id(row.key))
-        entry.title(f"{row.key}: {row.title}" if row.title else row.key)
+        # A feed never fails on what a record says: feedgen refuses what XML cannot hold
+        # (ESC, BEL, a NUL an older store may keep), so it is left out of every text.
+        entry.title(for_xml(f"{row.key}: {row.title}" if row.title else row.key))
         entry.updated(row.updated_at)
         if row.posted_date:
             entry.published(row.posted_date)
-        entry.author({"name": row.organization or row.submitter or "anonymous"})
+        entry.author({"name": for_xml(row.organization or row.submitter or "") or "anonymous"})
         # One link (feedgen 1.0 writes no rel on an entry's links, so each would be an
         # "alternate" and Atom allows one per type): the page here. Its id is regulations.gov's.
         entry.link(href=f"{base_url}/comment/{row.key}", rel="alternate", type="text/html")
-        entry.summary(_summary(row))
+        entry.summary(for_xml(_summary(row)))
     return generator.atom_str(pretty=True)
 
 

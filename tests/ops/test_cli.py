@@ -105,6 +105,34 @@ def test_config_shows_origins_and_masks_secrets(tmp_path):
     assert all(lines[name].endswith("luigi.cfg: under data_dir") for name in ("state_url", "index_url", "blob_url"))
 
 
+@pytest.mark.parametrize("url", ["postgresql://dkt:pa%40ss-word9@db.example:5432/state",
+                                 "postgresql://dkt@db.example/state?sslmode=require&password=pa%40ss-word9"])
+def test_config_masks_the_password_of_every_url(tmp_path, url):
+    """A database URL's password is shown as *** (its user, host and database stay), as the
+    API key is."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+    env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"), DOCKETEER_DATA_DIR=str(tmp_path),
+               DOCKETEER_STATE_URL=url, DOCKETEER_INDEX_URL=url.replace("/state", "/index"),
+               DOCKETEER_OPENAI_URL="https://bob:pa%40ss-word9@embed.example/v1")
+    done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", "config"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "pa%40ss-word9" not in done.stdout and "pa@ss-word9" not in done.stdout, done.stdout
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()[1:]}
+    for name, host in (("state_url", "db.example"), ("index_url", "db.example"), ("openai_url", "embed.example")):
+        assert "***" in lines[name] and host in lines[name], lines[name]
+
+
+def test_a_url_password_is_masked_in_errors_and_logs():
+    from pipeline.config import load_settings
+
+    settings = load_settings({"DOCKETEER_STATE_URL": "postgresql://dkt:hunter2x@db.example/state"})
+    assert settings.mask("could not connect: postgresql://dkt:hunter2x@db.example/state (hunter2x)") == \
+        "could not connect: postgresql://dkt:***@db.example/state (***)"
+    # any URL's password, one no setting names too
+    assert settings.mask("mirror s3://key:other-pw@bucket/x failed") == "mirror s3://key:***@bucket/x failed"
+
+
 READ_COMMANDS = (["dockets"], ["stats"], ["explain", "CMS-2026-0001-0003"], ["pending"],
                  ["search", "rural hospitals"], ["verify"], ["serve", "--port", "1"],
                  ["export", "exported"], ["snapshot", "snap"], ["seal", "CMS-2026-0001"])

@@ -6,6 +6,8 @@ import sqlite3
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -163,3 +165,49 @@ def test_restore_refuses_a_damaged_state_copy_in_one_line(runtime, tmp_path, mon
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "state.sqlite" in err[0], err
     assert not (tmp_path / "restored" / "state.sqlite").exists()
+
+
+def _with_password(url: str, password: str) -> str:
+    """The session server's URL (``postgresql://postgres:@/db?host=...``) with a password."""
+    return url.replace("postgres:@", f"postgres:{password}@", 1)
+
+
+def test_pg_dump_and_pg_restore_get_the_password_from_the_environment_never_argv(tmp_path, pg_server, monkeypatch):
+    """A command line is world-readable (/proc/PID/cmdline): the password of the database URL
+    reaches pg_dump and pg_restore as PGPASSWORD (the embedded server trusts its socket, so
+    the dump and the restore still run for real)."""
+    from pipeline.ops import snapshot
+
+    password = "s3cret-dump-pw"
+    source, target = (_with_password(new_pg_database(pg_server), password) for _ in range(2))
+    with psycopg2_connection(source) as cur:
+        cur.execute("CREATE TABLE kept (n int); INSERT INTO kept VALUES (7)")
+    calls = []
+    real_run = subprocess.run
+
+    def spy(args, **kwargs):
+        calls.append((list(args), kwargs.get("env")))
+        return real_run(args, **kwargs)
+
+    monkeypatch.setattr(snapshot.subprocess, "run", spy)
+    snapshot.dump_postgres(source, tmp_path / "state.dump")
+    snapshot.pg_restore(tmp_path / "state.dump", target)
+    assert [Path(args[0]).name for args, _env in calls] == ["pg_dump", "pg_restore"]
+    for args, env in calls:
+        assert not any(password in arg for arg in args), args
+        assert env is not None and env["PGPASSWORD"] == password
+    with psycopg2_connection(target) as cur:
+        cur.execute("SELECT n FROM kept")
+        assert cur.fetchone() == (7,)
+
+
+@contextmanager
+def psycopg2_connection(url: str):
+    import psycopg2
+
+    conn = psycopg2.connect(url)
+    try:
+        with conn, conn.cursor() as cur:
+            yield cur
+    finally:
+        conn.close()

@@ -158,4 +158,11 @@ def spoil_records(root: Path) -> dict[str, str]:
     put(ids[4], "a file format that is text, not an object", file_format_text)
     put(ids[5], "a count that is a huge fraction", attrs(duplicateComments=1e308))
     put(ids[6], "its record names another docket", attrs(docketId=ANOTHER_DOCKET))
+    put(ids[7], "lone surrogates and terminal escapes in its title, body and name",
+        attrs(title=f"Title {INVALID_TEXT}", comment=f"<p>Body {INVALID_TEXT}</p>", organization=f"Org {INVALID_TEXT}"))
     return done
+
+
+# A lone UTF-16 surrogate (valid JSON, no character: once a UnicodeEncodeError that stopped the
+# docket on every run) beside an OSC sequence that sets a terminal's title, and BEL.
+INVALID_TEXT = "\ud800 \x1b]0;owned\x07 end"

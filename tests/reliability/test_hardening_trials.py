@@ -42,6 +42,7 @@ EXPECTED = {  # what each spoiled record's outcome must say
     "a file format that is text, not an object": "is a string, not an object",
     "a count that is a huge fraction": "duplicateComments` is a fraction",
     "its record names another docket": f"belongs to docket {hostile.ANOTHER_DOCKET}, not",
+    "lone surrogates and terminal escapes in its title, body and name": "backfill ok: 3 invalid character(s)",
 }
 
 
