@@ -61,8 +61,11 @@ def owed_line(docket: str, stage: str, n: int) -> str:
 
 
 def comments_in(stage: str, state: str = "ok") -> list[str]:
+    """The docket's comments (not its documents: their text is every campaign's input too)."""
+    documents = Item.select(Item.key).where(Item.kind == "document")
     return [r.item for r in ItemState.select().where((ItemState.stage == stage) & (ItemState.state == state)
-                                                     & ~ItemState.item.contains("/")).order_by(ItemState.item)]
+                                                     & ~ItemState.item.contains("/")
+                                                     & ItemState.item.not_in(documents)).order_by(ItemState.item)]
 
 
 # Each breaks what one stage did for the docket while its marker stays, and says how many
