@@ -365,15 +365,17 @@ def array_literal(keys) -> str:
 
 
 # Each filter is inert when its parameter is NULL; position() rather than LIKE, so a % or _
-# the user typed is a character, not a wildcard.
+# the user typed is a character, not a wildcard. A name is compared by its first 1,000
+# characters (``organisation_filter.MAX_NAME_CHARS``): one 100,000-character "organisation"
+# must not make every search through it slow.
 _FILTER_SQL = """
       AND (%(f_collection)s::text IS NULL OR collection = %(f_collection)s)
       AND (%(f_docket)s::text IS NULL OR docket = %(f_docket)s)
       AND (%(f_from)s::text IS NULL OR metadata->>'posted_date' >= %(f_from)s)
       AND (%(f_before)s::text IS NULL OR metadata->>'posted_date' < %(f_before)s)
       AND (%(f_org)s::text IS NULL
-           OR position(%(f_org)s in lower(coalesce(metadata->>'organization', ''))) > 0
-           OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0
+           OR position(%(f_org)s in lower(left(coalesce(metadata->>'organization', ''), 1000))) > 0
+           OR position(%(f_org)s in lower(left(coalesce(metadata->>'submitter', ''), 1000))) > 0
            OR (%(f_org_items)s::text[] IS NOT NULL AND item_key = ANY(%(f_org_items)s::text[])))
       AND (%(f_items)s::text[] IS NULL OR item_key = ANY(%(f_items)s::text[]))
       AND (%(f_excluded)s::text[] IS NULL OR item_key <> ALL(%(f_excluded)s::text[]))"""
