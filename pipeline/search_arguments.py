@@ -69,7 +69,11 @@ def organisation(text: str) -> str:
     """An organisation (or submitter) filter that some item matches, as the search matches it:
     contained, in any case, in a name as written or in a resolved organisation's names."""
     from pipeline.store.models import Item
-    from pipeline.store.organisation_filter import MAX_FILTER_CHARS, resolved_members, written_matches
+    from pipeline.store.organisation_filter import (
+        MAX_FILTER_CHARS,
+        resolved_members,
+        written_matches,
+    )
 
     wanted = query_text(text, "organisation")[:MAX_FILTER_CHARS]
     if not wanted:

@@ -39,7 +39,7 @@ class BadParameters(ValueError):
 MAX_PARAMETER_CHARS = 1000  # a value longer than any a page links to is not one to work with
 
 
-def problems_of(params, path_params=None) -> list[str]:
+def problems_of(params, path_params=None, known_ids: bool = True) -> list[str]:
     """What is wrong with a request's values, one line each (empty: nothing): the one check
     every page and feed goes through (``app.py`` runs it before any handler). Every value,
     the path's included, is bounded and holds no control character; a number is ASCII
@@ -73,7 +73,7 @@ def problems_of(params, path_params=None) -> list[str]:
         value = params.get(name, "").strip()
         if value and value not in allowed:
             problems.append(f"{name}={value[:40]} is not one of: {', '.join(allowed)}")
-    return problems + _unknown_ids(params)
+    return problems + (_unknown_ids(params) if known_ids else [])
 
 
 def _unusable_values(values: list[tuple[str, str]]) -> list[str]:
@@ -88,12 +88,12 @@ def _unusable_values(values: list[tuple[str, str]]) -> list[str]:
 
 def _unknown_ids(params) -> list[str]:
     """A filter by an id this store does not hold is said, never an empty or unfiltered list."""
-    from pipeline.campaigns import queries
     from pipeline.store import reports
+    from pipeline.web import campaigns
 
     problems = []
     campaign = params.get("campaign", "").strip()
-    if campaign and campaign not in queries.campaign_rows([campaign]):
+    if campaign and not campaigns.campaign_exists(campaign):
         problems.append(f"campaign={campaign[:100]}: no campaign with this id in this store")
     topic = params.get("topic", "").strip()
     if topic:
@@ -133,7 +133,7 @@ class BrowseForm:
 
     @classmethod
     def parse(cls, params) -> BrowseForm:
-        problems = problems_of(params)
+        problems = problems_of(params, known_ids=False)  # the ids: app.py's check of every request
         if problems:
             raise BadParameters(problems)
         return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],

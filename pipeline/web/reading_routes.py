@@ -37,7 +37,7 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
         return Response(feeds.atom(feed, base_of(request)), media_type=ATOM, headers=headers)
 
     def page_number(request: Request) -> int | list[str]:
-        problems = browse.problems_of({"page": request.query_params.get("page", "")})  # app.py checked it too
+        problems = browse.problems_of({"page": request.query_params.get("page", "")}, known_ids=False)
         return problems or min(browse.MAX_BROWSE_PAGE, int(request.query_params.get("page", "").strip()[:9] or 1))
 
     async def home(request: Request):

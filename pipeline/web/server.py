@@ -102,7 +102,7 @@ def _answer_cli_searches(runtime, engine):
     except OSError as exc:
         log.warning("docketeer serve: not answering `docketeer search` on %s: %s", path, exc)
         return None
-    server.timeout = None  # no idle exit: it lives as long as the page does
+    server.idle_seconds = None  # no idle exit: it lives as long as the page does
     threading.Thread(target=server.serve_until_idle, kwargs={"close_runtime": False},
                      name="search-socket", daemon=True).start()
     return server
