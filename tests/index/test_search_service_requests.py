@@ -32,8 +32,8 @@ def store(tmp_path_factory, pg_server):
 def service(store, monkeypatch):
     """The service in this process, on a socket in a folder any user may reach (so that
     another user can try it); stopped after the test."""
-    monkeypatch.setattr(search_service, "REQUEST_SECONDS", 1)
-    monkeypatch.setattr(search_service._Handler, "timeout", 1)
+    monkeypatch.setattr(search_service, "REQUEST_SECONDS", 1, raising=False)  # raising: main had none
+    monkeypatch.setattr(search_service._Handler, "timeout", 1, raising=False)
     folder = Path(tempfile.mkdtemp(prefix="svc-", dir="/tmp"))
     folder.chmod(0o755)
     server = search_service.SearchServer(folder / "search.sock", store.runtime)
