@@ -498,10 +498,14 @@ class IndexDB:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def read_only(self) -> None:
-        """Every later transaction on this connection refuses writes (``docketeer serve``)."""
+    def read_only(self, statement_seconds: float | None = None) -> None:
+        """Every later transaction on this connection refuses writes (``docketeer serve``),
+        and with ``statement_seconds`` each statement is cancelled past that time (a search
+        never holds the page's other requests longer)."""
         with self._conn, self._conn.cursor() as cur:
             cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            if statement_seconds:
+                cur.execute(f"SET statement_timeout = {max(1, int(statement_seconds * 1000))}")
 
     def migrate(self) -> list[int]:
         """Apply the migrations not yet applied, in one transaction; return their versions."""

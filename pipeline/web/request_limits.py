@@ -4,7 +4,8 @@ so a request that read for a minute would keep every other page waiting that min
 Each statement a page sends to the state DB is given ``STATEMENT_SECONDS`` (PostgreSQL's
 ``statement_timeout``; SQLite's progress handler, which interrupts a statement past its
 deadline). A page sends a fixed number of statements, so a request is bounded; one that runs
-out is answered with 503 and the next request is served. The filters' own costs are bounded
+out is answered with 503 and the next request is served. The index DB's connection (the
+searches) gets the same ``statement_timeout`` once, when ``docketeer serve`` makes it read-only. The filters' own costs are bounded
 where they are compared (``pipeline/store/organisation_filter.py``).
 """
 

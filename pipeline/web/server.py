@@ -87,7 +87,9 @@ def read_only(runtime) -> None:
         state.execute_sql("PRAGMA query_only = ON")
     else:
         state.execute_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-    runtime.index_db().read_only()
+    from pipeline.web.request_limits import STATEMENT_SECONDS
+
+    runtime.index_db().read_only(STATEMENT_SECONDS)  # a search is bounded as the pages' statements are
 
 
 def _answer_cli_searches(runtime, engine):
