@@ -4,6 +4,7 @@ table's, found by its columns, so that a table added later is never left holding
 from __future__ import annotations
 
 from pipeline.clock import iso, utcnow
+from pipeline.engine.lease_holders import holder_alive
 from pipeline.errors import DocketeerError
 from pipeline.store import models
 from pipeline.store.blobs import attachment_key
@@ -89,9 +90,12 @@ def delete_rows(docket_id: str, blobs=None) -> tuple[dict[str, int], list[str]]:
     with database.atomic():
         if is_postgres(database.obj):
             database.execute_sql('LOCK TABLE "attachment" IN SHARE ROW EXCLUSIVE MODE')
-        live = Lease.select().where((Lease.docket == docket_id) & (Lease.expires_at > iso(utcnow())))
-        if live.exists():
-            raise DocketBusy(f"{docket_id}: a run holds it ({live.get().stage}); try again once it ends")
+        # A lease whose holder on this host has died holds nothing (the rule leases.acquire takes over by).
+        live = [lease for lease in Lease.select().where((Lease.docket == docket_id) & (Lease.expires_at > iso(utcnow())))
+                if holder_alive(lease.holder, lease.expires_at)]
+        if live:
+            raise DocketBusy(f"{docket_id}: a run holds it ({live[0].stage}, {live[0].holder}); "
+                             "try again once it ends")
         candidates = only_its_attachments(docket_id) if blobs is not None else []
         rows = {name: model.delete().where(where).execute()
                 for name, (model, where) in _queries(docket_id).items()}

@@ -55,3 +55,25 @@ def test_purge_leaves_the_docket_in_no_table_of_either_database(tmp_path, pg_ser
         kept_marks = {kept}
         assert {"item", "topic_map", "chunks"} <= set(_holding(_state_tables(), kept_marks)
                                                         | _holding(_index_tables(rt.index_db()), kept_marks))
+
+
+def test_purge_is_refused_while_a_run_holds_the_docket_and_not_after_its_holder_died(tmp_path, pg_server, capsys):
+    import subprocess
+
+    from pipeline.engine import leases
+    from pipeline.store.models import Lease
+
+    with built_store(tmp_path, pg_server) as store:
+        gone = store.dockets[0]
+        rows = Item.select().where(Item.docket == gone).count()
+        with leases.held("index", gone, 600):  # a run of this process works the docket
+            assert cli.main(["forget", gone, "--purge"]) == 2
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and "a run holds it" in err[0], err
+            assert Item.select().where(Item.docket == gone).count() == rows
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        Lease.insert(stage="index", docket=gone, token="t", holder=f"{leases.holder_name().rsplit(':', 1)[0]}:{dead.pid}",
+                     expires_at="9999-01-01T00:00:00Z").execute()  # a killed run's lease, unexpired
+        assert cli.main(["forget", gone, "--purge"]) == 0, capsys.readouterr().err
+        assert Item.select().where(Item.docket == gone).count() == 0
