@@ -152,6 +152,22 @@ class _Handler(socketserver.StreamRequestHandler):
         if answer.get("stopped"):  # after the answer: the process may end as soon as this is set
             self.server.stopping = True
 
+    def finish(self) -> None:
+        super().finish()
+        _close_thread_connection()
+
+
+def _close_thread_connection() -> None:
+    """The state DB connection this connection's thread opened (peewee's are per thread),
+    closed with the thread rather than left to the garbage collector."""
+    from pipeline.store.models import database
+
+    try:
+        if database.obj is not None and not database.is_closed():
+            database.close()
+    except Exception as exc:  # noqa: BLE001 - a connection that cannot close is one line, not a traceback
+        log.warning("search service: closing a state DB connection: %s", exc)
+
 
 def _parsed(line: bytes) -> dict:
     """The request of one line: a JSON object of at most MAX_REQUEST_BYTES whose values are
