@@ -20,7 +20,7 @@ MAX_QUERY_CHARS = 500
 FIRST_DAY, LAST_DAY = date(1000, 1, 1), date(9999, 12, 31)
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Control characters (NUL among them) never belong in a search and some cannot be stored.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class BadSearch(DocketeerError):
@@ -30,7 +30,7 @@ class BadSearch(DocketeerError):
 def query_text(text: str, what: str = "query") -> str:
     """The text searched for (or an organisation looked for): no control characters, at
     most MAX_QUERY_CHARS, spaces around it dropped."""
-    if _CONTROL.search(text):
+    if CONTROL.search(text):
         raise BadSearch(f"the {what} holds a control character (such as NUL): {text[:60]!r}")
     return text.strip()[:MAX_QUERY_CHARS]
 
@@ -69,13 +69,18 @@ def organisation(text: str) -> str:
     """An organisation (or submitter) filter that some item matches, as the search matches it:
     contained, in any case, in a name as written or in a resolved organisation's names."""
     from pipeline.store.models import Item
-    from pipeline.store.organisation_filter import resolved_members
+    from pipeline.store.organisation_filter import (
+        MAX_FILTER_CHARS,
+        resolved_members,
+        written_matches,
+    )
 
-    wanted = query_text(text, "organisation")
+    wanted = query_text(text, "organisation")[:MAX_FILTER_CHARS]
     if not wanted:
         return ""
-    pattern = f"%{wanted}%"  # a % or _ in it matches more, never less: a check, not the filter
-    written = (Item.organization ** pattern) | (Item.submitter ** pattern)
+    # The filter's own rule (a % or _ is a character, a name compared by its head): a
+    # pattern of wildcards over a long stored name would take seconds.
+    written = written_matches(wanted)
     members = resolved_members(wanted)
     found = Item.select(Item.key).where(written if members is None else written | Item.key.in_(members)).limit(1)
     if not found.exists():

@@ -365,15 +365,17 @@ def array_literal(keys) -> str:
 
 
 # Each filter is inert when its parameter is NULL; position() rather than LIKE, so a % or _
-# the user typed is a character, not a wildcard.
+# the user typed is a character, not a wildcard. A name is compared by its first 1,000
+# characters (``organisation_filter.MAX_NAME_CHARS``): one 100,000-character "organisation"
+# must not make every search through it slow.
 _FILTER_SQL = """
       AND (%(f_collection)s::text IS NULL OR collection = %(f_collection)s)
       AND (%(f_docket)s::text IS NULL OR docket = %(f_docket)s)
       AND (%(f_from)s::text IS NULL OR metadata->>'posted_date' >= %(f_from)s)
       AND (%(f_before)s::text IS NULL OR metadata->>'posted_date' < %(f_before)s)
       AND (%(f_org)s::text IS NULL
-           OR position(%(f_org)s in lower(coalesce(metadata->>'organization', ''))) > 0
-           OR position(%(f_org)s in lower(coalesce(metadata->>'submitter', ''))) > 0
+           OR position(%(f_org)s in lower(left(coalesce(metadata->>'organization', ''), 1000))) > 0
+           OR position(%(f_org)s in lower(left(coalesce(metadata->>'submitter', ''), 1000))) > 0
            OR (%(f_org_items)s::text[] IS NOT NULL AND item_key = ANY(%(f_org_items)s::text[])))
       AND (%(f_items)s::text[] IS NULL OR item_key = ANY(%(f_items)s::text[]))
       AND (%(f_excluded)s::text[] IS NULL OR item_key <> ALL(%(f_excluded)s::text[]))"""
@@ -496,10 +498,14 @@ class IndexDB:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def read_only(self) -> None:
-        """Every later transaction on this connection refuses writes (``docketeer serve``)."""
+    def read_only(self, statement_seconds: float | None = None) -> None:
+        """Every later transaction on this connection refuses writes (``docketeer serve``),
+        and with ``statement_seconds`` each statement is cancelled past that time (a search
+        never holds the page's other requests longer)."""
         with self._conn, self._conn.cursor() as cur:
             cur.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            if statement_seconds:
+                cur.execute(f"SET statement_timeout = {max(1, int(statement_seconds * 1000))}")
 
     def migrate(self) -> list[int]:
         """Apply the migrations not yet applied, in one transaction; return their versions."""

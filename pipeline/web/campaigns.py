@@ -21,6 +21,11 @@ def campaign_info(item_keys: list[str]) -> dict[str, dict]:
             for item, (campaign, size, added) in found.items()}
 
 
+def campaign_exists(campaign_id: str) -> bool:
+    """Whether this store holds the campaign (a filter by an unknown one is said, with 400)."""
+    return campaign_id in campaign_rows.campaign_rows([campaign_id])
+
+
 def campaign_members(campaign_id: str) -> list[str] | None:
     """The item keys of one campaign (the search page's campaign filter); None when unknown."""
     members = campaign_rows.members_of(campaign_id)

@@ -98,21 +98,34 @@ def _summary(row: browsing.CommentRow) -> str:
 
 def since_instant(text: str) -> str:
     """``1d``, ``12h``, ``30m``, ``2w`` before now, an Eastern day ``YYYY-MM-DD`` (from its
-    midnight) or an ISO instant, as the UTC instant rows are compared with. ValueError says
-    what it takes."""
-    from pipeline.clock import eastern_day_bounds
+    midnight) or an ISO instant (without a zone: UTC), as the UTC instant rows are compared
+    with, from 1000-01-01 to 9999-12-31 (what a stored instant can be compared with as text).
+    ValueError says what it takes."""
+    from datetime import UTC, datetime
 
+    from pipeline.clock import eastern_day_bounds
+    from pipeline.search_arguments import FIRST_DAY, LAST_DAY
+
+    said = (f"--since {text[:60]!r}: give a span (30m, 12h, 1d, 2w), an Eastern day "
+            "(YYYY-MM-DD) or an instant (2026-03-01T12:00:00Z)")
     found = _SINCE.match(text)
-    if found:
-        unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[found.group(2)]
-        return iso(utcnow() - timedelta(**{unit: int(found.group(1))}))
     try:
-        if "T" in text:  # an instant (a cron job's own record of its last mail)
-            return iso(parse_iso(text.strip()))
-        return eastern_day_bounds(text.strip(), None)[0]
-    except ValueError:
-        raise ValueError(f"--since {text!r}: give a span (30m, 12h, 1d, 2w), an Eastern day "
-                         "(YYYY-MM-DD) or an instant (2026-03-01T12:00:00Z)") from None
+        if found:
+            unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[found.group(2)]
+            instant = utcnow() - timedelta(**{unit: int(found.group(1))})
+        elif "T" in text.upper():  # an instant (a cron job's own record of its last mail)
+            instant = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+            instant = (instant if instant.tzinfo else instant.replace(tzinfo=UTC)).astimezone(UTC)
+        elif text.strip():
+            instant = parse_iso(eastern_day_bounds(text.strip(), None)[0])
+        else:
+            raise ValueError("empty")
+    except (ValueError, OverflowError, TypeError):  # OverflowError: a span back past year 1
+        raise ValueError(said) from None
+    if not FIRST_DAY <= instant.date() <= LAST_DAY:
+        raise ValueError(f"--since {text[:60]!r} is {instant.date().isoformat()}: give a time "
+                         f"from {FIRST_DAY} to {LAST_DAY}")
+    return iso(instant)
 
 
 def digest(since: str, dockets: list[str] | None, limit: int) -> list[tuple[str, int, list[browsing.CommentRow]]]:

@@ -37,7 +37,7 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
         return Response(feeds.atom(feed, base_of(request)), media_type=ATOM, headers=headers)
 
     def page_number(request: Request) -> int | list[str]:
-        problems = browse.problems_of({"page": request.query_params.get("page", "")})
+        problems = browse.problems_of({"page": request.query_params.get("page", "")}, known_ids=False)
         return problems or min(browse.MAX_BROWSE_PAGE, int(request.query_params.get("page", "").strip()[:9] or 1))
 
     async def home(request: Request):
@@ -115,9 +115,9 @@ def routes(render, engine, headers: dict[str, str]) -> list[Route]:
             return bad(request, exc.problems, "/search")
         query = urlencode(form.query_string(sort="", page=""))
         if form.q:
-            search_form = pages.SearchForm.parse(request.query_params)
-            try:
-                hits = engine.search(form.q, search_form.filters(), k=feeds.SEARCH_READ, offset=0)
+            try:  # the search page's own checks: an unknown campaign or organisation is said, not dropped
+                search_form = pages.SearchForm.parse(request.query_params).checked()
+                hits = engine.search(search_form.q, search_form.filters(), k=feeds.SEARCH_READ, offset=0)
             except DocketeerError as exc:  # a query of punctuation only: said, as on the page
                 return bad(request, [str(exc)], "/search")
             rows = feeds.latest_of_keys(list(dict.fromkeys(h.item_key for h in hits)))

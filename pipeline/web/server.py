@@ -87,7 +87,9 @@ def read_only(runtime) -> None:
         state.execute_sql("PRAGMA query_only = ON")
     else:
         state.execute_sql("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
-    runtime.index_db().read_only()
+    from pipeline.web.request_limits import STATEMENT_SECONDS
+
+    runtime.index_db().read_only(STATEMENT_SECONDS)  # a search is bounded as the pages' statements are
 
 
 def _answer_cli_searches(runtime, engine):
@@ -102,7 +104,7 @@ def _answer_cli_searches(runtime, engine):
     except OSError as exc:
         log.warning("docketeer serve: not answering `docketeer search` on %s: %s", path, exc)
         return None
-    server.timeout = None  # no idle exit: it lives as long as the page does
+    server.idle_seconds = None  # no idle exit: it lives as long as the page does
     threading.Thread(target=server.serve_until_idle, kwargs={"close_runtime": False},
                      name="search-socket", daemon=True).start()
     return server

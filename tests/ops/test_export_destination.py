@@ -48,3 +48,53 @@ def test_a_symlinked_docket_folder_or_file_is_never_written_through(one_docket, 
     (dest / DOCKET / "comments.csv").unlink()
     assert export(one_docket, dest).written == [DOCKET]  # a plain folder is written
     assert (dest / DOCKET / "comments.csv").is_file() and list(outside.iterdir()) == []
+
+
+@pytest.mark.timeout(60)  # reading a FIFO would wait for ever
+@pytest.mark.parametrize("name", ["README.txt", f"{DOCKET}/export.json", f"{DOCKET}/comments.csv",
+                                  f"{DOCKET}/comments.parquet", DOCKET])
+@pytest.mark.parametrize("kind", ["fifo", "folder", "file_for_folder"])
+def test_a_fifo_or_other_non_file_where_export_writes_is_refused_in_one_line(one_docket, tmp_path, capsys, name, kind):
+    import os
+
+    dest = tmp_path / "dest"
+    (dest / DOCKET).mkdir(parents=True)
+    target = dest / name
+    if name == DOCKET:
+        if kind != "file_for_folder":
+            pytest.skip("the docket's folder is a folder")
+        target.rmdir()
+        target.write_text("not a folder")
+    elif kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "folder":
+        target.mkdir()
+    else:
+        pytest.skip("a file where a file goes is fine")
+    with pytest.raises(ExportError, match="is not a"):
+        export(one_docket, dest)
+    assert cli.main(["export", str(dest)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a" in err[0], err
+
+
+def test_a_killed_exports_temporary_files_are_removed_by_the_next_and_a_running_ones_kept(one_docket, tmp_path):
+    import os
+    import subprocess
+
+    dest = tmp_path / "dest"
+    export(one_docket, dest)
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process that has ended: an export it ran was killed
+    folder = dest / DOCKET
+    killed = [folder / f".comments.parquet.{gone.pid}-abc123.partial", folder / f".export.json.{gone.pid}-x.partial",
+              dest / f".README.txt.{gone.pid}-q.partial"]
+    running = folder / f".comments.csv.{os.getpid()}-def456.partial"
+    foreign = folder / f".notes.txt.{gone.pid}-zzz.partial"  # not a file export writes: never touched
+    for path in [*killed, running, foreign]:
+        path.write_bytes(b"half")
+    (folder / "export.json").unlink()  # the docket is written again
+    export(one_docket, dest)
+    assert not any(p.exists() for p in killed)
+    assert running.exists() and foreign.exists()
+    assert not [p for p in folder.iterdir() if p.name.endswith(".partial") and p not in (running, foreign)]

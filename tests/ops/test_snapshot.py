@@ -211,3 +211,48 @@ def psycopg2_connection(url: str):
             yield cur
     finally:
         conn.close()
+@pytest.mark.parametrize("described", ["[]", "null", "5", "{not json", '{"parts": []}', '{"parts": {"state": "x"}}',
+                                       '{"parts": {"state": {"file": "../../etc/passwd"}, "index": {"file": "i.dump"}}}',
+                                       '{"parts": {"state": {"file": 7}}}', b"\xff\xfe"])
+def test_restore_refuses_a_malformed_snapshot_json_in_one_line(runtime, tmp_path, monkeypatch, capsys, described):
+    runtime.index_db()
+    take_snapshot(runtime, tmp_path / "snap")
+    path = tmp_path / "snap" / "snapshot.json"
+    path.write_bytes(described if isinstance(described, bytes) else described.encode())
+    monkeypatch.setenv("DOCKETEER_DATA_DIR", str(tmp_path / "restored"))
+    monkeypatch.setenv("DOCKETEER_STATE_URL", "")
+    set_runtime(None)
+    assert cli.main(["restore", str(tmp_path / "snap")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "snapshot" in err[0], err
+    assert not (tmp_path / "restored" / "state.sqlite").exists()
+
+
+def test_a_failed_restore_leaves_nothing_and_the_retry_succeeds(runtime, tmp_path, pg_server, monkeypatch, capsys):
+    """The index dump cut short: the restore fails in one line, leaves no state DB and no
+    index rows behind, and the same restore from a whole dump then succeeds."""
+    from pipeline.store.models import Docket
+
+    Docket.insert(id="AB-2026-0001", agency="AB").execute()
+    runtime.index_db().replace_item("comments", "AB-2026-0001-0001", "AB-2026-0001",
+                                    [Chunk(ordinal=0, text="hello", page=None, section="")], [[0.1, 0.2, 0.3]],
+                                    "fp", "hash", "hashing")
+    take_snapshot(runtime, tmp_path / "snap")
+    dump = next((tmp_path / "snap").glob("index*.dump"))
+    whole = dump.read_bytes()
+    dump.write_bytes(whole[: len(whole) * 2 // 3])  # a copy cut off
+    restored_index = new_pg_database(pg_server)
+    for name, value in {"DATA_DIR": tmp_path / "restored", "INDEX_URL": restored_index,
+                        "BLOB_URL": runtime.data_dir / "blobs", "EMBEDDER": "hashing", "STATE_URL": ""}.items():
+        monkeypatch.setenv(f"DOCKETEER_{name}", str(value))
+    set_runtime(None)
+    assert cli.main(["restore", str(tmp_path / "snap")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pg_restore" in err[0], err
+    assert not (tmp_path / "restored" / "state.sqlite").exists()
+    assert not [p.name for p in (tmp_path / "restored").glob("*state*")]
+    dump.write_bytes(whole)
+    set_runtime(None)
+    assert cli.main(["restore", str(tmp_path / "snap")]) == 0, capsys.readouterr().err
+    assert sqlite3.connect(tmp_path / "restored" / "state.sqlite").execute("SELECT id FROM docket").fetchall() == [
+        ("AB-2026-0001",)]

@@ -129,9 +129,11 @@ def test_a_run_adding_three_comments_adds_exactly_three_entries_and_a_noop_none(
     assert before_bytes != settled
 
 
-def test_digest_refuses_a_bad_since_in_one_line(capsys):
+@pytest.mark.parametrize("since", ["last tuesday", "999999w", "", "   ", "0001-01-01T00:00:00Z", "0999-12-31",
+                                   "9999-12-31T23:59:59-05:00", "2026-02-30T12:00:00Z"])
+def test_digest_refuses_a_bad_since_in_one_line(capsys, since):
     with pytest.raises(SystemExit) as exit_info:
-        cli.main(["digest", "--since", "last tuesday"])
+        cli.main(["digest", "--since", since])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--since" in err

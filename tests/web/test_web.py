@@ -85,6 +85,7 @@ def test_campaign_filter_and_one_result_per_campaign_through_the_hook(client, st
     assert len(members) >= 2 and len(members) < len(everywhere)
     monkeypatch.setattr(campaigns, "available", lambda: True)
     monkeypatch.setattr(campaigns, "campaign_members", lambda cid: members if cid == "C-1" else [])
+    monkeypatch.setattr(campaigns, "campaign_exists", lambda cid: cid == "C-1")
     monkeypatch.setattr(campaigns, "campaign_info",
                         lambda keys: {k: {"id": "C-1", "size": len(members), "submissions": len(members)} for k in keys if k in members})
     page = client.get("/search", params=query).text

@@ -24,6 +24,11 @@ def test_the_servers_connections_refuse_writes(tmp_path, pg_url):
         with pytest.raises(psycopg2.errors.ReadOnlySqlTransaction):
             runtime.index_db().write_docket_marker("comments", "CMS-2026-9999", None, 1, "x")
         assert runtime.index_db().docket_markers("comments") == {}  # reads still work
+        # And a statement of the page's is bounded in time: a search never holds the others.
+        with pytest.raises(psycopg2.errors.QueryCanceled), runtime.index_db()._conn.cursor() as cur:
+            cur.execute("SELECT pg_sleep(30)")
+        runtime.index_db()._conn.rollback()
+        assert runtime.index_db().docket_markers("comments") == {}
     finally:
         set_runtime(previous)
         runtime.close()
