@@ -117,5 +117,5 @@ DECLARATION = Stage(
     name=STAGE, upstream="index", run=group_docket, task="CampaignGroups", wrapper="CampaignsAll",
     doc="Form-letter campaign groups of new or changed comments (exact and near-duplicate text).",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id, runtime.settings.campaign_threshold),
-    input=INPUT, terms=lambda settings: config_id(settings.campaign_threshold),
+    input=INPUT, terms=lambda settings: config_id(settings.campaign_threshold), atomic=True,
 )

@@ -151,5 +151,5 @@ DECLARATION = Stage(
     name=STAGE, upstream="backfill", run=link_docket, task="LinkRule", wrapper="LineageAll",
     doc="Each new comment tied to the document it answers and its phase; dockets linked by RIN.",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
-    terms=lineage_terms,
+    terms=lineage_terms, atomic=True,
 )

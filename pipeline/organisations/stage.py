@@ -192,5 +192,6 @@ DECLARATION = Stage(
     wrapper="OrganisationsAll",
     doc="Each new or changed comment's organisation, one id across spellings and dockets.",
     unfinished=lambda runtime, docket_id, now: unfinished(runtime, docket_id),
-    terms=alias_terms,
+    terms=alias_terms, atomic=True,
+    enabled=lambda settings: settings.organisations,  # off: the stages reading it do without
 )

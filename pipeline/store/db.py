@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import uuid
-from contextlib import closing
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,6 +35,28 @@ SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("d
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
+# A test hook, never set in production: "STAGE:N" makes this process SIGKILL itself just
+# before the N-th state-DB write statement of a run of STAGE (counted from its lease on, its
+# marker included), so crash tests land at an exact write (``stage_writes``).
+KILL_AT_WRITE = "DOCKETEER_TEST_KILL_AT_WRITE"
+_kill_countdown: list[int] = []  # the writes left before the kill, while a hooked stage runs
+
+
+@contextmanager
+def stage_writes(stage: str):
+    """Arms ``KILL_AT_WRITE`` for this stage's run (nothing when the variable is unset)."""
+    hook = os.environ.get(KILL_AT_WRITE, "")
+    name, _, count = hook.partition(":")
+    if not hook or name != stage:
+        yield
+        return
+    _kill_countdown[:] = [int(count or 1)]
+    try:
+        yield
+    finally:
+        _kill_countdown.clear()
+
+
 class _CountingMixin:
     """Counts write statements, so tests can assert that a rerun wrote nothing, and every
     statement (``state_queries``, ``item_reads``), so they can assert what a no-op read."""
@@ -42,6 +65,10 @@ class _CountingMixin:
         count_query(sql, STATE_QUERIES)
         if sql.lstrip()[:7].upper().startswith(_WRITES):
             counters.incr(ROWS_WRITTEN)
+            if _kill_countdown:
+                _kill_countdown[0] -= 1
+                if _kill_countdown[0] <= 0:
+                    os.kill(os.getpid(), signal.SIGKILL)
         return super().execute_sql(sql, params, *args, **kwargs)
 
 

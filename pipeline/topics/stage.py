@@ -245,5 +245,6 @@ DECLARATION = Stage(
     name=STAGE, upstream="campaigns", run=map_docket, task="TopicMap", wrapper="TopicsAll",
     doc="The docket's topic map: new comments placed in its topics, or the docket clustered again.",
     unfinished=lambda runtime, docket_id, now: unfinished(runtime, docket_id),
-    terms=terms,
+    terms=terms, atomic=True,
+    reads=("organisations",),  # each topic's organisation count
 )
