@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sqlite3
@@ -36,8 +37,9 @@ _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
 # A test hook, never set in production: "STAGE:N" makes this process SIGKILL itself just
-# before the N-th state-DB write statement of a run of STAGE (counted from its lease on, its
-# marker included), so crash tests land at an exact write (``stage_writes``).
+# before the N-th state-DB write statement of a run of STAGE (from its held output to its
+# marker), so crash tests land at an exact write (``stage_writes``); "STAGE:count" logs how
+# many writes a run of STAGE made (what N is drawn over).
 KILL_AT_WRITE = "DOCKETEER_TEST_KILL_AT_WRITE"
 _kill_countdown: list[int] = []  # the writes left before the kill, while a hooked stage runs
 
@@ -50,10 +52,14 @@ def stage_writes(stage: str):
     if not hook or name != stage:
         yield
         return
-    _kill_countdown[:] = [int(count or 1)]
+    counting = count == "count"
+    _kill_countdown[:] = [0 if counting else int(count or 1)]
     try:
         yield
     finally:
+        if counting:
+            logging.getLogger("docketeer").warning("%s: %s made %d state-DB writes", KILL_AT_WRITE, stage,
+                                                   -_kill_countdown[0])
         _kill_countdown.clear()
 
 
@@ -67,7 +73,7 @@ class _CountingMixin:
             counters.incr(ROWS_WRITTEN)
             if _kill_countdown:
                 _kill_countdown[0] -= 1
-                if _kill_countdown[0] <= 0:
+                if _kill_countdown[0] == 0:
                     os.kill(os.getpid(), signal.SIGKILL)
         return super().execute_sql(sql, params, *args, **kwargs)
 

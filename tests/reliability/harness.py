@@ -83,12 +83,13 @@ class World:
                 "DOCKETEER_HTTP_ATTEMPTS": "1", **extra}
 
     def luigi(self, *args: str, wait: bool = True, scheduler_port: int | None = None,
-              log_file: Path | None = None, **env: str):
-        """``luigi ... IndexAll`` in a subprocess: with its own scheduler, or a luigid's; with
-        ``log_file``, its output is also appended there (as cron.example's line does)."""
+              log_file: Path | None = None, task: str = "IndexAll", **env: str):
+        """``luigi ... IndexAll`` (or ``task``) in a subprocess: with its own scheduler, or a
+        luigid's; with ``log_file``, its output is also appended there (as cron.example's
+        line does)."""
         scheduler = (["--local-scheduler"] if scheduler_port is None else
                      ["--scheduler-host", "127.0.0.1", "--scheduler-port", str(scheduler_port)])
-        command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
+        command = [sys.executable, "-m", "luigi", "--module", "pipeline", task,
                    *scheduler, "--log-level", "WARNING", *args]
         if self.traced and strace_watch.available():
             self._traces += 1
