@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from pipeline.campaigns import consistency
 from pipeline.campaigns.text import points_to_attachment
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.extract.combined import INLINE_HEADING, combined_sections
@@ -117,5 +118,6 @@ DECLARATION = Stage(
     name=STAGE, upstream="index", run=group_docket, task="CampaignGroups", wrapper="CampaignsAll",
     doc="Form-letter campaign groups of new or changed comments (exact and near-duplicate text).",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id, runtime.settings.campaign_threshold),
-    input=INPUT, terms=lambda settings: config_id(settings.campaign_threshold), atomic=True,
+    input=INPUT, terms=lambda settings: config_id(settings.campaign_threshold),
+    atomic=True, rows_agree=consistency.problems,
 )

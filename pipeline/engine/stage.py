@@ -148,6 +148,9 @@ class Stage:
     # Stages whose output it reads besides its upstream's (topics counts organisations): its
     # task requires theirs too, when they are on, so the order is never left to chance.
     reads: tuple[str, ...] = ()
+    # (docket id) -> what is wrong between its derived rows and its item states, one line each
+    # ([]: they agree). ``docketeer verify`` asks it of every docket its marker says done.
+    rows_agree: Callable[[str], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if self.atomic and self.splits_items:

@@ -160,12 +160,12 @@ class World:
 
 @contextmanager
 def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, data_dir: Path | None = None,
-          traced: bool = False, **settings):
+          traced: bool = False, comments: int = COMMENTS, **settings):
     """A corpus served by the stand-in and a runtime on it. The data folder is short (under
     the session's base folder): a unix socket in it must fit the kernel's path limit, or a
     run's temporary files could not stay in it (leftovers.temporary_files_in)."""
     corpus = folder / "corpus"
-    manifest = make_corpus(corpus, dockets=1, comments_per_docket=COMMENTS, tombstone=False,
+    manifest = make_corpus(corpus, dockets=1, comments_per_docket=comments, tombstone=False,
                            corrupt_share=0.0)
     with StandinServer(corpus, api_keys=(key,), seed=seed) as server:
         data = data_dir or tempfile.mkdtemp(prefix="d", dir=DATA_ROOT or folder)

@@ -20,10 +20,13 @@ from tests.reliability.harness import record, trials, world
 
 WRAPPERS = {"campaigns": "CampaignsAll", "organisations": "OrganisationsAll", "lineage": "LineageAll",
             "topics": "TopicsAll"}
-# Ten comments make a topic map (the default asks for 100): the trial's runs and its own runtime
-# (verify judges the topics' markers by the same terms) share the setting.
+# Sixty comments of eight planted topics make a topic map (the default asks for 100 comments):
+# the trial's runs and its own runtime (verify judges the topics' markers by the same terms)
+# share the setting.
+COMMENTS = 60
 SETTINGS = {"topic_min_comments": 2}
 ENV = {f"DOCKETEER_{k.upper()}": str(v) for k, v in SETTINGS.items()}
+TASKS = {"campaigns": "CampaignGroups", "topics": "TopicMap"}
 OVERLAPPING = 3
 
 
@@ -56,7 +59,7 @@ def _checked(w, reference: dict, code: int, output: str) -> list[str]:
 def test_a_forced_derived_stage_killed_at_a_write_is_made_whole_by_one_index_all(tmp_path, pg_server, stage):
     count = trials(default=1, full=6)
     failures, lost, killed, draws = [], 0, 0, []
-    with world(tmp_path, pg_server, **SETTINGS) as w:
+    with world(tmp_path, pg_server, comments=COMMENTS, **SETTINGS) as w:
         code, output = w.luigi(**ENV)
         assert code == 0, output[-2000:]
         reference = derived_rows(w.runtime)
@@ -92,12 +95,15 @@ def test_a_forced_derived_stage_killed_at_a_write_is_made_whole_by_one_index_all
 def test_overlapping_forced_runs_of_a_derived_stage_take_turns(tmp_path, pg_server, stage):
     count = trials(default=1, full=3)
     failures, lost = [], 0
-    with world(tmp_path, pg_server, **SETTINGS) as w:
+    with world(tmp_path, pg_server, comments=COMMENTS, **SETTINGS) as w:
         code, output = w.luigi(**ENV)
         assert code == 0, output[-2000:]
         reference = derived_rows(w.runtime)
         for trial in range(count):
-            together = [w.luigi("--force", task=WRAPPERS[stage], wait=False, **ENV) for _ in range(OVERLAPPING)]
+            # Three different commands (the same command twice is refused by its own lock).
+            commands = [(WRAPPERS[stage], ("--force",)), (WRAPPERS[stage], ("--force", "--docket", w.docket)),
+                        (TASKS[stage], ("--force", "--docket", w.docket))]
+            together = [w.luigi(*args, task=task, wait=False, **ENV) for task, args in commands]
             for process in together:  # one that finds the lease held steps aside with exit 0
                 _, err = process.communicate(timeout=300)
                 if process.returncode != 0 or "Traceback" in err:
