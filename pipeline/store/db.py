@@ -34,6 +34,9 @@ from pipeline.store.models import (
 SCHEMA_VERSION = 19
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+# How long a SQLite writer waits for another's transaction: longer than a derived stage's run
+# over a large docket from nothing (a 20,000-comment campaign grouping: 213 s; docs/OPERATING.md).
+SQLITE_BUSY_SECONDS = 900
 
 
 # A test hook, never set in production: "STAGE:N" makes this process SIGKILL itself just
@@ -97,12 +100,15 @@ def make_database(url: str, data_dir: Path) -> peewee.Database:
     # IMMEDIATE: a transaction takes the write lock when it begins. A deferred one that reads
     # and then writes cannot wait for another writer (SQLite answers "database is locked"
     # at once, busy_timeout or not), which is what two Luigi workers would hit.
+    # A writer waits up to SQLITE_BUSY_SECONDS for the lock: a derived stage (campaigns,
+    # topics, ...) holds it for its whole run, one transaction (DocketStageTask._one_transaction),
+    # and another worker's writes then wait their turn rather than stop the run.
     return StateSqlite(
         str(path),
         lock_type="IMMEDIATE",
         pragmas={
             "journal_mode": "wal",
-            "busy_timeout": 30000,
+            "busy_timeout": SQLITE_BUSY_SECONDS * 1000,
             "foreign_keys": 1,
             "synchronous": "normal",
         },

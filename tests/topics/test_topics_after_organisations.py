@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.store.models import OrganisationMember, Topic
-from pipeline.store.models import TopicMap as TopicMap_
 from pipeline.tasks import IndexAll, TopicMap, TopicsAll
-from pipeline.topics import consistency
+from pipeline.topics import consistency, queries
 from tests.fixtures.derived_store import derived_runtime, index_database, served_corpus
 from tests.fixtures.state_fixtures import run_invocation
 
@@ -28,7 +27,7 @@ def test_topics_run_before_organisations_ever_ran_count_the_organisations(tmp_pa
             assert run_invocation(TopicsAll(docket=docket))
             named = OrganisationMember.select().where(OrganisationMember.docket == docket).count()
             topics = list(Topic.select().where(Topic.docket == docket))
-            assert named and topics, (named, [(m.message, m.clustered_units) for m in TopicMap_.select()])
+            assert named and topics, (named, queries.map_of(docket).message)
             assert sum(t.organisations for t in topics) > 0
             assert consistency.problems(docket) == []
 
