@@ -7,6 +7,7 @@ a mix, never a marker over missing rows; overlapping runs take turns."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 
@@ -15,6 +16,7 @@ import pytest
 from pipeline.ops import verify
 from pipeline.store.db import KILL_AT_WRITE
 from tests.fixtures.derived_rows import derived_rows
+from tests.fixtures.state_fixtures import new_pg_database
 from tests.reliability import harness
 from tests.reliability.harness import record, trials, world
 
@@ -57,9 +59,23 @@ def _checked(w, reference: dict, code: int, output: str) -> list[str]:
 
 @pytest.mark.parametrize("stage", sorted(WRAPPERS))
 def test_a_forced_derived_stage_killed_at_a_write_is_made_whole_by_one_index_all(tmp_path, pg_server, stage):
+    _kill_trials(tmp_path, pg_server, stage)
+
+
+@pytest.mark.parametrize("stage", ["campaigns", "topics"])
+def test_the_same_on_a_postgresql_state_db(tmp_path, pg_server, stage, s3_endpoint, s3_client,
+                                           s3_credentials_env):
+    bucket = f"derived-{os.getpid()}-{stage}"  # a shared state DB wants shared blobs
+    s3_client.create_bucket(Bucket=bucket)
+    _kill_trials(tmp_path, pg_server, stage, state_url=new_pg_database(pg_server),
+                 blob_url=f"s3://{bucket}/blobs", s3_endpoint_url=s3_endpoint)
+
+
+def _kill_trials(tmp_path, pg_server, stage: str, **shared) -> None:
     count = trials(default=1, full=6)
     failures, lost, killed, draws = [], 0, 0, []
-    with world(tmp_path, pg_server, comments=COMMENTS, **SETTINGS) as w:
+    where = " on a PostgreSQL state DB" if shared else ""
+    with world(tmp_path, pg_server, comments=COMMENTS, **shared, **SETTINGS) as w:
         code, output = w.luigi(**ENV)
         assert code == 0, output[-2000:]
         reference = derived_rows(w.runtime)
@@ -84,7 +100,7 @@ def test_a_forced_derived_stage_killed_at_a_write_is_made_whole_by_one_index_all
             lost += sum(len(set(reference[t]) - set(got[t])) for t in reference)
             if found:  # the next trial would start from a broken store
                 break
-    record(f"SIGKILL at the Nth state-DB write of a forced {stage} run (N in 1..{writes}: "
+    record(f"SIGKILL at the Nth state-DB write of a forced {stage} run{where} (N in 1..{writes}: "
            f"{', '.join(map(str, draws))}), one IndexAll", len(draws), failures, lost, 0, 0,
            ok=f"all equal to an uninterrupted run, verify passed ({killed} of {len(draws)} killed)")
     assert killed == len(draws) or failures, f"the hook fired in {killed} of {len(draws)} trials"
