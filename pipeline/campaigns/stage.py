@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+from pipeline.campaigns import consistency
 from pipeline.campaigns.text import MIN_OWN_WORDS, DocketText, points_to_attachment
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.extract.combined import INLINE_HEADING, combined_sections
@@ -158,4 +159,5 @@ DECLARATION = Stage(
     doc="Form-letter campaign groups of new or changed comments (exact and near-duplicate text).",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id, runtime.settings.campaign_threshold),
     input=INPUT, terms=lambda settings: config_id(settings.campaign_threshold),
+    atomic=True, rows_agree=consistency.problems,
 )

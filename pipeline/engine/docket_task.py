@@ -37,6 +37,8 @@ from pipeline.failures import classify, describe, original_error
 from pipeline.runtime import get_runtime
 from pipeline.store import docket_failures, item_states, leftovers
 from pipeline.store import dockets as docket_rows
+from pipeline.store.db import stage_writes
+from pipeline.store.models import database as state_database
 from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
 
 log = logging.getLogger("docketeer")
@@ -167,10 +169,11 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         return registry.marker_store(self.stage, runtime_or_exit(), self.current_invocation)
 
     def requires(self):
-        upstream = registry.required_upstream(self.stage, runtime_or_exit().settings)
-        if upstream is None:
-            return []
-        return task_of(upstream)(docket=self.docket, force=False, invocation=self.invocation)
+        """Its upstream's task, and those of the stages it reads (``Stage.reads``): a list
+        when there are several."""
+        required = [task_of(stage)(docket=self.docket, force=False, invocation=self.invocation)
+                    for stage in registry.required_stages(self.stage, runtime_or_exit().settings)]
+        return required[0] if len(required) == 1 else required
 
     def output(self) -> DocketTarget:
         rt = runtime_or_exit()
@@ -194,8 +197,7 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         return runs.finished_since(self.stage.name, self.docket, self.current_invocation.started_at)
 
     def upstream_vouched(self) -> bool:
-        upstream = self.requires()
-        return not upstream or upstream.output().exists()
+        return all(task.output().exists() for task in luigi.task.flatten(self.requires()))
 
     def input_fingerprint(self) -> str | None:
         """What a marker written now would vouch for: the stage's input as recorded now."""
@@ -237,25 +239,31 @@ class DocketStageTask(CheckedParameters, luigi.Task):
                 self._skip_worked_elsewhere(held_by)
                 return
             store = self.marker_store()
-            held = store.hold_output(self.docket)  # cleared until the run ends well
             ctx = self._context(rt, settings, token)
             ctx.claims = self._holder_claims(ctx, settings, token)
-            result, io = self._call_stage(ctx, docket)
-            ctx.progress.finish()
-            # Rows a helper wrote in this run count as written (the holder may have written
-            # none itself): the output is recorded afresh, never the one held before the run.
-            wrote_rows = bool(io.get(ITEM_STATE_WRITES)) or bool(ctx.claims and ctx.claims.others_claimed())
-            if wrote_rows or held is None or docket.retry_due_at:
-                # Items waiting to retry never block a marker; the docket row carries the
-                # earliest next attempt, and the targets after fetch turn incomplete when it
-                # comes. Rows as they were (and a clean last run) leave it as it was.
-                item_states.refresh_retry_due(self.docket)
-            kept = None if wrote_rows else held
-            # A marker vouches for the whole chain: if the upstream stopped short (budget), this
-            # stage saw only part of its input and must run again once the upstream is done.
-            if not (result.complete and self.upstream_vouched()
-                    and self._write_marker_if_done(ctx.run_id, input_fp, result, kept)):
-                store.restore_output(self.docket, kept)
+            try:
+                with self._one_transaction(ctx):
+                    held = store.hold_output(self.docket)  # cleared until the run ends well
+                    result, io = self._call_stage(ctx, docket)
+                    ctx.progress.finish()
+                    if result.failed and self.stage.atomic:
+                        raise _RolledBack(result, io)  # its writes go with the transaction
+                    # Rows a helper wrote in this run count as written (the holder may have written
+                    # none itself): the output is recorded afresh, never the one held before the run.
+                    wrote_rows = bool(io.get(ITEM_STATE_WRITES)) or bool(ctx.claims and ctx.claims.others_claimed())
+                    if wrote_rows or held is None or docket.retry_due_at:
+                        # Items waiting to retry never block a marker; the docket row carries the
+                        # earliest next attempt, and the targets after fetch turn incomplete when it
+                        # comes. Rows as they were (and a clean last run) leave it as it was.
+                        item_states.refresh_retry_due(self.docket)
+                    kept = None if wrote_rows else held
+                    # A marker vouches for the whole chain: if the upstream stopped short (budget), this
+                    # stage saw only part of its input and must run again once the upstream is done.
+                    if not (result.complete and self.upstream_vouched()
+                            and self._write_marker_if_done(ctx.run_id, input_fp, result, kept)):
+                        store.restore_output(self.docket, kept)
+            except _RolledBack as failed:
+                result, io = failed.result, failed.io
             summary = {**result.counts, **io}
             runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
                             message=rt.settings.mask(result.message),
@@ -349,6 +357,27 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         return StageContext(runtime=rt, run_id=run_id, force=self.force, progress=progress,
                             deadline=deadline, settings=settings)
 
+    @contextlib.contextmanager
+    def _one_transaction(self, ctx: StageContext):
+        """The block from the held output to the marker: for a stage declared ``atomic``, one
+        state-DB transaction (on SQLite BEGIN IMMEDIATE: the write lock is taken at once, so
+        no read snapshot has to be upgraded later when another process wrote meanwhile). A
+        kill at any write of it leaves the docket's derived rows, item states and marker as
+        they were; an error rolls them back too, and the run row is then said failed again
+        (its first saying went with the rollback). The run row was started before it, so a
+        running stage shows as running to other processes."""
+        with stage_writes(self.stage.name):
+            if not self.stage.atomic:
+                yield
+                return
+            try:
+                with state_database.atomic():
+                    yield
+            except Exception as exc:
+                runs.finish_run(ctx.run_id, clean=False, counters=dict(ctx.progress.counts),
+                                message=ctx.settings.mask(f"{type(exc).__name__}: {exc}"))
+                raise
+
     def _call_stage(self, ctx: StageContext, docket) -> tuple[StageResult, dict]:
         with counters.measure() as io:
             try:
@@ -421,6 +450,15 @@ class DocketStageTask(CheckedParameters, luigi.Task):
             self.set_status_message(line)
 
 
+
+
+class _RolledBack(Exception):
+    """An atomic stage failed for its docket: raised through its transaction to roll its
+    writes back, then handled as the failure it is."""
+
+    def __init__(self, result: StageResult, io: dict) -> None:
+        super().__init__(result.message)
+        self.result, self.io = result, io
 
 
 _task_of: dict[str, type[DocketStageTask]] = {}  # stage name -> its task class

@@ -31,14 +31,15 @@ _stages: dict[str, Stage] = {}  # name -> declaration, in pipeline order
 def register(stage: Stage) -> Stage:
     if stage.name in _stages:
         raise ValueError(f"stage {stage.name!r} is declared already")
-    if stage.upstream is not None and stage.upstream not in _stages:
-        raise ValueError(f"stage {stage.name!r} reads from unknown stage {stage.upstream!r}")
+    for read in (stage.upstream, *stage.reads):
+        if read is not None and read not in _stages:
+            raise ValueError(f"stage {stage.name!r} reads from unknown stage {read!r}")
     _stages[stage.name] = stage
     return stage
 
 
 def unregister(name: str) -> None:
-    readers = [s.name for s in _stages.values() if s.upstream == name]
+    readers = [s.name for s in _stages.values() if s.upstream == name or name in s.reads]
     if readers:
         raise ValueError(f"stage {name!r} is read by {', '.join(readers)}")
     del _stages[name]
@@ -89,6 +90,17 @@ def required_upstream(stage: Stage, settings) -> Stage | None:
     while upstream is not None and not upstream.enabled(settings):
         upstream = _stages[upstream.upstream] if upstream.upstream else None
     return upstream
+
+
+def required_stages(stage: Stage, settings) -> list[Stage]:
+    """Every stage whose task this stage's task requires: its upstream (``required_upstream``)
+    and each stage it declares it reads (``Stage.reads``) that is on under these settings."""
+    required = [up] if (up := required_upstream(stage, settings)) is not None else []
+    for name in stage.reads:
+        read = _stages[name]
+        if read.enabled(settings) and read not in required:
+            required.append(read)
+    return required
 
 
 def input_stage(stage: Stage) -> str | None:

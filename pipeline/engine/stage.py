@@ -142,3 +142,21 @@ class Stage:
     # Its run takes its todo through ctx.claims, so a second worker on a shared state DB
     # helps the lease holder instead of failing (pipeline/engine/claims.py).
     splits_items: bool = False
+    # Its output is derived rows it replaces as a whole (campaigns, topics): its run, its item
+    # states and its marker are one state-DB transaction, so a run killed or failing at any
+    # write leaves the rows as they were before it, never a mix or a marker over missing rows
+    # (``DocketStageTask._one_transaction``). Its run must write the state DB only through the
+    # task's connection (no thread of its own writing it), or SQLite would wait on itself.
+    atomic: bool = False
+    # Stages whose output it reads besides its upstream's (topics counts organisations): its
+    # task requires theirs too, when they are on, so the order is never left to chance.
+    reads: tuple[str, ...] = ()
+    # (docket id) -> what is wrong between its derived rows and its item states, one line each
+    # ([]: they agree). ``docketeer verify`` asks it of every docket its marker says done.
+    rows_agree: Callable[[str], list[str]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.atomic and self.splits_items:
+            # Its helpers would write their items through connections of their own, outside
+            # the holder's transaction (and on SQLite wait on its write lock).
+            raise ValueError(f"stage {self.name!r}: an atomic stage cannot split its items")

@@ -15,7 +15,7 @@ import logging
 from pipeline.clock import iso
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.fingerprints import digest
-from pipeline.lineage import queries
+from pipeline.lineage import consistency, queries
 from pipeline.lineage.phases import UNKNOWN, phase_of
 from pipeline.store import item_states
 from pipeline.store.models import Docket
@@ -151,5 +151,5 @@ DECLARATION = Stage(
     name=STAGE, upstream="backfill", run=link_docket, task="LinkRule", wrapper="LineageAll",
     doc="Each new comment tied to the document it answers and its phase; dockets linked by RIN.",
     unfinished=lambda runtime, docket_id, now: unfinished(docket_id),
-    terms=lineage_terms,
+    terms=lineage_terms, atomic=True, rows_agree=consistency.problems,
 )

@@ -14,6 +14,9 @@ Checks, each PASS or FAIL (warnings are reported and do not fail):
   items — the stage's own ``unfinished`` count, the rule it writes its marker by. Left out
   for now: a docket whose retry has come due (its targets are incomplete until the stage
   runs) and one a run holds a lease on (it is mid-work);
+* a derived stage's rows (campaigns, organisations, lineage, topics) agree with its item
+  states in every docket its marker says done: memberships, each campaign's size and band
+  rows, each topic's counts (``Stage.rows_agree``), the stage named on a mismatch;
 * every item's docket is the one its own record names (its id's docket), and each of its
   state rows is filed under that docket: a listing that claimed another docket's item
   must never have moved or overwritten it;
@@ -239,9 +242,20 @@ def marker_checks(rt, now: datetime) -> list[Check]:
         if claimed is None:
             checks.append(Check(f"{stage.name} markers", True, f"no {store.where} yet: nothing to check"))
             continue
-        checks.append(check_markers_done(stage.name, facts.sort_out(claimed),
+        claims = facts.sort_out(claimed)
+        checks.append(check_markers_done(stage.name, claims,
                                          lambda docket, stage=stage: stage.unfinished(rt, docket, moment)))
+        if stage.rows_agree is not None:
+            checks.append(check_derived_rows(stage.name, claims, stage.rows_agree))
     return checks
+
+
+def check_derived_rows(stage: str, claims: Claims, rows_agree: Callable[[str], list[str]]) -> Check:
+    """A derived stage's marker vouches for its rows: in each docket it says done, they agree
+    with its item states and with themselves (the stage's own rule, ``Stage.rows_agree``)."""
+    problems = [f"{docket} {stage}: {problem}" for docket in claims.done for problem in rows_agree(docket)]
+    return _check(f"{stage} rows", problems,
+                  f"{len(claims.done)} docket(s) whose marker says done: rows agree with their item states")
 
 
 def check_index_chunks(index_db) -> Check:

@@ -22,7 +22,7 @@ from collections import Counter
 
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.fingerprints import digest
-from pipeline.organisations import queries
+from pipeline.organisations import consistency, queries
 from pipeline.organisations.aliases import Aliases, alias_terms, load_aliases
 from pipeline.organisations.names import (
     Candidate,
@@ -197,5 +197,6 @@ DECLARATION = Stage(
     wrapper="OrganisationsAll",
     doc="Each new or changed comment's organisation, one id across spellings and dockets.",
     unfinished=lambda runtime, docket_id, now: unfinished(runtime, docket_id),
-    terms=alias_terms,
+    terms=alias_terms, atomic=True, rows_agree=consistency.problems,
+    enabled=lambda settings: settings.organisations,  # off: the stages reading it do without
 )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sqlite3
 import uuid
-from contextlib import closing
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,6 +35,36 @@ from pipeline.store.models import (
 SCHEMA_VERSION = 21
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+# How long a SQLite writer waits for another's transaction: longer than a derived stage's run
+# over a large docket from nothing (a 20,000-comment campaign grouping: 213 s; docs/OPERATING.md).
+SQLITE_BUSY_SECONDS = 900
+
+
+# A test hook, never set in production: "STAGE:N" makes this process SIGKILL itself just
+# before the N-th state-DB write statement of a run of STAGE (from its held output to its
+# marker), so crash tests land at an exact write (``stage_writes``); "STAGE:count" logs how
+# many writes a run of STAGE made (what N is drawn over).
+KILL_AT_WRITE = "DOCKETEER_TEST_KILL_AT_WRITE"
+_kill_countdown: list[int] = []  # the writes left before the kill, while a hooked stage runs
+
+
+@contextmanager
+def stage_writes(stage: str):
+    """Arms ``KILL_AT_WRITE`` for this stage's run (nothing when the variable is unset)."""
+    hook = os.environ.get(KILL_AT_WRITE, "")
+    name, _, count = hook.partition(":")
+    if not hook or name != stage:
+        yield
+        return
+    counting = count == "count"
+    _kill_countdown[:] = [0 if counting else int(count or 1)]
+    try:
+        yield
+    finally:
+        if counting:
+            logging.getLogger("docketeer").warning("%s: %s made %d state-DB writes", KILL_AT_WRITE, stage,
+                                                   -_kill_countdown[0])
+        _kill_countdown.clear()
 
 
 class _CountingMixin:
@@ -43,6 +75,10 @@ class _CountingMixin:
         count_query(sql, STATE_QUERIES)
         if sql.lstrip()[:7].upper().startswith(_WRITES):
             counters.incr(ROWS_WRITTEN)
+            if _kill_countdown:
+                _kill_countdown[0] -= 1
+                if _kill_countdown[0] == 0:
+                    os.kill(os.getpid(), signal.SIGKILL)
         return super().execute_sql(sql, params, *args, **kwargs)
 
 
@@ -65,12 +101,15 @@ def make_database(url: str, data_dir: Path) -> peewee.Database:
     # IMMEDIATE: a transaction takes the write lock when it begins. A deferred one that reads
     # and then writes cannot wait for another writer (SQLite answers "database is locked"
     # at once, busy_timeout or not), which is what two Luigi workers would hit.
+    # A writer waits up to SQLITE_BUSY_SECONDS for the lock: a derived stage (campaigns,
+    # topics, ...) holds it for its whole run, one transaction (DocketStageTask._one_transaction),
+    # and another worker's writes then wait their turn rather than stop the run.
     return StateSqlite(
         str(path),
         lock_type="IMMEDIATE",
         pragmas={
             "journal_mode": "wal",
-            "busy_timeout": 30000,
+            "busy_timeout": SQLITE_BUSY_SECONDS * 1000,
             "foreign_keys": 1,
             "synchronous": "normal",
         },

@@ -19,7 +19,7 @@ from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.fingerprints import digest
 from pipeline.store import item_states
 from pipeline.store.models import Docket
-from pipeline.topics import queries
+from pipeline.topics import consistency, queries
 
 STAGE = "topics"
 COLLECTION = "comments"  # the index collection of comments (pipeline.index.stage.COLLECTIONS)
@@ -245,5 +245,6 @@ DECLARATION = Stage(
     name=STAGE, upstream="campaigns", run=map_docket, task="TopicMap", wrapper="TopicsAll",
     doc="The docket's topic map: new comments placed in its topics, or the docket clustered again.",
     unfinished=lambda runtime, docket_id, now: unfinished(runtime, docket_id),
-    terms=terms,
+    terms=terms, atomic=True, rows_agree=consistency.problems,
+    reads=("organisations",),  # each topic's organisation count
 )

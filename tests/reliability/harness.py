@@ -83,12 +83,13 @@ class World:
                 "DOCKETEER_HTTP_ATTEMPTS": "1", **extra}
 
     def luigi(self, *args: str, wait: bool = True, scheduler_port: int | None = None,
-              log_file: Path | None = None, **env: str):
-        """``luigi ... IndexAll`` in a subprocess: with its own scheduler, or a luigid's; with
-        ``log_file``, its output is also appended there (as cron.example's line does)."""
+              log_file: Path | None = None, task: str = "IndexAll", **env: str):
+        """``luigi ... IndexAll`` (or ``task``) in a subprocess: with its own scheduler, or a
+        luigid's; with ``log_file``, its output is also appended there (as cron.example's
+        line does)."""
         scheduler = (["--local-scheduler"] if scheduler_port is None else
                      ["--scheduler-host", "127.0.0.1", "--scheduler-port", str(scheduler_port)])
-        command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
+        command = [sys.executable, "-m", "luigi", "--module", "pipeline", task,
                    *scheduler, "--log-level", "WARNING", *args]
         if self.traced and strace_watch.available():
             self._traces += 1
@@ -159,12 +160,12 @@ class World:
 
 @contextmanager
 def world(folder: Path, pg_server, *, key: str = "test-key", seed: int = 1, data_dir: Path | None = None,
-          traced: bool = False, **settings):
+          traced: bool = False, comments: int = COMMENTS, **settings):
     """A corpus served by the stand-in and a runtime on it. The data folder is short (under
     the session's base folder): a unix socket in it must fit the kernel's path limit, or a
     run's temporary files could not stay in it (leftovers.temporary_files_in)."""
     corpus = folder / "corpus"
-    manifest = make_corpus(corpus, dockets=1, comments_per_docket=COMMENTS, tombstone=False,
+    manifest = make_corpus(corpus, dockets=1, comments_per_docket=comments, tombstone=False,
                            corrupt_share=0.0)
     with StandinServer(corpus, api_keys=(key,), seed=seed) as server:
         data = data_dir or tempfile.mkdtemp(prefix="d", dir=DATA_ROOT or folder)

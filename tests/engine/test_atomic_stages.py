@@ -1,0 +1,68 @@
+"""A stage declared ``atomic`` (the derived stages: campaigns, organisations, lineage, topics)
+runs, writes its item states and its marker in one state-DB transaction: a run that fails
+after writing leaves none of its rows and no marker, and its run row says why; the next run
+does the whole work."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pipeline.engine import markers, registry
+from pipeline.engine.docket_task import DocketStageTask
+from pipeline.engine.stage import Stage
+from pipeline.store import item_states
+from pipeline.store.models import Run
+from tests.fixtures import wordcount_stage
+from tests.fixtures.pipeline_fixtures import built_store
+
+FAIL: list[str] = []  # a message: the run raises it after writing every item's state
+
+
+def count_then_fail(ctx, docket):
+    result = wordcount_stage.count_words(ctx, docket)
+    if FAIL:
+        raise RuntimeError(FAIL[0])
+    return result
+
+
+ATOMIC = dataclasses.replace(wordcount_stage.DECLARATION, run=count_then_fail, atomic=True,
+                             task="CountWordsAtomic", wrapper="CountWordsAtomicAll")
+
+
+class CountWordsAtomic(DocketStageTask):
+    stage = ATOMIC
+
+
+def test_a_failed_run_of_an_atomic_stage_leaves_no_row_and_no_marker(tmp_path, pg_server):
+    with registry.added(ATOMIC), built_store(tmp_path, pg_server, dockets=1, comments=6) as store:
+        docket = store.dockets[0]
+        texts = {k for k, r in item_states.states_for_docket("extract", docket).items() if r.content_hash}
+        assert texts
+        FAIL[:] = ["the disk said no"]
+        try:
+            assert not store.run(CountWordsAtomic(docket=docket))
+        finally:
+            FAIL.clear()
+        assert item_states.states_for_docket("wordcount", docket) == {}  # rolled back, all of them
+        assert markers.read_marker(docket, "wordcount") is None
+        failed = Run.get((Run.stage == "wordcount") & (Run.docket == docket))
+        assert failed.finished_at and failed.clean is False and "the disk said no" in failed.message
+
+        assert store.run(CountWordsAtomic(docket=docket))
+        assert set(item_states.states_for_docket("wordcount", docket)) == texts
+        assert markers.read_marker(docket, "wordcount") is not None
+
+
+def test_an_atomic_stage_cannot_split_its_items():
+    with pytest.raises(ValueError, match="cannot split its items"):
+        Stage(name="x", upstream=None, run=count_then_fail, task="X", wrapper="XAll", atomic=True,
+              splits_items=True)
+
+
+def test_the_derived_stages_are_atomic_and_topics_read_organisations():
+    derived = {s.name for s in registry.stages() if s.atomic}
+    assert derived == {"campaigns", "organisations", "lineage", "topics"}
+    assert registry.get("topics").reads == ("organisations",)
+    assert all(registry.get(name).rows_agree is not None for name in derived)
