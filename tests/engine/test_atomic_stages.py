@@ -12,7 +12,7 @@ import pytest
 from pipeline.engine import markers, registry
 from pipeline.engine.docket_task import DocketStageTask
 from pipeline.engine.stage import Stage
-from pipeline.store import item_states
+from pipeline.store import docket_failures, item_states
 from pipeline.store.models import Run
 from tests.fixtures import wordcount_stage
 from tests.fixtures.pipeline_fixtures import built_store
@@ -42,17 +42,20 @@ def test_a_failed_run_of_an_atomic_stage_leaves_no_row_and_no_marker(tmp_path, p
         assert texts
         FAIL[:] = ["the disk said no"]
         try:
-            assert not store.run(CountWordsAtomic(docket=docket))
+            store.run(CountWordsAtomic(docket=docket))  # the failure is recorded, not raised
         finally:
             FAIL.clear()
         assert item_states.states_for_docket("wordcount", docket) == {}  # rolled back, all of them
         assert markers.read_marker(docket, "wordcount") is None
         failed = Run.get((Run.stage == "wordcount") & (Run.docket == docket))
         assert failed.finished_at and failed.clean is False and "the disk said no" in failed.message
+        [recorded] = docket_failures.current()
+        assert (recorded.docket, recorded.stage) == (docket, "wordcount") and "the disk said no" in recorded.reason
 
         assert store.run(CountWordsAtomic(docket=docket))
         assert set(item_states.states_for_docket("wordcount", docket)) == texts
         assert markers.read_marker(docket, "wordcount") is not None
+        assert docket_failures.current() == []  # cleared by the clean run
 
 
 def test_an_atomic_stage_cannot_split_its_items():
