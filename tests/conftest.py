@@ -25,6 +25,7 @@ pytest_plugins = [
     "tests.fixtures.s3_fixtures",  # s3_endpoint, s3_client, s3_bucket, s3_credentials_env
     "tests.fixtures.extract_inputs",  # rt: the extract, formats, caps and OCR tests' runtime
     "tests.fixtures.mirror_bound",  # corpus, manifest, runtimes of the mirror bound tests
+    "tests.fixtures.realdata_store",  # real_store: all of the real mirror through IndexAll, twice
 ]
 
 

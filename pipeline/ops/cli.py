@@ -290,11 +290,28 @@ def cmd_explain(args) -> int:
           f"modified {eastern_instant(item.last_modified) or '-'}" + ("  WITHDRAWN" if item.withdrawn else ""))
     if item.title:
         print(f"title: {item.title}")
+    for line in _who(item):
+        print(line)
     if kept := _kept_attributes(item):
         print(f"record: {kept}")
     print(_table(_in_pipeline_order([*stages, _index_row(rt, item)]), EXPLAIN_HEADER))
     _print_attachments(item, files, next((r for r in rows if r.stage == "extract"), None))
     return 0
+
+
+def _who(item) -> list[str]:
+    """Who sent it, as the comment page and the export show it: the record's submitter and
+    organisation fields, then each organisation the organisations stage resolved it to (its
+    canonical name; as written, and where from, when they differ)."""
+    from pipeline.store import reports
+
+    lines = [f"submitter: {item.submitter}"] if item.submitter else []
+    if item.organization:
+        lines.append(f"organisation: {item.organization}")
+    for _id, name, written, source in reports.resolved_organisations(item.key):
+        lines.append(f"organisation resolved: {name}" + (f" (written \u201c{written}\u201d)" if written != name else "")
+                     + (f", from its {source}" if source != "organization" else ""))
+    return lines
 
 
 def _kept_attributes(item) -> str:

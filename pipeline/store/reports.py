@@ -318,6 +318,19 @@ KEPT_LABELS = (("duplicate_comments", "duplicates"), ("subtype", "subtype"), ("c
                ("restrict_reason_type", "restriction"), ("page_count", "pages"))
 
 
+def resolved_organisations(key: str) -> list[tuple[str, str, str, str]]:
+    """The organisations the item names, as the organisations stage resolved them, in its
+    field's order: (id, canonical name, as written, where from: organization | title |
+    signature). Empty before that stage ran over it, or when it names none. Explain and the
+    comment page show these."""
+    from pipeline.organisations import queries as organisations
+
+    found = organisations.members([key]).get(key, [])
+    names = organisations.organisation_names(row[0] for row in found)
+    return [(organisation, names.get(organisation, organisation), written, source)
+            for organisation, _, written, source, *_ in found]
+
+
 def kept_attributes(item: Item) -> list[tuple[str, object]]:
     """(label, value) of the kept attributes the item's record gives (none for those it leaves
     empty; ``duplicates 0`` is left out: the record stands for itself alone)."""

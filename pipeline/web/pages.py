@@ -336,12 +336,9 @@ def comment_page(runtime, key: str) -> CommentPage | None:
 
 
 def resolved_organisations(key: str) -> list[tuple[str, str, str, str]]:
-    from pipeline.organisations import queries as organisations
+    from pipeline.store import reports
 
-    found = organisations.members([key]).get(key, [])
-    names = organisations.organisation_names(row[0] for row in found)
-    return [(organisation, names.get(organisation, organisation), written, source)
-            for organisation, _, written, source, *_ in found]
+    return reports.resolved_organisations(key)  # the one query, explain's too
 
 
 def _extracted_sections(runtime, item) -> tuple[list[Section], bool]:

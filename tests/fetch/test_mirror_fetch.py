@@ -25,10 +25,10 @@ from pipeline.store import dockets as docket_rows
 from pipeline.store.models import Attachment, Docket, Item, ItemState, MirrorObject
 from tests.fixtures import s3_fixtures
 from tests.fixtures.chain_runs import run_at as run_hours_ahead
-from tests.fixtures.paths import ROOT
+from tests.fixtures.paths import REALDATA, ROOT, mirror_dockets
 from tests.fixtures.state_fixtures import installed, make_runtime, new_pg_database, run_invocation
 
-DOCKETS = ("ACF-2025-0038", "DOS-2022-0004", "USTR-2015-0010")
+DOCKETS = mirror_dockets(REALDATA / "mirror")  # every docket folder: a new one is expected at once
 # No API server listens here: a single API call would fail the run.
 NO_API = "http://127.0.0.1:9/v4"
 # A sentence of a real attachment (ACF-2025-0038-0004's attachment_1.pdf).

@@ -283,7 +283,7 @@ def test_explain_shows_retry_attempts_and_failure_kinds(store, capsys):
         code, out, _ = run(capsys, "explain", comment)
     assert code == 0
     stages = re.split(r"\n\d+ attachments?: ", out)[0].splitlines()[1:]
-    stages = [line for line in stages if not line.startswith(("title:", "record:"))]
+    stages = [line for line in stages if not line.startswith(("title:", "submitter:", "organisation:", "organisation resolved:", "record:"))]
     rows = {row["stage"]: row for row in table("\n".join(stages))}
     assert rows["backfill"] | {"at": ""} == {
         "stage": "backfill", "state": "retry", "failure": "transient", "attempts": "2",

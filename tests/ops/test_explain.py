@@ -13,6 +13,7 @@ from pipeline.ops import cli
 from pipeline.store import item_states
 from pipeline.store.models import ItemState
 from tests.fixtures.pipeline_fixtures import built_store
+from tests.fixtures.state_fixtures import real_mirror_runtime, run_invocation
 
 THEN = datetime(2020, 1, 1, 5, 0, tzinfo=UTC)  # kept in the snapshots; times of the run are masked
 
@@ -39,6 +40,8 @@ def _ocr_comment() -> str:
 OCR_SNAPSHOT = """\
 comment CMS-2026-0001-0003  docket CMS-2026-0001  posted 2026-01-05 00:00 EST  modified 2026-01-05 21:44 EST
 title: National Nurses Forum
+organisation: National Nurses Forum
+organisation resolved: National Nurses Forum
 record: subtype Public Comment  tracking number oxt-tjtl-yviz  pages 1
 stage          state       failure  attempts  first failed  next attempt  at                    reason
 fetch          ok                                                         XXXX-XX-XX XX:XX EXT
@@ -63,6 +66,8 @@ def test_explain_a_comment_that_went_through_ocr(store, capsys):
 RETRY_SNAPSHOT = """\
 comment CMS-2026-0001-0002  docket CMS-2026-0001  posted 2026-01-05 00:00 EST  modified 2026-01-05 05:51 EST
 title: Coalition for Patient Rights
+organisation: Coalition for Patient Rights
+organisation resolved: Coalition for Patient Rights
 record: subtype Public Comment  tracking number q8b-uz5h-xt54  pages 1
 stage          state    failure    attempts  first failed          next attempt          at                    reason
 fetch          ok                                                                        XXXX-XX-XX XX:XX EXT
@@ -100,3 +105,35 @@ def test_explain_a_comment_that_failed_at_fetch(store, capsys):
     item_states.transition("fetch", f"{docket}-0999", docket, "failed", run_id="test",
                            detail="permanent", reason="list item without a lastModifiedDate")
     assert explain(capsys, f"{docket}-0999") == FETCH_FAILED_SNAPSHOT
+
+
+def test_explain_names_who_sent_a_real_comment_as_the_export_does(tmp_path, pg_server, realdata, capsys):
+    """The record's submitter and organisation fields, then each organisation the stage
+    resolved, in the field's order: what the export's comments and comment_organisations say."""
+    import pyarrow.parquet as pq
+
+    from pipeline.ops.export import export
+    from pipeline.tasks import OrganisationsAll
+
+    with real_mirror_runtime(tmp_path, pg_server, realdata) as (runtime, _ids):
+        assert run_invocation(OrganisationsAll())
+        export(runtime, tmp_path / "export", formats=("parquet",))
+        comments = {row["comment_id"]: row for path in (tmp_path / "export").glob("*/comments.parquet")
+                    for row in pq.read_table(path).to_pylist()}
+        resolved: dict[str, list] = {}
+        for path in sorted((tmp_path / "export").glob("*/comment_organisations.parquet")):
+            for row in sorted(pq.read_table(path).to_pylist(), key=lambda r: (r["comment_id"], r["position"])):
+                resolved.setdefault(row["comment_id"], []).append(row["organisation"])
+        # The real records give both fields, and the stage resolves some: there is something to see.
+        assert any(r["submitter"] and r["organization"] for r in comments.values()) and resolved
+        capsys.readouterr()
+        for key, row in comments.items():
+            assert cli.main(["explain", key]) == 0
+            lines = capsys.readouterr().out.splitlines()
+            who = [line for line in lines if line.startswith(("submitter: ", "organisation: ", "organisation resolved: "))]
+            expected = ([f"submitter: {row['submitter']}"] if row["submitter"] else []) + (
+                [f"organisation: {row['organization']}"] if row["organization"] else [])
+            assert who[:len(expected)] == expected, (key, lines[:6])
+            shown = [line.removeprefix("organisation resolved: ") for line in who[len(expected):]]
+            assert [name.split(" (written")[0].split(", from its")[0] for name in shown] == resolved.get(key, []), \
+                (key, lines[:6])

@@ -1,5 +1,7 @@
-"""Fidelity on real records: every real record in ../shared/realdata, run through the real
-chain (the stand-in server over the real mirror, ``source=mirror``), is stored as it says.
+"""Fidelity on real records: every real record in ../shared/realdata the stand-in serves (the
+dockets with their docket record), run through the real chain (the stand-in server over the
+real mirror, ``source=mirror``), is stored as it says; the records derived from other
+sources (no docket record) are tests/sources/test_derived_records.py's.
 
 The tables (tests/fixtures/real_records.py) are written by hand from the records and files
 themselves (not from what docketeer stored): ids, titles, dates, agency, submitter,
@@ -12,6 +14,7 @@ file's text says. Comment periods are Eastern calendar dates: a ``commentEndDate
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 
@@ -26,11 +29,13 @@ from tests.fixtures.real_records import (
     ACF_ABSTRACT,
     COMMENT_IDS,
     DECLARED,
+    DERIVED_ITEMS,
     DOCKETS,
     FILES,
     ITEMS,
     KEPT,
     KEPT_COLUMNS,
+    LABELS,
     NOT_STORED,
     UNLISTED,
     WAITING_FILES,
@@ -207,30 +212,33 @@ def test_no_real_file_is_left_without_an_expectation(realdata):
     from tests.fixtures.api_recordings import RECORDED, exchanges
 
     mirror = realdata / "mirror" / "raw-data"
+    with (realdata / "labels/campaigns-cdo.csv").open(newline="", encoding="utf-8") as handle:
+        labelled = {row["id"] for row in csv.DictReader(handle)}  # test_derived_records' table
     left_out = []
     for path in sorted(p for p in realdata.rglob("*") if p.is_file()):
         relative = path.relative_to(realdata).as_posix()
-        if relative == "README.md":
+        if relative == "README.md" or relative in LABELS:
             continue
         if relative.startswith("api-recordings/"):
             left_out += [f"{path.name}: {uri}" for uri in exchanges(path) if (path.name, uri) not in RECORDED]
             continue
         within = path.relative_to(mirror).as_posix() if path.is_relative_to(mirror) else relative
-        if not mirror_file_expected(within):
+        if not mirror_file_expected(within, labelled):
             left_out.append(relative)
     assert left_out == []
 
 
-def mirror_file_expected(within: str) -> bool:
-    """Is this mirror file (``AGENCY/DOCKET/...``) in one of the tables above?"""
+def mirror_file_expected(within: str, labelled: set[str]) -> bool:
+    """Is this mirror file (``AGENCY/DOCKET/...``) in one of the tables above, or in
+    ``labelled`` (the ids of labels/campaigns-cdo.csv, the CDO comments' table)?"""
     name = within.rsplit("/", 1)[-1]
     if within in NOT_STORED:
         return True
     if "/text-" in within and name.endswith(".json"):
-        return name.removesuffix(".json") in DOCKETS.keys() | ITEMS.keys()
+        return name.removesuffix(".json") in DOCKETS.keys() | ITEMS.keys() | DERIVED_ITEMS.keys() | labelled
     if "/binary-" in within:
         item, _, rest = name.partition("_")  # <id>_attachment_<n>.<ext> or <id>_content.<ext>
-        return (item, rest) in FILES
+        return (item, rest) in FILES or rest in DERIVED_ITEMS.get(item, ({},))[-1]
     return False
 
 
