@@ -130,8 +130,8 @@ def test_topics_saying_one_thing_in_other_words_are_merged():
     apart /= np.linalg.norm(apart)
     groups = [_around(rng, w, 30, 0.01) for w in wordings] + [_around(rng, apart, 30, 0.01)]
     vectors = np.vstack(groups)
-    wording_centres = clustering.normalised(np.vstack(wordings))
-    assert (wording_centres @ wording_centres.T)[np.triu_indices(3, 1)].min() > clustering.MERGE_SIMILARITY
     labels = clustering.cluster(vectors, 0.5)
     assert int(labels.max()) + 1 == 2
     assert len(set(labels[:90])) == 1 and len(set(labels[90:])) == 1 and labels[0] != labels[90]
+    wording_centres = clustering.normalised(np.vstack(wordings))
+    assert (wording_centres @ wording_centres.T)[np.triu_indices(3, 1)].min() > clustering.MERGE_SIMILARITY
