@@ -243,3 +243,24 @@ def label_terms(texts: list[str], labels: np.ndarray, count: int, top: int = 6) 
                 break
         found.append(chosen)
     return found
+
+
+SENTENCE_CHARS = 300
+
+
+def representative_sentence(text: str, terms: list[tuple[str, float]]) -> str:
+    """The sentence of ``text`` that holds the most of a topic's distinctive terms (each
+    counted by its score; the first such sentence on a tie), cut to ``SENTENCE_CHARS``."""
+    import re
+
+    sentences = [" ".join(s.split()) for s in re.split(r"(?<=[.!?])\s+|\n\s*\n", text) if s.strip()]
+    if not sentences:
+        return ""
+    words = [(set(term.lower().split()), score) for term, score in terms]
+
+    def held(sentence: str) -> float:
+        present = set(re.findall(r"[a-z][a-z-]+", sentence.lower()))
+        return sum(score for term, score in words if term <= present)
+
+    best = max(range(len(sentences)), key=lambda i: (held(sentences[i]), -i))
+    return sentences[best][:SENTENCE_CHARS]

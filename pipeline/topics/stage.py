@@ -196,7 +196,7 @@ def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, st
                        "label": ", ".join(t for t, _ in labelled[c][:4]),
                        "terms": json.dumps(labelled[c]),
                        "representatives": json.dumps(representatives([units[i] for i in members], by_item,
-                                                                     centre_rows[c])),
+                                                                     centre_rows[c], labelled[c])),
                        "centroid": json.dumps([round(float(x), 6) for x in centre_rows[c]]),
                        "comments": 0, "submissions": 0, "organisations": 0, "share": 0.0})
     queries.replace_topics(docket_id, topics)
@@ -205,8 +205,9 @@ def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, st
     return ids, centre_rows, labels
 
 
-def representatives(keys: list[str], by_item, centre) -> list[dict]:
-    """The passages nearest the topic's centre, one per comment."""
+def representatives(keys: list[str], by_item, centre, terms: list[tuple[str, float]] = ()) -> list[dict]:
+    """The passages nearest the topic's centre, one per comment, each with its sentence that
+    says most of the topic's distinctive ``terms`` (the label's sentence)."""
     import numpy as np
 
     from pipeline.topics import clustering
@@ -218,7 +219,8 @@ def representatives(keys: list[str], by_item, centre) -> list[dict]:
         best = int(np.argmax(sims))
         scored.append((-float(sims[best]), key, texts[best]))
     scored.sort()
-    return [{"item": key, "text": text[:PASSAGE_CHARS]} for _, key, text in scored[:REPRESENTATIVES]]
+    return [{"item": key, "text": text[:PASSAGE_CHARS], "sentence": clustering.representative_sentence(text, terms)}
+            for _, key, text in scored[:REPRESENTATIVES]]
 
 
 def passage_topics(passages, centre_rows, ids: list[str], main: str | None, similarity: float) -> list[str]:

@@ -53,6 +53,7 @@ def test_real_dockets_are_mapped_or_said_too_few(tmp_path, pg_server, realdata, 
 CDO = ["EPA-HQ-OA-2018-0259", "EPA-HQ-OPP-2015-0481", "USDA-2020-0009"]
 
 
+@pytest.mark.slow  # MiniLM embeds 1,567 real comments: minutes on 2 cores
 def test_the_cdo_pilots_form_letter_dockets_get_maps_of_their_issues(tmp_path, pg_server, realdata):
     """Read by eye (docs/BENCHMARKS.md): USDA-2020-0009 is three letters against the rule
     (services and employment discrimination; beneficiaries' notice and referral rights; the
