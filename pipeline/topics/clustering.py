@@ -64,7 +64,7 @@ def cluster(vectors: np.ndarray, similarity: float, weights: np.ndarray | None =
     or is a topic of its own when it weighs as much as a topic (a letter many sent). Topics
     whose centres are near-duplicates (``MERGE_SIMILARITY``) are one issue in other words
     and are merged; a topic of fewer submissions than the smallest topic joins its nearest
-    topic when at least ``similarity`` alike."""
+    topic when at least ``similarity`` alike, or else (among enough units) is left unplaced."""
     unit = normalised(vectors)
     count = len(unit)
     weights = np.ones(count) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -87,7 +87,7 @@ def cluster(vectors: np.ndarray, similarity: float, weights: np.ndarray | None =
         labels = absorb_small(unit, merge_near_duplicates(unit, labels, MERGE_SIMILARITY), weights, size,
                               similarity)
         if int(labels.max()) == before:
-            return by_submissions(labels, weights)
+            return by_submissions(left_out_alone(labels, weights, size), weights)
 
 
 def _density_clusters(unit: np.ndarray) -> np.ndarray:
@@ -161,6 +161,19 @@ def absorb_small(unit: np.ndarray, labels: np.ndarray, weights: np.ndarray, size
                 break
         else:
             return labels
+
+
+def left_out_alone(labels: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """Where the units were enough for density (``HDBSCAN_MIN_UNITS``) and some topic has
+    ``size`` submissions, a smaller topic near none is a comment near no topic: unplaced, as
+    HDBSCAN's far noise is (a "See attached" body whose file is not public is no issue).
+    With fewer units each distinct text stays a topic: the map of what there is."""
+    if len(labels) < HDBSCAN_MIN_UNITS or labels.max() < 0:
+        return labels
+    totals = {c: weights[labels == c].sum() for c in range(int(labels.max()) + 1)}
+    if max(totals.values()) < size:
+        return labels
+    return renumbered(np.where(np.isin(labels, [c for c, t in totals.items() if t < size]), UNPLACED, labels))
 
 
 def by_submissions(labels: np.ndarray, weights: np.ndarray) -> np.ndarray:

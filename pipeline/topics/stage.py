@@ -219,8 +219,15 @@ def representatives(keys: list[str], by_item, centre, terms: list[tuple[str, flo
         best = int(np.argmax(sims))
         scored.append((-float(sims[best]), key, texts[best]))
     scored.sort()
-    return [{"item": key, "text": text[:PASSAGE_CHARS], "sentence": clustering.representative_sentence(text, terms)}
-            for _, key, text in scored[:REPRESENTATIVES]]
+    chosen: list[dict] = []
+    repeated: list[dict] = []  # a copy of a sentence already shown says nothing new: last
+    for _, key, text in scored:
+        sentence = clustering.representative_sentence(text, terms)
+        shown = {"item": key, "text": text[:PASSAGE_CHARS], "sentence": sentence}
+        (repeated if any(c["sentence"] == sentence for c in chosen) else chosen).append(shown)
+        if len(chosen) == REPRESENTATIVES:
+            break
+    return (chosen + repeated)[:REPRESENTATIVES]
 
 
 def passage_topics(passages, centre_rows, ids: list[str], main: str | None, similarity: float) -> list[str]:
