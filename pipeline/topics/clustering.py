@@ -22,6 +22,9 @@ HDBSCAN_MIN_UNITS = 10
 # 0.85-0.94 and distinct issues of one docket at 0.5-0.73 (the planted topics' centres at
 # most 0.6); the hashing embedder's distinct topics at most 0.2.
 MERGE_SIMILARITY = 0.85
+# Topics sharing this many of their 6 distinctive terms say one thing, whatever their
+# vectors: merged too (``merge_same_terms``).
+SHARED_TERMS = 4
 
 
 def normalised(vectors: np.ndarray) -> np.ndarray:
@@ -277,3 +280,17 @@ def representative_sentence(text: str, terms: list[tuple[str, float]]) -> str:
 
     best = max(range(len(sentences)), key=lambda i: (held(sentences[i]), -i))
     return sentences[best][:SENTENCE_CHARS]
+
+
+def merge_same_terms(texts: list[str], labels: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Merge, most shared first, two topics whose 6 distinctive terms (``label_terms``) share
+    at least ``SHARED_TERMS``, until no pair does; renumbered by submissions."""
+    labels = renumbered(labels)
+    while len(labels) and labels.max() >= 1:
+        count = int(labels.max()) + 1
+        words = [{t for t, _ in found} for found in label_terms(texts, labels, count)]
+        shared, a, b = max((len(words[a] & words[b]), a, b) for a in range(count) for b in range(a + 1, count))
+        if shared < SHARED_TERMS:
+            break
+        labels = renumbered(np.where(labels == b, a, labels))
+    return by_submissions(labels, weights)

@@ -175,7 +175,9 @@ def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, st
     from pipeline.topics import clustering
 
     settings = ctx.settings
-    labels = clustering.cluster(vectors, settings.topic_similarity, submissions)
+    texts = [" ".join(t for t, _ in by_item[k]) for k in units]
+    labels = clustering.merge_same_terms(texts, clustering.cluster(vectors, settings.topic_similarity, submissions),
+                                         submissions)
     count = int(labels.max()) + 1 if len(labels) and labels.max() >= 0 else 0
     centre_rows = clustering.centres(vectors, labels, count) if count else np.zeros((0, vectors.shape[1]))
     matched = clustering.match_ids(stored, centre_rows, settings.topic_similarity)
@@ -187,7 +189,6 @@ def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, st
             found = f"{docket_id}:t{number}"
             number += 1
         ids.append(found)
-    texts = [" ".join(t for t, _ in by_item[k]) for k in units]
     labelled = clustering.label_terms(texts, labels, count)
     topics = []
     for c in range(count):

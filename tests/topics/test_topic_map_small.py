@@ -135,3 +135,25 @@ def test_topics_saying_one_thing_in_other_words_are_merged():
     assert len(set(labels[:90])) == 1 and len(set(labels[90:])) == 1 and labels[0] != labels[90]
     wording_centres = clustering.normalised(np.vstack(wordings))
     assert (wording_centres @ wording_centres.T)[np.triu_indices(3, 1)].min() > clustering.MERGE_SIMILARITY
+
+
+def test_topics_whose_distinctive_terms_are_the_same_are_merged():
+    """Two topics apart in their vectors (as two wordings can be under a weak embedder) that
+    name the same six distinctive terms, and a third of their own: two topics."""
+    rng = np.random.default_rng(5)
+    ban = "ban rodenticides poison wildlife owls hawks"
+    fillers = (["please", "now", "today"], ["kindly", "urgently", "soon"])
+    texts, labels = [], []
+    for topic, words in enumerate(fillers):
+        for _ in range(6):
+            texts.append(f"{ban} {ban} {rng.choice(words)}")
+            labels.append(topic)
+    for _ in range(6):
+        texts.append("rural hospital funding nurses clinics emergency rooms")
+        labels.append(2)
+    merged = clustering.merge_same_terms(texts, np.array(labels), np.ones(len(texts)))
+    assert int(merged.max()) + 1 == 2
+    assert len(set(merged[:12])) == 1 and merged[12] != merged[0]
+    # topics of their own words stay apart
+    apart = clustering.merge_same_terms(texts[12:] + texts[:6], np.array([0] * 6 + [1] * 6), np.ones(12))
+    assert int(apart.max()) + 1 == 2
