@@ -131,7 +131,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("lineage_federal_register", bool, False, "lineage also asks the Federal Register (fr_base) which dockets "
             "and RINs each document's FR number names, once per number, and links those dockets (off: no network)"),
     Setting("topics", bool, True, "IndexAll also maps each docket's topics (TopicMap) after campaigns; TopicsAll runs them alone"),
-    Setting("topic_min_comments", int, 100, "a docket with fewer comments gets no topic map (\"too few comments for topics\")", minimum=2),
+    Setting("topic_min_comments", int, 2, "a docket with fewer distinct comments with text (a campaign's copies "
+            "count once) gets no topic map (\"too few comments for topics\"); from this many on, a map of what "
+            "there is, however few", minimum=1),
     Setting("topic_similarity", float, 0.5, "cosine similarity to a topic's centre at which a new comment is placed in it", minimum=0.0),
     Setting("topic_recluster_share", float, 0.2, "share of new or unplaced comments at which a docket is clustered again", minimum=0.0),
     Setting("organisations_file", str, "", "the alias file of organisation names (merge, split, canonical name): "

@@ -7,7 +7,9 @@ and the map's version, so only new or changed comments are read. With no map yet
 the share of new and unplaced comments passes ``topic_recluster_share``, the docket is
 clustered whole (``pipeline.topics.clustering``) and the new topics take the ids of the
 stored ones they match; otherwise the new comments alone are placed against the stored
-topics' centres. A docket with fewer than ``topic_min_comments`` comments gets no map.
+topics' centres. A docket with fewer than ``topic_min_comments`` distinct comments (a
+campaign's copies count once) gets no map, and says so; any docket with that many gets one,
+however few (``clustering.cluster`` answers every input).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from pipeline.topics import consistency, queries
 
 STAGE = "topics"
 COLLECTION = "comments"  # the index collection of comments (pipeline.index.stage.COLLECTIONS)
-MAP_VERSION = "topics-1"
+# topics-2: the minimum counts distinct comments; small dockets, campaign letters and
+# near-duplicate topics mapped (``clustering.cluster``). Its ``terms`` void the markers of
+# maps made before, so the next run makes them again.
+MAP_VERSION = "topics-2"
 REPRESENTATIVES = 3
 PASSAGE_CHARS = 400
 TOO_FEW = "too few comments for topics"
@@ -34,10 +39,9 @@ def config_id(settings) -> str:
 
 
 def terms(settings) -> str:
-    """The map's settings, "" at their defaults (markers written under them stay valid)."""
-    if (settings.topic_min_comments, settings.topic_similarity) == (100, 0.5):
-        return ""
-    return f"topics:{settings.topic_min_comments}:{settings.topic_similarity:g}"
+    """The map's version and settings: a marker written under others (maps of topics-1,
+    whose default was "" here) no longer vouches for the docket's map."""
+    return f"{MAP_VERSION}:{settings.topic_min_comments}:{settings.topic_similarity:g}"
 
 
 def item_fingerprint(index_fingerprint: str | None, campaign: str | None, config: str) -> str:
@@ -83,9 +87,11 @@ def map_docket(ctx: StageContext, docket: Docket) -> StageResult:
     stored = queries.stored_centres(docket.id)
     rows_of = _state_rows(ctx, docket.id, todo)
 
-    if len(with_text) < settings.topic_min_comments:
+    distinct = sum(1 for k in with_text if weights[k] > 0)  # a campaign's copies count once
+    if distinct < settings.topic_min_comments:
         queries.clear_docket(docket.id)
-        message = f"{TOO_FEW} ({len(with_text)} < topic_min_comments {settings.topic_min_comments})"
+        message = (f"{TOO_FEW} ({distinct} distinct comment(s) with text < topic_min_comments "
+                   f"{settings.topic_min_comments})")
         queries.save_map(docket.id, message=message)
         item_states.transition_many(rows_of(set(), TOO_FEW))
         ctx.progress.advance("skipped", len(todo))
@@ -114,7 +120,8 @@ def map_docket(ctx: StageContext, docket: Docket) -> StageResult:
                          for k in units]) if units else np.zeros((0, 1))
 
     if recluster:
-        ids, centre_rows, nearest = recluster_docket(ctx, docket.id, units, vectors, by_item, stored)
+        ids, centre_rows, nearest = recluster_docket(ctx, docket.id, units, vectors, by_item, stored,
+                                                     np.array([weights.get(k, 1) for k in units]))
         sims = np.array([float(clustering.normalised(vectors[i:i + 1])[0] @ centre_rows[n]) if n >= 0 else 0.0
                          for i, n in enumerate(nearest)])
         result.add("clustered", len(units))
@@ -159,7 +166,7 @@ def unit_weights(keys: list[str], campaigns: dict[str, str]) -> dict[str, int]:
     return weights
 
 
-def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, stored):
+def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, stored, submissions):
     """Cluster the docket's units, match the clusters to the stored topics, and store the
     topics (labels, representatives, centres). Returns the ids and centres in topic number
     order, and each unit's topic number."""
@@ -168,7 +175,9 @@ def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, st
     from pipeline.topics import clustering
 
     settings = ctx.settings
-    labels = clustering.cluster(vectors, settings.topic_similarity) if len(units) else np.zeros(0, dtype=int)
+    texts = [" ".join(t for t, _ in by_item[k]) for k in units]
+    labels = clustering.merge_same_terms(texts, clustering.cluster(vectors, settings.topic_similarity, submissions),
+                                         submissions)
     count = int(labels.max()) + 1 if len(labels) and labels.max() >= 0 else 0
     centre_rows = clustering.centres(vectors, labels, count) if count else np.zeros((0, vectors.shape[1]))
     matched = clustering.match_ids(stored, centre_rows, settings.topic_similarity)
@@ -180,7 +189,6 @@ def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, st
             found = f"{docket_id}:t{number}"
             number += 1
         ids.append(found)
-    texts = [" ".join(t for t, _ in by_item[k]) for k in units]
     labelled = clustering.label_terms(texts, labels, count)
     topics = []
     for c in range(count):
@@ -189,7 +197,7 @@ def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, st
                        "label": ", ".join(t for t, _ in labelled[c][:4]),
                        "terms": json.dumps(labelled[c]),
                        "representatives": json.dumps(representatives([units[i] for i in members], by_item,
-                                                                     centre_rows[c])),
+                                                                     centre_rows[c], labelled[c])),
                        "centroid": json.dumps([round(float(x), 6) for x in centre_rows[c]]),
                        "comments": 0, "submissions": 0, "organisations": 0, "share": 0.0})
     queries.replace_topics(docket_id, topics)
@@ -198,8 +206,9 @@ def recluster_docket(ctx, docket_id: str, units: list[str], vectors, by_item, st
     return ids, centre_rows, labels
 
 
-def representatives(keys: list[str], by_item, centre) -> list[dict]:
-    """The passages nearest the topic's centre, one per comment."""
+def representatives(keys: list[str], by_item, centre, terms: list[tuple[str, float]] = ()) -> list[dict]:
+    """The passages nearest the topic's centre, one per comment, each with its sentence that
+    says most of the topic's distinctive ``terms`` (the label's sentence)."""
     import numpy as np
 
     from pipeline.topics import clustering
@@ -211,7 +220,15 @@ def representatives(keys: list[str], by_item, centre) -> list[dict]:
         best = int(np.argmax(sims))
         scored.append((-float(sims[best]), key, texts[best]))
     scored.sort()
-    return [{"item": key, "text": text[:PASSAGE_CHARS]} for _, key, text in scored[:REPRESENTATIVES]]
+    chosen: list[dict] = []
+    repeated: list[dict] = []  # a copy of a sentence already shown says nothing new: last
+    for _, key, text in scored:
+        sentence = clustering.representative_sentence(text, terms)
+        shown = {"item": key, "text": text[:PASSAGE_CHARS], "sentence": sentence}
+        (repeated if any(c["sentence"] == sentence for c in chosen) else chosen).append(shown)
+        if len(chosen) == REPRESENTATIVES:
+            break
+    return (chosen + repeated)[:REPRESENTATIVES]
 
 
 def passage_topics(passages, centre_rows, ids: list[str], main: str | None, similarity: float) -> list[str]:

@@ -1,7 +1,12 @@
 """The topic map on the real dockets in ../shared/realdata (skipped without them), through
-Luigi: too few comments for topics, said so, and nothing invented; a second run does nothing."""
+Luigi: each docket with two distinct comments or more gets a map, one with fewer says why
+and invents nothing, and a second run does nothing; the CDO pilot's form-letter dockets
+(MiniLM) get maps naming their issues: one topic per distinct position, one topic where
+every comment says one thing."""
 
 from __future__ import annotations
+
+import pytest
 
 from pipeline.ops import cli
 from pipeline.store import item_states
@@ -10,23 +15,63 @@ from pipeline.tasks import IndexAll, TopicsAll
 from pipeline.topics import queries
 from pipeline.topics.stage import TOO_FEW
 from tests.fixtures.state_fixtures import real_mirror_runtime, run_invocation
+from tests.fixtures.topic_dockets import mirror_dockets
 
 
-def test_real_dockets_have_too_few_comments_for_topics(tmp_path, pg_server, realdata, capsys):
+def test_real_dockets_are_mapped_or_said_too_few(tmp_path, pg_server, realdata, capsys):
     with real_mirror_runtime(tmp_path, pg_server, realdata) as (runtime, ids):
         assert runtime.settings.topics and runtime.settings.campaigns
         assert run_invocation(IndexAll())  # topics are one of its follow-ons
-        assert Topic.select().count() == 0 and TopicMember.select().count() == 0
+        mapped = []
         for docket in ids:
             comments = Item.select().where((Item.docket == docket) & (Item.kind == "comment")).count()
             rows = item_states.states_for_docket("topics", docket)
-            if comments:
-                assert rows and {r.state for r in rows.values()} == {"skipped"}
+            if not comments:
+                continue
+            assert rows, docket
+            if comments == 1:  # one distinct comment: nothing to map, said so
                 assert {r.reason for r in rows.values()} == {TOO_FEW}
                 assert queries.map_of(docket).message.startswith(TOO_FEW)
+                assert Topic.select().where(Topic.docket == docket).count() == 0
+                continue
+            mapped.append(docket)
+            topics = queries.topics_of(docket)
+            assert topics and queries.map_of(docket).message == ""
+            members = TopicMember.select().where(TopicMember.docket == docket).count()
+            assert sum(t.comments for t in topics) <= members <= comments
+        assert mapped == ["USTR-2015-0010"]  # its 4 comments: a map (the old minimum was 100)
         capsys.readouterr()
-        assert cli.main(["topics", ids[0]]) == 0
+        assert cli.main(["topics", "ACF-2025-0038"]) == 0
         assert TOO_FEW in capsys.readouterr().out
-        before = item_states.states_for_docket("topics", ids[0])
+        assert cli.main(["topics", "USTR-2015-0010"]) == 0
+        assert "representative passages" in capsys.readouterr().out
+        before = {d: item_states.states_for_docket("topics", d) for d in ids}
         assert run_invocation(TopicsAll())
-        assert item_states.states_for_docket("topics", ids[0]) == before
+        assert {d: item_states.states_for_docket("topics", d) for d in ids} == before
+
+
+CDO = ["EPA-HQ-OA-2018-0259", "EPA-HQ-OPP-2015-0481", "USDA-2020-0009"]
+
+
+@pytest.mark.slow  # MiniLM embeds 1,567 real comments: minutes on 2 cores
+def test_the_cdo_pilots_form_letter_dockets_get_maps_of_their_issues(tmp_path, pg_server, realdata):
+    """Read by eye (docs/BENCHMARKS.md): USDA-2020-0009 is three letters against the rule
+    (services and employment discrimination; beneficiaries' notice and referral rights; the
+    harm to religious minorities, the nonreligious, women and LGBTQ people) and copies of
+    them with notes; EPA-HQ-OA-2018-0259 is the opposition to the transparency rule and a
+    smaller "end secret science" support; EPA-HQ-OPP-2015-0481 says one thing, "ban these
+    rodenticides, they poison wildlife", in many wordings (the old map split it in three)."""
+    pytest.importorskip("sentence_transformers")
+    with mirror_dockets(tmp_path, pg_server, realdata, CDO, embedder="minilm", minilm_runtime="torch"):
+        assert run_invocation(TopicsAll())
+        maps = {d: queries.topics_of(d) for d in CDO}
+        for docket, topics in maps.items():
+            comments = Item.select().where((Item.docket == docket) & (Item.kind == "comment")).count()
+            assert sum(t.submissions for t in topics) >= 0.95 * comments, docket  # nearly all mapped
+            assert all(t.label and t.representatives for t in topics)
+        usda = maps["USDA-2020-0009"]
+        assert len(usda) == 3 and [t.submissions >= 80 for t in usda] == [True, True, True]
+        oa = maps["EPA-HQ-OA-2018-0259"]
+        assert len(oa) >= 2 and any("secret" in t.label for t in oa[1:])
+        assert len(maps["EPA-HQ-OPP-2015-0481"]) == 1  # one issue, merged
+        assert "rodenticides" in maps["EPA-HQ-OPP-2015-0481"][0].label
