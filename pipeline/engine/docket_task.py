@@ -194,7 +194,14 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         # target cannot say so: it stopped on its budget, or its upstream did (so the input
         # fingerprints disagree). Its downstream works on what exists; no marker vouches for
         # it, and the next run continues.
-        return runs.finished_since(self.stage.name, self.docket, self.current_invocation.started_at)
+        return (runs.finished_since(self.stage.name, self.docket, self.current_invocation.started_at)
+                or self._scheduled_then_gone())
+
+    def _scheduled_then_gone(self) -> bool:
+        """A wrapper of this run scheduled the docket, and its rows have gone since
+        (``docketeer forget --purge`` between two of its stages): nothing is left to do."""
+        return (self.docket in self.current_invocation.seal_hints
+                and docket_rows.get_docket(self.docket) is None)
 
     def upstream_vouched(self) -> bool:
         return all(task.output().exists() for task in luigi.task.flatten(self.requires()))
@@ -222,6 +229,9 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         if self._left_complete_by_upstream():
             return
         settings = self.current_invocation.settings(rt.settings)  # with this run's budgets
+        if self._scheduled_then_gone():
+            self._skip_docket_gone()
+            return
         docket = docket_rows.require_docket(self.docket)
         if removed := leftovers.remove_for_run(rt.data_dir, rt.blobs):  # a dead run's scratch
             log.info("removed %d leftovers of dead runs", removed)
@@ -283,6 +293,15 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         run_id = runs.start_run(self.task_id, self.stage.name, self.docket)
         runs.finish_run(run_id, clean=True, counters={}, message=line)
         log.info(line)
+        if self.set_status_message:
+            self.set_status_message(line)
+
+    def _skip_docket_gone(self) -> None:
+        """The docket's rows went after a wrapper of this run scheduled it: nothing is left to
+        work on and nothing is written (a run row would be a row of a docket that is gone);
+        one notice, and the task succeeds, as its downstream then does."""
+        line = f"{self.stage.name} {self.docket}: the docket is no longer in the store (forgotten), skipped"
+        log.warning(line)
         if self.set_status_message:
             self.set_status_message(line)
 
