@@ -748,7 +748,8 @@ def cmd_topics(args) -> int:
     for t in found:
         print(f"\n{t.id.rsplit(':', 1)[-1]} ({t.label}) representative passages:")
         for r in t.representatives:
-            print(f"  {r['item']}: {' '.join(r['text'].split())[:160]}")
+            # the sentence that says most of the topic's terms; a map of an older version kept none
+            print(f"  {r['item']}: {' '.join((r.get('sentence') or r['text']).split())[:160]}")
     return 0
 
 

@@ -115,7 +115,11 @@ def test_the_topics_command(rt, capsys):
     assert all(len(t["representatives"]) == 3 and t["terms"] for t in shown["topics"])
     assert sum(t["comments"] for t in shown["topics"]) <= 200
     assert cli.main(["topics", D]) == 0
-    assert "representative passages" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "representative passages" in out
+    for topic in shown["topics"]:  # each passage shown by its label's sentence
+        for r in topic["representatives"]:
+            assert r["sentence"] and f"{r['item']}: {' '.join(r['sentence'].split())[:160]}" in out
     assert cli.main(["topics", "NOPE-2026-0001"]) == 2
     assert "unknown docket" in capsys.readouterr().err
 
