@@ -6,8 +6,6 @@ every comment says one thing."""
 
 from __future__ import annotations
 
-import pytest
-
 from pipeline.ops import cli
 from pipeline.store import item_states
 from pipeline.store.models import Item, Topic, TopicMember
@@ -15,7 +13,6 @@ from pipeline.tasks import IndexAll, TopicsAll
 from pipeline.topics import queries
 from pipeline.topics.stage import TOO_FEW
 from tests.fixtures.state_fixtures import real_mirror_runtime, run_invocation
-from tests.fixtures.topic_dockets import mirror_dockets
 
 
 def test_real_dockets_are_mapped_or_said_too_few(tmp_path, pg_server, realdata, capsys):
@@ -53,17 +50,14 @@ def test_real_dockets_are_mapped_or_said_too_few(tmp_path, pg_server, realdata, 
 CDO = ["EPA-HQ-OA-2018-0259", "EPA-HQ-OPP-2015-0481", "USDA-2020-0009"]
 
 
-@pytest.mark.slow  # MiniLM embeds 1,567 real comments: minutes on 2 cores
-def test_the_cdo_pilots_form_letter_dockets_get_maps_of_their_issues(tmp_path, pg_server, realdata):
+def test_the_cdo_pilots_form_letter_dockets_get_maps_of_their_issues(real_store):
     """Read by eye (docs/BENCHMARKS.md): USDA-2020-0009 is three letters against the rule
     (services and employment discrimination; beneficiaries' notice and referral rights; the
     harm to religious minorities, the nonreligious, women and LGBTQ people) and copies of
     them with notes; EPA-HQ-OA-2018-0259 is the opposition to the transparency rule and a
     smaller "end secret science" support; EPA-HQ-OPP-2015-0481 says one thing, "ban these
     rodenticides, they poison wildlife", in many wordings (the old map split it in three)."""
-    pytest.importorskip("sentence_transformers")
-    with mirror_dockets(tmp_path, pg_server, realdata, CDO, embedder="minilm", minilm_runtime="torch"):
-        assert run_invocation(TopicsAll())
+    with real_store.opened():  # every real docket through IndexAll with MiniLM, built once a session
         maps = {d: queries.topics_of(d) for d in CDO}
         for docket, topics in maps.items():
             comments = Item.select().where((Item.docket == docket) & (Item.kind == "comment")).count()
