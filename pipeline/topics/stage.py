@@ -263,5 +263,8 @@ DECLARATION = Stage(
     doc="The docket's topic map: new comments placed in its topics, or the docket clustered again.",
     unfinished=lambda runtime, docket_id, now: unfinished(runtime, docket_id),
     terms=terms, atomic=True, rows_agree=consistency.problems,
-    reads=("organisations",),  # each topic's organisation count
+    # Each topic's organisation count, and the index's vectors: its marker vouches for
+    # campaigns' output, so it is written only while the index, too, says it is done (a run
+    # that found the index's lease held elsewhere maps what exists and leaves no marker).
+    reads=("organisations", "index"),
 )

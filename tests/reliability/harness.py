@@ -188,6 +188,21 @@ def snapshot(w: World) -> dict:
     return {"state": dump(stable=True), "chunks": w.runtime.index_db().dump_chunks()}
 
 
+def differences(reference: dict, got: dict, shown: int = 2) -> str:
+    """Where a trial's store differs from an uninterrupted run's: per table, a few rows of
+    each side that the other lacks (what a failure message needs to be read)."""
+    parts = []
+    for name in sorted(set(reference["state"]) | set(got["state"])):
+        want = [repr(r) for r in reference["state"].get(name, [])]
+        have = [repr(r) for r in got["state"].get(name, [])]
+        only_want, only_have = [r for r in want if r not in have], [r for r in have if r not in want]
+        if only_want or only_have:
+            parts.append(f"{name}: missing {only_want[:shown]}, extra {only_have[:shown]}")
+    if reference["chunks"] != got["chunks"]:
+        parts.append("chunks differ")
+    return "; ".join(parts)[:2000]
+
+
 def problems(w: World) -> list[str]:
     """What must hold after any trial's rerun."""
     rt = w.runtime

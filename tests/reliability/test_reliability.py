@@ -70,7 +70,7 @@ def test_overlapping_invocations_on_one_data_folder(tmp_path, pg_server, referen
             got = snapshot(w)
             failures += problems(w) + ([] if code == 0 else [output[-300:]])
             if got != reference:
-                failures.append(f"seed {seed}: store differs from one run's")
+                failures.append(f"seed {seed}: store differs from one run's: {harness.differences(reference, got)}")
             lost_total += lost(reference, got)
             dup_total += harness.duplicates(w)
             outside += w.written_outside()
