@@ -17,9 +17,8 @@ def problems(docket_id: str) -> list[str]:
     """One line per disagreement between the docket's campaign rows and its item states."""
     members = dict(CampaignMember.select(CampaignMember.item, CampaignMember.campaign)
                    .where(CampaignMember.docket == docket_id).tuples())
-    grouped = {key for key, row in item_states.states_for_docket(STAGE, docket_id).items() if row.state == "ok"}
-    found = [f"{key}: campaigns state ok but no campaign membership" for key in sorted(grouped - members.keys())]
-    found += [f"{key}: a campaign membership without a campaigns state ok" for key in sorted(members.keys() - grouped)]
+    found = item_states.ok_without_rows(STAGE, docket_id, set(members), "campaigns state ok but no campaign membership",
+                                        "a campaign membership without a campaigns state ok")
     sizes = Counter(members.values())
     campaigns = dict(Campaign.select(Campaign.id, Campaign.size).where(Campaign.docket == docket_id).tuples())
     found += [f"campaign {c}: size {campaigns[c]} but {sizes.get(c, 0)} member(s)"

@@ -253,25 +253,7 @@ class DocketStageTask(CheckedParameters, luigi.Task):
             ctx.claims = self._holder_claims(ctx, settings, token)
             try:
                 with self._one_transaction(ctx):
-                    held = store.hold_output(self.docket)  # cleared until the run ends well
-                    result, io = self._call_stage(ctx, docket)
-                    ctx.progress.finish()
-                    if result.failed and self.stage.atomic:
-                        raise _RolledBack(result, io)  # its writes go with the transaction
-                    # Rows a helper wrote in this run count as written (the holder may have written
-                    # none itself): the output is recorded afresh, never the one held before the run.
-                    wrote_rows = bool(io.get(ITEM_STATE_WRITES)) or bool(ctx.claims and ctx.claims.others_claimed())
-                    if wrote_rows or held is None or docket.retry_due_at:
-                        # Items waiting to retry never block a marker; the docket row carries the
-                        # earliest next attempt, and the targets after fetch turn incomplete when it
-                        # comes. Rows as they were (and a clean last run) leave it as it was.
-                        item_states.refresh_retry_due(self.docket)
-                    kept = None if wrote_rows else held
-                    # A marker vouches for the whole chain: if the upstream stopped short (budget), this
-                    # stage saw only part of its input and must run again once the upstream is done.
-                    if not (result.complete and self.upstream_vouched()
-                            and self._write_marker_if_done(ctx.run_id, input_fp, result, kept)):
-                        store.restore_output(self.docket, kept)
+                    result, io = self._work_then_mark(ctx, docket, store, input_fp)
             except _RolledBack as failed:
                 result, io = failed.result, failed.io
             summary = {**result.counts, **io}
@@ -282,6 +264,31 @@ class DocketStageTask(CheckedParameters, luigi.Task):
         # Cron sees a failure in the exit status (the wrapper waits on the next run): the
         # work done is kept, the marker is not written, the other dockets go on.
         self._record_outcome(ctx.run_id, result)
+
+    def _work_then_mark(self, ctx: StageContext, docket, store: MarkerStore,
+                        input_fp: str | None) -> tuple[StageResult, dict]:
+        """The stage's run over the docket, then its marker if the run finished the docket
+        (inside ``_one_transaction``)."""
+        held = store.hold_output(self.docket)  # cleared until the run ends well
+        result, io = self._call_stage(ctx, docket)
+        ctx.progress.finish()
+        if result.failed and self.stage.atomic:
+            raise _RolledBack(result, io)  # its writes go with the transaction
+        # Rows a helper wrote in this run count as written (the holder may have written
+        # none itself): the output is recorded afresh, never the one held before the run.
+        wrote_rows = bool(io.get(ITEM_STATE_WRITES)) or bool(ctx.claims and ctx.claims.others_claimed())
+        if wrote_rows or held is None or docket.retry_due_at:
+            # Items waiting to retry never block a marker; the docket row carries the
+            # earliest next attempt, and the targets after fetch turn incomplete when it
+            # comes. Rows as they were (and a clean last run) leave it as it was.
+            item_states.refresh_retry_due(self.docket)
+        kept = None if wrote_rows else held
+        # A marker vouches for the whole chain: if the upstream stopped short (budget), this
+        # stage saw only part of its input and must run again once the upstream is done.
+        if not (result.complete and self.upstream_vouched()
+                and self._write_marker_if_done(ctx.run_id, input_fp, result, kept)):
+            store.restore_output(self.docket, kept)
+        return result, io
 
     def _skip_worked_elsewhere(self, held_by: LeaseHeld) -> None:
         """A live run holds this (stage, docket): its work is being done, so this task steps

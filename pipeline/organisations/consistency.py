@@ -14,10 +14,9 @@ def problems(docket_id: str) -> list[str]:
     """One line per disagreement between the docket's organisation rows and its item states."""
     rows = list(OrganisationMember.select(OrganisationMember.item, OrganisationMember.organisation)
                 .where(OrganisationMember.docket == docket_id).tuples())
-    members = {item for item, _ in rows}
-    named = {key for key, row in item_states.states_for_docket(STAGE, docket_id).items() if row.state == "ok"}
-    found = [f"{key}: organisations state ok but no organisation row" for key in sorted(named - members)]
-    found += [f"{key}: organisation rows without an organisations state ok" for key in sorted(members - named)]
+    found = item_states.ok_without_rows(STAGE, docket_id, {item for item, _ in rows},
+                                        "organisations state ok but no organisation row",
+                                        "organisation rows without an organisations state ok")
     wanted = sorted({org for _, org in rows})
     known = {org for (org,) in Organisation.select(Organisation.id).where(Organisation.id.in_(wanted)).tuples()}
     found += [f"organisation {org}: named by a member, not stored" for org in wanted if org not in known]

@@ -44,6 +44,15 @@ def states_for_docket(stage: str, docket_id: str) -> dict[str, StateRow]:
     return {row[0]: StateRow(*row) for row in prepared.raw_rows(_rows(stage, docket_id))}
 
 
+def ok_without_rows(stage: str, docket_id: str, with_rows: set[str], missing: str, stray: str) -> list[str]:
+    """A derived stage's rows against its states (``docketeer verify``): one line per item
+    whose state is ``ok`` but that is not in ``with_rows`` ("KEY: <missing>"), and one per
+    item in ``with_rows`` whose state is not ``ok`` ("KEY: <stray>")."""
+    ok = {key for key, row in states_for_docket(stage, docket_id).items() if row.state == "ok"}
+    return ([f"{key}: {missing}" for key in sorted(ok - with_rows)]
+            + [f"{key}: {stray}" for key in sorted(with_rows - ok)])
+
+
 def beside_upstream(stage: str, upstream: str, docket_id: str, item_fields: tuple[str, ...]) -> list[tuple]:
     """Every ``upstream`` row of a docket beside the item's ``stage`` row and its ``item_fields``
     (text columns), in one query: (item, upstream content hash, upstream state, own

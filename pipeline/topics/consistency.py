@@ -18,9 +18,8 @@ def problems(docket_id: str) -> list[str]:
     """One line per disagreement between the docket's topic rows and its item states."""
     members = dict(TopicMember.select(TopicMember.item, TopicMember.topic)
                    .where(TopicMember.docket == docket_id).tuples())
-    mapped = {key for key, row in item_states.states_for_docket(STAGE, docket_id).items() if row.state == "ok"}
-    found = [f"{key}: topics state ok but no topic member row" for key in sorted(mapped - members.keys())]
-    found += [f"{key}: a topic member row without a topics state ok" for key in sorted(members.keys() - mapped)]
+    found = item_states.ok_without_rows(STAGE, docket_id, set(members), "topics state ok but no topic member row",
+                                        "a topic member row without a topics state ok")
     by_topic: dict[str, list[str]] = defaultdict(list)
     for item, topic in members.items():
         if topic is not None:

@@ -29,16 +29,6 @@ from tests.fixtures.state_fixtures import make_runtime
 D = "ACF-2026-0001"
 
 
-@pytest.fixture
-def rt(tmp_path):
-    runtime = make_runtime(tmp_path)
-    runtime.state  # noqa: B018 - open and create the schema
-    previous = set_runtime(runtime)
-    yield runtime
-    set_runtime(previous)
-    runtime.close()
-
-
 def group(rt, force: bool = False):
     with counters.measure() as io:
         result = group_docket(StageContext(runtime=rt, run_id="test", force=force),

@@ -28,16 +28,6 @@ D = "NIST-2026-0001"
 NOTICE = "NIST-2026-0001-0001"
 
 
-@pytest.fixture
-def rt(tmp_path):
-    runtime = make_runtime(tmp_path)
-    runtime.state  # noqa: B018 - open and create the schema
-    previous = set_runtime(runtime)
-    yield runtime
-    set_runtime(previous)
-    runtime.close()
-
-
 def group(rt):
     return group_docket(StageContext(runtime=rt, run_id="test"), dockets.require_docket(D))
 
