@@ -18,6 +18,7 @@ from devtools.standin_server import StandinServer
 from pipeline.store.models import Docket, DocketStage, Run
 from tests.fixtures.paths import ROOT
 from tests.fixtures.state_fixtures import installed, make_runtime, new_pg_database
+from tests.fixtures.windows import SAME_WINDOW_ENV
 
 pytestmark = pytest.mark.postgres
 
@@ -50,7 +51,7 @@ def test_a_run_after_new_work_with_two_workers_does_nothing(tmp_path, pg_server)
                    DOCKETEER_INDEX_URL=runtime.settings.index_url, DOCKETEER_API_BASE=server.api_base,
                    REGULATIONS_GOV_API_KEY=KEY, DOCKETEER_DISCOVER="list", DOCKETEER_DOCKETS=dockets,
                    DOCKETEER_EMBEDDER="hashing", DOCKETEER_PACE_SECONDS="0",
-                   DOCKETEER_EXTRACT_WORKERS="1", DOCKETEER_OCR="false")
+                   DOCKETEER_EXTRACT_WORKERS="1", DOCKETEER_OCR="false", **SAME_WINDOW_ENV)
         _index_all(env, tmp_path)  # everything new; discovery (the list) is current from now on
         # New comments on the open docket, due for a pull: this run's wrapper judges the index
         # and campaigns pending before it forks the workers that do them.

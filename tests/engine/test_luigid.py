@@ -13,6 +13,7 @@ import pytest
 from tests.fixtures.luigid_server import api, running_luigid
 from tests.fixtures.paths import ROOT
 from tests.fixtures.pipeline_fixtures import built_store
+from tests.fixtures.windows import SAME_WINDOW_ENV
 
 
 @pytest.fixture
@@ -25,17 +26,11 @@ def luigid(tmp_path):
 def run_index_all(store, port: int, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
     env.update(store.env(), PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"))
-    # One freshness and one discovery window for every run of a test, whatever the time of
-    # day (windows are aligned to UTC: two runs seconds apart around 00:00 would otherwise
-    # see a new window, and the second pull its docket again).
-    env.update(DOCKETEER_FRESHNESS_SECONDS=str(ONE_WINDOW), DOCKETEER_DISCOVER_SECONDS=str(ONE_WINDOW))
+    env.update(SAME_WINDOW_ENV)
     return subprocess.run(
         [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll", *args,
          "--scheduler-host", "127.0.0.1", "--scheduler-port", str(port)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-
-
-ONE_WINDOW = 10**9  # seconds: the next boundary is in 2033
 
 
 STAGES = (("FetchComments", "fetch"), ("BackfillComments", "backfill"),
