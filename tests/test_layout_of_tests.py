@@ -1,7 +1,7 @@
 """The tests' own layout: a test file imports helpers from tests/fixtures/, never another test
 file; fixtures reach tests through ``pytest_plugins`` in tests/conftest.py (or a folder's
 conftest.py), never through an import kept alive by ``noqa: F401``; every folder holding test
-files is a package with its conftest.py."""
+files is a package whose ``__init__.py`` says what it tests."""
 
 from __future__ import annotations
 
@@ -100,12 +100,21 @@ def test_no_fixture_is_reached_by_an_import():
     assert offending == []
 
 
-def test_every_folder_of_test_files_is_a_package_with_its_conftest():
+def test_every_folder_of_test_files_is_a_package_that_says_what_it_tests():
+    """Its ``__init__.py`` has a docstring; a conftest.py exists only where it holds something
+    (fixtures or hooks of that folder alone), never a docstring by itself."""
     folders = sorted({path.parent for path in files_of_tests()})
     assert TESTS in folders and len(folders) > 1
-    missing = [f"{folder.relative_to(ROOT)}/{name}" for folder in folders
-               for name in ("__init__.py", "conftest.py") if not (folder / name).is_file()]
+    missing = [f"{folder.relative_to(ROOT)}/__init__.py" for folder in folders
+               if folder != TESTS and not ast.get_docstring(_parsed(folder / "__init__.py"))]
     assert missing == []
+    hollow = [c.relative_to(ROOT).as_posix() for c in TESTS.rglob("conftest.py")
+              if all(isinstance(node, ast.Expr) for node in _parsed(c).body)]
+    assert hollow == []
+
+
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else ast.Module(body=[], type_ignores=[])
 
 
 def test_pytest_plugins_is_declared_in_the_root_conftest_only():

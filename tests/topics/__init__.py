@@ -1,0 +1,1 @@
+"""The topic map tests: clustering, placement, stable ids, the TopicMap task, the command."""

@@ -1,1 +1,0 @@
-"""The devtools tests: the stand-in server, the corpus generator and the mirror layout."""

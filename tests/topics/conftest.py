@@ -1,1 +1,0 @@
-"""The topic map tests: clustering, placement, stable ids, the TopicMap task, the command."""

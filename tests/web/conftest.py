@@ -1,2 +1,0 @@
-"""The web tests: `docketeer serve`'s pages, its read-only connections, its pure parts, and
-the site in headless Chromium."""
