@@ -32,6 +32,7 @@ from pipeline.engine.invocation import Invocation, InvocationParameter
 from pipeline.engine.markers import MarkerStore
 from pipeline.engine.progress import Progress
 from pipeline.engine.stage import Stage, StageContext, StageResult
+from pipeline.engine.store_scope import OfOneStore
 from pipeline.errors import BudgetSpent, ConfigError, DocketeerError, LeaseHeld
 from pipeline.failures import classify, describe, original_error
 from pipeline.runtime import get_runtime
@@ -94,7 +95,7 @@ def runtime_or_exit():
         raise SystemExit(2) from None
 
 
-class DocketStageTask(CheckedParameters, luigi.Task):
+class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
     """One stage over one docket; ``stage`` is the declaration it was made from."""
 
     docket = DocketIdsParameter(many=False, description="docket id, e.g. CMS-2026-2377")

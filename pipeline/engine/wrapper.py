@@ -21,13 +21,14 @@ from pipeline.engine.command_line import (
 from pipeline.engine.docket_task import BASE_VERSION, PARTIAL, DocketStageTask, runtime_or_exit
 from pipeline.engine.invocation import Invocation, InvocationParameter
 from pipeline.engine.markers import MarkerStore
+from pipeline.engine.store_scope import OfOneStore
 from pipeline.store import docket_failures
 from pipeline.store import dockets as docket_rows
 
 log = logging.getLogger("docketeer")
 
 
-class DiscoverDockets(CheckedParameters, luigi.Task):
+class DiscoverDockets(OfOneStore, CheckedParameters, luigi.Task):
     """Docket rows from the configured list, a Federal Register search, or a mirror listing."""
 
     def complete(self) -> bool:
@@ -44,7 +45,7 @@ class DiscoverDockets(CheckedParameters, luigi.Task):
         log.info("discover (%s): %d dockets known, %d new", rt.settings.discover, found.known, found.new)
 
 
-class DocketWrapper(CheckedParameters, luigi.Task):
+class DocketWrapper(OfOneStore, CheckedParameters, luigi.Task):
     """Runs one stage task per known docket (after discovery), or only the named dockets."""
 
     docket = DocketIdsParameter(
@@ -234,7 +235,7 @@ def partial_line(wrapper: str, ran: int, partial: dict[str, list[str]]) -> str:
     return f"{wrapper}: {len(partial)} of {ran} docket{'' if ran == 1 else 's'} {PARTIAL} ({shown})"
 
 
-class ContinuesNextRun(luigi.ExternalTask):
+class ContinuesNextRun(OfOneStore, luigi.ExternalTask):
     """What a partial run's wrapper waits for: the next run, which continues where a spent
     budget stopped this one. Never complete within a run, so Luigi files it as a missing
     external dependency (its summary names it, and `luigi` exits with [retcode]

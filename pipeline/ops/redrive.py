@@ -44,6 +44,7 @@ import luigi
 from pipeline.engine import leases, registry, runs
 from pipeline.engine.command_line import BoundedIntParameter, CheckedParameters, DocketIdsParameter
 from pipeline.engine.docket_task import runtime_or_exit
+from pipeline.engine.store_scope import OfOneStore
 from pipeline.errors import DocketeerError
 from pipeline.runtime import get_runtime
 from pipeline.store import dockets as docket_rows
@@ -154,7 +155,7 @@ def _marked_by_state(before: dict[str, int], after: dict[str, int], chosen: list
 # --- the Luigi task -------------------------------------------------------------------------
 
 
-class Redrive(CheckedParameters, luigi.Task):
+class Redrive(OfOneStore, CheckedParameters, luigi.Task):
     """Mark a bounded batch of items stale so the normal stage task reprocesses them."""
 
     docket = DocketIdsParameter(many=False, description="docket id")

@@ -59,7 +59,7 @@ def test_a_stage_failing_for_one_docket_is_recorded_the_others_done_and_the_run_
     assert ("ToyAll: 1 of 2 dockets failed, the next run tries again "
             "(AB-2026-0002: toyprocess: RuntimeError: toy failure in AB-2026-0002)") in failing.stderr
     summary = failing.stderr.split("Execution Summary")[1]
-    assert "RetriesNextRun(wrapper=ToyAll, dockets=AB-2026-0002)" in summary
+    assert "RetriesNextRun(wrapper=ToyAll, dockets=AB-2026-0002, store=" in summary
     assert "failed:" not in summary  # no task failed: the docket task recorded its failure
     assert sqlite(tmp_path, "select docket from docket_stage where stage='toyprocess'") == [("AB-2026-0001",)]
     assert sqlite(tmp_path, "select docket, stage, reason, attempts from docket_failure") == [

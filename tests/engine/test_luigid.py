@@ -116,7 +116,7 @@ def test_a_budget_stopped_run_is_partial_in_luigid_and_luigis_summary_and_exits_
         done = api(port, "task_list", status="DONE")
     assert partial.returncode == 20, partial.stderr[-3000:]  # [retcode] missing_data: partial
     summary = partial.stderr.split("Execution Summary")[1]
-    assert f"ContinuesNextRun(wrapper=IndexAll, dockets={docket})" in summary
+    assert f"ContinuesNextRun(wrapper=IndexAll, dockets={docket}, store=" in summary
     assert "were missing external dependencies" in summary
     assert again.returncode in (0, 20), again.stderr[-3000:]  # never "not granted run permission"
     assert "not granted run permission" not in again.stderr
@@ -185,3 +185,39 @@ def test_a_docket_stage_that_failed_says_why_in_the_visualiser(luigid, tmp_path)
     [wrapper] = [t for t in pending.values() if t["name"] == "ToyAll"]
     assert wrapper["status_message"].startswith("ToyAll: 1 of 2 dockets failed, the next run tries again")
     assert any(t["name"] == "RetriesNextRun" for t in pending.values())
+
+
+def test_two_stores_on_one_luigid_keep_their_own_tasks(luigid, tmp_path, pg_server):
+    """The same dockets in two data folders, one luigid: each store's tasks are its own (the
+    store's digest is in every task id), so the second store's failure replaces nothing of the
+    first's."""
+    from pipeline.engine.store_scope import store_of
+
+    with built_store(tmp_path / "a", pg_server, dockets=1, comments=3, build=False) as first:
+        assert run_index_all(first, luigid).returncode == 0
+        first_store = store_of(first.runtime.settings)
+    with built_store(tmp_path / "b", pg_server, dockets=1, comments=3, build=False) as second:
+        assert second.dockets == first.dockets  # the generator's ids: the same docket in both
+        second.server.stop()  # regulations.gov unreachable for the second store
+        failed = run_index_all(second, luigid)
+        second_store = store_of(second.runtime.settings)
+    assert failed.returncode != 0 and first_store != second_store
+    [docket] = first.dockets
+    fetches = [t for status in ("DONE", "FAILED", "PENDING") for t in api(luigid, "task_list", status=status).values()
+               if t["name"] == f"FetchComments.{docket}"]
+    by_store = {t["params"]["store"]: t for t in fetches}
+    assert set(by_store) == {first_store, second_store}, fetches
+    assert by_store[first_store]["status"] == "DONE"
+    assert "failed" not in by_store[first_store]["status_message"]
+
+
+def test_a_task_named_for_another_store_is_one_line_and_exit_2(tmp_path, pg_server):
+    with built_store(tmp_path, pg_server, dockets=1, comments=3, build=False) as store:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+        env.update(store.env(), PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"))
+        ran = subprocess.run([sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
+                              "--store", "0123456789", "--local-scheduler"],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 2
+    assert ran.stderr.strip().splitlines()[-1].startswith("docketeer: --store 0123456789 names another store")
+    assert "Traceback" not in ran.stderr
