@@ -24,6 +24,7 @@ from pipeline.ops.commands import (
     publish,
     search,
     settings,
+    show,
 )
 from pipeline.ops.commands.command_line import (
     COMMANDS,
@@ -33,7 +34,7 @@ from pipeline.ops.commands.command_line import (
     close_runtimes,
 )
 
-MODULES = (settings, dockets, item_states, search, maintenance, publish, analysis)
+MODULES = (settings, dockets, item_states, show, search, maintenance, publish, analysis)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
 """What the derived stages found: ``docketeer orgs`` (organisations across spellings),
-``rule`` (a rule's timeline), ``topics`` (a docket's topic map) and ``digest`` (the feeds'
-news as text).
+``rule`` (a rule's timeline), ``topics`` (a docket's topic map), ``campaigns`` (its form
+letters) and ``digest`` (the feeds' news as text).
 
 The stages' query modules and the feeds are imported inside the commands: they bring peewee
 and psycopg2, which ``docketeer --help`` and a bad argument do without."""
@@ -37,6 +37,11 @@ def register(commands) -> None:
     topics.add_argument("docket", help="the docket id")
     topics.add_argument("--json", action="store_true",
                         help="one JSON document (each topic's terms, counts, share, dates, representatives)")
+    campaigns = commands.add_parser("campaigns", help="a docket's form-letter campaigns, largest first: comment "
+                                                      "records, submissions, members, the letter's first words")
+    campaigns.add_argument("docket", help="the docket id")
+    campaigns.add_argument("--json", action="store_true",
+                           help="one JSON document (each campaign's id, size, submissions, members, dates, opening)")
     digest = commands.add_parser("digest", help="comments added or changed since a time, per docket (the feeds' news, for cron mail)")
     digest.add_argument("--since", type=parse_since, default="1d",
                         help="30m, 12h, 1d, 2w back from now, an Eastern day YYYY-MM-DD, or a UTC instant (default 1d)")
@@ -175,6 +180,52 @@ def cmd_topics(args) -> int:
             # the sentence that says most of the topic's terms; a map of an older version kept none
             print(f"  {r['item']}: {' '.join((r.get('sentence') or r['text']).split())[:160]}")
     return 0
+
+
+CAMPAIGN_OPENING_SHOWN = 70  # characters of the letter in the table; --json has the page's opening
+
+
+@command
+def cmd_campaigns(args) -> int:
+    from pipeline.campaigns import queries
+    from pipeline.store import reports
+
+    open_runtime()
+    if reports.find_docket(args.docket) is None:
+        print(f"docketeer campaigns: unknown docket: {args.docket}", file=sys.stderr)
+        return 2
+    found = queries.campaigns_of(args.docket)  # largest first, as the docket page lists them
+    represented = queries.submissions(c.id for c in found)
+    listed = [{"id": c.id, "size": c.size, "submissions": represented.get(c.id),
+               "members": queries.group_facts(c.id)[0], "first_seen": c.first_seen, "last_seen": c.last_seen,
+               "representative": c.representative, "opening": _opening(c.representative_text)} for c in found]
+    if args.json:
+        print(json.dumps({"docket": args.docket, "campaigns": listed}, indent=1, ensure_ascii=False))
+        return 0
+    if not listed:
+        print("no campaigns")
+        return 0
+    rows = [[c["id"], c["size"], "-" if c["submissions"] is None else c["submissions"], c["members"],
+             eastern_date(c["first_seen"]), eastern_date(c["last_seen"]), _cut(c["opening"], CAMPAIGN_OPENING_SHOWN)]
+            for c in listed]
+    print(table(rows, ["campaign", "comments", "submissions", "members", "first", "last", "opening"]))
+    return 0
+
+
+OPENING_CHARS = 240  # as the docket page's list of campaigns
+
+
+def _opening(text: str) -> str:
+    """The first words of a letter, its page markers and line breaks folded into spaces: the
+    docket page's opening (``pipeline.web.campaigns.opening``, a function of the web package,
+    made here from the same page marker)."""
+    from pipeline.index.chunking import PAGE_MARKER
+
+    return _cut(" ".join(PAGE_MARKER.sub(" ", text or "").split()), OPENING_CHARS)
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars].rsplit(" ", 1)[0] + " \u2026"
 
 
 @command
