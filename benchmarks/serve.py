@@ -120,11 +120,11 @@ def report_docket_page(client, repeat: int) -> None:
 
 
 def docketeer_stats(docket: str) -> set[tuple[str, str, str]]:
-    from pipeline.ops import cli
+    from pipeline.ops.commands import item_states
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        cli.cmd_stats(argparse.Namespace(docket=docket))
+        item_states.cmd_stats(argparse.Namespace(docket=docket))
     return {tuple(line.split()[1:4]) for line in out.getvalue().splitlines()[1:]}
 
 

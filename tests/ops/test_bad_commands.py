@@ -220,11 +220,12 @@ def test_pg_ctl_failing_is_named_by_the_server_log_line_that_says_why():
 
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
     from pipeline.ops import cli
+    from pipeline.ops.commands import command_line
 
     closed = []
 
     def interrupted(args):
-        cli._opened.append(type("Store", (), {"close": lambda self: closed.append(True)})())
+        command_line.opened.append(type("Store", (), {"close": lambda self: closed.append(True)})())
         raise KeyboardInterrupt
 
     monkeypatch.setitem(cli.COMMANDS, "config", interrupted)

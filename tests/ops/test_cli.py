@@ -390,6 +390,7 @@ def test_a_warm_service_that_ignores_the_resolved_organisations_is_not_believed(
     from argparse import Namespace
 
     from pipeline.index import search_service
+    from pipeline.ops.commands import search
     from tests.fixtures.state_fixtures import make_runtime
 
     settings = make_runtime(tmp_path).settings
@@ -399,8 +400,8 @@ def test_a_warm_service_that_ignores_the_resolved_organisations_is_not_believed(
     monkeypatch.setattr(search_service, "ask", lambda data_dir, request: sent.append(request) or next(answers))
     args = Namespace(query="q", collection=None, docket=None, k=3, passages=False, date_from=None, date_to=None,
                      org="American Medical Association", org_items=["CMS-2026-0001-0002"])
-    assert cli._warm_search(settings, tmp_path, args) is None
-    assert cli._warm_search(settings, tmp_path, args) == {**older, "org_items": True}
+    assert search._warm_search(settings, tmp_path, args) is None
+    assert search._warm_search(settings, tmp_path, args) == {**older, "org_items": True}
     assert sent[0]["org_items"] == ["CMS-2026-0001-0002"]
 
 
