@@ -7,7 +7,7 @@ existed (each stage hashed by hand); the helper must give the very same bytes.
 from __future__ import annotations
 
 from pipeline.extract import stage as extract
-from pipeline.fingerprints import RECORD, RecordsDigest, digest
+from pipeline.fingerprints import RECORD, RecordsDigest, digest, postgres_md5
 from pipeline.index import stage as index
 from pipeline.ocr import stage as ocr
 from pipeline.store import item_states, items
@@ -53,3 +53,17 @@ def test_docket_output_fingerprint_keeps_its_value(sqlite_state):
 
 def test_parts_are_joined_by_the_separator_asked():
     assert digest("a", "b") != digest("a", "b", sep=RECORD) != digest("ab")
+
+
+def test_the_cross_database_checksum_is_postgresqls_md5(pg_url):
+    """The wrapper compares ``postgres_md5`` of the state DB's lines with PostgreSQL's
+    ``md5()`` of the index DB's: the same digest of the same UTF-8 text, whatever it holds."""
+    import psycopg2
+
+    lines = [f"CMS-2026-{n:04d}\x1f2026-01-0{n % 9 + 1}T00:00:00+00:00\x1f{digest(str(n))}" for n in range(500)]
+    texts = ["", "a", "Café ñ 日本語 😀", "\x1f\x1e\n\t", "\n".join(lines), "x" * 100_000]
+    with psycopg2.connect(pg_url) as conn, conn.cursor() as cur:
+        for text in texts:
+            cur.execute("SELECT md5(%s)", (text,))
+            assert cur.fetchone()[0] == postgres_md5(text)
+    conn.close()

@@ -121,3 +121,16 @@ def test_nothing_below_the_operator_commands_imports_them():
                  if not module.startswith("pipeline.ops") for target in imported
                  if target.startswith("pipeline.ops")]
     assert offending == []
+
+
+def test_an_extras_package_is_imported_by_its_feature_alone():
+    """pyarrow is the export extra's (setup.cfg): only the export module imports it, so the
+    main job and every other command run without it."""
+    importers = set()
+    for module, path in product_modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name.split(".")[0] == "pyarrow" for name in names):
+                importers.add(module)
+    assert importers == {"pipeline.ops.export"}

@@ -26,6 +26,7 @@ _MIX = (np.uint64(30), np.uint64(0xBF58476D1CE4E5B9), np.uint64(27), np.uint64(0
         np.uint64(31))
 
 
+# Why not datasketch's own band bytes: docs/BENCHMARKS.md, "Written by hand beside a library".
 def band_keys(signatures: np.ndarray, hashranges: list[tuple[int, int]]) -> np.ndarray:
     """The band keys of each row of ``signatures`` (n rows of hash values): an (n, bands)
     int64 array, the bands being ``hashranges`` as the LSH splits a signature (contiguous,

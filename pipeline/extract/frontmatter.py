@@ -22,6 +22,7 @@ import re
 
 import yaml
 
+# Why not yaml.dump alone: docs/BENCHMARKS.md, "Written by hand beside a library".
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 WIDTH = 10_000  # the frontmatter's line width: no line of it is ever folded
 

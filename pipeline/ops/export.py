@@ -172,6 +172,7 @@ def export(runtime, dest: Path, docket_ids: list[str] | None = None,
         raise ExportError(f"unknown docket(s): {', '.join(unknown)}")
     if bad := [f for f in formats if f not in FORMATS]:
         raise ExportError(f"unknown format(s) {', '.join(bad)}; one of: {', '.join(FORMATS)}")
+    require_pyarrow()
     chosen = docket_ids or dockets.all_docket_ids()
     check_destination(runtime, dest, chosen)
     dest.mkdir(parents=True, exist_ok=True)
@@ -182,6 +183,17 @@ def export(runtime, dest: Path, docket_ids: list[str] | None = None,
         done = export_docket(runtime, dest / docket_id, docket_id, formats)
         (report.written if done else report.unchanged).append(docket_id)
     return report
+
+
+EXTRA = "export"  # setup.cfg's extra that installs pyarrow, which writes both formats
+
+
+def require_pyarrow() -> None:
+    """ExportError, before anything is written, when pyarrow is not installed (an extra)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ExportError(f"export needs pyarrow, which is not installed: pip install 'docketeer[{EXTRA}]'") from None
 
 
 def check_destination(runtime, dest: Path, docket_ids: list[str]) -> None:
