@@ -121,3 +121,21 @@ def test_nothing_below_the_operator_commands_imports_them():
                  if not module.startswith("pipeline.ops") for target in imported
                  if target.startswith("pipeline.ops")]
     assert offending == []
+
+
+def test_only_the_pages_and_the_commands_read_through_the_read_side():
+    """``pipeline/reading/`` sits above the stages: no stage, nor anything they stand on,
+    imports it."""
+    above = ("pipeline.reading", "pipeline.web", "pipeline.ops")
+    offending = [f"{module} -> {target}" for module, imported in import_graph().items()
+                 if not module.startswith(above) for target in imported if target.startswith("pipeline.reading")]
+    assert offending == []
+
+
+def test_the_pages_and_the_commands_reach_no_stage_module():
+    """What the pages and the commands show of a stage's output they read through
+    ``pipeline/reading/`` (a comment's text, the search's embedder), never its ``stage``."""
+    offending = [f"{module} -> {target}" for module, imported in import_graph().items()
+                 if module.startswith(("pipeline.web", "pipeline.ops")) for target in imported
+                 if target.count(".") == 2 and target.endswith(".stage") and target != "pipeline.engine.stage"]
+    assert offending == []

@@ -68,7 +68,7 @@ def parse_duration(text: str) -> timedelta:
 
 def parse_day(text: str) -> str:
     """--from / --to: a calendar day, YYYY-MM-DD, 1000-01-01 to 9999-12-31 (argparse type)."""
-    from pipeline import search_arguments
+    from pipeline.reading import search_arguments
 
     try:
         given = search_arguments.day(text, "day")
@@ -107,7 +107,8 @@ def cmd_config(args) -> int:
 
 @command
 def cmd_dockets(args) -> int:
-    from pipeline.store import docket_failures, reports
+    from pipeline.reading import reports
+    from pipeline.store import docket_failures
 
     rt = _runtime()
     progress, waiting = reports.comment_progress(), reports.retry_waiting()
@@ -136,7 +137,7 @@ def _failed_cell(failures: list) -> str:
 def _docket_row(d, counts: dict[str, int], waiting: int, index_db, submissions: int) -> list:
     """``submissions``: what the docket's comment records represent (a mass-mail campaign's
     record stands for its ``duplicateComments`` too): regulations.gov's "comments received"."""
-    from pipeline.store.reports import progress_cell
+    from pipeline.reading.reports import progress_cell
 
     # One query per docket: the comments collection's index rows.
     indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"
@@ -209,7 +210,8 @@ def cmd_forget(args) -> int:
 
 @command
 def cmd_stats(args) -> int:
-    from pipeline.store import dockets, reports
+    from pipeline.reading import reports
+    from pipeline.store import dockets
 
     _runtime()
     if args.docket:
@@ -237,7 +239,7 @@ def _print_stage_failures(docket: str | None) -> None:
 
 
 def _index_row(rt, item) -> list[str]:
-    from pipeline.index.stage import COLLECTIONS
+    from pipeline.reading.search import COLLECTIONS
 
     index_db = rt.existing_index_db()
     if index_db is None:
@@ -273,7 +275,7 @@ def _stage_row(row) -> list:
 @command
 def cmd_explain(args) -> int:
     from pipeline.engine import registry
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     rt = _runtime()
     item = reports.find_item(args.comment)
@@ -303,7 +305,7 @@ def _who(item) -> list[str]:
     """Who sent it, as the comment page and the export show it: the record's submitter and
     organisation fields, then each organisation the organisations stage resolved it to (its
     canonical name; as written, and where from, when they differ)."""
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     lines = [f"submitter: {item.submitter}"] if item.submitter else []
     if item.organization:
@@ -316,7 +318,7 @@ def _who(item) -> list[str]:
 
 def _kept_attributes(item) -> str:
     """'duplicates 15851  subtype Mass Mail Campaign  ...': the record's kept attributes it gives."""
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     return "  ".join(f"{label} {value}" for label, value in reports.kept_attributes(item))
 
@@ -351,7 +353,7 @@ def _print_attachments(item, states: dict, extracted) -> None:
     """The summary line ('9 attachments: 2 read, 7 waiting for the mirror'), then one row per
     declared file, from the record (ordinal, title, format, declared size, URL) and its states
     (a scan OCR read stands as OCR says, while its text is the one stored)."""
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     key = item.key
     files = reports.attachments_of(key)
@@ -394,7 +396,8 @@ def _attachment_row(name: str, row, by_stage: dict) -> list:
 def cmd_pending(args) -> int:
     from pipeline.clock import iso, parse_iso, utcnow
     from pipeline.engine import runs
-    from pipeline.store import item_states, reports
+    from pipeline.reading import reports
+    from pipeline.store import item_states
 
     _runtime()
     now = utcnow()
@@ -439,8 +442,8 @@ def _age(delta: timedelta) -> str:
 
 @command
 def cmd_search(args) -> int:
-    from pipeline import search_arguments
     from pipeline.config import ensure_data_dir
+    from pipeline.reading import search_arguments
     from pipeline.runtime import current_settings, index_exists, require_existing_store
 
     # Settings only: the warm path opens no database here (the service has the index DB).
@@ -458,7 +461,7 @@ def cmd_search(args) -> int:
     if args.org:
         _runtime()
         args.org = search_arguments.organisation(args.org)
-        from pipeline.store.organisation_filter import member_keys
+        from pipeline.reading.organisation_filter import member_keys
 
         args.org_items = member_keys(args.org, args.docket)  # the index DB knows no organisations
     if args.docket:
@@ -488,9 +491,7 @@ def cmd_search(args) -> int:
 def _search_here(args) -> dict:
     """The search done in this process: the answer the warm service would give."""
     # Imported only here: the warm path must not pay for psycopg2, pgvector and the stages.
-    from pipeline.index.search import filters_of, format_hits, search
-    from pipeline.index.search_results import hit_records
-    from pipeline.index.stage import embedder_from
+    from pipeline.reading.search import embedder_from, filters_of, format_hits, hit_records, search
 
     runtime = _runtime()
     hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
@@ -502,7 +503,7 @@ def _search_here(args) -> dict:
 def _search_filters(args) -> dict:
     """The filters of ``docketeer search``, as its request to the warm service carries them
     (``pipeline.index.search.filters_of`` reads them, here and there)."""
-    from pipeline.search_arguments import ATTRIBUTES
+    from pipeline.reading.search_arguments import ATTRIBUTES
 
     return {"from": args.date_from, "to": args.date_to, "org": args.org, "org_items": getattr(args, "org_items", None),
             **{name: getattr(args, name, None) for name in ATTRIBUTES}, "topic": getattr(args, "topic", None), "items": getattr(args, "items", None),
@@ -515,7 +516,7 @@ def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
     from the state DB (the index DB holds neither those attributes nor the topic maps); (None,
     None) when none is. Each value is checked as the search page checks it (a value no comment
     has, a topic no map holds: exit 2). Only comments have these: such a search is of comments."""
-    from pipeline.search_arguments import ATTRIBUTES, BadSearch, attribute, topic
+    from pipeline.reading.search_arguments import ATTRIBUTES, BadSearch, attribute, topic
 
     given = {name: getattr(args, name) for name in ATTRIBUTES if getattr(args, name, None)}
     wanted_topic = getattr(args, "topic", None)
@@ -524,7 +525,7 @@ def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
     if args.collection == "documents":
         raise BadSearch(f"--{next(iter(given), 'topic')} narrows comments: documents have no such attribute")
     args.collection = "comments"
-    from pipeline.store import browsing
+    from pipeline.reading import browsing
 
     _runtime()
     checked = {name: attribute(name, value) for name, value in given.items()}
@@ -644,8 +645,8 @@ def _org_origin(origins) -> str:
 
 @command
 def cmd_orgs(args) -> int:
-    from pipeline.organisations import queries
-    from pipeline.store import reports
+    from pipeline.reading import organisations as queries
+    from pipeline.reading import reports
 
     _runtime()
     if args.docket and reports.find_docket(args.docket) is None:
@@ -678,8 +679,8 @@ def cmd_orgs(args) -> int:
 def _orgs_of_rule(args) -> int:
     """``orgs --rule X --phases proposed,final``: the organisations that commented in every
     named phase of the rule."""
-    from pipeline.lineage import queries as lineage
-    from pipeline.lineage.phases import BadPhases, parse_phases
+    from pipeline.reading import lineage
+    from pipeline.reading.lineage import BadPhases, parse_phases
 
     try:
         phases = parse_phases(args.phases)
@@ -704,7 +705,7 @@ def _orgs_of_rule(args) -> int:
 
 @command
 def cmd_rule(args) -> int:
-    from pipeline.lineage import timeline
+    from pipeline.reading import lineage as timeline
 
     _runtime()
     found = timeline.timeline(args.rule)
@@ -720,8 +721,8 @@ def cmd_rule(args) -> int:
 
 @command
 def cmd_topics(args) -> int:
-    from pipeline.store import reports
-    from pipeline.topics import queries
+    from pipeline.reading import reports
+    from pipeline.reading import topics as queries
 
     _runtime()
     if reports.find_docket(args.docket) is None:
@@ -755,7 +756,7 @@ def cmd_topics(args) -> int:
 
 @command
 def cmd_digest(args) -> int:
-    from pipeline.store import reports
+    from pipeline.reading import reports
     from pipeline.web import feeds
 
     _runtime()
