@@ -39,8 +39,7 @@ def campaign_exists(campaign_id: str) -> bool:
 
 def campaign_members(campaign_id: str) -> list[str] | None:
     """The item keys of one campaign (the search page's campaign filter); None when unknown."""
-    members = queries.members_of(campaign_id)
-    return [m.item for m in members] or None
+    return [m.item for m in queries.members_of(campaign_id)] or None
 
 
 def largest_campaigns(docket_id: str, limit: int) -> list[dict]:
