@@ -35,10 +35,10 @@ from devtools.corpus_topics import TOPICS
 from devtools.topic_corpus import hard_topic_comments, seed_index, topic_comments
 from pipeline.engine.stage import StageContext
 from pipeline.index.embedders import HashingEmbedder, make_embedder
+from pipeline.reading import topics as topic_maps
 from pipeline.runtime import set_runtime
 from pipeline.store import dockets
 from pipeline.store.models import TopicMember
-from pipeline.topics import queries
 from pipeline.topics.stage import map_docket
 
 
@@ -76,7 +76,7 @@ def quality(runtime, docket: str, comments, embedder) -> dict:
     k = len({c.topic for c in comments})
     kmeans = KMeans(n_clusters=k, n_init=10, random_state=0).fit_predict(normalised(vectors))
     named = 0
-    topics = queries.topics_of(docket)
+    topics = topic_maps.topics_of(docket)
     for planted in TOPICS:
         members = [t for t in topics if t.id in {found.get(c.key) for c in comments if c.topic == planted.slug}]
         key_words = {w.lower() for w in planted.label.split() if len(w) > 3}
@@ -95,17 +95,17 @@ def quality(runtime, docket: str, comments, embedder) -> dict:
 
 
 def incremental(runtime, docket: str, start: int, new: int, embedder) -> dict:
-    ids = {t.id for t in queries.topics_of(docket)}
+    ids = {t.id for t in topic_maps.topics_of(docket)}
     before = assignment(docket)
     seed_index(runtime, docket, topic_comments(docket, new, seed=99, start=start), embedder)
     result, seconds = mapped(runtime, docket)
     after = assignment(docket)
-    same_ids = {t.id for t in queries.topics_of(docket)} == ids
+    same_ids = {t.id for t in topic_maps.topics_of(docket)} == ids
     forced, forced_seconds = mapped(runtime, docket, force=True)
     again = assignment(docket)
     return {"new": new, "counts": result.counts, "seconds": round(seconds, 2), "topic_ids_unchanged": same_ids,
             "earlier_comments_unchanged": all(after[k] == v for k, v in before.items()),
-            "forced_counts": forced.counts, "forced_same_ids": {t.id for t in queries.topics_of(docket)} == ids,
+            "forced_counts": forced.counts, "forced_same_ids": {t.id for t in topic_maps.topics_of(docket)} == ids,
             "forced_same_assignment": sum(again[k] == after[k] for k in after) / len(after)}
 
 
@@ -150,13 +150,13 @@ def main(argv: list[str]) -> int:
             load_at = load()
             result, seconds = mapped(runtime, docket)
             report["scale"] = {"comments": args.items, "embedder": "hashing 384", "seconds": round(seconds, 1),
-                               "load": load_at, "topics": len(queries.topics_of(docket)), "counts": result.counts,
+                               "load": load_at, "topics": len(topic_maps.topics_of(docket)), "counts": result.counts,
                                "docket_page_ms": page_render_ms(runtime, f"/docket/{docket}", "<h2>Topics</h2>"),
                                # The browse page with its Topic facet, then narrowed to the largest topic.
                                "browse_page_ms": page_render_ms(runtime, f"/comments?docket={docket}",
                                                                 'data-facet="topic"'),
                                "browse_topic_ms": page_render_ms(
-                                   runtime, f"/comments?docket={docket}&topic={queries.topics_of(docket)[0].id}",
+                                   runtime, f"/comments?docket={docket}&topic={topic_maps.topics_of(docket)[0].id}",
                                    'data-facet="topic"')}
         report["load_after"] = load()
         print(json.dumps(report, indent=1))

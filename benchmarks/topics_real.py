@@ -28,18 +28,18 @@ DOCKETS = ("EPA-HQ-OA-2018-0259", "EPA-HQ-OPP-2015-0481", "USDA-2020-0009", "NIS
 
 def topic_maps(dockets) -> dict:
     """Each docket's map as printed: its message, comments, and topics."""
+    from pipeline.reading import topics as shown_maps
     from pipeline.store.models import Item
-    from pipeline.topics import queries
 
     maps = {}
     for docket in dockets:
-        mapped = queries.map_of(docket)
+        mapped = shown_maps.map_of(docket)
         comments = Item.select().where((Item.docket == docket) & (Item.kind == "comment")).count()
         maps[docket] = {"comments": comments, "message": mapped.message if mapped else "no map", "topics": [
             {"id": t.id, "label": t.label, "comments": t.comments, "submissions": t.submissions,
              "representatives": [{"item": r["item"], "sentence": r.get("sentence") or r["text"][:300]}
                                  for r in t.representatives[:2]]}
-            for t in queries.topics_of(docket)]}
+            for t in shown_maps.topics_of(docket)]}
     return maps
 
 

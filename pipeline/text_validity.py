@@ -25,6 +25,10 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 controls but tab and newline, DEL, and the C1 controls (U+0080..U+009F: CSI, OSC...).
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LINE_BREAK = re.compile("\r\n?")
+# What a search never holds (NUL among them, which PostgreSQL cannot store): the C0 controls
+# but tab, newline and CR, and DEL. The search's arguments and the search service's requests
+# are refused with it.
+SEARCH_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # What a terminal acts on (every control but newline and tab) and what it cannot encode.
 _TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 # What XML 1.0 allows: tab, newline, CR, U+0020..U+D7FF, U+E000..U+FFFD, U+10000...

@@ -134,3 +134,19 @@ def test_an_extras_package_is_imported_by_its_feature_alone():
             if any(name.split(".")[0] == "pyarrow" for name in names):
                 importers.add(module)
     assert importers == {"pipeline.ops.export"}
+def test_only_the_pages_and_the_commands_read_through_the_read_side():
+    """``pipeline/reading/`` sits above the stages: no stage, nor anything they stand on,
+    imports it."""
+    above = ("pipeline.reading", "pipeline.web", "pipeline.ops")
+    offending = [f"{module} -> {target}" for module, imported in import_graph().items()
+                 if not module.startswith(above) for target in imported if target.startswith("pipeline.reading")]
+    assert offending == []
+
+
+def test_the_pages_and_the_commands_reach_no_stage_module():
+    """What the pages and the commands show of a stage's output they read through
+    ``pipeline/reading/`` (a comment's text, the search's embedder), never its ``stage``."""
+    offending = [f"{module} -> {target}" for module, imported in import_graph().items()
+                 if module.startswith(("pipeline.web", "pipeline.ops")) for target in imported
+                 if target.count(".") == 2 and target.endswith(".stage") and target != "pipeline.engine.stage"]
+    assert offending == []

@@ -1,6 +1,7 @@
 """Every query of the campaign groups (``campaign_member``, ``campaign_band``, ``campaign``):
 what the CampaignGroups stage reads and writes, and the read side others call —
-``campaigns_of(docket, limit)``, ``campaign_of_item(item_id)``, ``members_of(campaign_id)``.
+``campaigns_of(docket, limit)``, ``campaign_of_item(item_id)``, ``members_of(campaign_id)``
+(the pages and the export through ``pipeline/reading/campaigns.py``).
 
 Reads are by docket, by band key or by item, each one indexed query (chunked ``IN`` lists),
 so a run with 40 new comments reads what those 40 need, not the docket.

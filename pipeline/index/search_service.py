@@ -172,7 +172,7 @@ def _close_thread_connection() -> None:
 def _parsed(line: bytes) -> dict:
     """The request of one line: a JSON object of at most MAX_REQUEST_BYTES whose values are
     of the types a search takes, with no control character in its text."""
-    from pipeline.search_arguments import CONTROL
+    from pipeline.text_validity import SEARCH_CONTROL as CONTROL
 
     if len(line) > MAX_REQUEST_BYTES:
         raise BadRequest(f"request longer than {MAX_REQUEST_BYTES:,} bytes")

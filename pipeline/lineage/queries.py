@@ -1,13 +1,11 @@
-"""Every query of the lineage tables (``lineage_comment``, ``lineage_link``): what the stage
-reads and writes, and the read side of ``docketeer rule``, ``docketeer orgs --rule``, the
-docket page and the export."""
+"""Every query of the lineage tables (``lineage_comment``, ``lineage_link``) that the stage
+reads and writes. What people read of them (a rule's timeline, its organisations in every
+phase) is ``pipeline/reading/lineage.py``."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-
-from peewee import fn
 
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.store.in_lists import in_chunks as _chunks
@@ -153,60 +151,3 @@ def save_fr_links(docket_id: str, named: dict[str, tuple[list[str], list[str]]])
         stored.add((docket, other))
         written += 1
     return written
-
-
-# --- the read side -----------------------------------------------------------------------------
-
-def rule_dockets(name: str) -> tuple[str | None, list[str]]:
-    """(the rule's RIN, its dockets) for a RIN or a docket id: the docket and those linked to
-    it; (None, []) when neither names anything known."""
-    name = name.strip()
-    by_rin = [d for (d,) in Docket.select(Docket.id).where(Docket.rin == name.upper()).order_by(Docket.id).tuples()]
-    if by_rin:
-        return name.upper(), by_rin
-    docket = Docket.get_or_none(Docket.id == name)
-    if docket is None:
-        return None, []
-    linked = {o for (o,) in LineageLink.select(LineageLink.other).where(LineageLink.docket == name).tuples()}
-    if docket.rin:
-        linked |= {d for (d,) in Docket.select(Docket.id).where(Docket.rin == docket.rin).tuples()}
-    return docket.rin, sorted({name, *linked})
-
-
-def comments_per_document(dockets: list[str]) -> dict[str | None, int]:
-    if not dockets:
-        return {}
-    return dict(LineageComment.select(LineageComment.document, fn.COUNT(LineageComment.item))
-                .where(LineageComment.docket.in_(dockets)).group_by(LineageComment.document).tuples())
-
-
-def comments_per_phase(dockets: list[str]) -> dict[str, int]:
-    if not dockets:
-        return {}
-    return dict(LineageComment.select(LineageComment.phase, fn.COUNT(LineageComment.item))
-                .where(LineageComment.docket.in_(dockets)).group_by(LineageComment.phase).tuples())
-
-
-def organisations_in_every_phase(dockets: list[str], phases: list[str]) -> list[tuple[str, str, dict[str, int]]]:
-    """(organisation id, name, phase -> comments) for the organisations that commented in
-    every one of ``phases`` of the rule's dockets, most comments first."""
-    from pipeline.store.models import Organisation, OrganisationMember
-
-    if not dockets or not phases:
-        return []
-    query = (LineageComment.select(OrganisationMember.organisation, Organisation.name, LineageComment.phase,
-                                   fn.COUNT(LineageComment.item))
-             .join(OrganisationMember, on=(OrganisationMember.item == LineageComment.item))
-             .join(Organisation, on=(Organisation.id == OrganisationMember.organisation))
-             .where(LineageComment.docket.in_(dockets) & LineageComment.phase.in_(phases))
-             .group_by(OrganisationMember.organisation, Organisation.name, LineageComment.phase).tuples())
-    found: dict[str, tuple[str, dict[str, int]]] = {}
-    for org, name, phase, n in query:
-        found.setdefault(org, (name, {}))[1][phase] = n
-    every = [(org, name, counts) for org, (name, counts) in found.items() if all(p in counts for p in phases)]
-    return sorted(every, key=lambda o: (-sum(o[2].values()), o[1].lower(), o[0]))
-
-
-def docket_ties(docket_id: str) -> dict[str, tuple[str | None, str]]:
-    """comment -> (document answered, phase), for the export."""
-    return ties_of(docket_id)

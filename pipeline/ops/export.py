@@ -22,20 +22,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.campaigns import queries as campaigns
 from pipeline.clock import eastern_date
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import DocketeerError
-from pipeline.extract.combined import combined_sections, parse_combined
 from pipeline.fingerprints import RecordsDigest
-from pipeline.lineage import queries as lineage
-from pipeline.lineage.phases import phase_of
-from pipeline.organisations import queries as organisations
+from pipeline.reading import campaigns, lineage, organisations, reports, topics
+from pipeline.reading.comments import combined_sections, parse_combined
+from pipeline.reading.lineage import phase_of
 from pipeline.sources import records
-from pipeline.store import dockets, item_states, items, reports
+from pipeline.store import dockets, item_states, items
 from pipeline.store.blobs import combined_key
 from pipeline.store.documents import documents_of
-from pipeline.topics import queries as topics
 
 EXPORT_VERSION = "export-7"  # 7: CSV cells a spreadsheet would run as formulas written as text
 FORMATS = ("parquet", "csv")
@@ -451,7 +448,7 @@ def _campaign_row(docket_id, c, represented: dict[str, int]) -> dict:
 def page_breaks(text: str) -> str:
     """A text whose page markers (``<!-- page N -->`` lines, extract's own notation) are page
     breaks as plain text writes them: a form feed between pages, none before the first."""
-    from pipeline.index.chunking import PAGE_MARKER
+    from pipeline.reading.comments import PAGE_MARKER
 
     parts = PAGE_MARKER.split(text or "")  # [before, n1, page1, n2, page2, ...]
     pages = [parts[0].strip("\n")] if parts[0].strip() else []

@@ -41,9 +41,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from pipeline.clock import iso, utcnow
+from pipeline.reading import reports
 from pipeline.sources.record_checks import docket_named
 from pipeline.store import db as state_db
-from pipeline.store import item_states, leftovers, reports
+from pipeline.store import item_states, leftovers
 from pipeline.store.blobs import attachment_key
 from pipeline.store.models import Attachment, Docket, Item, ItemState
 
@@ -325,11 +326,9 @@ def inventory(rows: list[Attachment], dockets: dict[str, str], findings: BlobFin
 def run_checks(rt, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
                pending_age: timedelta = timedelta(hours=1), index_db=None,
                now: datetime | None = None, rng: random.Random | None = None) -> Report:
-    from pipeline.extract import stage as extract
-
     now = now or utcnow()
     rows = reports.all_attachments()
-    extract_rows = reports.stage_states(extract.STAGE)
+    extract_rows = reports.extract_states()
     blob_check, findings = check_attachment_blobs(rt.blobs, rows, full=full, sample=sample,
                                                   rng=rng or random.Random())
     checks = [

@@ -1,15 +1,10 @@
-"""Every query of the topic maps (``topic``, ``topic_member``, ``topic_map``): what the
-TopicMap stage reads and writes, and the read side others call — ``topics_of(docket)``,
-``topic_of_items(keys)``, ``members_of(topic_id)``.
+"""Every query of the topic maps (``topic``, ``topic_member``, ``topic_map``) that the
+TopicMap stage reads and writes. What people read of the maps is ``pipeline/reading/topics.py``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
-
-from peewee import fn
 
 from pipeline.store.in_lists import in_chunks as _chunks
 from pipeline.store.models import (
@@ -21,27 +16,6 @@ from pipeline.store.models import (
     TopicMember,
     database,
 )
-
-
-@dataclass(frozen=True)
-class TopicSummary:
-    id: str
-    label: str
-    terms: list[tuple[str, float]]
-    representatives: list[dict]
-    comments: int
-    submissions: int
-    organisations: int
-    first_seen: str | None
-    last_seen: str | None
-    share: float
-
-
-def _summary(row: Topic) -> TopicSummary:
-    return TopicSummary(row.id, row.label, [tuple(t) for t in json.loads(row.terms)],
-                        json.loads(row.representatives), row.comments, row.submissions,
-                        row.organisations, row.first_seen, row.last_seen, row.share)
-
 
 # --- what the stage reads ----------------------------------------------------------------------
 
@@ -134,40 +108,3 @@ def refresh_counts(docket_id: str, weights: dict[str, int]) -> None:
                       "share": round(submissions / total, 6)}
             if any(getattr(topic, k) != v for k, v in values.items()):
                 Topic.update(**values).where(Topic.id == topic.id).execute()
-
-
-# --- the read side -----------------------------------------------------------------------------
-
-def topics_of(docket_id: str) -> list[TopicSummary]:
-    """The docket's topics, largest first."""
-    query = Topic.select().where(Topic.docket == docket_id).order_by(Topic.submissions.desc(), Topic.id)
-    return [_summary(row) for row in query]
-
-
-def topic_of_items(keys: Iterable[str]) -> dict[str, str | None]:
-    """item -> its main topic (None: unplaced), for the items on a topic map."""
-    found = {}
-    for chunk in _chunks(keys):
-        found.update(TopicMember.select(TopicMember.item, TopicMember.topic)
-                     .where(TopicMember.item.in_(chunk)).tuples())
-    return found
-
-
-def topics_of_item(key: str) -> list[str]:
-    row = TopicMember.get_or_none(TopicMember.item == key)
-    return json.loads(row.topics) if row else []
-
-
-def members_of(topic_id: str) -> list[str]:
-    return [k for (k,) in TopicMember.select(TopicMember.item).where(TopicMember.topic == topic_id)
-            .order_by(TopicMember.similarity.desc(), TopicMember.item).tuples()]
-
-
-def member_count(docket_id: str) -> int:
-    return TopicMember.select(fn.COUNT(TopicMember.item)).where(TopicMember.docket == docket_id).scalar() or 0
-
-
-def docket_topic_of(docket_id: str) -> dict[str, str | None]:
-    """item -> its main topic (None: unplaced), for a docket's comments on its map (one query)."""
-    return dict(TopicMember.select(TopicMember.item, TopicMember.topic)
-                .where(TopicMember.docket == docket_id).tuples())

@@ -3,7 +3,7 @@ sorted with facets and their counts, a campaign's page, an organisation's page; 
 check of the query string every page shares (a bad value is said on the page, with HTTP 400,
 never dropped in silence).
 
-Plain functions over ``pipeline/store/browsing.py`` (no web framework here); nothing writes.
+Plain functions over ``pipeline/reading/browsing.py`` (no web framework here); nothing writes.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ import json
 from dataclasses import dataclass, field
 from datetime import date
 
-from pipeline import search_arguments
 from pipeline.clock import eastern_day_bounds
-from pipeline.index.chunking import PAGE_MARKER
-from pipeline.search_arguments import BadSearch
-from pipeline.store import browsing
+from pipeline.reading import browsing, comments, search_arguments
+from pipeline.reading.search_arguments import BadSearch
 from pipeline.web import pages, plots
 
 BROWSE_PAGE_SIZE = 50
@@ -88,8 +86,7 @@ def _unusable_values(values: list[tuple[str, str]]) -> list[str]:
 
 def _unknown_ids(params) -> list[str]:
     """A filter by an id this store does not hold is said, never an empty or unfiltered list."""
-    from pipeline.store import reports
-    from pipeline.web import campaigns
+    from pipeline.reading import campaigns, reports
 
     problems = []
     campaign = params.get("campaign", "").strip()
@@ -198,7 +195,7 @@ class BrowsePage:
 def browse_page(form: BrowseForm) -> BrowsePage:
     """One page of comments without a query: the total, the page's rows and the facets (a
     fixed number of statements whatever the data's size)."""
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     filters = form.filters()
     return BrowsePage(form, browsing.count(filters),
@@ -265,23 +262,20 @@ class CampaignPage:
 def clean_pages(text: str) -> list[tuple[int | None, str]]:
     """A text with page markers as (page number or None before the first marker, its text):
     the pages show a break between pages, never the marker itself."""
-    parts = PAGE_MARKER.split(text or "")
-    found = [(None, parts[0].strip())] if parts[0].strip() else []
-    found += [(int(parts[i]), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
-    return found
+    return comments.pages(text or "")
 
 
 def campaign_page(campaign_id: str, page: int) -> CampaignPage | None:
-    from pipeline.campaigns import queries
+    from pipeline.reading import campaigns
 
-    found = queries.campaign_rows([campaign_id]).get(campaign_id)
+    found = campaigns.campaign_rows([campaign_id]).get(campaign_id)
     if found is None:
         return None
-    representative = queries.members([found.representative]).get(found.representative)
+    representative = campaigns.members([found.representative]).get(found.representative)
     members = browsing.campaign_members(campaign_id, offset=(page - 1) * MEMBERS_PAGE_SIZE, limit=MEMBERS_PAGE_SIZE)
     added = {m.key: json.loads(m.added_sentences or "[]") for m in members}
     return CampaignPage(found, clean_pages(representative.text if representative else ""), members, page, added,
-                        queries.submissions([campaign_id]).get(campaign_id, found.size))
+                        campaigns.submissions([campaign_id]).get(campaign_id, found.size))
 
 
 # --- an organisation ---------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from pipeline.clock import eastern_date, iso, parse_iso, utcnow
-from pipeline.store import browsing
+from pipeline.reading import browsing
 from pipeline.text_validity import for_xml
 
 FEED_ENTRIES = 50
@@ -104,7 +104,7 @@ def since_instant(text: str) -> str:
     from datetime import UTC, datetime
 
     from pipeline.clock import eastern_day_bounds
-    from pipeline.search_arguments import FIRST_DAY, LAST_DAY
+    from pipeline.reading.search_arguments import FIRST_DAY, LAST_DAY
 
     said = (f"--since {text[:60]!r}: give a span (30m, 12h, 1d, 2w), an Eastern day "
             "(YYYY-MM-DD) or an instant (2026-03-01T12:00:00Z)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.index.chunking import PAGE_MARKER
+from pipeline.reading.comments import PAGE_MARKER
 
 PASSAGE_CHARS = 320
 # Words the full-text search ignores too: marking every "the" would hide the real match.

@@ -1,8 +1,8 @@
 """What each page shows, assembled from the stores by plain functions (no web framework
 here): the search results, a docket's dashboard, one comment, the status of every docket.
 
-Every read goes through ``pipeline/store/reports.py`` (the state DB), the index DB's own
-methods and the blob store; nothing here writes.
+Every read goes through ``pipeline/reading/`` (the state DB's reports, the search, a comment's
+text) and the index DB's own methods; nothing here writes.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from pipeline import search_arguments
 from pipeline.clock import eastern_date, eastern_day, eastern_day_bounds
-from pipeline.index.chunking import PAGE_MARKER
-from pipeline.index.database import SearchFilters, SearchHit
-from pipeline.web import campaigns, highlight, plots
+from pipeline.reading import campaigns, search_arguments
+from pipeline.reading.search import SearchFilters, SearchHit
+from pipeline.web import highlight, plots
 
 PAGE_SIZE = 20
 CAMPAIGN_READ = 200  # hits read per page when one result per campaign is asked
@@ -60,7 +59,7 @@ class SearchForm:
 
     def checked(self) -> SearchForm:
         """The same form, its arguments checked as ``docketeer search`` checks them
-        (``pipeline/search_arguments.py``); BadSearch names the first that is not searchable."""
+        (``pipeline/reading/search_arguments.py``); BadSearch names the first that is not searchable."""
         q = search_arguments.query_text(self.q)
         first = search_arguments.day(self.date_from, "from")
         last = search_arguments.day(self.date_to, "to")
@@ -79,7 +78,7 @@ class SearchForm:
 
     def browse_filters(self):
         """The comments this search is narrowed to, as the browse page filters them."""
-        from pipeline.store import browsing
+        from pipeline.reading import browsing
 
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return browsing.BrowseFilters(
@@ -94,7 +93,7 @@ class SearchForm:
         if self.attachments or self.withdrawn or self.attributes or self.topic:
             # Facts only the state DB holds: the search is narrowed to the comments that have
             # them (or, the shorter list, kept from those that do not).
-            from pipeline.store import browsing
+            from pipeline.reading import browsing
 
             # The search itself narrows by name and date; the state DB by the rest.
             members, excluded = browsing.narrowing(replace(
@@ -109,7 +108,7 @@ class SearchForm:
     def _org_items(self) -> tuple[str, ...]:
         """The comments the ``org`` filter matches through their resolved organisation: the
         index DB, which the search asks, holds no organisations."""
-        from pipeline.store.organisation_filter import member_keys
+        from pipeline.reading.organisation_filter import member_keys
 
         return tuple(member_keys(self.org, self.docket or None)) if self.org else ()
 
@@ -146,7 +145,7 @@ class WarmSearch:
     """
 
     def __init__(self, runtime, embedder=None) -> None:
-        from pipeline.index.stage import embedder_from
+        from pipeline.reading.search import embedder_from
 
         self.runtime = runtime
         self.embedder = embedder or embedder_from(runtime.settings)
@@ -155,7 +154,7 @@ class WarmSearch:
         self.lock = threading.Lock()
 
     def search(self, query: str, filters: SearchFilters, *, k: int, offset: int) -> list[SearchHit]:
-        from pipeline.index.search import search
+        from pipeline.reading.search import search
 
         with self.lock:
             return search(self.runtime.index_db(), self.embedder, query, filters=filters, k=k,
@@ -213,8 +212,8 @@ class DocketPage:
     # (comment records, submissions they represent: a mass-mail record counts its duplicates)
     submissions: tuple[int, int] = (0, 0)
     unit: str = "day"  # of per_day's points: a long span is drawn by week, month or year
-    timeline: object = None  # pipeline.lineage.timeline.Timeline: the rule the docket is part of
-    topics: list = field(default_factory=list)  # pipeline.topics.queries.TopicSummary, largest first
+    timeline: object = None  # pipeline.reading.lineage.Timeline: the rule the docket is part of
+    topics: list = field(default_factory=list)  # pipeline.reading.topics.TopicSummary, largest first
     topic_message: str = ""  # what the map says when it has no topics ("too few comments ...")
 
     @property
@@ -229,7 +228,7 @@ class DocketPage:
 
 
 def docket_page(docket_id: str) -> DocketPage | None:
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     docket = reports.find_docket(docket_id)
     if docket is None:
@@ -238,7 +237,7 @@ def docket_page(docket_id: str) -> DocketPage | None:
     totals: dict[str, int] = {}
     for row in counts:
         totals[row.stage] = totals.get(row.stage, 0) + row.count
-    from pipeline.topics import queries as topics
+    from pipeline.reading import topics
 
     unit, points = plots.dated_series(eastern_days(reports.comments_per_hour(docket_id)))
     mapped = topics.map_of(docket_id)
@@ -251,7 +250,7 @@ def docket_page(docket_id: str) -> DocketPage | None:
 
 
 def rule_timeline(docket_id: str):
-    from pipeline.lineage.timeline import timeline
+    from pipeline.reading.lineage import timeline
 
     return timeline(docket_id)
 
@@ -303,14 +302,14 @@ class CommentPage:
 
     @property
     def kept(self) -> list[tuple[str, object]]:
-        from pipeline.store import reports
+        from pipeline.reading import reports
 
         return reports.kept_attributes(self.item)
 
     @property
     def attachments_summary(self) -> str:
         """'9 attachments: 2 read, 7 waiting for the mirror' (or: not listed in this record)."""
-        from pipeline.store import reports
+        from pipeline.reading import reports
         from pipeline.store.models import ItemState
 
         key = self.item.key
@@ -325,7 +324,7 @@ class CommentPage:
 
 
 def comment_page(runtime, key: str) -> CommentPage | None:
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     item = reports.find_item(key)
     if item is None:
@@ -336,28 +335,19 @@ def comment_page(runtime, key: str) -> CommentPage | None:
 
 
 def resolved_organisations(key: str) -> list[tuple[str, str, str, str]]:
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     return reports.resolved_organisations(key)  # the one query, explain's too
 
 
 def _extracted_sections(runtime, item) -> tuple[list[Section], bool]:
     """The sections of the item's combined.md, split at page markers; none before extract."""
-    from pipeline.extract.combined import combined_sections
-    from pipeline.extract.stage import read_combined
+    from pipeline.reading import comments
 
-    try:
-        _, body = read_combined(runtime.blobs, item.docket, item.key)
-    except (FileNotFoundError, KeyError):
+    found = comments.sections(runtime.blobs, item.docket, item.key)
+    if found is None:
         return [], False
-    return [Section(heading, _pages(text)) for heading, text in combined_sections(body)], True
-
-
-def _pages(text: str) -> list[tuple[int | None, str]]:
-    parts = PAGE_MARKER.split(text)  # [before, n1, text1, n2, text2, ...]
-    pages = [(None, parts[0].strip())] if parts[0].strip() else []
-    pages += [(int(parts[i]), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
-    return pages
+    return [Section(heading, comments.pages(text)) for heading, text in found], True
 
 
 # --- status ---------------------------------------------------------------------------------
@@ -373,13 +363,13 @@ class DocketStatus:
 
     def cell(self, column: str) -> str:
         """A progress count with what it leaves out: '34 (1 failed, 2 waiting to retry)'."""
-        from pipeline.store.reports import progress_cell
+        from pipeline.reading.reports import progress_cell
 
         return progress_cell(self.progress, column)
 
 
 def status_page(runtime) -> list[DocketStatus]:
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     progress, waiting, pending = reports.comment_progress(), reports.retry_waiting(), reports.pending_counts()
     index_db = runtime.existing_index_db()

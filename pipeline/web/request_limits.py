@@ -6,7 +6,7 @@ Each statement a page sends to the state DB is given ``STATEMENT_SECONDS`` (Post
 deadline). A page sends a fixed number of statements, so a request is bounded; one that runs
 out is answered with 503 and the next request is served. The index DB's connection (the
 searches) gets the same ``statement_timeout`` once, when ``docketeer serve`` makes it read-only. The filters' own costs are bounded
-where they are compared (``pipeline/store/organisation_filter.py``).
+where they are compared (``pipeline/reading/organisation_filter.py``).
 """
 
 from __future__ import annotations

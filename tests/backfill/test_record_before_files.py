@@ -16,7 +16,7 @@ from devtools.standin_server import StandinServer
 from pipeline.index.database import SearchFilters
 from pipeline.index.search import search
 from pipeline.index.stage import TITLE_HEADING, embedder_from
-from pipeline.store import reports
+from pipeline.reading import reports
 from pipeline.store.models import Attachment, Item
 from tests.fixtures.chain_runs import KEY, run_at, states
 from tests.fixtures.state_fixtures import installed, make_runtime, new_pg_database

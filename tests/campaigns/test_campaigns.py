@@ -200,7 +200,7 @@ def test_read_queries_give_groups_largest_first_with_members_and_their_signal(rt
 
 
 def test_the_web_pages_read_the_stored_campaigns(rt):
-    from pipeline.web import campaigns as web_campaigns
+    from pipeline.reading import campaigns as web_campaigns
 
     assert not web_campaigns.available()  # nothing grouped yet: the pages show no campaign parts
     seed_store(rt, D, campaign_comments(D, 150))

@@ -317,7 +317,7 @@ def test_a_comment_whose_file_never_comes_keeps_its_body_and_other_files_past_th
     horizon passes, that file is failed for good and the comment is recorded like any item
     with a failed file. A rerun writes nothing; Redrive sends it back."""
     from pipeline.ops.redrive import redrive
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     lagging = tmp_path / "lagging"
     body = "Keep the marsh heron nesting buffer at two hundred metres."

@@ -11,7 +11,7 @@ from dataclasses import replace
 from devtools.standin_server import StandinServer
 from pipeline.engine.stage import StageContext
 from pipeline.lineage.stage import fr_item, lineage_terms, link_docket
-from pipeline.lineage.timeline import timeline
+from pipeline.reading.lineage import timeline
 from pipeline.store import dockets, item_states
 from pipeline.store.documents import save_documents
 from pipeline.store.models import DocketDocument, FederalRegisterDocument, ItemState, LineageLink

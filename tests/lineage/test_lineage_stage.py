@@ -8,9 +8,9 @@ from __future__ import annotations
 from devtools.lineage_corpus import FINAL_DOCKET, PROPOSED_DOCKET, RIN, seed_comments, seed_rule
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.engine.stage import StageContext
-from pipeline.lineage import queries
 from pipeline.lineage.stage import STAGE, link_docket, unfinished
-from pipeline.lineage.timeline import timeline
+from pipeline.reading import lineage
+from pipeline.reading.lineage import timeline
 from pipeline.store import dockets
 from pipeline.store.models import DocketDocument, ItemState, LineageComment, LineageLink
 
@@ -38,7 +38,7 @@ def test_ties_then_a_rerun_does_nothing_then_forty_new_are_forty_rows(state):
     seed_comments(FINAL_DOCKET, 1, 200)
     counts, _ = run(state)
     assert counts == {"tied": 500, "links_written": 2}
-    assert queries.comments_per_phase([PROPOSED_DOCKET, FINAL_DOCKET]) == {"proposed": 300, "final": 200}
+    assert lineage.comments_per_phase([PROPOSED_DOCKET, FINAL_DOCKET]) == {"proposed": 300, "final": 200}
     assert sorted(LineageLink.select(LineageLink.docket, LineageLink.other, LineageLink.value).tuples()) == \
         [(PROPOSED_DOCKET, FINAL_DOCKET, RIN), (FINAL_DOCKET, PROPOSED_DOCKET, RIN)]
     assert unfinished(PROPOSED_DOCKET) == unfinished(FINAL_DOCKET) == 0
@@ -59,7 +59,7 @@ def test_ties_then_a_rerun_does_nothing_then_forty_new_are_forty_rows(state):
     # The final rule's document retyped: its 240 comments alone are redone.
     DocketDocument.update(document_type="Other").where(DocketDocument.docket == FINAL_DOCKET).execute()
     assert run(state)[0] == {"tied": 240}
-    assert queries.comments_per_phase([FINAL_DOCKET]) == {"other": 240}
+    assert lineage.comments_per_phase([FINAL_DOCKET]) == {"other": 240}
 
 
 def test_the_timeline_and_the_organisations_of_every_phase(state):
@@ -81,5 +81,5 @@ def test_the_timeline_and_the_organisations_of_every_phase(state):
     assert t.phases == {"proposed": 3, "final": 2}
     assert timeline(FINAL_DOCKET).dockets == [PROPOSED_DOCKET, FINAL_DOCKET]  # linked by RIN
     assert timeline("NOPE-2026-0001") is None
-    both = queries.organisations_in_every_phase(t.dockets, ["proposed", "final"])
+    both = lineage.organisations_in_every_phase(t.dockets, ["proposed", "final"])
     assert both == [("both", "Both", {"proposed": 1, "final": 2})]

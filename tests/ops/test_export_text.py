@@ -13,7 +13,7 @@ import pytest
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.ops import cli, export
 from pipeline.ops.export import EXPORT_FILES_WRITTEN
-from pipeline.store import reports
+from pipeline.reading import reports
 from pipeline.store.models import CampaignMember, ItemState
 from tests.fixtures.pipeline_fixtures import built_store
 

@@ -15,10 +15,10 @@ from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.engine.stage import StageContext
 from pipeline.errors import ConfigError
 from pipeline.failures import classify
-from pipeline.organisations import queries
 from pipeline.organisations.aliases import alias_terms
 from pipeline.organisations.matching import organisation_id
 from pipeline.organisations.stage import STAGE, resolve_docket, unfinished
+from pipeline.reading import organisations as organisation_reads
 from pipeline.store import dockets, item_states
 from pipeline.store.models import ItemState, Organisation, OrganisationMember
 from tests.fixtures.state_fixtures import installed, make_runtime
@@ -74,7 +74,7 @@ def test_similar_names_of_different_organisations_stay_apart(state):
     assert orgs[f"{d}-0001"] == orgs[f"{d}-0003"] == orgs[f"{d}-0006"]
     assert orgs[f"{d}-0002"] == orgs[f"{d}-0004"]
     assert len({orgs[f"{d}-0001"], orgs[f"{d}-0002"], orgs[f"{d}-0005"]}) == 3
-    shown = {s.id: s for s in queries.organisations_summary(d)}
+    shown = {s.id: s for s in organisation_reads.organisations_summary(d)}
     hospital = shown[orgs[f"{d}-0001"]]
     assert hospital.name == "American Hospital Association" and hospital.comments == 3
     assert hospital.id == organisation_id("american hospital association")
@@ -229,7 +229,7 @@ def test_an_organisation_counts_the_form_letter_campaigns_its_comments_joined(st
     campaigns.save_campaign("c1", d, size=3, representative=f"{d}-0001", first_seen=None, last_seen=None)
     campaigns.save_campaign("c2", d, size=1, representative=f"{d}-0003", first_seen=None, last_seen=None)
     sierra, acme = organisation_id("sierra club"), organisation_id("acme energy")
-    assert queries.campaigns_joined([sierra, acme]) == {sierra: 1, acme: 1}  # a group of one is no campaign
+    assert organisation_reads.campaigns_joined([sierra, acme]) == {sierra: 1, acme: 1}  # a group of one is no campaign
 
 
 def test_docketeer_orgs_lists_organisations_with_their_spellings_and_exports_name_them(tmp_path, capsys):

@@ -14,9 +14,9 @@ from pipeline.counters import STAGE_CALLS, counters
 from pipeline.engine import markers
 from pipeline.engine.invocation import Invocation
 from pipeline.ops import cli, verify
-from pipeline.organisations import queries
 from pipeline.organisations.matching import organisation_id
 from pipeline.organisations.names import normalise
+from pipeline.reading import organisations as organisation_reads
 from pipeline.store.models import Item, OrganisationMember
 from pipeline.tasks import OrganisationsAll, ResolveOrganisations
 from pipeline.web import pages
@@ -42,7 +42,7 @@ def test_real_comments_are_resolved_exported_and_listed(tmp_path, pg_server, rea
         ids = [d for d in ids if any((realdata / "mirror" / "raw-data").glob(f"*/{d}/text-{d}/docket"))]
         assert run_invocation(OrganisationsAll())
         shown = {item: [name for _, name in named] for docket in ids
-                 for item, named in queries.docket_organisations(docket).items()}
+                 for item, named in organisation_reads.docket_organisations(docket).items()}
         assert {k: v for k, v in shown.items() if k in EXPECTED} == EXPECTED
         comments = {i.key for i in Item.select().where(Item.kind == "comment")}
         assert set(shown) <= comments

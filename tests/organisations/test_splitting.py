@@ -12,12 +12,12 @@ from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.engine.stage import StageContext
 from pipeline.errors import ConfigError
 from pipeline.ops import export as export_module
-from pipeline.organisations import queries
 from pipeline.organisations.aliases import parse_aliases
 from pipeline.organisations.matching import organisation_id
 from pipeline.organisations.names import candidate, normalise
 from pipeline.organisations.splitting import split_names
 from pipeline.organisations.stage import STAGE, resolve_docket, unfinished
+from pipeline.reading import organisations as organisation_reads
 from pipeline.store import dockets
 from pipeline.store.models import ItemState, OrganisationMember
 from tests.fixtures.state_fixtures import installed, make_runtime
@@ -122,7 +122,7 @@ def test_the_stage_writes_one_member_per_organisation_incrementally(tmp_path):
         assert members[f"{D}-0002"] == [ama]  # the same organisation, alone or in a list
         assert len(members[f"{D}-0003"]) == len(members[f"{D}-0005"]) == 1
         assert len(members[f"{D}-0004"]) == len(members[f"{D}-0006"]) == 2
-        summary = {s.name: s.comments for s in queries.organisations_summary(D)}
+        summary = {s.name: s.comments for s in organisation_reads.organisations_summary(D)}
         assert summary["American Medical Association"] == 2 and summary["Sierra Club"] == 1
 
         assert _resolve(runtime, "again") == ({}, 0)  # a rerun reads and writes nothing

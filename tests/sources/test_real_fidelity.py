@@ -21,8 +21,8 @@ import shutil
 from devtools.standin_server import StandinServer
 from pipeline.extract.combined import combined_sections
 from pipeline.extract.stage import read_combined
+from pipeline.reading import reports
 from pipeline.runtime import set_runtime
-from pipeline.store import reports
 from pipeline.store.models import Attachment, Docket, Item, ItemState
 from tests.fixtures.chain_runs import KEY, run_at
 from tests.fixtures.real_records import (

@@ -15,10 +15,10 @@ from devtools.topic_corpus import seed_index, topic_comments
 from pipeline.engine.stage import StageContext
 from pipeline.index.embedders import HashingEmbedder
 from pipeline.ops import cli
+from pipeline.reading import topics as topic_maps
 from pipeline.runtime import set_runtime
 from pipeline.store import dockets, item_states
 from pipeline.store.models import Topic, TopicMember
-from pipeline.topics import queries
 from pipeline.topics.stage import TOO_FEW, map_docket
 from tests.fixtures.state_fixtures import make_runtime
 
@@ -55,13 +55,13 @@ def test_planted_topics_are_found_labelled_and_kept_stable(rt):
     keys = sorted(truth)
     ami = adjusted_mutual_info_score([truth[k] for k in keys], [found[k] or "-" for k in keys])
     assert ami >= 0.8
-    topics = queries.topics_of(D)
+    topics = topic_maps.topics_of(D)
     assert len(topics) == len(TOPICS)
     assert sum(t.comments for t in topics) == sum(1 for v in found.values() if v)
     assert all(len(t.representatives) == 3 and t.first_seen and t.share > 0 for t in topics)
     # each planted topic's label names its key terms: the topic its members are
     for t in topics:
-        members = [truth[k] for k in queries.members_of(t.id)]
+        members = [truth[k] for k in topic_maps.members_of(t.id)]
         slug = max(set(members), key=members.count)
         key_words = {w for w in slug.split("_")} | {"telehealth", "nurse", "nurses", "rural"}
         words = {w for term, _ in t.terms for w in term.split()}
@@ -79,7 +79,7 @@ def test_planted_topics_are_found_labelled_and_kept_stable(rt):
     result = run(rt)
     assert result.counts.get("placed", 0) + result.counts.get("unplaced", 0) == 40
     assert result.counts["placed"] >= 36
-    assert {t.id for t in queries.topics_of(D)} == ids
+    assert {t.id for t in topic_maps.topics_of(D)} == ids
     after = assignment()
     assert {k: after[k] for k in before} == before
     assert len(after) == 440
@@ -87,7 +87,7 @@ def test_planted_topics_are_found_labelled_and_kept_stable(rt):
     # a forced re-cluster of unchanged data: the same topics and ids
     result = run(rt, force=True)
     assert result.counts == {"clustered": 440}
-    assert {t.id for t in queries.topics_of(D)} == ids
+    assert {t.id for t in topic_maps.topics_of(D)} == ids
     forced = assignment()
     same = sum(forced[k] == after[k] for k in after)
     assert same >= 0.95 * len(after)
@@ -110,7 +110,7 @@ def test_the_topics_command(rt, capsys):
     capsys.readouterr()
     assert cli.main(["topics", D, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert [t["id"] for t in shown["topics"]] == [t.id for t in queries.topics_of(D)]
+    assert [t["id"] for t in shown["topics"]] == [t.id for t in topic_maps.topics_of(D)]
     assert len(shown["topics"]) >= len(TOPICS)
     assert all(len(t["representatives"]) == 3 and t["terms"] for t in shown["topics"])
     assert sum(t["comments"] for t in shown["topics"]) <= 200
@@ -133,7 +133,7 @@ def test_the_export_holds_the_topics_and_each_comments_topic(rt, tmp_path):
     assert cli.main(["export", str(dest), "--docket", D, "--format", "parquet"]) == 0
     comments = pq.read_table(dest / D / "comments.parquet").to_pylist()
     topics = pq.read_table(dest / D / "topics.parquet").to_pylist()
-    assert {t["topic_id"] for t in topics} == {t.id for t in queries.topics_of(D)}
+    assert {t["topic_id"] for t in topics} == {t.id for t in topic_maps.topics_of(D)}
     assert {c["comment_id"]: c["topic_id"] for c in comments} == assignment()
     assert all(t["label"] and t["representative_ids"].count("\n") == 2 for t in topics)
 
@@ -147,7 +147,7 @@ def test_the_docket_page_shows_the_topics_and_browsing_filters_by_one(rt):
 
     seed_index(rt, D, topic_comments(D, 160), EMBEDDER)
     run(rt)
-    topics = queries.topics_of(D)
+    topics = topic_maps.topics_of(D)
     with TestClient(make_app(rt, pages.WarmSearch(rt)), base_url="http://127.0.0.1") as client:
         with counters.measure() as io, counters.counting_queries():
             page = client.get(f"/docket/{D}")
@@ -159,6 +159,6 @@ def test_the_docket_page_shows_the_topics_and_browsing_filters_by_one(rt):
         browsed = client.get("/comments", params={"docket": D, "topic": largest.id})
         assert browsed.status_code == 200
         shown = set(re.findall(rf'href="/comment/({D}-\d+)"', browsed.text))
-        members = set(queries.members_of(largest.id))
+        members = set(topic_maps.members_of(largest.id))
         assert shown and shown <= members | {k for k, v in assignment().items() if v}
         assert f"{largest.comments:,}" in browsed.text or len(shown) == min(50, largest.comments)

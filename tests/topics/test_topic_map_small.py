@@ -14,6 +14,7 @@ from sklearn.metrics import adjusted_mutual_info_score
 from devtools.topic_corpus import seed_index, topic_comments
 from pipeline.engine.stage import StageContext
 from pipeline.index.embedders import HashingEmbedder
+from pipeline.reading import topics as topic_maps
 from pipeline.runtime import set_runtime
 from pipeline.store import dockets, item_states
 from pipeline.store.models import TopicMember
@@ -49,7 +50,7 @@ def test_one_letter_sent_200_times_and_3_comments_is_a_map_of_what_there_is(rt):
     assert sorted(groups.values()) == [1, 1, 1, 200]
     result = run(rt)
     assert result.counts == {"clustered": 4}
-    topics = queries.topics_of(D)
+    topics = topic_maps.topics_of(D)
     assert 1 <= len(topics) <= 4
     # the letter is the docket's largest topic, weighted by its 200 submissions
     letter_topic = topics[0]
@@ -57,7 +58,7 @@ def test_one_letter_sent_200_times_and_3_comments_is_a_map_of_what_there_is(rt):
     found = dict(TopicMember.select(TopicMember.item, TopicMember.topic).tuples())
     assert {found[k] for k, t in truth.items() if t == "letter"} == {letter_topic.id}
     assert sum(t.submissions for t in topics) + sum(1 for v in found.values() if v is None) == 203
-    assert queries.map_of(D).message == ""
+    assert topic_maps.map_of(D).message == ""
     # the three others, on issues of their own, are not the letter's topic (hashing vectors:
     # no two of them alike), and each is there: a topic, or said unplaced
     assert all(found[k] != letter_topic.id for k, t in truth.items() if t != "letter")
@@ -69,7 +70,7 @@ def test_a_docket_of_30_comments_gets_a_map(rt):
     seed_index(rt, D, planted, EMBEDDER)
     result = run(rt)
     assert result.counts == {"clustered": 30}
-    topics = queries.topics_of(D)
+    topics = topic_maps.topics_of(D)
     assert len(topics) >= 3
     found = dict(TopicMember.select(TopicMember.item, TopicMember.topic).tuples())
     truth = {c.key: c.topic for c in planted}
@@ -82,8 +83,8 @@ def test_a_docket_of_one_distinct_text_says_why_it_has_no_map(rt):
     letter_docket(rt, D, EMBEDDER, copies=30, others=0)
     result = run(rt)
     assert result.counts == {"too_few": 30}
-    assert queries.topics_of(D) == []
-    assert queries.map_of(D).message.startswith(f"{TOO_FEW} (1 distinct")
+    assert topic_maps.topics_of(D) == []
+    assert topic_maps.map_of(D).message.startswith(f"{TOO_FEW} (1 distinct")
     assert {s.reason for s in item_states.states_for_docket("topics", D).values()} == {TOO_FEW}
 
 

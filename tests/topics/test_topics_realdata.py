@@ -7,10 +7,10 @@ every comment says one thing."""
 from __future__ import annotations
 
 from pipeline.ops import cli
+from pipeline.reading import topics as topic_maps
 from pipeline.store import item_states
 from pipeline.store.models import Item, Topic, TopicMember
 from pipeline.tasks import IndexAll, TopicsAll
-from pipeline.topics import queries
 from pipeline.topics.stage import TOO_FEW
 from tests.fixtures.state_fixtures import real_mirror_runtime, run_invocation
 
@@ -28,12 +28,12 @@ def test_real_dockets_are_mapped_or_said_too_few(tmp_path, pg_server, realdata, 
             assert rows, docket
             if comments == 1:  # one distinct comment: nothing to map, said so
                 assert {r.reason for r in rows.values()} == {TOO_FEW}
-                assert queries.map_of(docket).message.startswith(TOO_FEW)
+                assert topic_maps.map_of(docket).message.startswith(TOO_FEW)
                 assert Topic.select().where(Topic.docket == docket).count() == 0
                 continue
             mapped.append(docket)
-            topics = queries.topics_of(docket)
-            assert topics and queries.map_of(docket).message == ""
+            topics = topic_maps.topics_of(docket)
+            assert topics and topic_maps.map_of(docket).message == ""
             members = TopicMember.select().where(TopicMember.docket == docket).count()
             assert sum(t.comments for t in topics) <= members <= comments
         assert mapped == ["USTR-2015-0010"]  # its 4 comments: a map (the old minimum was 100)
@@ -58,7 +58,7 @@ def test_the_cdo_pilots_form_letter_dockets_get_maps_of_their_issues(real_store)
     smaller "end secret science" support; EPA-HQ-OPP-2015-0481 says one thing, "ban these
     rodenticides, they poison wildlife", in many wordings (the old map split it in three)."""
     with real_store.opened():  # every real docket through IndexAll with MiniLM, built once a session
-        maps = {d: queries.topics_of(d) for d in CDO}
+        maps = {d: topic_maps.topics_of(d) for d in CDO}
         for docket, topics in maps.items():
             comments = Item.select().where((Item.docket == docket) & (Item.kind == "comment")).count()
             assert sum(t.submissions for t in topics) >= 0.95 * comments, docket  # nearly all mapped

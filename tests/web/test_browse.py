@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.campaigns import queries as campaign_rows
 from pipeline.clock import eastern_date
-from pipeline.store import reports
+from pipeline.reading import reports
 from pipeline.store.models import Attachment, Item
 from pipeline.web import browse
 from tests.fixtures.web_fixtures import CITING_ID, listed_comments, page_client, web_store

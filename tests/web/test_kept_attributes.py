@@ -148,7 +148,7 @@ def test_campaigns_show_their_submissions_beside_their_records(client, store):
     docket = client.get("/docket/CMS-2026-0001").text
     assert f'<strong>{campaign.size}</strong> comments</a>, <span class="submissions">{submissions:,} submissions' in docket
     # The export counts the same.
-    from pipeline.web.campaigns import campaign_info
+    from pipeline.reading.campaigns import campaign_info
 
     member = campaign_rows.members_of(campaign.id)[0].item
     assert campaign_info([member])[member]["submissions"] == submissions
@@ -181,7 +181,7 @@ def test_the_command_line_narrows_by_attributes_checked_by_the_same_rule(store, 
 
 def test_a_long_narrowing_is_sent_as_the_keys_it_leaves_out_with_the_same_results(client, store, monkeypatch,
                                                                                     capsys):
-    from pipeline.store import browsing
+    from pipeline.reading import browsing
 
     ohio = _comments("CMS-2026-0001", state_province_region="OH")
     params = {"q": QUERY, "state": "OH", "docket": "CMS-2026-0001"}

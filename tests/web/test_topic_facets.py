@@ -13,12 +13,13 @@ import pytest
 from devtools.corpus_topics import TOPICS
 from devtools.topic_corpus import seed_index, topic_comments
 from pipeline.engine.stage import StageContext
-from pipeline.index.stage import embedder_from
 from pipeline.ops import cli
+from pipeline.reading import browsing
+from pipeline.reading import topics as topic_maps
+from pipeline.reading.search import embedder_from
 from pipeline.runtime import set_runtime
-from pipeline.store import browsing, dockets
+from pipeline.store import dockets
 from pipeline.store.models import TopicMember
-from pipeline.topics import queries
 from pipeline.topics.stage import map_docket
 from tests.fixtures.state_fixtures import make_runtime, new_pg_database
 from tests.fixtures.web_fixtures import linked_comments, page_client
@@ -40,8 +41,8 @@ def rt(tmp_path_factory, pg_server):
     # Planted comments keep to one topic each; five of the largest topic's also touch the
     # second's (as a comment with a passage on each would), so its main-topic count and the
     # comments its filter matches differ.
-    first, second = (t.id for t in queries.topics_of(D)[:2])
-    for key in queries.members_of(first)[:5]:
+    first, second = (t.id for t in topic_maps.topics_of(D)[:2])
+    for key in topic_maps.members_of(first)[:5]:
         TopicMember.update(topics=json.dumps([first, second])).where(TopicMember.item == key).execute()
     yield runtime
     set_runtime(previous)
@@ -71,9 +72,9 @@ def _facet(html: str) -> dict[str, tuple[str, int]]:
 
 
 def test_the_topic_facet_counts_what_the_topic_filter_matches(rt):
-    topics = {t.id: t for t in queries.topics_of(D)}
+    topics = {t.id: t for t in topic_maps.topics_of(D)}
     assert len(topics) >= len(TOPICS)
-    second = queries.topics_of(D)[1]
+    second = topic_maps.topics_of(D)[1]
     assert {c.id: c.comments for c in browsing.topic_counts(browsing.BrowseFilters(docket=D))}[second.id] \
         == second.comments + 5  # its own and the five that touch it besides their main topic
     counted = browsing.facets(browsing.BrowseFilters(docket=D)).topics
@@ -126,7 +127,7 @@ def test_a_search_narrowed_to_a_topic_finds_only_its_comments(client, rt):
 
 
 def test_the_command_line_narrows_a_search_to_a_topic(rt, capsys):
-    topic_id = queries.topics_of(D)[0].id
+    topic_id = topic_maps.topics_of(D)[0].id
     assert cli.main(["search", QUERY, "--docket", D, "-k", "30", "--cold", "--json", "--topic", topic_id]) == 0
     document = json.loads(capsys.readouterr().out)
     found = {r["item_id"] for r in document["results"]}

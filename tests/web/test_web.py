@@ -9,8 +9,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from pipeline.ops import cli
-from pipeline.store import reports
-from pipeline.web import campaigns, pages
+from pipeline.reading import campaigns, reports
+from pipeline.web import pages
 from pipeline.web.app import make_app
 from tests.fixtures.web_fixtures import CITATION, CITING_ID, HOSTILE_ID, HOSTILE_TEXT, web_store
 
@@ -77,7 +77,7 @@ def test_results_are_paged_with_the_query_in_the_url(client, monkeypatch):
 
 
 def test_campaign_filter_and_one_result_per_campaign_through_the_hook(client, store, monkeypatch):
-    # The CampaignGroups stage is wired through pipeline/web/campaigns.py; here its answers
+    # The CampaignGroups stage is wired through pipeline/reading/campaigns.py; here its answers
     # are given for the first docket's comments, as the stage's tables would give them.
     query = {"q": "hospital payment rural"}
     everywhere = _result_ids(client.get("/search", params=query).text)

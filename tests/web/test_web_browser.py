@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from pipeline.index import search_service
-from pipeline.index.stage import embedder_from
+from pipeline.reading.search import embedder_from
 from tests.fixtures.luigid_server import free_port
 from tests.fixtures.paths import ROOT as CHECKOUT
 from tests.fixtures.served_site import wait_until_up

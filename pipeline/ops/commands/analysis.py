@@ -12,7 +12,7 @@ import json
 import sys
 
 from pipeline.clock import eastern_date
-from pipeline.lineage.phases import BadPhases, parse_phases
+from pipeline.reading.lineage import BadPhases, parse_phases
 from pipeline.ops.commands.command_line import command, open_runtime, table
 
 
@@ -74,8 +74,8 @@ def _org_origin(origins) -> str:
 
 @command
 def cmd_orgs(args) -> int:
-    from pipeline.organisations import queries
-    from pipeline.store import reports
+    from pipeline.reading import organisations as queries
+    from pipeline.reading import reports
 
     open_runtime()
     if args.docket and reports.find_docket(args.docket) is None:
@@ -108,7 +108,7 @@ def cmd_orgs(args) -> int:
 def _orgs_of_rule(args) -> int:
     """``orgs --rule X --phases proposed,final``: the organisations that commented in every
     named phase of the rule."""
-    from pipeline.lineage import queries as lineage
+    from pipeline.reading import lineage
 
     try:
         phases = parse_phases(args.phases)
@@ -133,7 +133,7 @@ def _orgs_of_rule(args) -> int:
 
 @command
 def cmd_rule(args) -> int:
-    from pipeline.lineage import timeline
+    from pipeline.reading import lineage as timeline
 
     open_runtime()
     found = timeline.timeline(args.rule)
@@ -149,8 +149,8 @@ def cmd_rule(args) -> int:
 
 @command
 def cmd_topics(args) -> int:
-    from pipeline.store import reports
-    from pipeline.topics import queries
+    from pipeline.reading import reports
+    from pipeline.reading import topics as queries
 
     open_runtime()
     if reports.find_docket(args.docket) is None:
@@ -188,7 +188,7 @@ CAMPAIGN_OPENING_SHOWN = 70  # characters of the letter in the table; --json has
 @command
 def cmd_campaigns(args) -> int:
     from pipeline.campaigns import queries
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     open_runtime()
     if reports.find_docket(args.docket) is None:
@@ -217,7 +217,7 @@ OPENING_CHARS = 240  # as the docket page's list of campaigns
 
 def _opening(text: str) -> str:
     """The first words of a letter, its page markers and line breaks folded into spaces: the
-    docket page's opening (``pipeline.web.campaigns.opening``, a function of the web package,
+    docket page's opening (``pipeline.reading.campaigns.opening``, a function of the web package,
     made here from the same page marker)."""
     from pipeline.index.chunking import PAGE_MARKER
 
@@ -230,7 +230,7 @@ def _cut(text: str, chars: int) -> str:
 
 @command
 def cmd_digest(args) -> int:
-    from pipeline.store import reports
+    from pipeline.reading import reports
     from pipeline.web import feeds
 
     open_runtime()

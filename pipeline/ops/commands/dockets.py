@@ -25,7 +25,8 @@ def register(commands) -> None:
 
 @command
 def cmd_dockets(args) -> int:
-    from pipeline.store import docket_failures, reports
+    from pipeline.reading import reports
+    from pipeline.store import docket_failures
 
     rt = open_runtime()
     progress, waiting = reports.comment_progress(), reports.retry_waiting()
@@ -54,7 +55,7 @@ def _failed_cell(failures: list) -> str:
 def _docket_row(d, counts: dict[str, int], waiting: int, index_db, submissions: int) -> list:
     """``submissions``: what the docket's comment records represent (a mass-mail campaign's
     record stands for its ``duplicateComments`` too): regulations.gov's "comments received"."""
-    from pipeline.store.reports import progress_cell
+    from pipeline.reading.reports import progress_cell
 
     # One query per docket: the comments collection's index rows.
     indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"

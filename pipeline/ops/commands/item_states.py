@@ -30,7 +30,8 @@ def register(commands) -> None:
 
 @command
 def cmd_stats(args) -> int:
-    from pipeline.store import dockets, reports
+    from pipeline.reading import reports
+    from pipeline.store import dockets
 
     open_runtime()
     if args.docket:
@@ -58,7 +59,7 @@ def _print_stage_failures(docket: str | None) -> None:
 
 
 def _index_row(rt, item, when) -> list[str]:
-    from pipeline.index.stage import COLLECTIONS
+    from pipeline.reading.search import COLLECTIONS
 
     index_db = rt.existing_index_db()
     if index_db is None:
@@ -94,7 +95,7 @@ def _stage_row(row, when=eastern_instant) -> list:
 @command
 def cmd_explain(args) -> int:
     from pipeline.engine import registry
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     rt = open_runtime()
     item = reports.find_item(args.comment)
@@ -131,7 +132,7 @@ def who(item) -> list[str]:
     """Who sent it, as the comment page and the export show it: the record's submitter and
     organisation fields, then each organisation the organisations stage resolved it to (its
     canonical name; as written, and where from, when they differ)."""
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     lines = [f"submitter: {item.submitter}"] if item.submitter else []
     if item.organization:
@@ -144,7 +145,7 @@ def who(item) -> list[str]:
 
 def kept_attributes(item) -> str:
     """'duplicates 15851  subtype Mass Mail Campaign  ...': the record's kept attributes it gives."""
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     return "  ".join(f"{label} {value}" for label, value in reports.kept_attributes(item))
 
@@ -179,7 +180,7 @@ def _print_attachments(item, states: dict, extracted) -> None:
     """The summary line ('9 attachments: 2 read, 7 waiting for the mirror'), then one row per
     declared file, from the record (ordinal, title, format, declared size, URL) and its states
     (a scan OCR read stands as OCR says, while its text is the one stored)."""
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     key = item.key
     files = reports.attachments_of(key)
@@ -197,7 +198,7 @@ def _print_attachments(item, states: dict, extracted) -> None:
 
 def attachments_line(item, files: list, states: dict, extracted) -> str:
     """'9 attachments: 2 read, 7 waiting for the mirror' (the comment page's line too)."""
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     key = item.key
     standings = [reports.file_standing(f, states.get(("backfill.file", f"{key}/{f.filename}")),
@@ -229,7 +230,8 @@ def _attachment_row(name: str, row, by_stage: dict) -> list:
 @command
 def cmd_pending(args) -> int:
     from pipeline.engine import runs
-    from pipeline.store import item_states, reports
+    from pipeline.reading import reports
+    from pipeline.store import item_states
 
     open_runtime()
     now = utcnow()

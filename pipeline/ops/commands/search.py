@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from pipeline import search_arguments
+from pipeline.reading import search_arguments
 from pipeline.errors import DocketeerError
 from pipeline.ops.commands.command_line import MAX_K, command, open_runtime, parse_day, parse_k
 
@@ -60,7 +60,7 @@ def cmd_search(args) -> int:
     if args.org:
         open_runtime()
         args.org = search_arguments.organisation(args.org)
-        from pipeline.store.organisation_filter import member_keys
+        from pipeline.reading.organisation_filter import member_keys
 
         args.org_items = member_keys(args.org, args.docket)  # the index DB knows no organisations
     if args.docket:
@@ -90,9 +90,7 @@ def cmd_search(args) -> int:
 def _search_here(args) -> dict:
     """The search done in this process: the answer the warm service would give."""
     # Imported only here: the warm path must not pay for psycopg2, pgvector and the stages.
-    from pipeline.index.search import filters_of, format_hits, search
-    from pipeline.index.search_results import hit_records
-    from pipeline.index.stage import embedder_from
+    from pipeline.reading.search import embedder_from, filters_of, format_hits, hit_records, search
 
     runtime = open_runtime()
     hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
@@ -122,7 +120,7 @@ def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
     if args.collection == "documents":
         raise search_arguments.BadSearch(f"--{next(iter(given), 'topic')} narrows comments: documents have no such attribute")
     args.collection = "comments"
-    from pipeline.store import browsing
+    from pipeline.reading import browsing
 
     open_runtime()
     checked = {name: search_arguments.attribute(name, value) for name, value in given.items()}

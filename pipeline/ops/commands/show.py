@@ -2,9 +2,9 @@
 Eastern dates, who sent it, its body, each attachment's extracted text page by page) and its
 states in every stage, as ``docketeer explain`` shows them.
 
-It reads what the comment page reads, through the same store queries (``pipeline/store/
-reports.py``, the campaigns' and lineage's queries, the extract stage's combined text); the
-page's own assembling functions live in the web package and are not called from here.
+It reads what the comment page reads, through the read side (``pipeline/reading/``: reports,
+campaigns, lineage, a comment's sections and pages); the page's own assembling functions live
+in the web package and are not called from here.
 Those modules are imported inside the functions: they bring peewee, psycopg2 and the
 stages, which ``docketeer --help`` and a bad argument do without."""
 
@@ -39,7 +39,7 @@ def register(commands) -> None:
 @command
 def cmd_show(args) -> int:
     from pipeline.engine import registry
-    from pipeline.store import reports
+    from pipeline.reading import reports
 
     rt = open_runtime()
     item = reports.find_item(args.comment)
@@ -58,7 +58,7 @@ class _ShownComment:
     """What ``show`` prints of one stored item, read once."""
 
     def __init__(self, rt, item, rows: list) -> None:
-        from pipeline.store import reports
+        from pipeline.reading import reports
 
         self.rt, self.item, self.rows = rt, item, rows
         self.files = reports.file_rows_of(item.key)
@@ -115,7 +115,7 @@ class _ShownComment:
 
     def document(self) -> dict:
         """The JSON document: instants as stored (UTC), as every JSON docketeer prints."""
-        from pipeline.store import reports
+        from pipeline.reading import reports
 
         item = self.item
         return {
@@ -160,43 +160,27 @@ def _page_lines(pages: list | None, extracted: bool) -> list[str]:
 
 def _extracted_sections(rt, item) -> tuple[list[tuple[str, list[tuple[int | None, str]]]], bool]:
     """The sections of the item's combined text, each split at its page markers, and whether
-    there is one (none before extract). The comment page does the same in the web package
-    (``pipeline.web.pages._extracted_sections``), from the same two functions."""
-    from pipeline.extract.combined import combined_sections
-    from pipeline.extract.stage import read_combined
+    there is one (none before extract): what the comment page reads (``pipeline.reading.comments``)."""
+    from pipeline.reading import comments
 
-    try:
-        _, body = read_combined(rt.blobs, item.docket, item.key)
-    except (FileNotFoundError, KeyError):
+    found = comments.sections(rt.blobs, item.docket, item.key)
+    if found is None:
         return [], False
-    return [(heading, _pages(text)) for heading, text in combined_sections(body)], True
-
-
-def _pages(text: str) -> list[tuple[int | None, str]]:
-    from pipeline.index.chunking import PAGE_MARKER
-
-    parts = PAGE_MARKER.split(text)  # [before, n1, text1, n2, text2, ...]
-    pages = [(None, parts[0].strip())] if parts[0].strip() else []
-    pages += [(int(parts[i]), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
-    return pages
+    return [(heading, comments.pages(text)) for heading, text in found], True
 
 
 def _answered(item) -> tuple[str | None, str | None]:
     """(the document the comment answers, as its record names it; the rule's phase that
     document stands for, once the lineage stage tied them)."""
-    from pipeline.lineage import queries as lineage
+    from pipeline.reading import lineage
 
     document, phase = lineage.ties_among([item.key]).get(item.key, (None, None))
     return item.comment_on_document_id or document, phase
 
 
 def _campaign(key: str) -> dict | None:
-    """{"id", "size", "added"} of the form-letter campaign the comment is one of (a group of
-    one is none), as the comment page reads it (``pipeline.web.campaigns.campaign_info``)."""
-    from pipeline.campaigns import queries
+    """{"id", "size", "submissions", "added"} of the form-letter campaign the comment is one of (a group of
+    one is none), as the comment page reads it."""
+    from pipeline.reading import campaigns
 
-    found = queries.memberships([key]).get(key)
-    if found is None or found[1] < 2:
-        return None
-    campaign, size, added = found
-    return {"id": campaign, "size": size, "added": added}
+    return campaigns.campaign_info([key]).get(key)

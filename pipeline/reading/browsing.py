@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from peewee import JOIN, Case, Value, fn
 
-from pipeline.store import organisation_filter
+from pipeline.reading import organisation_filter
 from pipeline.store.models import (
     Attachment,
     Campaign,

@@ -164,6 +164,13 @@ def stage_states(stage: str) -> list[tuple[str, str, str]]:
                 .where(ItemState.stage == stage).tuples())
 
 
+def extract_states() -> list[tuple[str, str, str]]:
+    """(docket, item, state) of every extract row: each past pending vouches for a combined.md."""
+    from pipeline.extract.stage import STAGE as EXTRACT
+
+    return stage_states(EXTRACT)
+
+
 def file_states() -> dict[tuple[str, str], str]:
     """(stage, '<item>/<file>') -> state, for every download and extract row of a file."""
     query = ItemState.select(ItemState.stage, ItemState.item, ItemState.state).where(
@@ -323,10 +330,11 @@ def resolved_organisations(key: str) -> list[tuple[str, str, str, str]]:
     field's order: (id, canonical name, as written, where from: organization | title |
     signature). Empty before that stage ran over it, or when it names none. Explain and the
     comment page show these."""
-    from pipeline.organisations import queries as organisations
+    from pipeline.organisations.queries import members
+    from pipeline.reading.organisations import organisation_names
 
-    found = organisations.members([key]).get(key, [])
-    names = organisations.organisation_names(row[0] for row in found)
+    found = members([key]).get(key, [])
+    names = organisation_names(row[0] for row in found)
     return [(organisation, names.get(organisation, organisation), written, source)
             for organisation, _, written, source, *_ in found]
 

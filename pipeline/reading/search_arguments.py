@@ -14,13 +14,14 @@ from collections.abc import Callable
 from datetime import date
 
 from pipeline.errors import DocketeerError
+from pipeline.text_validity import SEARCH_CONTROL
 
 MAX_QUERY_CHARS = 500
 # Years of four digits: what a stored instant can be compared with as text.
 FIRST_DAY, LAST_DAY = date(1000, 1, 1), date(9999, 12, 31)
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Control characters (NUL among them) never belong in a search and some cannot be stored.
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL = SEARCH_CONTROL
 
 
 class BadSearch(DocketeerError):
@@ -68,12 +69,12 @@ def campaign(campaign_id: str, members_of: Callable[[str], list[str] | None]) ->
 def organisation(text: str) -> str:
     """An organisation (or submitter) filter that some item matches, as the search matches it:
     contained, in any case, in a name as written or in a resolved organisation's names."""
-    from pipeline.store.models import Item
-    from pipeline.store.organisation_filter import (
+    from pipeline.reading.organisation_filter import (
         MAX_FILTER_CHARS,
         resolved_members,
         written_matches,
     )
+    from pipeline.store.models import Item
 
     wanted = query_text(text, "organisation")[:MAX_FILTER_CHARS]
     if not wanted:
@@ -100,7 +101,7 @@ def topic(text: str) -> str:
 
 
 # The record's kept attributes a search or a page may be narrowed to (schema v12's columns,
-# ``pipeline.store.browsing.ATTRIBUTES``): the argument's name -> how a message says it.
+# ``pipeline.reading.browsing.ATTRIBUTES``): the argument's name -> how a message says it.
 ATTRIBUTES = {"subtype": "subtype", "category": "category", "state": "state or province", "country": "country"}
 
 
@@ -119,7 +120,7 @@ def attribute_text(name: str, text: str) -> str:
 def attribute(name: str, text: str) -> str:
     """An attribute filter that some comment has, matched exactly (as its facet counts it):
     a search narrowed to a value no comment has is a message, never an empty answer."""
-    from pipeline.store.browsing import ATTRIBUTES as COLUMNS
+    from pipeline.reading.browsing import ATTRIBUTES as COLUMNS
     from pipeline.store.models import Item
 
     wanted = attribute_text(name, text)

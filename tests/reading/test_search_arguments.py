@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline import search_arguments
 from pipeline.clock import eastern_day_bounds
 from pipeline.ops import cli
-from pipeline.search_arguments import BadSearch
+from pipeline.reading import search_arguments
+from pipeline.reading.search_arguments import BadSearch
 
 
 @pytest.mark.parametrize(("text", "reason"), [

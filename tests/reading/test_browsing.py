@@ -4,7 +4,7 @@ feeds' news and the failed-or-waiting rows."""
 
 from __future__ import annotations
 
-from pipeline.store import browsing
+from pipeline.reading import browsing
 from pipeline.store.models import Attachment, Campaign, CampaignMember, Docket, Item, ItemState
 
 D, E = "CMS-2026-0001", "EPA-2026-0002"

@@ -9,10 +9,11 @@ import pytest
 
 from pipeline.engine.stage import StageContext
 from pipeline.organisations.stage import resolve_docket
-from pipeline.search_arguments import BadSearch, organisation
-from pipeline.store import browsing, dockets
+from pipeline.reading import browsing
+from pipeline.reading.organisation_filter import member_keys
+from pipeline.reading.search_arguments import BadSearch, organisation
+from pipeline.store import dockets
 from pipeline.store.models import Docket, Item, ItemState
-from pipeline.store.organisation_filter import member_keys
 
 D = "CMS-2026-0001"
 NOW = "2026-03-01T12:00:00.000000Z"

@@ -1,0 +1,62 @@
+"""The pages of ``pages.py``, one handler each: the search page, a docket's dashboard, one
+comment, and the status of every docket. ``app.py`` routes them."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse
+
+from pipeline.errors import DocketeerError
+from pipeline.reading import browsing, campaigns
+from pipeline.reading.search_arguments import BadSearch
+from pipeline.store import docket_failures
+from pipeline.web import browse, pages
+from pipeline.web.site import site_of
+
+
+async def search(request: Request):
+    site, form = site_of(request), pages.SearchForm.parse(request.query_params)
+    if not form.q and any(request.query_params.get(name) for name in browse.FILTER_NAMES):
+        # Filters without a query: the docket's comments, browsed with the same filters.
+        return RedirectResponse(f"/comments?{request.url.query}", status_code=302)
+    status = 200
+    try:
+        form = form.checked()
+    except BadSearch as exc:  # NUL, an impossible day, an unknown campaign: 400, said
+        results, error, status = [], str(exc), 400
+    else:
+        try:
+            results, error = pages.search_results(site.engine, form), ""
+        except DocketeerError as exc:  # a query of punctuation only: say so on the page
+            results, error = [], str(exc)
+    # The topic and attribute facets only (four statements): the search page shows no others.
+    facets = (browsing.Facets([], [], {}, {}, browsing.attribute_counts(form.browse_filters()),
+                              browsing.topic_counts(form.browse_filters()))
+              if form.q and not error else None)
+    return site.render(request, "search.html", status, form=form, results=results, error=error, facets=facets,
+                       page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE, campaigns_known=campaigns.available())
+
+
+async def docket(request: Request):
+    site, docket_id = site_of(request), request.path_params["docket_id"]
+    page = pages.docket_page(docket_id)
+    if page is None:
+        return site.missing(request, "docket", docket_id)
+    return site.render(request, "docket.html", page=page, problems=browsing.problems(page.docket.id),
+                       stage_failures=docket_failures.current([page.docket.id]),
+                       failed_states=browsing.FAILED_STATES, show_docket=False)
+
+
+async def comment(request: Request):
+    site, key = site_of(request), request.path_params["key"]
+    page = pages.comment_page(site.runtime, key)
+    if page is None:
+        return site.missing(request, "comment", key)
+    return site.render(request, "comment.html", page=page)
+
+
+async def status(request: Request):
+    site = site_of(request)
+    return site.render(request, "status.html", rows=pages.status_page(site.runtime), problems=browsing.problems(),
+                       stage_failures=docket_failures.current(),
+                       failed_states=browsing.FAILED_STATES, show_docket=True)
