@@ -11,8 +11,8 @@ import pytest
 from pipeline.campaigns import queries as campaign_rows
 from pipeline.clock import eastern_instant
 from pipeline.ops import cli
-from pipeline.store.models import Docket, Item
 from pipeline.reading import campaigns as web_campaigns
+from pipeline.store.models import Docket, Item
 from pipeline.web import pages
 from tests.fixtures.pipeline_fixtures import built_store
 

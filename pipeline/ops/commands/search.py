@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from pipeline.reading import search_arguments
 from pipeline.errors import DocketeerError
 from pipeline.ops.commands.command_line import MAX_K, command, open_runtime, parse_day, parse_k
+from pipeline.reading import search_arguments
 
 
 def register(commands) -> None:
