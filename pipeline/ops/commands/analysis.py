@@ -12,8 +12,11 @@ import json
 import sys
 
 from pipeline.clock import eastern_date
+from pipeline.lineage.phases import (  # light: the parser checks --phases with it
+    BadPhases,
+    parse_phases,
+)
 from pipeline.ops.commands.command_line import command, open_runtime, table
-from pipeline.lineage.phases import BadPhases, parse_phases  # light: the parser checks --phases with it
 
 
 def register(commands) -> None:
