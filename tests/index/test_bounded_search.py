@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.config import load_settings
 from pipeline.counters import TEXT_RANKED, counters
-from pipeline.index import database
+from pipeline.index import database, search_queries
 from pipeline.index.chunking import chunk_text
 from pipeline.index.database import DEFAULT_EF_SEARCH, IndexDB
 from pipeline.index.embedders import make_embedder
@@ -53,7 +53,7 @@ def test_the_full_text_half_ranks_at_most_the_bound(pg_url, tmp_path, monkeypatc
         before = counters.get(TEXT_RANKED)
         unbounded = db.text_search("wetlands", vector, k=5, embedder_id=HASHING.id)
         assert counters.get(TEXT_RANKED) - before == 30  # every match, under the default bound
-        monkeypatch.setattr(database, "TEXT_CANDIDATES", 8)
+        monkeypatch.setattr(search_queries, "TEXT_CANDIDATES", 8)
         before = counters.get(TEXT_RANKED)
         bounded = db.text_search("wetlands", vector, k=5, embedder_id=HASHING.id)
         assert counters.get(TEXT_RANKED) - before == 8

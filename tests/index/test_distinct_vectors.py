@@ -11,8 +11,9 @@ import pytest
 
 from pipeline.counters import EMBEDDED_TEXTS, counters
 from pipeline.index.chunking import Chunk
-from pipeline.index.database import _MIGRATIONS, SCHEMA_VERSION, IndexDB, VectorsGone
+from pipeline.index.database import SCHEMA_VERSION, IndexDB, VectorsGone
 from pipeline.index.embedders import HashingEmbedder
+from pipeline.index.migrations import MIGRATIONS
 from pipeline.index.search import search
 from pipeline.store import dockets
 from tests.fixtures.index_inputs import D, put_item, run
@@ -140,7 +141,7 @@ def test_a_store_of_version_4_is_upgraded_in_place_without_embedding(pg_url, tmp
     with conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE index_schema_version (version integer PRIMARY KEY,"
                     " applied_at timestamptz NOT NULL DEFAULT now())")
-        for version, statements in _MIGRATIONS[:4]:
+        for version, statements in MIGRATIONS[:4]:
             for statement in statements:
                 cur.execute(statement)
             cur.execute("INSERT INTO index_schema_version (version) VALUES (%s)", (version,))

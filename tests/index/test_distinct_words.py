@@ -11,10 +11,11 @@ import random
 import psycopg2
 import pytest
 
-from pipeline.index import database
+from pipeline.index import migrations
 from pipeline.index.chunking import Chunk
-from pipeline.index.database import SCHEMA_VERSION, IndexDB, _name_words
+from pipeline.index.database import SCHEMA_VERSION, IndexDB
 from pipeline.index.embedders import HashingEmbedder
+from pipeline.index.migrations import name_words
 from pipeline.index.search import search
 from tests.fixtures.index_inputs import D as STAGE_DOCKET
 from tests.fixtures.index_inputs import put_item, run
@@ -71,7 +72,7 @@ def _version_5(pg_url: str) -> None:
     with conn, conn.cursor() as cur:
         cur.execute("CREATE TABLE index_schema_version (version integer PRIMARY KEY,"
                     " applied_at timestamptz NOT NULL DEFAULT now())")
-        for version, statements in database._MIGRATIONS[:5]:  # noqa: SLF001 - the old schema
+        for version, statements in migrations.MIGRATIONS[:5]:  # the old schema
             for statement in statements:
                 cur.execute(statement)
             cur.execute("INSERT INTO index_schema_version (version) VALUES (%s)", (version,))
@@ -111,7 +112,7 @@ def test_a_store_of_version_5_keeps_every_chunks_words_and_every_search_result(p
         assert upgraded.schema_version() == SCHEMA_VERSION
         with upgraded._conn, upgraded._conn.cursor() as cur:  # noqa: SLF001 - the test reads the tables
             # A chunk's words are its text's, stored once, and its names': as they were.
-            assert _rows(cur, f"""SELECT c.item_key, (v.tsv || {_name_words("c.metadata")})::text
+            assert _rows(cur, f"""SELECT c.item_key, (v.tsv || {name_words("c.metadata")})::text
                                   FROM chunks AS c JOIN chunk_vectors AS v ON v.id = c.vector_id
                                   ORDER BY c.item_key""") == old_words
             rows = _rows(cur, "SELECT item_key, text, metadata FROM chunks ORDER BY item_key")

@@ -9,7 +9,7 @@ import random
 import psycopg2
 import pytest
 
-from pipeline.index import database
+from pipeline.index import migrations
 from pipeline.index.chunking import chunk_text
 from pipeline.index.database import IndexDB, SearchFilters
 from pipeline.index.embedders import make_embedder
@@ -155,7 +155,7 @@ def test_fusion_sums_reciprocal_ranks(db):
 
 def test_an_index_db_made_before_full_text_is_upgraded_and_backfilled_in_place(pg_url, tmp_path, monkeypatch):
     # Without migration 2 (full text); with the later ones, whose columns today's writer fills.
-    monkeypatch.setattr(database, "_MIGRATIONS", database._MIGRATIONS[:1] + database._MIGRATIONS[2:])
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:1] + migrations.MIGRATIONS[2:])
     old = IndexDB.open(pg_url, tmp_path)
     text, metadata = _corpus()[TARGET]
     _put(old, TARGET, text, metadata)
@@ -164,7 +164,7 @@ def test_an_index_db_made_before_full_text_is_upgraded_and_backfilled_in_place(p
 
     upgraded = IndexDB.open(pg_url, tmp_path)
     try:
-        assert upgraded.schema_version() == database.SCHEMA_VERSION
+        assert upgraded.schema_version() == migrations.SCHEMA_VERSION
         assert [h.item_key for h in search(upgraded, EMBEDDER, CITATION, mode="text")] == [TARGET]
         # Names are words too: the submitter's organisation finds its comment.
         assert search(upgraded, EMBEDDER, '"Valley Clinic"', mode="text")[0].item_key == TARGET

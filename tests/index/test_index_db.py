@@ -20,7 +20,8 @@ import psycopg2.extensions
 import pytest
 
 from pipeline.index.chunking import Chunk, chunk_text
-from pipeline.index.database import SCHEMA_VERSION, IndexDB, ItemRows, _setting_kb
+from pipeline.index.database import SCHEMA_VERSION, IndexDB, ItemRows
+from pipeline.index.dimension_indexes import setting_kb
 from pipeline.index.embedders import make_embedder
 from pipeline.index.search import format_hits, search
 from tests.fixtures.paths import ROOT
@@ -230,7 +231,7 @@ def test_a_first_hnsw_build_is_given_the_memory_its_graph_needs(db):
 
 @pytest.mark.parametrize(("shown", "kb"), [("64MB", 65536), ("1GB", 1048576), ("512kB", 512), ("2TB", 2 * 1024 ** 3)])
 def test_memory_settings_are_read_as_postgresql_shows_them(shown, kb):
-    assert _setting_kb(shown) == kb
+    assert setting_kb(shown) == kb
 
 
 # --- determinism -------------------------------------------------------------------------
