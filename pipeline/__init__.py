@@ -5,8 +5,9 @@ extract worker that imports ``pipeline.extract.readers`` to read a PDF must not 
 luigi, peewee, requests and the tasks on the way.
 
 The task names are still exported here (``from pipeline import IndexAll``), but loaded on
-first use (the module ``__getattr__`` below). ``luigi --module pipeline IndexAll`` needs
-more: Luigi's command line does ``__import__("pipeline")`` and then looks ``IndexAll`` up
+first use (the module ``__getattr__`` below): every task ``pipeline.tasks`` makes for the
+stages the assembly lists (``pipeline.assembly``), with discovery and Redrive.
+``luigi --module pipeline IndexAll`` needs more: Luigi's command line does ``__import__("pipeline")`` and then looks ``IndexAll`` up
 in its task registry (``luigi/cmdline_parser.py``: ``_attempt_load_module``, then
 ``Register.get_task_cls``), so the classes must be defined by the time the import returns;
 a lazy attribute is never asked for. Luigi itself is imported before it imports us, so
@@ -17,7 +18,6 @@ registers the tasks, so there ``luigi --module pipeline`` in-process would not f
 (``--module pipeline.tasks`` does).
 """
 
-import importlib
 import os
 import sys
 
@@ -27,47 +27,36 @@ import sys
 # ORT_DISABLE_TELEMETRY setting wins). docketeer writes only to its data folder.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
-# The task classes this package exports, by the module that defines them.
-_TASK_MODULES = {
-    "Redrive": "pipeline.ops.redrive",
-    **dict.fromkeys(
-        ("BackfillAll", "BackfillComments", "CampaignGroups", "CampaignsAll", "DiscoverDockets",
-         "DocketStageTask", "DocketWrapper",
-         "ExtractAll", "ExtractText", "FetchAll", "FetchComments", "IndexAll", "IndexDocket",
-         "OcrAll", "OcrText", "OrganisationsAll", "ResolveOrganisations", "TopicMap", "TopicsAll"),
-        "pipeline.tasks",
-    ),
-}
-__all__ = sorted(_TASK_MODULES)
-
-
-def installed_version() -> str:
-    """The installed release (setup.cfg's version), or "dev" in a source tree not installed."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("docketeer")
-    except importlib.metadata.PackageNotFoundError:
-        return "dev"
-
 
 def __getattr__(name: str):
-    """A task class, imported (and so registered with Luigi) on first use."""
-    module = _TASK_MODULES.get(name)
-    if module is None:
+    """A task class (``pipeline.tasks.TASK_NAMES``: discovery, Redrive, each stage's two, as
+    the assembly lists the stages), imported (and so registered with Luigi) on first use.
+    ``installed_version`` is ``pipeline.version``'s, still found here by the commands."""
+    if name == "installed_version":
+        from pipeline.version import installed_version
+
+        return installed_version
+    if name == "__all__":  # ``from pipeline import *``: the task classes
+        return list(_tasks().TASK_NAMES)
+    if not name[:1].isupper() or name not in _tasks().TASK_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(_tasks(), name)
     globals()[name] = value  # the next lookup is a plain attribute
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_TASK_MODULES})
+    return sorted({*globals(), *_tasks().TASK_NAMES})
+
+
+def _tasks():
+    from pipeline import tasks
+
+    return tasks
 
 
 def _register_tasks() -> None:
-    for name in _TASK_MODULES:
-        __getattr__(name)
+    _tasks()
 
 
 def _is_luigi_command_line() -> bool:

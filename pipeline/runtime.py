@@ -1,4 +1,11 @@
-"""The stores a process works with, opened once and lazily: settings, state DB, blobs, index DB."""
+"""The stores a process works with, opened once and lazily: settings, state DB, blobs, index DB.
+
+The index DB is the index stage's (``pipeline.index.database``), so this module sits above
+the stages (pipeline/layers.py), beside the assembly. The engine, below them, reaches the
+runtime through what this module hands it when imported: how to open the process's runtime
+(``pipeline.engine.process_runtime``), and, for a process that asks the registry before it
+imported the assembly (a command that opened only the runtime), the pipeline's stages.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 
 from pipeline.config import Settings, ensure_data_dir, load_settings
+from pipeline.engine import process_runtime, registry
 from pipeline.errors import ConfigError
 from pipeline.store import db as state_db
 from pipeline.store.models import database
@@ -160,3 +168,11 @@ def set_runtime(runtime: Runtime | None) -> Runtime | None:
     if runtime is not None and "state" in runtime.__dict__:
         database.initialize(runtime.state)
     return previous
+
+
+def _register_the_pipelines_stages() -> None:
+    import pipeline.assembly  # noqa: F401 - importing it registers the stages, in order
+
+
+process_runtime.runs_with(get_runtime, current_settings)
+registry.fill_with(_register_the_pipelines_stages)

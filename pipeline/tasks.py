@@ -4,7 +4,9 @@
 ``IndexAll`` run it for every known docket with work (after discovery), or the named ones:
 the names users type (``luigi --module pipeline IndexAll``) and the visualiser shows. What
 each does is its stage's (``pipeline.<stage>.stage``); how a task runs and says it is done
-is the engine's (``pipeline.engine``). A stage declared outside the pipeline gets its two
+is the engine's (``pipeline.engine``); which stages there are, in which order, is the
+assembly's (``pipeline.assembly``), and the names this module exports (``TASK_NAMES``, which
+``pipeline`` exports too) follow from it. A stage declared outside the pipeline gets its two
 tasks from ``stage_tasks``.
 """
 
@@ -12,21 +14,22 @@ from __future__ import annotations
 
 import types
 
+import pipeline.runtime  # noqa: F401 - hands the engine how to open the process's runtime
+from pipeline import assembly
 from pipeline.backfill import stage as backfill
 from pipeline.campaigns import stage as campaigns
+from pipeline.discover.task import DiscoverDockets
 from pipeline.engine.docket_task import DocketStageTask, runtime_or_exit
 from pipeline.engine.stage import Stage
-from pipeline.engine.wrapper import DiscoverDockets, DocketWrapper
+from pipeline.engine.wrapper import DocketWrapper
 from pipeline.extract import stage as extract
 from pipeline.fetch import stage as fetch
 from pipeline.index import stage as index
 from pipeline.lineage import stage as lineage
 from pipeline.ocr import stage as ocr
+from pipeline.ops.redrive import Redrive
 from pipeline.organisations import stage as organisations
 from pipeline.topics import stage as topics
-
-__all__ = ["DiscoverDockets", "DocketStageTask", "DocketWrapper",
-           "runtime_or_exit", "stage_tasks"]
 
 
 class FetchComments(DocketStageTask):
@@ -162,11 +165,16 @@ class TopicsAll(DocketWrapper):
 
 
 _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage name -> tasks
-    task.stage.name: (task, wrapper) for task, wrapper in [
-        (FetchComments, FetchAll), (BackfillComments, BackfillAll), (ExtractText, ExtractAll),
-        (OcrText, OcrAll), (IndexDocket, IndexAll), (CampaignGroups, CampaignsAll),
-        (ResolveOrganisations, OrganisationsAll), (LinkRule, LineageAll), (TopicMap, TopicsAll)]
-}
+    stage.name: (globals()[stage.task], globals()[stage.wrapper]) for stage in assembly.STAGES}
+
+__all__ = ["DiscoverDockets", "DocketStageTask", "DocketWrapper", "Redrive", "runtime_or_exit", "stage_tasks"]
+# Each stage's two tasks, by the names its declaration gives, in pipeline order.
+STAGE_TASK_NAMES: tuple[str, ...] = tuple(
+    name for stage in assembly.STAGES for name in (stage.task, stage.wrapper))
+__all__ += STAGE_TASK_NAMES
+# Every task class ``luigi --module pipeline`` offers (``pipeline`` exports them too):
+# discovery, Redrive, the engine's two bases, and each stage's two.
+TASK_NAMES: tuple[str, ...] = tuple(name for name in __all__ if name[0].isupper())
 
 
 def follow_on_stages() -> list[tuple[type[DocketWrapper], tuple[str, ...]]]:

@@ -43,9 +43,9 @@ from datasketch.hashfunc import sha1_hash32
 
 from pipeline.campaigns import queries as store
 from pipeline.campaigns import text as campaign_text
-from pipeline.campaigns.bands import band_keys, banding
 from pipeline.collector import collector_paused
 from pipeline.counters import counters
+from pipeline.store.campaign_bands import band_keys, banding
 
 NUM_PERM = 128
 SCHEME = "affine32"  # datasketch's hash scheme: part of what a stored signature means
@@ -132,7 +132,7 @@ class Grouper:
     # --- signatures -------------------------------------------------------------------------
     def set_band_keys(self, prepared: list[Prepared]) -> None:
         """The LSH band keys of each one's signature, as the run's MinHashLSH bands it
-        (``pipeline.campaigns.bands``), stored so a later run finds the member with one
+        (``pipeline.store.campaign_bands``), stored so a later run finds the member with one
         indexed read: made for all of them at once."""
         if not prepared:
             return

@@ -18,8 +18,8 @@ from typing import NamedTuple
 import peewee
 from peewee import fn
 
-from pipeline.campaigns.bands import stored_keys
 from pipeline.store import prepared
+from pipeline.store.campaign_bands import stored_keys
 from pipeline.store.in_lists import in_chunks as _chunks
 from pipeline.store.models import Campaign, CampaignBand, CampaignMember, database
 

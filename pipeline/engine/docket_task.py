@@ -21,7 +21,7 @@ import luigi
 
 from pipeline.clock import iso, utcnow
 from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
-from pipeline.engine import claims, leases, registry, runs
+from pipeline.engine import claims, leases, process_runtime, registry, runs
 from pipeline.engine.command_line import (
     CheckedParameters,
     DocketIdsParameter,
@@ -33,14 +33,13 @@ from pipeline.engine.markers import MarkerStore
 from pipeline.engine.progress import Progress
 from pipeline.engine.stage import Stage, StageContext, StageResult
 from pipeline.engine.store_scope import OfOneStore
+from pipeline.engine.targets import DocketTarget, FingerprintTarget, SealedDocketTarget
 from pipeline.errors import BudgetSpent, ConfigError, DocketeerError, LeaseHeld
 from pipeline.failures import classify, describe, original_error
-from pipeline.runtime import get_runtime
 from pipeline.store import docket_failures, item_states, leftovers
 from pipeline.store import dockets as docket_rows
 from pipeline.store.db import stage_writes
 from pipeline.store.models import database as state_database
-from targets import DocketTarget, FingerprintTarget, SealedDocketTarget
 
 log = logging.getLogger("docketeer")
 
@@ -89,7 +88,7 @@ def runtime_or_exit():
     share_luigi_log_handlers()
     check_scheduler()
     try:
-        return get_runtime()
+        return process_runtime.runtime()
     except ConfigError as exc:
         print(f"docketeer: configuration error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -17,7 +17,7 @@ from pipeline.clock import iso, utcnow
 def host_id() -> str:
     """This host's identity: the ``host_id`` setting, else the hostname. Two processes on one
     machine with different ids act as two hosts (tests, containers sharing a kernel)."""
-    from pipeline.runtime import current_settings
+    from pipeline.engine.process_runtime import current_settings
 
     return current_settings().host_id or socket.gethostname()
 

@@ -1,45 +1,53 @@
-"""The stages in pipeline order: the one place the order lives.
+"""The stages in pipeline order, and the questions the tasks, ``Redrive`` and ``docketeer
+verify`` ask about the chain.
 
-fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns -> topics, and organisations
-and lineage after backfill (they read the records' fields, not their text). Each stage package
-declares its ``Stage``; this module lists them once, in order, and answers the questions the
-tasks, ``Redrive`` and ``docketeer verify`` ask about the chain. ``register`` adds a stage whose
-upstream is known (a plug-in, a test's stage) after the others; ``unregister`` removes it.
+The order itself is the assembly's (``pipeline.assembly``: the one stage list, registered
+here in order); the engine imports no stage. ``register`` adds a stage whose upstream is
+known (a plug-in, a test's stage) after the others; ``unregister`` removes it. A process
+that asks before the assembly was imported (a command that only opened the runtime) has the
+pipeline's stages registered on its first question (``fill_with``: ``pipeline.runtime``
+hands over the assembly's import).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from pipeline.backfill import stage as backfill
-from pipeline.campaigns import stage as campaigns
 from pipeline.engine.completion import Completion, join_terms
 from pipeline.engine.markers import MarkerStore
 from pipeline.engine.stage import Stage
-from pipeline.extract import stage as extract
-from pipeline.fetch import stage as fetch
-from pipeline.index import stage as index
-from pipeline.lineage import stage as lineage
-from pipeline.ocr import stage as ocr
-from pipeline.organisations import stage as organisations
-from pipeline.topics import stage as topics
 
 _stages: dict[str, Stage] = {}  # name -> declaration, in pipeline order
+_fill: Callable[[], None] | None = None  # registers the pipeline's stages, on the first question
+
+
+def fill_with(register_the_pipeline: Callable[[], None]) -> None:
+    """Run ``register_the_pipeline`` before the registry answers (or takes) a stage next."""
+    global _fill
+    _fill = register_the_pipeline
+
+
+def _filled() -> dict[str, Stage]:
+    global _fill
+    if _fill is not None:
+        fill, _fill = _fill, None
+        fill()
+    return _stages
 
 
 def register(stage: Stage) -> Stage:
-    if stage.name in _stages:
+    if stage.name in _filled():
         raise ValueError(f"stage {stage.name!r} is declared already")
     for read in (stage.upstream, *stage.reads):
-        if read is not None and read not in _stages:
+        if read is not None and read not in _filled():
             raise ValueError(f"stage {stage.name!r} reads from unknown stage {read!r}")
     _stages[stage.name] = stage
     return stage
 
 
 def unregister(name: str) -> None:
-    readers = [s.name for s in _stages.values() if s.upstream == name or name in s.reads]
+    readers = [s.name for s in _filled().values() if s.upstream == name or name in s.reads]
     if readers:
         raise ValueError(f"stage {name!r} is read by {', '.join(readers)}")
     del _stages[name]
@@ -58,37 +66,37 @@ def added(*stages: Stage) -> Iterator[None]:
 
 
 def stages() -> list[Stage]:
-    return list(_stages.values())
+    return list(_filled().values())
 
 
 def names() -> list[str]:
-    return list(_stages)
+    return list(_filled())
 
 
 def get(name: str) -> Stage:
-    return _stages[name]
+    return _filled()[name]
 
 
 def upstream_chain(stage: Stage) -> list[str]:
     """The stages ``stage`` reads from, directly or not, nearest first."""
     chain = []
     while stage.upstream is not None:
-        stage = _stages[stage.upstream]
+        stage = _filled()[stage.upstream]
         chain.append(stage.name)
     return chain
 
 
 def downstream(name: str) -> list[Stage]:
     """The stages that read from ``name``, directly or not, in pipeline order."""
-    return [s for s in _stages.values() if name in upstream_chain(s)]
+    return [s for s in _filled().values() if name in upstream_chain(s)]
 
 
 def required_upstream(stage: Stage, settings) -> Stage | None:
     """The upstream task this stage's task requires: its upstream, or past an optional
     stage that is off (the index requires extract when OCR is off)."""
-    upstream = _stages[stage.upstream] if stage.upstream else None
+    upstream = _filled()[stage.upstream] if stage.upstream else None
     while upstream is not None and not upstream.enabled(settings):
-        upstream = _stages[upstream.upstream] if upstream.upstream else None
+        upstream = _filled()[upstream.upstream] if upstream.upstream else None
     return upstream
 
 
@@ -97,7 +105,7 @@ def required_stages(stage: Stage, settings) -> list[Stage]:
     and each stage it declares it reads (``Stage.reads``) that is on under these settings."""
     required = [up] if (up := required_upstream(stage, settings)) is not None else []
     for name in stage.reads:
-        read = _stages[name]
+        read = _filled()[name]
         if read.enabled(settings) and read not in required:
             required.append(read)
     return required
@@ -110,9 +118,9 @@ def input_stage(stage: Stage) -> str | None:
     name = stage.input or stage.upstream
     if name is None:
         return None
-    upstream = _stages[name]
+    upstream = _filled()[name]
     while upstream.merges_into_upstream:
-        upstream = _stages[upstream.upstream]
+        upstream = _filled()[upstream.upstream]
     return upstream.name
 
 
@@ -121,8 +129,8 @@ def feeding(stage: Stage) -> list[Stage]:
     and the stages that merge into a stage of it (OCR into extract)."""
     chain, name = [], input_stage(stage)
     while name is not None:
-        current = _stages[name]
-        merged = [s for s in _stages.values() if s.merges_into_upstream and s.upstream == name]
+        current = _filled()[name]
+        merged = [s for s in _filled().values() if s.merges_into_upstream and s.upstream == name]
         chain[:0] = [current, *merged]
         name = input_stage(current)
     return chain
@@ -137,7 +145,3 @@ def completion(stage: Stage, settings) -> Completion:
 
 def marker_store(stage: Stage, runtime, invocation=None) -> MarkerStore:
     return stage.markers(completion(stage, runtime.settings), runtime, invocation)
-
-
-for _declared in (fetch, backfill, extract, ocr, index, campaigns, organisations, lineage, topics):
-    register(_declared.DECLARATION)

@@ -12,14 +12,16 @@ exit 2, never a run on the wrong store."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import luigi
 
 from pipeline.engine.command_line import refuse
+from pipeline.engine.process_runtime import current_settings
 from pipeline.errors import ConfigError
 from pipeline.fingerprints import digest
-from pipeline.runtime import get_runtime, sqlite_state_path
+from pipeline.store.db import make_database
 
 STORE_DIGEST_CHARS = 10
 
@@ -34,16 +36,15 @@ def store_of(settings) -> str:
 def state_db_identity(settings) -> str:
     """The SQLite file's absolute path, or a PostgreSQL server's host, port and database
     (never its user or password)."""
-    sqlite_path = sqlite_state_path(settings)
-    if sqlite_path is not None:
-        return f"sqlite:{sqlite_path.resolve()}"
+    if not settings.state_url.startswith(("postgresql:", "postgres:")):
+        return f"sqlite:{Path(make_database(settings.state_url, settings.data_path).database).resolve()}"
     url = urlsplit(settings.state_url)
     return f"postgresql://{url.hostname or ''}:{url.port or 5432}{url.path}"
 
 
 def current_store() -> str:
     try:
-        return store_of(get_runtime().settings)
+        return store_of(current_settings())
     except ConfigError as exc:  # as runtime_or_exit says it: one line, exit 2
         print(f"docketeer: configuration error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -1,6 +1,8 @@
 """The Luigi wrappers: one stage task per known docket with work (``DocketWrapper``), after
-discovery (``DiscoverDockets``). Every docket is judged by the targets' own rule in one read
-per store (``MarkerStore.judge``), so the finished ones never become tasks.
+discovery (the pipeline's ``DiscoverDockets``, which the assembly hands over as
+``DocketWrapper.discovery``: the engine names no stage). Every docket is judged by the
+targets' own rule in one read per store (``MarkerStore.judge``), so the finished ones never
+become tasks.
 """
 
 from __future__ import annotations
@@ -28,23 +30,6 @@ from pipeline.store import dockets as docket_rows
 log = logging.getLogger("docketeer")
 
 
-class DiscoverDockets(OfOneStore, CheckedParameters, luigi.Task):
-    """Docket rows from the configured list, a Federal Register search, or a mirror listing."""
-
-    def complete(self) -> bool:
-        from pipeline.discover import stage as discover
-
-        rt = runtime_or_exit()
-        return discover.is_current(rt, utcnow())
-
-    def run(self) -> None:
-        from pipeline.discover import stage as discover
-
-        rt = runtime_or_exit()
-        found = discover.discover(rt, utcnow())
-        log.info("discover (%s): %d dockets known, %d new", rt.settings.discover, found.known, found.new)
-
-
 class DocketWrapper(OfOneStore, CheckedParameters, luigi.Task):
     """Runs one stage task per known docket (after discovery), or only the named dockets."""
 
@@ -65,6 +50,9 @@ class DocketWrapper(OfOneStore, CheckedParameters, luigi.Task):
     invocation = InvocationParameter()
 
     stage_task: ClassVar[type[DocketStageTask]]
+    # The task that makes the known dockets, run before any wrapper over them (unless dockets
+    # are named): set once for every wrapper by the assembly (pipeline.discover's task).
+    discovery: ClassVar[type[luigi.Task]]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -98,7 +86,7 @@ class DocketWrapper(OfOneStore, CheckedParameters, luigi.Task):
                 self._admit_named()
                 required = self.docket_tasks()
             else:
-                discover = DiscoverDockets()
+                discover = self.discovery()
                 required = [discover, *self.docket_tasks()] if discover.complete() else [discover]
             self._required_for = (invocation, required)
         return self._required_for[1]
@@ -164,7 +152,7 @@ class DocketWrapper(OfOneStore, CheckedParameters, luigi.Task):
 
     def complete(self) -> bool:
         runtime_or_exit()
-        if not self.named() and not DiscoverDockets().complete():
+        if not self.named() and not self.discovery().complete():
             return False
         return not self.docket_tasks()
 

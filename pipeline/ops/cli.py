@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 
-from pipeline import installed_version
 from pipeline.errors import DocketeerError
 from pipeline.ops.commands import (
     analysis,
@@ -33,6 +32,7 @@ from pipeline.ops.commands.command_line import (
     TerminalOutput,
     close_runtimes,
 )
+from pipeline.version import installed_version
 
 MODULES = (settings, dockets, item_states, show, search, maintenance, publish, analysis)
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import luigi
 
+import pipeline.assembly  # noqa: F401 - registers the pipeline's stages, in order
 from pipeline.engine import leases, registry, runs
 from pipeline.engine.command_line import BoundedIntParameter, CheckedParameters, DocketIdsParameter
 from pipeline.engine.docket_task import runtime_or_exit

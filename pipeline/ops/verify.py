@@ -228,6 +228,7 @@ def check_markers_done(stage: str, claims: Claims, owed: Callable[[str], int]) -
 def marker_checks(rt, now: datetime) -> list[Check]:
     """One check per stage after fetch (fetch owes nothing): no marker says done while its
     stage owes items. Each stage's marker store says which dockets its markers claim."""
+    import pipeline.assembly  # noqa: F401 - registers the pipeline's stages, in order
     from pipeline.engine import registry
 
     moment = iso(now)

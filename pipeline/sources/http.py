@@ -24,7 +24,6 @@ import requests
 import tenacity
 import urllib3
 
-from pipeline import installed_version
 from pipeline.counters import API_CALLS, counters
 from pipeline.errors import (
     BadResponse,
@@ -37,6 +36,7 @@ from pipeline.errors import (
     TransientHTTPError,
 )
 from pipeline.sources.payloads import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, parse_json_object
+from pipeline.version import installed_version
 
 log = logging.getLogger(__name__)
 

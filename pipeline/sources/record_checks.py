@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from pipeline.errors import BadRecord
-from pipeline.fetch.watermark import parse_api_time
+from pipeline.sources.api_time import parse_api_time
 
 # The instants a record may carry. regulations.gov holds documents back to the 1990s and
 # some agencies back-date older material; nothing is from before 1900, and a year past 2199

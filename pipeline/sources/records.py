@@ -22,10 +22,10 @@ import re
 from pipeline import text_validity
 from pipeline.clock import eastern_day
 from pipeline.errors import BadRecord, InvalidIdentifier
-from pipeline.fetch.watermark import parse_api_time
 from pipeline.html_text import html_to_text
 from pipeline.ids import validate_id
 from pipeline.sources import record_checks
+from pipeline.sources.api_time import parse_api_time
 
 log = logging.getLogger("docketeer")
 

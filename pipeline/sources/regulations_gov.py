@@ -2,7 +2,7 @@
 
 The rules it respects are in DESIGN.md ("regulations.gov facts the client must respect"):
 the key travels in the ``X-Api-Key`` header only, list walks past 5,000 records re-query
-with an *US Eastern* ``filter[lastModifiedDate][ge]`` (``Watermark.eastern_filter``),
+with an *US Eastern* ``filter[lastModifiedDate][ge]`` (``api_time.eastern_filter``),
 transient failures are retried, permanent ones fail at once, and a run stops cleanly
 (``BudgetSpent``) when its request/time budget or the hourly rate limit is nearly spent.
 
@@ -33,8 +33,8 @@ from pipeline.errors import (
     PermanentHTTPError,
     TransientHTTPError,
 )
-from pipeline.fetch.watermark import Watermark, next_filter_second, parse_api_time
 from pipeline.ids import validate_id
+from pipeline.sources.api_time import next_filter_second, parse_api_time, to_eastern_filter
 from pipeline.sources.http import KEY_HEADER, MASK, DownloadResult, HttpTransport
 from pipeline.sources.records import flag
 
@@ -208,21 +208,21 @@ class RegulationsGovClient:
     def iter_comments(
         self,
         object_id: str,
-        since: Watermark | str | None = None,
+        since: object | None = None,
         *,
         on_bad_item: Callable[[MalformedItem], None] | None = None,
     ) -> Iterator[dict]:
         """Comment list items on one document (its ``objectId``), oldest change first.
 
-        ``since`` (a Watermark, or the API time it stores as) starts the walk at that
-        lastModifiedDate. Past 5,000 records the walk re-queries from page 1 with
-        ``filter[lastModifiedDate][ge]`` set to the last record's time in US Eastern; records
-        at the boundary come back again (callers' upserts absorb them). A malformed item
+        ``since`` (an API time, or what gives one as its ``str()``: the fetch's Watermark)
+        starts the walk at that lastModifiedDate. Past 5,000 records the walk re-queries
+        from page 1 with ``filter[lastModifiedDate][ge]`` set to the last record's time in
+        US Eastern; records at the boundary come back again (callers' upserts absorb them). A malformed item
         raises MalformedItem, unless ``on_bad_item`` is given: then it is called with the
         error and the walk goes on.
         """
         object_id = validate_id(object_id, "objectId")
-        ge = Watermark.of(since).eastern_filter() if since else None
+        ge = to_eastern_filter(str(since)) if since else None
         while True:
             first_lmd, last_lmd, more = yield from self._walk_one_query(object_id, ge, on_bad_item)
             if not more or last_lmd is None:
@@ -261,8 +261,8 @@ class RegulationsGovClient:
         to the next wall second and log that records can be missed: the API offers no finer
         way to page through more than 5,000 records sharing one filter value.
         """
-        boundary = Watermark(last_lmd).eastern_filter()
-        if Watermark(first_lmd).eastern_filter() != boundary and (ge is None or boundary > ge):
+        boundary = to_eastern_filter(last_lmd)
+        if to_eastern_filter(first_lmd) != boundary and (ge is None or boundary > ge):
             return boundary
         stepped = next_filter_second(max(boundary, ge or boundary))
         log.warning(

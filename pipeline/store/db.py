@@ -481,14 +481,14 @@ def _upgrade_to_17(db: peewee.Database) -> None:
 
 
 def _upgrade_to_18(db: peewee.Database) -> None:
-    """v18: campaign band keys as 64-bit integers (``pipeline.campaigns.bands``) under one
+    """v18: campaign band keys as 64-bit integers (``pipeline.store.campaign_bands``) under one
     index, the primary key (docket, key, item), instead of text keys under three; each
     compared member keeps the bands they were made with (``campaign_member.banding``), so
     that removing it makes them again. The stored members are rekeyed from their signatures, so every group stays
     as it is and a later run finds the same candidates."""
     import numpy as np
 
-    from pipeline.campaigns.bands import band_keys, banding, hashranges_of_v17
+    from pipeline.store.campaign_bands import band_keys, banding, hashranges_of_v17
 
     table = CampaignBand._meta.table_name
     if "banding" in {c.name for c in db.get_columns(CampaignMember._meta.table_name)}:

@@ -283,7 +283,7 @@ class CampaignMember(BaseModel):
 
 
 class CampaignBand(BaseModel):
-    """One LSH band key of a member's signature (``pipeline.campaigns.bands``): a new
+    """One LSH band key of a member's signature (``pipeline.store.campaign_bands``): a new
     comment's candidates are the members sharing a band key with it, one read of the
     primary key's index. A 64-bit integer, and that index the only one: a docket grouped
     from scratch writes about 20 of these rows per member."""

@@ -12,7 +12,6 @@ import pipeline
 from devtools.campaign_corpus import PlantedComment, campaign_comments, pair_scores, seed_store
 from pipeline.campaigns import queries as campaigns
 from pipeline.campaigns import text
-from pipeline.campaigns.bands import stored_keys
 from pipeline.campaigns.grouping import CAMPAIGN_COMPARES
 from pipeline.campaigns.stage import group_docket
 from pipeline.counters import COMBINED_READS, ROWS_WRITTEN, STAGE_CALLS, counters
@@ -22,6 +21,7 @@ from pipeline.engine.stage import StageContext
 from pipeline.ops import verify
 from pipeline.runtime import set_runtime
 from pipeline.store import dockets, item_states, items
+from pipeline.store.campaign_bands import stored_keys
 from pipeline.store.models import Campaign, CampaignBand, CampaignMember
 from tests.fixtures.pipeline_fixtures import built_store
 from tests.fixtures.state_fixtures import make_runtime

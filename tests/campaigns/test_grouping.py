@@ -151,7 +151,7 @@ def test_band_keys_of_a_member_are_made_from_its_bands_and_again_from_its_row(st
     """Each compared member's band rows are the keys of its signature's bands, and its row
     says which bands they were made with, so that its removal makes the same keys again;
     equal bands give one key, different bands different ones."""
-    from pipeline.campaigns.bands import band_keys, stored_keys
+    from pipeline.store.campaign_bands import band_keys, stored_keys
 
     grouped(store_at("keys"), campaign_comments(D, 120, campaigns=2, seed=9))
     grouper = grouping.Grouper(D, 0.5)

@@ -24,8 +24,8 @@ from devtools.corpus_changes import api_time
 from devtools.standin_server import Reply, StandinServer
 from pipeline import tasks as task_module
 from pipeline.clock import iso
-from pipeline.fetch.watermark import to_eastern_filter
 from pipeline.runtime import set_runtime
+from pipeline.sources.api_time import to_eastern_filter
 from pipeline.store import dockets
 from pipeline.store.models import Attachment, Docket, Item, ItemState, Run
 from tests.fixtures.fetch_scripted import (

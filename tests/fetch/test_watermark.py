@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from pipeline.fetch.watermark import EASTERN, Watermark, next_filter_second
+from pipeline.clock import EASTERN
+from pipeline.fetch.watermark import Watermark
+from pipeline.sources.api_time import next_filter_second
 
 
 def test_str_is_the_text_it_was_made_from_so_stored_values_read_back_the_same():

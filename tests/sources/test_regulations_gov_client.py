@@ -23,8 +23,8 @@ from pipeline.errors import (
     QuotaSpent,
     TransientHTTPError,
 )
-from pipeline.fetch.watermark import next_filter_second, parse_api_time, to_eastern_filter
 from pipeline.sources import federal_register
+from pipeline.sources.api_time import next_filter_second, parse_api_time, to_eastern_filter
 from pipeline.sources.federal_register import FederalRegisterClient, docket_ids_from
 from pipeline.sources.http import RequestBudget
 from pipeline.sources.regulations_gov import (

@@ -9,9 +9,10 @@ import re
 from collections.abc import Callable
 from datetime import timedelta
 
-from pipeline import search_arguments, text_validity
+from pipeline import text_validity
 from pipeline.clock import eastern_instant
 from pipeline.errors import DocketeerError
+from pipeline.reading import search_arguments
 
 COMMANDS: dict[str, Callable] = {}
 

@@ -10,6 +10,10 @@ text keys of schema v17 did; a key carries no text, so its row and index entry a
 A member's row keeps how its keys were made (``banding``), not the keys: removing it makes
 them again from its signature. Numpy and hashlib only: the state DB's upgrade
 (``pipeline.store.db``) rekeys stored members with it, without loading datasketch.
+
+The keys are how the ``campaign_band`` table is keyed, a stored format: so they live with
+the store, which both the campaigns stage and that upgrade use (a store module imports no
+stage). Changing how a key is made is a schema upgrade of its own.
 """
 
 from __future__ import annotations
