@@ -23,6 +23,11 @@ from pathlib import Path
 
 from pipeline.errors import ConfigError
 
+# The cache key (onnx_file's name): the model package's version and this exporter's version.
+# Not torch's, transformers' or onnx's: the graph computes the model's function from the same
+# weights whatever torch traced it (each export is checked against torch before it is kept,
+# MAX_EXPORT_ERROR), and reading the key must not need torch, which an ONNX-only process never
+# imports. A change here that alters the graph bumps EXPORT_VERSION.
 # Bump when the exported graph changes: a new file is made. onnx-2: attention traced as
 # transformers' "eager" matmul-softmax-matmul instead of its SDPA path, whose mask handling
 # (Where/IsNaN per layer) ONNX Runtime cannot fuse; 2-5 % more chunks per CPU-second here.
@@ -34,7 +39,8 @@ MAX_EXPORT_ERROR = 1e-3
 
 
 def onnx_file(cache_dir: Path, model_version: str) -> Path:
-    """Where the export of this model version lives (one file per model and export version)."""
+    """Where the export of this model version lives (one file per model and export version:
+    its cache key, ``model_cache.cached_file`` makes it)."""
     return Path(cache_dir) / f"all-MiniLM-L6-v2-{model_version}-{EXPORT_VERSION}.onnx"
 
 
