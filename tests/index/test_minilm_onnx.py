@@ -1,4 +1,6 @@
-"""MiniLM under ONNX Runtime gives sentence-transformers' vectors, so either searches the other's index."""
+"""MiniLM under ONNX Runtime gives sentence-transformers' vectors, so either searches the other's index;
+its graph is written from the packaged weights without torch (or traced by torch for a model the
+writer does not know)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import pytest
 
 from devtools.corpus_topics import TOPICS
 from pipeline.counters import EMBED_CALLS, MODEL_EXPORTS, counters
-from pipeline.index import minilm_onnx, model_cache
+from pipeline.errors import ConfigError
+from pipeline.index import minilm_graph, minilm_onnx, model_cache
 from pipeline.index.embedders import MiniLMEmbedder, make_embedder
 from pipeline.index.search import search
 from tests.fixtures.index_inputs import run, seed_topics
@@ -97,6 +100,30 @@ def test_the_export_is_made_once_and_loads_without_torch(onnx, cache_dir):
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     assert _cached(cache_dir) == sorted(made)
+
+
+def test_the_export_is_written_without_torch(tmp_path):
+    """A machine's first export: the graph written from the packaged weights, torch never imported."""
+    code = (
+        "import sys; from pipeline.index.embedders import make_embedder; "
+        "from pipeline.counters import MODEL_EXPORTS, counters; "
+        f"e = make_embedder('minilm', cache_dir={str(tmp_path)!r}); e.embed(['x']); "
+        "assert e.runtime == 'onnx', e.runtime; assert counters.get(MODEL_EXPORTS) == 1; "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_model_the_graph_writer_does_not_know_is_exported_with_torch(onnx, tmp_path, monkeypatch):
+    def unknown(model_dir):
+        raise ConfigError("not a BERT encoder this writer knows")
+
+    monkeypatch.setattr(minilm_graph, "check_supported", unknown)
+    embedder = make_embedder("minilm", cache_dir=str(tmp_path))
+    vectors = embedder.embed(TEXTS)
+    assert embedder.runtime == "onnx"
+    for text, a, b in zip(TEXTS, vectors, onnx.embed(TEXTS), strict=True):
+        assert _dot(a, b) >= 0.9999, text[:40]
 
 
 def test_a_corrupt_export_is_made_again_never_loaded(onnx, cache_dir, tmp_path):
