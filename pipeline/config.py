@@ -200,8 +200,8 @@ class Settings:
     @property
     def model_cache_path(self) -> Path:
         """Where model files made once per machine live: the setting, else the user's cache
-        folder. Per machine, not per store: a new store would otherwise export MiniLM again
-        (about a minute of torch), and two stores starting at once exported it twice."""
+        folder. Per machine, not per store: a new store would otherwise make and keep its own
+        export of MiniLM (90 MB), and two stores starting at once made it twice."""
         if self.values["model_cache"]:
             return Path(self.values["model_cache"]).expanduser().resolve()
         return user_cache_folder()
