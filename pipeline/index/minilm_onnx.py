@@ -1,8 +1,9 @@
 """all-MiniLM-L6-v2 through ONNX Runtime: sentence-transformers' vectors without torch.
 
 Importing torch and sentence-transformers takes 10-30 s here, longer than any search. The
-same weights exported once to ONNX (``export_onnx``, which needs torch, once) run under
-``onnxruntime`` with the Rust ``tokenizers`` library: both import in a fraction of a second.
+same weights exported once to ONNX (``export_onnx``: written from the weights without torch,
+``minilm_graph``, or for a model it does not know traced by torch) run under ``onnxruntime``
+with the Rust ``tokenizers`` library: both import in a fraction of a second.
 
 The model package's ``modules.json`` says what sentence-transformers does with the weights:
 Transformer (the tokenizer truncating at ``max_seq_length`` from
@@ -23,10 +24,16 @@ from pathlib import Path
 
 from pipeline.errors import ConfigError
 
+# The cache key (onnx_file's name): the model package's version and this exporter's version.
+# Not torch's, transformers' or onnx's: the graph computes the model's function from the same
+# weights whatever torch traced it (each export is checked against torch before it is kept,
+# MAX_EXPORT_ERROR), and reading the key must not need torch, which an ONNX-only process never
+# imports. A change here that alters the graph bumps EXPORT_VERSION.
 # Bump when the exported graph changes: a new file is made. onnx-2: attention traced as
 # transformers' "eager" matmul-softmax-matmul instead of its SDPA path, whose mask handling
 # (Where/IsNaN per layer) ONNX Runtime cannot fuse; 2-5 % more chunks per CPU-second here.
-EXPORT_VERSION = "onnx-2"
+# onnx-3: the graph written from the weights (minilm_graph), no torch: 2-3 s instead of 10-60.
+EXPORT_VERSION = "onnx-3"
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 17
 # An exported graph is kept only when its hidden states equal torch's to this much.
@@ -34,7 +41,8 @@ MAX_EXPORT_ERROR = 1e-3
 
 
 def onnx_file(cache_dir: Path, model_version: str) -> Path:
-    """Where the export of this model version lives (one file per model and export version)."""
+    """Where the export of this model version lives (one file per model and export version:
+    its cache key, ``model_cache.cached_file`` makes it)."""
     return Path(cache_dir) / f"all-MiniLM-L6-v2-{model_version}-{EXPORT_VERSION}.onnx"
 
 
@@ -149,26 +157,58 @@ def _max_seq_length(model_dir: Path) -> int:
     return int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
 
 
-# --- the export (torch, once) -----------------------------------------------------------------
+# --- the export (once per machine) ---------------------------------------------------------
 
 
 def export_onnx(model_dir: Path, target: Path) -> None:
-    """Export the model's transformer to ``target`` with torch, checked against torch.
+    """Write the model's transformer to ``target``: from its weights without torch when
+    ``minilm_graph`` knows its architecture, else traced by torch and checked against it.
 
     Written under a private name and renamed: a concurrent exporter or reader never sees a
     half-written file. Raises ConfigError when the export cannot be made or does not match.
     """
+    from pipeline.index import minilm_graph
+
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{os.getpid()}")
     try:
-        model, sample = _torch_model_and_sample(model_dir)
-        # Computed before the export: after tracing, this torch model answers differently.
-        expected = _torch_hidden_states(model, sample)
-        _export(model, sample, temporary)
-        _check_export(expected, sample, temporary)
+        try:
+            minilm_graph.check_supported(model_dir)
+        except ConfigError:
+            _export_with_torch(model_dir, temporary)
+        else:
+            minilm_graph.write_graph(model_dir, temporary, OPSET)
+            _check_written(model_dir, temporary)
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _check_written(model_dir: Path, path: Path) -> None:
+    """The written graph runs and gives one finite vector per token (its numbers against
+    sentence-transformers': tests/index/test_minilm_onnx.py)."""
+    import numpy as np
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+    encodings = tokenizer.encode_batch(["a short one", "a longer sample sentence to check the graph with"])
+    feed = {name: np.array([getattr(e, field) for e in encodings], dtype=np.int64)
+            for name, field in zip(INPUTS, ("ids", "attention_mask", "type_ids"), strict=True)}
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    [hidden] = session.run(None, feed)
+    if hidden.shape[:2] != feed["input_ids"].shape or not np.isfinite(hidden).all():
+        raise ConfigError(f"the written ONNX graph answers {hidden.shape}, not one finite vector per token")
+
+
+def _export_with_torch(model_dir: Path, path: Path) -> None:
+    """Trace the model with torch into ``path``, checked against torch."""
+    model, sample = _torch_model_and_sample(model_dir)
+    # Computed before the export: after tracing, this torch model answers differently.
+    expected = _torch_hidden_states(model, sample)
+    _export(model, sample, path)
+    _check_export(expected, sample, path)
 
 
 def _torch_model_and_sample(model_dir: Path):

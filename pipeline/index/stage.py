@@ -63,8 +63,9 @@ def embedder_from(settings):
         return make_embedder("openai", url=settings.openai_url, model=settings.openai_model,
                              api_key=settings.openai_api_key or None)
     if settings.embedder == "minilm":
-        # Its ONNX export lives in the data folder: made once, loaded in a second after.
-        return make_embedder("minilm", cache_dir=str(settings.data_path / "models"),
+        # Its ONNX export lives in the machine's model cache: made once for every store,
+        # loaded in a second after.
+        return make_embedder("minilm", cache_dir=str(settings.model_cache_path),
                              runtime=settings.minilm_runtime)
     return make_embedder(settings.embedder)
 

@@ -1,4 +1,6 @@
-"""MiniLM under ONNX Runtime gives sentence-transformers' vectors, so either searches the other's index."""
+"""MiniLM under ONNX Runtime gives sentence-transformers' vectors, so either searches the other's index;
+its graph is written from the packaged weights without torch (or traced by torch for a model the
+writer does not know)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import sys
 import pytest
 
 from devtools.corpus_topics import TOPICS
-from pipeline.counters import EMBED_CALLS, counters
-from pipeline.index import minilm_onnx
+from pipeline.counters import EMBED_CALLS, MODEL_EXPORTS, counters
+from pipeline.errors import ConfigError
+from pipeline.index import minilm_graph, minilm_onnx, model_cache
 from pipeline.index.embedders import MiniLMEmbedder, make_embedder
 from pipeline.index.search import search
 from tests.fixtures.index_inputs import run, seed_topics
@@ -79,17 +82,65 @@ def test_an_index_embedded_by_torch_is_searched_alike_by_onnx(rt, onnx, torch_mi
             assert abs(a.score - b.score) < 1e-4
 
 
+def _cached(cache_dir):
+    return sorted(p.name for p in cache_dir.iterdir())
+
+
 def test_the_export_is_made_once_and_loads_without_torch(onnx, cache_dir):
-    [exported] = list(cache_dir.iterdir())
-    assert exported == minilm_onnx.onnx_file(cache_dir, MiniLMEmbedder.model_id().split(":")[-1])
+    """Another process (another store on this machine) reads the export, whole, without torch."""
+    exported = minilm_onnx.onnx_file(cache_dir, MiniLMEmbedder.model_id().split(":")[-1])
+    made = [exported.name, exported.name + model_cache.DIGEST_SUFFIX, f".{exported.name}.lock"]
+    assert _cached(cache_dir) == sorted(made) and model_cache.is_whole(exported)
     code = (
         "import sys; from pipeline.index.embedders import make_embedder; "
+        "from pipeline.counters import MODEL_EXPORTS, counters; "
         f"e = make_embedder('minilm', cache_dir={str(cache_dir)!r}); e.embed(['x']); "
-        "assert e.runtime == 'onnx', e.runtime; "
+        "assert e.runtime == 'onnx', e.runtime; assert counters.get(MODEL_EXPORTS) == 0; "
         "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert list(cache_dir.iterdir()) == [exported]
+    assert _cached(cache_dir) == sorted(made)
+
+
+def test_the_export_is_written_without_torch(tmp_path):
+    """A machine's first export: the graph written from the packaged weights, torch never imported."""
+    code = (
+        "import sys; from pipeline.index.embedders import make_embedder; "
+        "from pipeline.counters import MODEL_EXPORTS, counters; "
+        f"e = make_embedder('minilm', cache_dir={str(tmp_path)!r}); e.embed(['x']); "
+        "assert e.runtime == 'onnx', e.runtime; assert counters.get(MODEL_EXPORTS) == 1; "
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_model_the_graph_writer_does_not_know_is_exported_with_torch(onnx, tmp_path, monkeypatch):
+    def unknown(model_dir):
+        raise ConfigError("not a BERT encoder this writer knows")
+
+    monkeypatch.setattr(minilm_graph, "check_supported", unknown)
+    embedder = make_embedder("minilm", cache_dir=str(tmp_path))
+    vectors = embedder.embed(TEXTS)
+    assert embedder.runtime == "onnx"
+    for text, a, b in zip(TEXTS, vectors, onnx.embed(TEXTS), strict=True):
+        assert _dot(a, b) >= 0.9999, text[:40]
+
+
+def test_a_corrupt_export_is_made_again_never_loaded(onnx, cache_dir, tmp_path):
+    """A copy of the cache whose graph lost its last bytes: exported again, then used."""
+    exported = minilm_onnx.onnx_file(cache_dir, MiniLMEmbedder.model_id().split(":")[-1])
+    copy = tmp_path / "cache"
+    copy.mkdir()
+    for name in (exported.name, exported.name + model_cache.DIGEST_SUFFIX):
+        (copy / name).write_bytes((cache_dir / name).read_bytes())
+    damaged = copy / exported.name
+    damaged.write_bytes(damaged.read_bytes()[:-1000])
+    embedder = make_embedder("minilm", cache_dir=str(copy))
+    with counters.measure() as io:
+        [vector] = embedder.embed(["tribal broadband"])
+    assert embedder.runtime == "onnx" and io[MODEL_EXPORTS] == 1
+    assert model_cache.is_whole(damaged)
+    assert _dot(vector, onnx.embed(["tribal broadband"])[0]) >= 0.99999
 
 
 def test_a_failed_export_falls_back_to_torch_with_one_warning(tmp_path, caplog, monkeypatch):

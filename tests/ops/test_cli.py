@@ -89,7 +89,8 @@ def waiting(store):
 def test_config_shows_origins_and_masks_secrets(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
     env.update(PYTHONPATH=str(ROOT), LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
-               DOCKETEER_DATA_DIR=str(tmp_path), REGULATIONS_GOV_API_KEY="sekrit-key-123")
+               DOCKETEER_DATA_DIR=str(tmp_path), REGULATIONS_GOV_API_KEY="sekrit-key-123",
+               XDG_CACHE_HOME=str(tmp_path / "xdg"))
     done = subprocess.run([sys.executable, "-m", "pipeline.ops.cli", "config"], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -103,6 +104,9 @@ def test_config_shows_origins_and_masks_secrets(tmp_path):
     assert f"embedded PostgreSQL in {tmp_path / 'index-pg'}  " in lines["index_url"]
     assert f" {tmp_path / 'blobs'}  " in lines["blob_url"]
     assert all(lines[name].endswith("luigi.cfg: under data_dir") for name in ("state_url", "index_url", "blob_url"))
+    # ... and so does the machine's model cache
+    assert f" {tmp_path / 'xdg' / 'docketeer'}  " in lines["model_cache"]
+    assert lines["model_cache"].endswith("luigi.cfg: the user's cache folder")
 
 
 @pytest.mark.parametrize("url", ["postgresql://dkt:pa%40ss-word9@db.example:5432/state",

@@ -68,11 +68,17 @@ class World:
         """The job's HOME and TMPDIR: whatever lands here was written outside the data folder."""
         return self.folder / "outside"
 
+    @property
+    def model_cache(self) -> Path:
+        """The job's model cache: allowed, as the one folder a run writes outside its data folder."""
+        return self.folder / "model-cache"
+
     def env(self, **extra: str) -> dict[str, str]:
         s = self.runtime.settings
         return {**os.environ, "PYTHONPATH": f"{AUDIT}{os.pathsep}{ROOT}",
                 "LUIGI_CONFIG_PATH": str(ROOT / "luigi.cfg"), "DOCKETEER_AUDIT_LOG": str(self.audit_log),
                 "HOME": str(self.outside), "TMPDIR": str(self.outside),
+                "DOCKETEER_MODEL_CACHE": str(self.model_cache),
                 "DOCKETEER_DATA_DIR": str(s.data_path), "DOCKETEER_INDEX_URL": s.index_url,
                 "DOCKETEER_BLOB_URL": s.blob_url, "DOCKETEER_STATE_URL": s.state_url,
                 "DOCKETEER_S3_ENDPOINT_URL": s.s3_endpoint_url,
@@ -133,7 +139,7 @@ class World:
         """Paths outside the data folder that strace saw any process of the jobs change."""
         s = self.runtime.settings
         blob_folder = s.blob_url.removeprefix("file://") if "://" not in s.blob_url.replace("file://", "") else ""
-        inside = tuple(os.path.realpath(p) + os.sep for p in (s.data_path, blob_folder) if p)
+        inside = tuple(os.path.realpath(p) + os.sep for p in (s.data_path, blob_folder, self.model_cache) if p)
         ours = {str(self.audit_log), *(str(p) for p in self.folder.glob("strace-*.log"))}
         found = set()
         for log in self.folder.glob("strace-*.log"):

@@ -98,6 +98,10 @@ def install_from_environment():
     blob_url = os.environ.get("DOCKETEER_BLOB_URL", "")
     # A blob folder set apart from the data folder is where the user said to write.
     also = [blob_url.removeprefix("file://")] if blob_url and "://" not in blob_url.replace("file://", "") else []
+    # The model cache, shared by the stores of a machine: the one folder a run may write
+    # outside its data folder (the job's is set apart from its HOME, World.env).
+    if os.environ.get("DOCKETEER_MODEL_CACHE"):
+        also.append(os.environ["DOCKETEER_MODEL_CACHE"])
     fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     log_path = os.path.realpath(log_path)
 
