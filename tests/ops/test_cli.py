@@ -104,9 +104,9 @@ def test_config_shows_origins_and_masks_secrets(tmp_path):
     assert f"embedded PostgreSQL in {tmp_path / 'index-pg'}  " in lines["index_url"]
     assert f" {tmp_path / 'blobs'}  " in lines["blob_url"]
     assert all(lines[name].endswith("luigi.cfg: under data_dir") for name in ("state_url", "index_url", "blob_url"))
-    # ... and so does the machine's model cache
-    assert f" {tmp_path / 'xdg' / 'docketeer'}  " in lines["model_cache"]
-    assert lines["model_cache"].endswith("luigi.cfg: the user's cache folder")
+    # ... and so does the model cache, in the data folder unless told
+    assert f" {tmp_path / 'models'}  " in lines["model_cache"]
+    assert lines["model_cache"].endswith("luigi.cfg: under data_dir")
 
 
 @pytest.mark.parametrize("url", ["postgresql://dkt:pa%40ss-word9@db.example:5432/state",
