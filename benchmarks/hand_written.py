@@ -7,7 +7,7 @@
   frontmatters shaped as ``render_combined`` makes them (a comment, 0-3 attachments, OCR on
   some, a title on most, a capped list on a few; titles, file names and reasons as real
   dockets carry them, some of which YAML quotes, so both paths are taken);
-* **band keys**: a compared member's stored LSH band keys by ``pipeline.campaigns.bands``
+* **band keys**: a compared member's stored LSH band keys by ``pipeline.store.campaign_bands``
   (numpy, every member at once) against datasketch's own bucket keys (``MinHashLSH._H``,
   the bytes of each band, one call per band and member) and against those bytes hashed to a
   fixed width as schema v17 stored them (16 hex digits of their SHA-256), for ``--items``
@@ -32,10 +32,10 @@ import time
 import numpy as np
 
 from pipeline.campaigns import grouping
-from pipeline.campaigns.bands import band_keys
 from pipeline.extract import frontmatter
 from pipeline.extract.frontmatter import dump_frontmatter, yaml_dump
 from pipeline.fingerprints import postgres_md5
+from pipeline.store.campaign_bands import band_keys
 
 # Titles as regulations.gov gives them, most written plain; "Comment on FR Doc # ..." (" #")
 # and a few others are quoted by YAML, so the whole frontmatter goes through yaml.dump.

@@ -8,7 +8,7 @@ import numpy as np
 from datasketch import MinHashLSH
 
 from pipeline.campaigns import grouping
-from pipeline.campaigns.bands import band_keys
+from pipeline.store.campaign_bands import band_keys
 
 
 def test_band_keys_meet_where_datasketchs_buckets_do():
