@@ -54,7 +54,7 @@ class SearchFilters:
     posted_before: str | None = None  # UTC ISO instant, exclusive
     organization: str | None = None  # a part of the submitter's name or organisation, any case
     # Also matched by ``organization``: the comments of the resolved organisations it names
-    # (``pipeline.store.organisation_filter``: the index DB holds no organisations).
+    # (``pipeline.reading.organisation_filter``: the index DB holds no organisations).
     org_items: tuple[str, ...] | None = None
     items: tuple[str, ...] | None = None  # only these item keys (a campaign's members)
     # Not these item keys: a narrowing that allows most of the comments is sent as the few it
