@@ -12,8 +12,8 @@
    extracted and indexed (it exits non-zero otherwise).
 6. Prints a search result.
 
-Everything is written under data/quickstart/ but MiniLM's ONNX export, made once per machine
-into the model cache (model_cache: ~/.cache/docketeer by default); nothing leaves this machine.
+Everything is written under data/quickstart/ (MiniLM's ONNX export in the store's models/);
+nothing leaves this machine.
 """
 
 from __future__ import annotations

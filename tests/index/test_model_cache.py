@@ -1,4 +1,4 @@
-"""The model cache: a file made once per machine, by one process at a time, used only whole."""
+"""The model cache: a file made once per cache folder, by one process at a time, used only whole."""
 
 from __future__ import annotations
 
