@@ -66,10 +66,11 @@ def eastern_date(stamp: str | None) -> str:
         return ""
 
 
-def eastern_instant(moment: datetime | str | None) -> str:
+def eastern_instant(moment: datetime | str | None, *, seconds: bool = False) -> str:
     """A stored instant as people read it: Washington's wall clock to the minute with the
-    zone named, '2026-12-02 00:12 EST' ('EDT' in summer); '' when absent or unreadable.
-    Machine-readable output (JSON, exported files) keeps the stored UTC instant instead."""
+    zone named, '2026-12-02 00:12 EST' ('EDT' in summer; to the second with ``seconds``, for
+    a cursor such as fetch's watermark); '' when absent or unreadable. Machine-readable output
+    (JSON, exported files) keeps the stored UTC instant instead."""
     if not moment:
         return ""
     try:
@@ -80,7 +81,7 @@ def eastern_instant(moment: datetime | str | None) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     try:
-        return moment.astimezone(EASTERN).strftime("%Y-%m-%d %H:%M %Z")
+        return moment.astimezone(EASTERN).strftime("%Y-%m-%d %H:%M:%S %Z" if seconds else "%Y-%m-%d %H:%M %Z")
     except OverflowError:  # a stored instant at the edge of the calendar (year 1)
         return ""
 

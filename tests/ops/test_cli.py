@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from pipeline.clock import eastern_instant
 from pipeline.failures import RetryPolicy
 from pipeline.ops import cli
 from pipeline.store import item_states
@@ -179,6 +180,10 @@ def test_dockets_table_has_every_column(store, capsys):
         assert cells["retry"] == "-"  # nothing waits
         assert cells["sealed"] == "open"
         assert cells["failed"] == "-"  # no stage failed for it
+        # Every time shown is Washington's, the fetch cursor too (to the second; stored UTC)
+        stored = Docket.get_by_id(docket.id).pull_watermark
+        assert stored.endswith("Z") and cells["watermark"] == eastern_instant(stored, seconds=True)
+        assert cells["watermark"].endswith((" EST", " EDT")) and cells["watermark"].count(":") == 2
 
 
 def test_dockets_shows_items_waiting_to_retry_and_the_next_attempt(store, waiting, capsys):

@@ -62,7 +62,8 @@ def _docket_row(d, counts: dict[str, int], waiting: int, index_db, submissions: 
     return [
         d.id, d.agency or "", eastern_date(d.comment_end_date), counts.get("comments", 0), submissions,
         progress_cell(counts, "detailed"), progress_cell(counts, "extracted"), indexed,
-        _retry_cell(waiting, d.retry_due_at), d.pull_watermark or "", eastern_instant(d.last_pull_at),
+        _retry_cell(waiting, d.retry_due_at), eastern_instant(d.pull_watermark, seconds=True),
+        eastern_instant(d.last_pull_at),
         _seal_cell(d),
     ]
 
