@@ -1,4 +1,5 @@
-"""Validation of identifiers that come from outside and may reach a path or a storage key."""
+"""Identifiers that come from outside: their validation (they may reach a path or a storage
+key), and the page on regulations.gov a record's id names."""
 
 from __future__ import annotations
 
@@ -11,6 +12,14 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 # Attachment file names we store: attachment_1.pdf, content.docx, ...
 _FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+REGULATIONS_GOV = "https://www.regulations.gov"
+
+
+def record_url(kind: str, key: str) -> str:
+    """The record's page on regulations.gov: ``/document/ID`` for a document, ``/comment/ID``
+    for anything else."""
+    return f"{REGULATIONS_GOV}/{'document' if kind == 'document' else 'comment'}/{key}"
 
 
 def _check(value: object, pattern: re.Pattern[str], what: str) -> str:

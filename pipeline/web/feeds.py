@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from pipeline.clock import eastern_date, iso, parse_iso, utcnow
+from pipeline.ids import record_url
 from pipeline.reading import browsing
 from pipeline.text_validity import for_xml
 
@@ -22,7 +23,6 @@ FEED_ENTRIES = 50
 SEARCH_READ = 200  # hits read for a search's feed: its best matches, then latest first
 SUMMARY_CHARS = 1000
 QUIET_FEED_UPDATED = "2000-01-01T00:00:00Z"  # a feed without entries: fixed, so it never churns
-REGULATIONS_GOV = "https://www.regulations.gov"
 _SINCE = re.compile(r"^\s*(\d{1,6})\s*([mhdw])\s*$")
 
 
@@ -36,7 +36,7 @@ class Feed:
 
 
 def entry_id(key: str) -> str:
-    return f"{REGULATIONS_GOV}/comment/{key}"
+    return record_url("comment", key)
 
 
 def latest(filters: browsing.BrowseFilters, limit: int | None = None) -> list[browsing.CommentRow]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from pipeline.clock import eastern_date, eastern_day, eastern_day_bounds
+from pipeline.ids import record_url
 from pipeline.reading import campaigns, search_arguments
 from pipeline.reading.search import SearchFilters, SearchHit
 from pipeline.web import highlight, plots
@@ -20,7 +21,6 @@ PAGE_SIZE = 20
 CAMPAIGN_READ = 200  # hits read per page when one result per campaign is asked
 MAX_PAGE = 50  # 1,000 results: past that a narrower query or a filter serves better
 TOP_ORGANIZATIONS = 15
-REGULATIONS_GOV = "https://www.regulations.gov"
 
 
 # --- search ---------------------------------------------------------------------------------
@@ -133,8 +133,7 @@ class Result:
 
     @property
     def url(self) -> str:
-        kind = "document" if self.hit.collection == "documents" else "comment"
-        return f"{REGULATIONS_GOV}/{kind}/{self.hit.item_key}"
+        return record_url("document" if self.hit.collection == "documents" else "comment", self.hit.item_key)
 
 
 class WarmSearch:
@@ -291,7 +290,7 @@ class CommentPage:
 
     @property
     def url(self) -> str:
-        return f"{REGULATIONS_GOV}/{'document' if self.item.kind == 'document' else 'comment'}/{self.item.key}"
+        return record_url(self.item.kind, self.item.key)
 
     def state_of(self, stage: str, filename: str) -> str:
         row = self.file_states.get((stage, f"{self.item.key}/{filename}"))

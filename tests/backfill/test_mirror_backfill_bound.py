@@ -1,4 +1,4 @@
-"""Backfill from the mirror holds no docket listing whole (#18): whether the listing comes
+"""Backfill from the mirror holds no docket listing whole: whether the listing comes
 from a walk of the mirror or from the rows a mirror fetch stored, no pass files more than
 its todo page's objects, and the result is what a pass over the whole docket leaves.
 

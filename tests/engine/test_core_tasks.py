@@ -47,7 +47,7 @@ def test_new_window_reruns_open_docket_stages_without_item_work(state):
     Docket.update(last_pull_at="2000-01-01T00:00:00.000000Z").execute()  # last pull: old window
     core_stages.CALLS.clear()
     assert build(ToyAll())
-    # Fetch found nothing new: the downstream task re-reads its probe and is done (#18).
+    # Fetch found nothing new: the downstream task re-reads its probe and is done.
     assert core_stages.CALLS == [("toyfetch", A)]
     rows_after = list(ItemState.select().order_by(ItemState.stage, ItemState.item).tuples())
     assert rows_after == rows_before  # nothing changed, nothing rewritten

@@ -1,4 +1,4 @@
-"""Several hosts on one luigid (issue #18 item 4): host identity in leases, expiry as the only
+"""Several hosts on one luigid: host identity in leases, expiry as the only
 death certificate of another host's holder, renewal on progress, the layouts refused for a
 shared state DB, and two worker processes with their own host ids on loopback (luigid, one
 embedded PostgreSQL for state and index, moto S3 for blobs, the stand-in API)."""

@@ -1,4 +1,4 @@
-"""Two workers on one docket split the backfill and index stages' items (issue #18 item 4):
+"""Two workers on one docket split the backfill and index stages' items:
 item claims with ``FOR UPDATE SKIP LOCKED`` on a real PostgreSQL state DB.
 
 The lease holder runs in this process; as soon as it has claimed its first batch, a second

@@ -1,4 +1,4 @@
-"""Fetch from the mirror holds no docket listing whole (#18): the walk is compared and filed
+"""Fetch from the mirror holds no docket listing whole: the walk is compared and filed
 a page at a time, the filed objects are read a page at a time, and gone objects are found
 by count (and by key only when some are gone). What a paged fetch leaves equals what one
 page holding the whole docket leaves; an unchanged rerun writes nothing.

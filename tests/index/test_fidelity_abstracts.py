@@ -1,4 +1,4 @@
-"""Issue #15, Deliver 4: an item whose files give no text (missing, failed, not yet
+"""An item whose files give no text (missing, failed, not yet
 backfilled) is indexed by its title and its abstract or body; when a file's text arrives,
 that item alone is re-indexed by it (its content hash decides; nothing else is redone)."""
 

@@ -1,4 +1,4 @@
-"""Eastern dates where people read dates (issue #15, Deliver 5): an instant of 03:59:59Z is
+"""Eastern dates where people read dates: an instant of 03:59:59Z is
 the day before in Washington, and every place that shows a date shows that day — search
 results (text and JSON, which keeps the UTC instant too), ``explain``, ``dockets`` and the
 web pages — through the one helper, ``pipeline.clock.eastern_date``.

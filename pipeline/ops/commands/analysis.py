@@ -75,14 +75,22 @@ def _org_origin(origins) -> str:
     return "; ".join(shown) + (f" (+{more})" if more > 0 else "")
 
 
+def _unknown_docket(command_name: str, docket_id: str) -> bool:
+    """True, said in one line on stderr, when the store knows no such docket."""
+    from pipeline.reading import reports
+
+    if reports.find_docket(docket_id) is not None:
+        return False
+    print(f"docketeer {command_name}: unknown docket: {docket_id}", file=sys.stderr)
+    return True
+
+
 @command
 def cmd_orgs(args) -> int:
     from pipeline.reading import organisations as queries
-    from pipeline.reading import reports
 
     open_runtime()
-    if args.docket and reports.find_docket(args.docket) is None:
-        print(f"docketeer orgs: unknown docket: {args.docket}", file=sys.stderr)
+    if args.docket and _unknown_docket("orgs", args.docket):
         return 2
     if args.rule:
         return _orgs_of_rule(args)
@@ -152,12 +160,10 @@ def cmd_rule(args) -> int:
 
 @command
 def cmd_topics(args) -> int:
-    from pipeline.reading import reports
     from pipeline.reading import topics as queries
 
     open_runtime()
-    if reports.find_docket(args.docket) is None:
-        print(f"docketeer topics: unknown docket: {args.docket}", file=sys.stderr)
+    if _unknown_docket("topics", args.docket):
         return 2
     found = queries.topics_of(args.docket)
     mapped = queries.map_of(args.docket)
@@ -190,12 +196,10 @@ CAMPAIGN_OPENING_SHOWN = 70  # characters of the letter in the table; --json has
 
 @command
 def cmd_campaigns(args) -> int:
-    from pipeline.campaigns import queries
-    from pipeline.reading import reports
+    from pipeline.reading import campaigns as queries
 
     open_runtime()
-    if reports.find_docket(args.docket) is None:
-        print(f"docketeer campaigns: unknown docket: {args.docket}", file=sys.stderr)
+    if _unknown_docket("campaigns", args.docket):
         return 2
     found = queries.campaigns_of(args.docket)  # largest first, as the docket page lists them
     represented = queries.submissions(c.id for c in found)

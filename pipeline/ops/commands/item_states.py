@@ -92,16 +92,25 @@ def _stage_row(row, when=eastern_instant) -> list:
             when(row.written_at), row.reason or ""]
 
 
-@command
-def cmd_explain(args) -> int:
+def comment_and_states(key: str):
+    """(runtime, the stored item or None, its state rows in every stage) of a comment
+    ``explain`` and ``show`` are asked about; UnknownItem when neither knows it."""
     from pipeline.engine import registry
     from pipeline.reading import reports
 
     rt = open_runtime()
-    item = reports.find_item(args.comment)
-    rows = reports.stage_rows(args.comment, registry.names())
+    item = reports.find_item(key)
+    rows = reports.stage_rows(key, registry.names())
     if item is None and not rows:
-        raise UnknownItem(f"unknown comment {args.comment!r}")
+        raise UnknownItem(f"unknown comment {key!r}")
+    return rt, item, rows
+
+
+@command
+def cmd_explain(args) -> int:
+    from pipeline.reading import reports
+
+    rt, item, rows = comment_and_states(args.comment)
     files = reports.file_rows_of(args.comment)
     if item is None:  # listed, but its record never arrived: only its state rows know it
         print(f"{args.comment}  docket {rows[0].docket}  not stored: its fetch did not succeed")

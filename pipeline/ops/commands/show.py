@@ -15,16 +15,17 @@ from datetime import UTC, datetime
 
 from pipeline.clock import eastern_instant, iso
 from pipeline.errors import DocketeerError
-from pipeline.ops.commands.command_line import UnknownItem, command, open_runtime, table
+from pipeline.ids import record_url
+from pipeline.ops.commands.command_line import command, table
 from pipeline.ops.commands.item_states import (
     EXPLAIN_HEADER,
     attachments_line,
+    comment_and_states,
     kept_attributes,
     stage_table,
     who,
 )
 
-REGULATIONS_GOV = "https://www.regulations.gov"
 STAGE_KEYS = ["stage", "state", "failure", "attempts", "first_failed", "next_attempt", "at", "reason"]
 
 
@@ -38,14 +39,7 @@ def register(commands) -> None:
 
 @command
 def cmd_show(args) -> int:
-    from pipeline.engine import registry
-    from pipeline.reading import reports
-
-    rt = open_runtime()
-    item = reports.find_item(args.comment)
-    rows = reports.stage_rows(args.comment, registry.names())
-    if item is None and not rows:
-        raise UnknownItem(f"unknown comment {args.comment!r}")
+    rt, item, rows = comment_and_states(args.comment)
     if item is None:  # listed, but its record never arrived: only its state rows know it
         raise DocketeerError(f"{args.comment}: not stored, its fetch did not succeed "
                              f"(`docketeer explain {args.comment}` says why)")
@@ -69,7 +63,7 @@ class _ShownComment:
 
     @property
     def link(self) -> str:
-        return f"{REGULATIONS_GOV}/{'document' if self.item.kind == 'document' else 'comment'}/{self.item.key}"
+        return record_url(self.item.kind, self.item.key)
 
     def file_state(self, stage: str, filename: str) -> str | None:
         row = self.files.get((stage, f"{self.item.key}/{filename}"))
