@@ -62,6 +62,17 @@ def pg_url(pg_server) -> str:
 
 
 @pytest.fixture(autouse=True)
+def _new_process_invocation():
+    """Each test's in-process builds start a new invocation, as each `luigi` command does:
+    one kept from an earlier test would carry its start time (and so its "since this run"
+    queries) into the next."""
+    from pipeline.engine import invocation
+
+    invocation._of_process = None
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _runtime_restored():
     """Whatever runtime a test installs, the next test starts from the one before it."""
     from pipeline import runtime

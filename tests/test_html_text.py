@@ -118,3 +118,10 @@ def test_a_record_reads_markup_as_repaired_an_attachment_tag_by_tag():
     markup = "<head><title>T</title><style>p {}</style></head><p>One&rsquo;s</p><p>Two<br>lines</p>"
     assert html_to_text(markup, RECORD) == "One’s\n\nTwo\nlines"
     assert html_to_text(markup, EXTRACTED) == "One’s\nTwo\nlines"
+
+
+@pytest.mark.parametrize("markup", ["<html> ", "<html>", "<html><head></head>", " <head> "])
+def test_markup_with_nothing_to_show_is_empty_text_in_both_layouts(markup):
+    # lxml parses these to a document without a body, and asserts on it.
+    assert html_to_text(markup, RECORD) == ""
+    assert html_to_text(markup, EXTRACTED) == ""
