@@ -146,3 +146,12 @@ def test_the_docket_page_links_to_its_documents(client, store, document):
     assert _documents_linked(page.text).count(document) >= 1
     assert re.search(rf'<li><a class="document-link" href="/document/{document}">{document}</a> Proposed Rule: ',
                      page.text)
+
+
+def test_the_document_page_costs_two_statements_and_one_read_of_its_text(client, document):
+    from pipeline.counters import COMBINED_READS, STATE_QUERIES, counters
+
+    with counters.counting_queries(), counters.measure() as io:
+        assert client.get(f"/document/{document}").status_code == 200
+    # Its record with its type, then the state rows of it and its files: none per section.
+    assert io.get(STATE_QUERIES, 0) == 2 and io.get(COMBINED_READS, 0) == 1, io
