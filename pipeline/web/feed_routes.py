@@ -51,7 +51,8 @@ async def search_feed(request: Request):
         rows = feeds.latest(form.filters())
         page_url = f"{base_of(request)}/comments?{query}"
     described = ", ".join(f"{label} {value}" for _, label, value in form.active)
-    title = f"New {FEED_KINDS[search_form.collection] if form.q else 'comments'}" + (f" matching “{form.q}”" if form.q else "") + (f" ({described})" if described else "")
+    kinds = FEED_KINDS[search_form.collection] if form.q else "comments"
+    title = f"New {kinds}" + (f" matching “{form.q}”" if form.q else "") + (f" ({described})" if described else "")
     # The feed's id is its query: the same search is the same feed, whatever the host.
     return site.atom(feeds.Feed(f"tag:docketeer,2026:search?{query}", title,
                                 f"{base_of(request)}/feed/search?{query}", page_url, rows), request)

@@ -54,6 +54,8 @@ async def comment(request: Request):
     page = pages.comment_page(site.runtime, key)
     if page is None:
         return site.missing(request, "comment", key)
+    if page.item.kind == "document":  # a rule document: its own page shows it
+        return RedirectResponse(f"/document/{quote(key, safe='')}", status_code=302)
     return site.render(request, "comment.html", page=page)
 
 

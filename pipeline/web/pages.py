@@ -410,7 +410,7 @@ class DocumentPage:
         return f"Its text was not extracted: extract {state}." if state else "Its text is not extracted yet."
 
 
-def document_page(runtime, key: str):
+def document_page(runtime, key: str) -> DocumentPage | str | None:
     """The document's page (three reads: its record with its type, its state rows, its text),
     the comment's key when ``key`` names a comment, or None when no item has that id."""
     from pipeline.reading import documents

@@ -131,13 +131,15 @@ def test_a_document_whose_text_failed_says_so_with_its_state_and_reason(client, 
     assert "page-marker" not in page.text
 
 
-def test_an_unknown_document_is_a_404_and_a_comments_id_goes_to_its_page(client, store):
+def test_an_unknown_document_is_a_404_and_each_kind_of_id_goes_to_its_own_page(client, store, document):
     missing = client.get("/document/CMS-2026-9999-0001")
     assert missing.status_code == 404
     assert "This store knows no document <code>CMS-2026-9999-0001</code>." in missing.text
     comment = linked_comments(client.get("/search", params={"q": "comment", "kind": "comments"}).text)[0]
     moved = client.get(f"/document/{comment}", follow_redirects=False)
     assert moved.status_code == 302 and moved.headers["location"] == f"/comment/{comment}"
+    back = client.get(f"/comment/{document}", follow_redirects=False)
+    assert back.status_code == 302 and back.headers["location"] == f"/document/{document}"
 
 
 def test_the_docket_page_links_to_its_documents(client, store, document):

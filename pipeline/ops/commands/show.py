@@ -52,13 +52,11 @@ class _ShownComment:
     """What ``show`` prints of one stored item, read once."""
 
     def __init__(self, rt, item, rows: list) -> None:
-        from pipeline.reading import reports
+        from pipeline.reading import comments, reports
 
         self.rt, self.item, self.rows = rt, item, rows
         self.files = reports.file_rows_of(item.key)
         self.attachments = reports.attachments_of(item.key)
-        from pipeline.reading import comments
-
         self.sections, self.extracted = comments.text_pages(rt.blobs, item.docket, item.key)
         self.document_answered, self.phase = _answered(item)
         self.campaign = _campaign(item.key)
