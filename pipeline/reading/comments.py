@@ -5,11 +5,11 @@ or content file's), each split at its page markers. The comment and document pag
 
 from __future__ import annotations
 
-from pipeline.extract.combined import combined_sections, parse_combined
+from pipeline.extract.combined import combined_sections, is_placeholder, parse_combined
 from pipeline.index.chunking import PAGE_MARKER
 
-__all__ = ["PAGE_MARKER", "combined_sections", "combined_text", "pages", "parse_combined", "sections",
-           "text_pages"]
+__all__ = ["PAGE_MARKER", "combined_sections", "combined_text", "is_placeholder", "pages", "parse_combined",
+           "sections", "text_pages"]
 
 # One section of an item's text: its heading (the item's own text, or a file's name) and its
 # pages, each (page number or None before the first marker, text).

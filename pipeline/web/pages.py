@@ -418,8 +418,14 @@ def document_page(runtime, key: str) -> DocumentPage | str | None:
     facts = documents.find_document(key)
     if facts is None or facts.item.kind != "document":
         return None if facts is None else facts.item.key
+    from pipeline.reading.comments import is_placeholder
+
     sections, extracted = document_text(runtime, facts.item)
-    return DocumentPage(facts, sections, extracted)
+    # The record's own text is usually none (a document's text is in its content file): its
+    # section is shown only when it holds some.
+    own, files = sections[:1], sections[1:]
+    shown = [s for s in own if not all(is_placeholder(text) for _, text in s.pages)] + files
+    return DocumentPage(facts, shown, extracted)
 
 
 def document_text(runtime, item) -> tuple[list[Section], bool]:
