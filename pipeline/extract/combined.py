@@ -204,5 +204,11 @@ def combined_sections(body: str, *, skip_placeholders: bool = False) -> list[tup
             sections[-1][1].append(line)
     result = [(heading, _unescape_headings("\n".join(lines)).strip()) for heading, lines in sections]
     if skip_placeholders:
-        result = [(heading, text) for heading, text in result if text and not _PLACEHOLDER.match(text)]
+        result = [(heading, text) for heading, text in result if not is_placeholder(text)]
     return result
+
+
+def is_placeholder(text: str) -> bool:
+    """Whether a section's text is only its status line (an attachment without text, an empty
+    inline comment or document) or nothing at all."""
+    return not text or bool(_PLACEHOLDER.match(text))

@@ -61,6 +61,9 @@ class BrowseFilters:
     category: str | None = None
     state: str | None = None  # stateProvinceRegion
     country: str | None = None
+    # The kinds of item listed: comments (every page's lists); a search's feed lists the
+    # documents its search found beside them.
+    kinds: tuple[str, ...] = ("comment",)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class CommentRow:
     campaign: str | None  # None, or a campaign of at least two comments
     campaign_size: int
     attachments: int = 0
+    kind: str = "comment"  # or "document": a search's feed lists both
 
 
 def _has_attachments():
@@ -85,7 +89,8 @@ def _has_attachments():
 
 def _filtered(query, filters: BrowseFilters):
     """``query`` (over Item joined to its campaign) narrowed to the comments ``filters`` allow."""
-    query = query.where(Item.kind == "comment")
+    kinds = filters.kinds
+    query = query.where(Item.kind == kinds[0] if len(kinds) == 1 else Item.kind.in_(kinds))
     if filters.docket:
         query = query.where(Item.docket == filters.docket)
     if filters.organization:
@@ -167,13 +172,13 @@ def comments(filters: BrowseFilters, *, sort: str = "newest", offset: int = 0, l
     size = fn.COALESCE(Campaign.size, 1)
     found = {row[0]: row for row in _joined(
         Item.key, Item.docket, Item.title, Item.posted_date, Item.submitter, Item.organization, Item.withdrawn,
-        Item.updated_at, Item.body, Campaign.id, size).where(Item.key.in_(page)).tuples()}
+        Item.updated_at, Item.body, Campaign.id, size, Item.kind).where(Item.key.in_(page)).tuples()}
     counts = attachment_counts(page)
     rows = []
     for key in page:
-        _, docket, title, posted_date, submitter, org, withdrawn, updated, body, campaign, n = found[key]
+        _, docket, title, posted_date, submitter, org, withdrawn, updated, body, campaign, n, kind = found[key]
         rows.append(CommentRow(key, docket, title, posted_date, submitter, org, bool(withdrawn), updated, body,
-                               campaign if (campaign and n > 1) else None, n, counts.get(key, 0)))
+                               campaign if (campaign and n > 1) else None, n, counts.get(key, 0), kind))
     return rows
 
 
@@ -417,11 +422,13 @@ def campaign_members(campaign_id: str, *, offset: int, limit: int) -> list[Campa
 
 
 def rows_of_keys(keys: list[str], *, limit: int) -> list[CommentRow]:
-    """Of these comments, the ``limit`` added or changed last (a search's feed), latest first."""
+    """Of these items (a search's hits: comments, documents or both, as it searched), the
+    ``limit`` added or changed last (a search's feed), latest first."""
     rows: list[CommentRow] = []
+    every_kind = BrowseFilters(kinds=("comment", "document"))
     for start in range(0, len(keys), IN_CHUNK):
         chunk = keys[start:start + IN_CHUNK]
-        rows += comments(BrowseFilters(), sort="updated", limit=limit, keys=chunk)
+        rows += comments(every_kind, sort="updated", limit=limit, keys=chunk)
     return sorted(rows, key=lambda r: (r.updated_at, r.key), reverse=True)[:limit]
 
 

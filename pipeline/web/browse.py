@@ -21,7 +21,7 @@ BROWSE_PAGE_SIZE = 50
 MEMBERS_PAGE_SIZE = 50
 MAX_BROWSE_PAGE = 100_000  # a bound on the number, not on the data: offsets stay integers
 CHOICES = {"attachments": ("yes", "no"), "withdrawn": ("yes", "no"), "per_campaign": ("1",),
-           "sort": tuple(browsing.SORTS)}
+           "sort": tuple(browsing.SORTS), "kind": tuple(pages.KINDS)}
 FILTER_NAMES = ("docket", "from", "to", "org", "campaign", "topic", "attachments", "withdrawn",
                 *search_arguments.ATTRIBUTES)
 
@@ -127,6 +127,7 @@ class BrowseForm:
     category: str = ""
     state: str = ""
     country: str = ""
+    kind: str = ""  # what a search looks in (pages.KINDS): kept for the search and its feed
 
     @classmethod
     def parse(cls, params) -> BrowseForm:
@@ -141,6 +142,7 @@ class BrowseForm:
                    sort=params.get("sort", "").strip() or "newest",
                    # Past the last page is an empty page; a number too long to be one is the bound.
                    page=min(MAX_BROWSE_PAGE, int(params.get("page", "").strip()[:9] or 1)),
+                   kind="" if params.get("kind", "").strip() == "both" else params.get("kind", "").strip(),
                    **search_arguments.attribute_values(params))
 
     def filters(self) -> browsing.BrowseFilters:
@@ -159,7 +161,7 @@ class BrowseForm:
                   "attachments": self.attachments, "withdrawn": self.withdrawn,
                   "sort": "" if self.sort == "newest" else self.sort,
                   "page": "" if self.page == 1 else str(self.page),
-                  **{name: getattr(self, name) for name in search_arguments.ATTRIBUTES}}
+                  **{name: getattr(self, name) for name in search_arguments.ATTRIBUTES}, "kind": self.kind}
         if "page" not in changes:
             values["page"] = ""
         values |= {k: str(v) for k, v in changes.items()}

@@ -15,6 +15,9 @@ from pipeline.reading import browsing
 from pipeline.web import browse, feeds, pages
 from pipeline.web.site import base_of, site_of
 
+# What a search's feed holds, by the index collection its search looks in.
+FEED_KINDS = {None: "comments and documents", "comments": "comments", "documents": "documents"}
+
 
 async def docket_feed(request: Request):
     from pipeline.reading import reports
@@ -48,7 +51,8 @@ async def search_feed(request: Request):
         rows = feeds.latest(form.filters())
         page_url = f"{base_of(request)}/comments?{query}"
     described = ", ".join(f"{label} {value}" for _, label, value in form.active)
-    title = "New comments" + (f" matching “{form.q}”" if form.q else "") + (f" ({described})" if described else "")
+    kinds = FEED_KINDS[search_form.collection] if form.q else "comments"
+    title = f"New {kinds}" + (f" matching “{form.q}”" if form.q else "") + (f" ({described})" if described else "")
     # The feed's id is its query: the same search is the same feed, whatever the host.
     return site.atom(feeds.Feed(f"tag:docketeer,2026:search?{query}", title,
                                 f"{base_of(request)}/feed/search?{query}", page_url, rows), request)

@@ -35,8 +35,8 @@ class Feed:
     rows: list[browsing.CommentRow]
 
 
-def entry_id(key: str) -> str:
-    return record_url("comment", key)
+def entry_id(key: str, kind: str = "comment") -> str:
+    return record_url(kind, key)
 
 
 def latest(filters: browsing.BrowseFilters, limit: int | None = None) -> list[browsing.CommentRow]:
@@ -46,7 +46,8 @@ def latest(filters: browsing.BrowseFilters, limit: int | None = None) -> list[br
 
 
 def latest_of_keys(keys: list[str], limit: int | None = None) -> list[browsing.CommentRow]:
-    """Of these comments (a search's hits), the ones added or changed last, latest first."""
+    """Of these items (a search's hits, comments or documents), the ones added or changed
+    last, latest first."""
     return browsing.rows_of_keys(keys, limit=limit or FEED_ENTRIES)
 
 
@@ -64,7 +65,7 @@ def atom(feed: Feed, base_url: str) -> bytes:
     generator.updated(max((r.updated_at for r in feed.rows), default=QUIET_FEED_UPDATED))
     for row in feed.rows:
         entry = generator.add_entry(order="append")
-        entry.id(entry_id(row.key))
+        entry.id(entry_id(row.key, row.kind))
         # A feed never fails on what a record says: feedgen refuses what XML cannot hold
         # (ESC, BEL, a NUL an older store may keep), so it is left out of every text.
         entry.title(for_xml(f"{row.key}: {row.title}" if row.title else row.key))
@@ -74,7 +75,8 @@ def atom(feed: Feed, base_url: str) -> bytes:
         entry.author({"name": for_xml(row.organization or row.submitter or "") or "anonymous"})
         # One link (feedgen 1.0 writes no rel on an entry's links, so each would be an
         # "alternate" and Atom allows one per type): the page here. Its id is regulations.gov's.
-        entry.link(href=f"{base_url}/comment/{row.key}", rel="alternate", type="text/html")
+        entry.link(href=f"{base_url}/{'document' if row.kind == 'document' else 'comment'}/{row.key}",
+                   rel="alternate", type="text/html")
         entry.summary(for_xml(_summary(row)))
     return generator.atom_str(pretty=True)
 

@@ -1,7 +1,9 @@
 """The pages of ``pages.py``, one handler each: the search page, a docket's dashboard, one
-comment, and the status of every docket. ``app.py`` routes them."""
+comment, one rule document, and the status of every docket. ``app.py`` routes them."""
 
 from __future__ import annotations
+
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse
@@ -32,7 +34,7 @@ async def search(request: Request):
     # The topic and attribute facets only (four statements): the search page shows no others.
     facets = (browsing.Facets([], [], {}, {}, browsing.attribute_counts(form.browse_filters()),
                               browsing.topic_counts(form.browse_filters()))
-              if form.q and not error else None)
+              if form.q and not error and form.searches_comments else None)
     return site.render(request, "search.html", status, form=form, results=results, error=error, facets=facets,
                        page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE, campaigns_known=campaigns.available())
 
@@ -52,7 +54,19 @@ async def comment(request: Request):
     page = pages.comment_page(site.runtime, key)
     if page is None:
         return site.missing(request, "comment", key)
+    if page.item.kind == "document":  # a rule document: its own page shows it
+        return RedirectResponse(f"/document/{quote(key, safe='')}", status_code=302)
     return site.render(request, "comment.html", page=page)
+
+
+async def document(request: Request):
+    site, key = site_of(request), request.path_params["key"]
+    page = pages.document_page(site.runtime, key)
+    if page is None:
+        return site.missing(request, "document", key)
+    if isinstance(page, str):  # a comment's id: its own page shows it
+        return RedirectResponse(f"/comment/{quote(page, safe='')}", status_code=302)
+    return site.render(request, "document.html", page=page)
 
 
 async def status(request: Request):

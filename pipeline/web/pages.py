@@ -1,5 +1,6 @@
 """What each page shows, assembled from the stores by plain functions (no web framework
-here): the search results, a docket's dashboard, one comment, the status of every docket.
+here): the search results, a docket's dashboard, one comment, one rule document, the status
+of every docket.
 
 Every read goes through ``pipeline/reading/`` (the state DB's reports, the search, a comment's
 text) and the index DB's own methods; nothing here writes.
@@ -21,6 +22,8 @@ PAGE_SIZE = 20
 CAMPAIGN_READ = 200  # hits read per page when one result per campaign is asked
 MAX_PAGE = 50  # 1,000 results: past that a narrower query or a filter serves better
 TOP_ORGANIZATIONS = 15
+# What a search looks in, as the form says it -> the index's collection (None: every one).
+KINDS = {"both": None, "comments": "comments", "documents": "documents"}
 
 
 # --- search ---------------------------------------------------------------------------------
@@ -45,6 +48,7 @@ class SearchForm:
     category: str = ""
     state: str = ""
     country: str = ""
+    kind: str = "both"  # a key of KINDS: comments, documents or both
 
     @classmethod
     def parse(cls, params) -> SearchForm:
@@ -55,6 +59,7 @@ class SearchForm:
                    topic=params.get("topic", "").strip()[:120], one_per_campaign=params.get("per_campaign") == "1",
                    page=_bounded_int(params.get("page"), 1, MAX_PAGE),
                    attachments=_choice(params.get("attachments", "")), withdrawn=_choice(params.get("withdrawn", "")),
+                   kind=params.get("kind", "").strip() if params.get("kind", "").strip() in KINDS else "both",
                    **search_arguments.attribute_values(params))
 
     def checked(self) -> SearchForm:
@@ -75,6 +80,20 @@ class SearchForm:
     @property
     def attributes(self) -> dict[str, str]:
         return {name: getattr(self, name) for name in search_arguments.ATTRIBUTES if getattr(self, name)}
+
+    @property
+    def collection(self) -> str | None:
+        """The index collection searched: the kind asked. The filters only comments have (an
+        organisation, a campaign, a topic, attachments, withdrawn, the record's attributes) are
+        read from the comments' rows, so with one of them both kinds means the comments."""
+        comment_filters = (self.org or self.campaign or self.topic or self.attachments or self.withdrawn
+                           or self.attributes)
+        return "comments" if self.kind == "both" and comment_filters else KINDS[self.kind]
+
+    @property
+    def searches_comments(self) -> bool:
+        """Whether comments are among what this search looks in (its comment facets mean something)."""
+        return self.collection != "documents"
 
     def browse_filters(self):
         """The comments this search is narrowed to, as the browse page filters them."""
@@ -102,7 +121,7 @@ class SearchForm:
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return SearchFilters(
             items=None if members is None else tuple(members),
-            excluded=None if excluded is None else tuple(excluded), collection="comments", docket=self.docket or None, organization=self.org or None,
+            excluded=None if excluded is None else tuple(excluded), collection=self.collection, docket=self.docket or None, organization=self.org or None,
             org_items=self._org_items(), posted_from=posted_from, posted_before=posted_before)
 
     def _org_items(self) -> tuple[str, ...]:
@@ -117,7 +136,7 @@ class SearchForm:
         values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
                   "org": self.org, "campaign": self.campaign, "topic": self.topic, "per_campaign": "1" if self.one_per_campaign else "",
                   "attachments": self.attachments, "withdrawn": self.withdrawn, **self.attributes,
-                  "page": str(self.page)} | {k: str(v) for k, v in changes.items()}
+                  "kind": "" if self.kind == "both" else self.kind, "page": str(self.page)} | {k: str(v) for k, v in changes.items()}
         return {k: v for k, v in values.items() if v}
 
 
@@ -132,8 +151,13 @@ class Result:
     more: tuple = ()
 
     @property
+    def kind(self) -> str:
+        """comment or document: the page shows which, and links to its page."""
+        return "document" if self.hit.collection == "documents" else "comment"
+
+    @property
     def url(self) -> str:
-        return record_url("document" if self.hit.collection == "documents" else "comment", self.hit.item_key)
+        return record_url(self.kind, self.hit.item_key)
 
 
 class WarmSearch:
@@ -214,6 +238,12 @@ class DocketPage:
     timeline: object = None  # pipeline.reading.lineage.Timeline: the rule the docket is part of
     topics: list = field(default_factory=list)  # pipeline.reading.topics.TopicSummary, largest first
     topic_message: str = ""  # what the map says when it has no topics ("too few comments ...")
+    documents: list = field(default_factory=list)  # pipeline.reading.documents.ListedDocument, as posted
+
+    @property
+    def stored_documents(self) -> set[str]:
+        """The documents this store holds (the timeline links those to their page)."""
+        return {d.key for d in self.documents}
 
     @property
     def topic_bars(self) -> list[tuple[object, int]]:
@@ -236,7 +266,7 @@ def docket_page(docket_id: str) -> DocketPage | None:
     totals: dict[str, int] = {}
     for row in counts:
         totals[row.stage] = totals.get(row.stage, 0) + row.count
-    from pipeline.reading import topics
+    from pipeline.reading import documents, topics
 
     unit, points = plots.dated_series(eastern_days(reports.comments_per_hour(docket_id)))
     mapped = topics.map_of(docket_id)
@@ -245,7 +275,8 @@ def docket_page(docket_id: str) -> DocketPage | None:
                       campaigns.largest_campaigns(docket_id, 10),
                       reports.submissions(docket_id).get(docket_id, (0, 0)), unit=unit,
                       timeline=rule_timeline(docket_id),
-                      topics=topics.topics_of(docket_id), topic_message=mapped.message if mapped else "")
+                      topics=topics.topics_of(docket_id), topic_message=mapped.message if mapped else "",
+                      documents=documents.docket_documents(docket_id))
 
 
 def rule_timeline(docket_id: str):
@@ -328,7 +359,7 @@ def comment_page(runtime, key: str) -> CommentPage | None:
     item = reports.find_item(key)
     if item is None:
         return None
-    sections, extracted = _extracted_sections(runtime, item)
+    sections, extracted = item_text(runtime, item)
     return CommentPage(item, reports.attachments_of(key), reports.file_rows_of(key), sections, extracted,
                        campaigns.campaign_info([key]).get(key), resolved_organisations(key))
 
@@ -339,14 +370,68 @@ def resolved_organisations(key: str) -> list[tuple[str, str, str, str]]:
     return reports.resolved_organisations(key)  # the one query, explain's too
 
 
-def _extracted_sections(runtime, item) -> tuple[list[Section], bool]:
-    """The sections of the item's combined.md, split at page markers; none before extract."""
+def item_text(runtime, item) -> tuple[list[Section], bool]:
+    """The item's text (a comment's or a document's): each section of its combined.md split at
+    its page markers, and whether extract has written it (none before). One blob read."""
     from pipeline.reading import comments
 
-    found = comments.sections(runtime.blobs, item.docket, item.key)
-    if found is None:
-        return [], False
-    return [Section(heading, comments.pages(text)) for heading, text in found], True
+    found, extracted = comments.text_pages(runtime.blobs, item.docket, item.key)
+    return [Section(heading, pages) for heading, pages in found], extracted
+
+
+# --- a rule document -------------------------------------------------------------------------
+
+
+@dataclass
+class DocumentPage:
+    facts: object  # pipeline.reading.documents.DocumentFacts
+    sections: list[Section]  # the document's own text first, then each content or attachment file's
+    extracted: bool
+
+    @property
+    def item(self):
+        return self.facts.item
+
+    @property
+    def url(self) -> str:
+        return record_url("document", self.item.key)
+
+    def state_of(self, stage: str, filename: str | None = None) -> str:
+        """'failed (reason)' of the document's row in ``stage`` (of its file's, given one); '' none."""
+        row = self.facts.file_state(stage, filename) if filename else self.facts.states.get((stage, self.item.key))
+        return f"{row.state}" + (f" ({row.reason})" if row.reason else "") if row else ""
+
+    @property
+    def text_missing(self) -> str:
+        """Why the page shows no text: extract's state and reason ('' when there is text)."""
+        if self.extracted:
+            return ""
+        state = self.state_of("extract")
+        return f"Its text was not extracted: extract {state}." if state else "Its text is not extracted yet."
+
+
+def document_page(runtime, key: str) -> DocumentPage | str | None:
+    """The document's page (three reads: its record with its type, its state rows, its text),
+    the comment's key when ``key`` names a comment, or None when no item has that id."""
+    from pipeline.reading import documents
+
+    facts = documents.find_document(key)
+    if facts is None or facts.item.kind != "document":
+        return None if facts is None else facts.item.key
+    from pipeline.reading.comments import is_placeholder
+
+    sections, extracted = document_text(runtime, facts.item)
+    # The record's own text is usually none (a document's text is in its content file): its
+    # section is shown only when it holds some.
+    own, files = sections[:1], sections[1:]
+    shown = [s for s in own if not all(is_placeholder(text) for _, text in s.pages)] + files
+    return DocumentPage(facts, shown, extracted)
+
+
+def document_text(runtime, item) -> tuple[list[Section], bool]:
+    """The document's pages of text, section by section (its own text, then each file's): what
+    its page shows, and what a view of one section picks from."""
+    return item_text(runtime, item)
 
 
 # --- status ---------------------------------------------------------------------------------

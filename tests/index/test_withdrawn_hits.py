@@ -44,5 +44,6 @@ def test_the_search_page_marks_a_withdrawn_hit(indexed):
         page = client.get("/search", params={"q": "monitoring schedule"})
     assert page.status_code == 200
     items = re.findall(r'<li class="result">(.*?)</li>', page.text, flags=re.S)
-    marked = {re.search(r'href="/comment/([^"]+)"', item)[1]: 'class="withdrawn"' in item for item in items}
-    assert marked == {KEPT: False, WITHDRAWN: True}  # the page searches comments
+    marked = {re.search(r'href="/(?:comment|document)/([^"]+)"', item)[1]: 'class="withdrawn"' in item
+              for item in items}
+    assert marked == {KEPT: False, WITHDRAWN: True, NOTICE: True}  # comments and documents, by default

@@ -8,6 +8,7 @@ a mass-mail campaign's (``duplicateComments`` 15851, subtype "Mass Mail Campaign
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -80,3 +81,20 @@ def test_a_mass_mail_record_counts_its_submissions(client, capsys, tmp_path):
     assert (exported[MASS_MAIL]["duplicate_comments"], exported[MASS_MAIL]["submissions"],
             exported[MASS_MAIL]["subtype"]) == (15851, 15852, "Mass Mail Campaign")
     assert sum(r["submissions"] for r in exported.values()) == 15855
+
+
+def test_the_real_documents_read_on_their_pages_and_are_found_by_the_search(client):
+    notice = client.get("/document/USTR-2015-0010-0001").text
+    assert "Public Hearing: China" in notice and '<dd class="document-type">Notice</dd>' in notice
+    assert '<dd class="posted">2015-08-10</dd>' in notice  # 04:00Z: midnight in Washington (EDT)
+    # Its record holds no text of its own: its content file's text, page by page.
+    assert re.findall(r"<h2>([^<]+)</h2>", notice) == ["content.pdf"] and "no document text" not in notice
+    assert '<p class="page-marker">page 2</p>' in notice
+    withdrawn = client.get("/document/USTR-2015-0010-0015").text
+    assert '<strong class="withdrawn">withdrawn</strong> (Upddate to agenda)' in withdrawn  # the record's words
+    assert '<dd class="posted">2015-10-04</dd>' in withdrawn  # 2015-10-05T00:00:00Z is the 4th in Washington
+    found = client.get("/search", params={"q": "hearing transcript China compliance", "kind": "documents"}).text
+    assert re.findall(r'class="document-link" href="/document/([^"]+)"', found)[0] == "USTR-2015-0010-0017"
+    docket = client.get("/docket/USTR-2015-0010").text
+    listed = re.findall(r'<li><a class="document-link" href="/document/([^"]+)"', docket)
+    assert listed == ["USTR-2015-0010-0001", "USTR-2015-0010-0015", "USTR-2015-0010-0016", "USTR-2015-0010-0017"]

@@ -30,7 +30,8 @@ def client(store):
 
 
 def _result_ids(html: str) -> list[str]:
-    return re.findall(r'class="comment-link" href="/comment/([^"]+)"', html)
+    """The items a page links to as results: comments and the dockets' documents."""
+    return re.findall(r'class="(?:comment|document)-link" href="/(?:comment|document)/([^"]+)"', html)
 
 
 def test_search_page_finds_the_citation_first_with_its_passage_marked(client):
@@ -79,7 +80,7 @@ def test_results_are_paged_with_the_query_in_the_url(client, monkeypatch):
 def test_campaign_filter_and_one_result_per_campaign_through_the_hook(client, store, monkeypatch):
     # The CampaignGroups stage is wired through pipeline/reading/campaigns.py; here its answers
     # are given for the first docket's comments, as the stage's tables would give them.
-    query = {"q": "hospital payment rural"}
+    query = {"q": "hospital payment rural", "kind": "comments"}
     everywhere = _result_ids(client.get("/search", params=query).text)
     members = [key for key in everywhere if key.startswith(store.dockets[0])]
     assert len(members) >= 2 and len(members) < len(everywhere)
@@ -229,5 +230,5 @@ def test_a_result_is_a_comment_with_its_other_matching_passages_under_it(client)
     page = client.get("/search", params={"q": "hospital payment rural"})
     ids = _result_ids(page.text)
     assert ids and len(ids) == len(set(ids))
-    folded = re.findall(r'<summary>(\d+) more matching passages? in this comment</summary>', page.text)
+    folded = re.findall(r'<summary>(\d+) more matching passages? in this (?:comment|document)</summary>', page.text)
     assert folded and page.text.count('class="more-passage"') == sum(int(n) for n in folded)

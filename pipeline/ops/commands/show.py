@@ -52,12 +52,12 @@ class _ShownComment:
     """What ``show`` prints of one stored item, read once."""
 
     def __init__(self, rt, item, rows: list) -> None:
-        from pipeline.reading import reports
+        from pipeline.reading import comments, reports
 
         self.rt, self.item, self.rows = rt, item, rows
         self.files = reports.file_rows_of(item.key)
         self.attachments = reports.attachments_of(item.key)
-        self.sections, self.extracted = _extracted_sections(rt, item)
+        self.sections, self.extracted = comments.text_pages(rt.blobs, item.docket, item.key)
         self.document_answered, self.phase = _answered(item)
         self.campaign = _campaign(item.key)
 
@@ -150,17 +150,6 @@ def _page_lines(pages: list | None, extracted: bool) -> list[str]:
     for number, text in pages:
         lines += [*([f"[page {number}]"] if number is not None else []), text]
     return lines
-
-
-def _extracted_sections(rt, item) -> tuple[list[tuple[str, list[tuple[int | None, str]]]], bool]:
-    """The sections of the item's combined text, each split at its page markers, and whether
-    there is one (none before extract): what the comment page reads (``pipeline.reading.comments``)."""
-    from pipeline.reading import comments
-
-    found = comments.sections(rt.blobs, item.docket, item.key)
-    if found is None:
-        return [], False
-    return [(heading, comments.pages(text)) for heading, text in found], True
 
 
 def _answered(item) -> tuple[str | None, str | None]:
