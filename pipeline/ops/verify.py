@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from pipeline.clock import iso, utcnow
+from pipeline.clock import eastern_instant, iso, utcnow
 from pipeline.reading import reports
 from pipeline.sources.record_checks import docket_named
 from pipeline.store import db as state_db
@@ -283,9 +283,10 @@ def check_item_dockets() -> Check:
 
 def check_pending(older_than: datetime) -> Check:
     rows = item_states.all_pending(iso(older_than))
-    problems = [f"{r.stage} {r.item} ({r.docket}) pending since {r.written_at}: {r.reason or ''}"
-                for r in rows]
-    check = _check("pending rows", problems, f"none older than {iso(older_than)}")
+    # People read these lines (the report, status.json's summaries): Eastern, as every time shown.
+    problems = [f"{r.stage} {r.item} ({r.docket}) pending since {eastern_instant(r.written_at, seconds=True)}: "
+                f"{r.reason or ''}" for r in rows]
+    check = _check("pending rows", problems, f"none older than {eastern_instant(older_than, seconds=True)}")
     if problems:
         check.summary += "; a process died mid-item, the next run of the stage repairs them"
     return check
