@@ -37,7 +37,7 @@ from pipeline.backfill.sources import (
     MirrorSource,
     ReadInStageThread,
 )
-from pipeline.clock import iso
+from pipeline.clock import eastern_instant, iso
 from pipeline.counters import counters
 from pipeline.engine.read_ahead import read_ahead
 from pipeline.engine.stage import Stage, StageContext, StageResult
@@ -64,7 +64,7 @@ def backfill_docket(ctx: StageContext, docket: Docket, *, api=None, mirror=None)
     if not owed:
         return result
     if docket.sealed_at:
-        log.info("%s: sealed %s with %d items left to backfill", docket.id, docket.sealed_at, owed)
+        log.info("%s: sealed %s with %d items left to backfill", docket.id, eastern_instant(docket.sealed_at), owed)
     source = _make_source(ctx, docket, api, mirror)
     reader = ItemReader(ctx, source)
     decided = DecidedRows(source.record_batch, ctx.claims)

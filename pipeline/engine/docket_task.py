@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import luigi
 
-from pipeline.clock import iso, utcnow
+from pipeline.clock import eastern_instant, iso, utcnow
 from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
 from pipeline.engine import claims, leases, process_runtime, registry, runs
 from pipeline.engine.command_line import (
@@ -437,7 +437,8 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
             result.failed = True
             reason = runtime_or_exit().settings.mask(result.message) or "unclean, no reason given"
             row = docket_failures.record(self.docket, self.stage.name, reason, run_id, iso(utcnow()))
-            again = f" ({row.attempts} failures in a row since {row.first_failed_at[:16]}Z)" if row.attempts > 1 else ""
+            again = (f" ({row.attempts} failures in a row since {eastern_instant(row.first_failed_at)})"
+                     if row.attempts > 1 else "")
             line = (f"{self.stage.name} {self.docket}: failed: {reason}{again}; "
                     "no marker, the next run tries again")
             log.error(line)

@@ -11,7 +11,7 @@ import uuid
 from contextlib import contextmanager
 from datetime import timedelta
 
-from pipeline.clock import iso, utcnow
+from pipeline.clock import eastern_instant, iso, utcnow
 from pipeline.engine.lease_holders import holder_alive, host_id
 from pipeline.errors import LeaseHeld
 from pipeline.store.models import Lease, database
@@ -39,7 +39,7 @@ def acquire(stage: str, docket_id: str, seconds: int) -> str:
     # The primary key lets exactly one inserter win; everyone else sees another token.
     current = Lease.get_or_none(here)
     if current is None or current.token != token:
-        who = f"{current.holder} until {current.expires_at}" if current else "another run"
+        who = f"{current.holder} until {eastern_instant(current.expires_at, seconds=True)}" if current else "another run"
         raise LeaseHeld(f"{stage} {docket_id} is being worked by {who}")
     return token
 

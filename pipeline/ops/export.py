@@ -34,7 +34,7 @@ from pipeline.store import dockets, item_states, items
 from pipeline.store.blobs import combined_key
 from pipeline.store.documents import documents_of
 
-EXPORT_VERSION = "export-7"  # 7: CSV cells a spreadsheet would run as formulas written as text
+EXPORT_VERSION = "export-8"  # 8: text_chars is the length of the text column beside it
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -73,7 +73,7 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("page_count", "int64", "pages regulations.gov counts in its content file, as its record says"),
         ("attachment_count", "int64", "files its record declares (empty: the record does not list them)"),
         ("text_state", "string", "extraction outcome: ok, ocr_needed, failed, ..."),
-        ("text_chars", "int64", "characters of text extracted (body and attachments)"),
+        ("text_chars", "int64", "characters in text, as exported (0: no text; empty: its text file unreadable)"),
         ("text", "string", "its whole text: the body, then each attachment's text (OCR's for a scan), "
                            "a blank line between them; a page break is a form feed (\\f) on a line of its own"),
         ("campaign_id", "string", "its campaign group: the earliest member's comment id"),
@@ -109,7 +109,7 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("state", "string", "once stored, the final extraction outcome (ok, ocr_needed, failed, unsupported, "
                             "stored; a scan OCR read: OCR's outcome); else waiting, gone, too_large or failed"),
         ("reason", "string", "why, when not ok"),
-        ("text_chars", "int64", "characters of text extracted from it (by OCR for a scan OCR read)"),
+        ("text_chars", "int64", "characters in text, as exported (0: no text; empty: not extracted)"),
         ("text", "string", "its extracted text (empty: none); a page break is a form feed (\\f) on a line of its own"),
     ],
     "rule_phases": [
@@ -361,23 +361,35 @@ def _rule_phase_rows(docket_id: str) -> list[dict]:
             for d in documents_of([docket_id])]
 
 
+def text_chars(text: str | None) -> int:
+    """The ``text_chars`` column: the length of the ``text`` column beside it, as exported
+    (page breaks as form feeds, parts joined), so ``length(text)`` agrees with it; extract's
+    own figure counts its markdown (page markers, headings) and is not it."""
+    return len(text or "")
+
+
 @dataclass
 class FileText:
-    chars: int | None
     text: str | None  # None: the file gave no text (a placeholder stands in its section)
+
+    @property
+    def chars(self) -> int:
+        return text_chars(self.text)
 
 
 @dataclass
 class ItemText:
-    chars: int | None
     text: str | None
     files: dict[str, FileText]
 
+    @property
+    def chars(self) -> int:
+        return text_chars(self.text)
+
 
 def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
-    """comment -> its text and each attachment's, from its combined.md: the figures from its
-    front matter (an OCR'd file's from OCR's entry), the texts from its sections with page
-    markers made form feeds (a missing or broken file: no text, no figures)."""
+    """comment -> its text and each attachment's, from its combined.md: the texts from its
+    sections with page markers made form feeds (a missing or broken file: no text, no figures)."""
     found: dict[str, ItemText] = {}
     for key in keys:
         counters.incr(COMBINED_READS)
@@ -390,13 +402,11 @@ def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
         files = {}
         for entry in front.get("attachments") or []:
             name = entry.get("file")
-            ocr = entry.get("ocr") or {}
-            chars = ocr.get("chars") if ocr.get("status") == "ok" else entry.get("chars")
             text = page_breaks(sections[name]) if name in sections else None
-            files[name] = FileText(chars, text or None)
+            files[name] = FileText(text or None)
         parts = [page_breaks(sections[heading_of_body])] if heading_of_body in sections else []
         parts += [f.text for f in files.values() if f.text]
-        found[key] = ItemText(front.get("chars"), "\n\n".join(p for p in parts if p) or None, files)
+        found[key] = ItemText("\n\n".join(p for p in parts if p) or None, files)
     return found
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import luigi
 
 import pipeline.assembly  # noqa: F401 - registers the pipeline's stages, in order
+from pipeline.clock import eastern_instant
 from pipeline.engine import leases, registry, runs
 from pipeline.engine.command_line import BoundedIntParameter, CheckedParameters, DocketIdsParameter
 from pipeline.engine.docket_task import runtime_or_exit
@@ -82,7 +83,7 @@ class RedriveResult:
             text += f"; markers cleared: {','.join(self.markers_cleared)}"
             text += "; the next run of the pipeline reprocesses them"
         if self.sealed_at:
-            text += f"; docket stays sealed ({self.sealed_at})"
+            text += f"; docket stays sealed (since {eastern_instant(self.sealed_at)})"
         return text
 
 

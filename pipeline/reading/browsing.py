@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from peewee import JOIN, Case, Value, fn
 
-from pipeline.reading import organisation_filter
+from pipeline.reading import organisation_filter, reports
 from pipeline.store.models import (
     Attachment,
     Campaign,
@@ -462,24 +462,37 @@ class ProblemGroup:
 
 def problems(docket_id: str | None = None, limit: int = 200) -> list[ProblemGroup]:
     """Rows that failed or wait, per docket, stage, state and reason, with a count and an
-    example (one grouped statement; the most frequent first, at most ``limit`` groups)."""
+    example (one grouped statement, and one for the scans; the most frequent first, at most
+    ``limit`` groups)."""
     from pipeline.store.models import ItemState
 
     reason = fn.COALESCE(ItemState.reason, "")
     n = fn.COUNT(ItemState.item)
-    # Extract leaves a scan ``ocr_needed``; once OCR has read it (an ``ocr`` row for the file,
-    # ``<comment>/<file>``, or for one of the comment's files) it waits no more.
-    ocr = ItemState.alias()
-    read_by_ocr = fn.EXISTS(ocr.select(ocr.item).where(
-        (ocr.stage == "ocr") & ocr.state.not_in(("pending", "retry", "stale"))
-        & ((ocr.item == ItemState.item) | ocr.item.startswith(ItemState.item.concat("/")))))
-    still_needed = (ItemState.state == "ocr_needed") & ~read_by_ocr
-    others = tuple(state for state in FAILED_STATES + WAITING_STATES if state != "ocr_needed")
+    others = tuple(state for state in FAILED_STATES + WAITING_STATES if state != reports.OCR_NEEDED)
     query = (ItemState.select(ItemState.docket, ItemState.stage, ItemState.state, reason, n, fn.MIN(ItemState.item),
                               fn.MIN(ItemState.next_attempt_at))
-             .where(ItemState.state.in_(others) | still_needed))
+             .where(ItemState.state.in_(others)))
     if docket_id is not None:
         query = query.where(ItemState.docket == docket_id)
     query = (query.group_by(ItemState.docket, ItemState.stage, ItemState.state, reason)
              .order_by(ItemState.docket, n.desc(), ItemState.stage, ItemState.state, reason).limit(limit))
-    return [ProblemGroup(*row) for row in query.tuples()]
+    groups = [ProblemGroup(*row) for row in query.tuples()] + _waiting_for_ocr(docket_id)
+    return sorted(groups, key=lambda g: (g.docket, -g.count, g.stage, g.state, g.reason))[:limit]
+
+
+def _waiting_for_ocr(docket_id: str | None) -> list[ProblemGroup]:
+    """The ``ocr_needed`` groups: extract rows left so whose scans OCR has not read yet (a scan
+    OCR read waits no more, ``reports.read_by_ocr``)."""
+    from pipeline.store.models import ItemState
+
+    read = reports.read_by_ocr(docket_id)
+    query = ItemState.select(ItemState.docket, ItemState.stage, ItemState.item, ItemState.reason).where(
+        ItemState.state == reports.OCR_NEEDED)
+    if docket_id is not None:
+        query = query.where(ItemState.docket == docket_id)
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for docket, stage, item, why in query.tuples():
+        if (stage, item) not in read:
+            groups.setdefault((docket, stage, why or ""), []).append(item)
+    return [ProblemGroup(docket, stage, reports.OCR_NEEDED, why, len(items), min(items), None)
+            for (docket, stage, why), items in groups.items()]

@@ -118,14 +118,61 @@ class StateCount:
 
 
 def state_counts(docket: str | None = None) -> list[StateCount]:
-    """Rows per docket, stage and state, ordered, from the state rows alone (one query)."""
+    """Rows per docket, stage and state, ordered, from the state rows (one grouped query, and
+    ``read_by_ocr``'s few): an extract row left ``ocr_needed`` whose scans OCR has read counts
+    as ``ocr_done``, so nothing says a scan waits for OCR beside OCR's own row for it."""
     query = ItemState.select(ItemState.docket, ItemState.stage, ItemState.state,
                              fn.COUNT(ItemState.item), fn.MIN(ItemState.next_attempt_at))
     if docket is not None:
         query = query.where(ItemState.docket == docket)
-    query = query.group_by(ItemState.docket, ItemState.stage, ItemState.state).order_by(
-        ItemState.docket, ItemState.stage, ItemState.state)
-    return [StateCount(*row) for row in query.tuples()]
+    query = query.group_by(ItemState.docket, ItemState.stage, ItemState.state)
+    counts = [StateCount(*row) for row in query.tuples()]
+    done = Counter(read_by_ocr(docket).values())  # (docket, stage) -> rows OCR has since read
+    moved = [StateCount(c.docket, c.stage, c.state, c.count - done[(c.docket, c.stage)], c.next_attempt_at)
+             if c.state == OCR_NEEDED else c for c in counts]
+    moved += [StateCount(d, stage, OCR_DONE, n, None) for (d, stage), n in done.items()]
+    return sorted((c for c in moved if c.count), key=lambda c: (c.docket, c.stage, c.state))
+
+
+# An extract row (a comment's, or one of its files') is left ``ocr_needed`` for good: the OCR
+# stage plans its work by it, and extract writes it again whenever it re-renders the comment.
+# What OCR made of the scan is in its own ``ocr`` row; counts read the pair through this rule.
+OCR_NEEDED = "ocr_needed"
+OCR_DONE = "ocr_done"  # how counts and explain name an ocr_needed row OCR has since read
+
+
+def read_by_ocr(docket: str | None = None, comment: str | None = None) -> dict[tuple[str, str], tuple[str, str]]:
+    """(stage, key) -> (docket, stage) of each extract row left ``ocr_needed`` that waits for
+    nothing any more (of one docket, or one comment, or all). A file's row (``extract.file``,
+    '<comment>/<file>') when its ``ocr`` row is past pending and vouches for the combined.md
+    stored now (``ocr_in_force``: OCR's text is in it, whatever OCR's outcome); the comment's
+    own row (``extract``) when every file of it left ``ocr_needed`` is so read. Scans are few:
+    this reads only their rows, their comments' extract rows and their ``ocr`` rows."""
+    from pipeline.extract.stage import FILE_STAGE
+    from pipeline.extract.stage import STAGE as EXTRACT
+    from pipeline.store.in_lists import in_chunks
+
+    query = ItemState.select(ItemState.docket, ItemState.stage, ItemState.item).where(
+        (ItemState.state == OCR_NEEDED) & ItemState.stage.in_((EXTRACT, FILE_STAGE)))
+    if docket is not None:
+        query = query.where(ItemState.docket == docket)
+    if comment is not None:
+        query = query.where((ItemState.item == comment) | ItemState.item.startswith(f"{comment}/"))
+    waiting = list(query.tuples())
+    files = [key for _, stage, key in waiting if stage == FILE_STAGE]
+    owners = {key: key.split("/", 1)[0] for key in files}
+    extracted, ocr = {}, {}
+    for chunk in in_chunks(sorted(set(owners.values()))):
+        extracted.update((r.item, r) for r in ItemState.select().where((ItemState.stage == EXTRACT)
+                                                                       & ItemState.item.in_(chunk)))
+    for chunk in in_chunks(files):
+        ocr.update((r.item, r) for r in ItemState.select().where((ItemState.stage == "ocr")
+                                                                 & ItemState.item.in_(chunk)))
+    read = {key for key in files if (row := ocr_in_force(ocr.get(key), extracted.get(owners[key]))) is not None
+            and row.state not in NOT_DONE}
+    unread = {owners[key] for key in files if key not in read}
+    return {(stage, key): (d, stage) for d, stage, key in waiting
+            if (key in read if stage == FILE_STAGE else key in extracted and key not in unread)}
 
 
 def find_item(key: str) -> Item | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -71,7 +72,8 @@ def test_a_stage_failing_for_one_docket_is_recorded_the_others_done_and_the_run_
     again = luigi_cmd(tmp_path, "ToyAll", TOY_FAIL="AB-2026-0002")  # the next run tries again
     assert again.returncode == 20, again.stderr[-3000:]
     assert sqlite(tmp_path, "select attempts from docket_failure") == [(2,)]
-    assert "2 failures in a row since" in again.stderr
+    assert re.search(r"2 failures in a row since \d{4}-\d\d-\d\d \d\d:\d\d E[SD]T\)", again.stderr), \
+        again.stderr[-3000:]
 
     fixed = luigi_cmd(tmp_path, "ToyAll")
     assert fixed.returncode == 0, fixed.stderr[-3000:]
@@ -171,6 +173,7 @@ def test_a_run_finding_a_docket_stage_worked_by_a_live_run_skips_it_and_exits_0(
     assert len(notices) == 1, second.stderr[-3000:]
     assert (f"toyprocess AB-2026-0001 is being worked by {holder} until " in notices[0]
             and notices[0].endswith(": skipped, that run does its work")), notices
+    assert re.search(r" until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d E[SD]T:", notices[0]), notices  # Eastern
     assert "Traceback" not in second.stderr
     assert first.returncode == 0, first_out[-3000:]
     # The first run did the work and wrote the markers; the second did none of it.

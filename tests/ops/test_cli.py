@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
@@ -244,10 +245,19 @@ def test_stats_counts_by_stage_and_state(store, capsys):
     rows = [line.split() for line in out.splitlines()[1:]]
     assert {r[0] for r in rows} == {docket}
     counts = {(r[1], r[2]): int(r[3]) for r in rows}
-    expected = {(s.stage, s.state): 0 for s in ItemState.select().where(ItemState.docket == docket)}
-    for s in ItemState.select().where(ItemState.docket == docket):
-        expected[(s.stage, s.state)] += 1
+    states = {(s.stage, s.item): s.state for s in ItemState.select().where(ItemState.docket == docket)}
+    # A scan OCR has read waits for OCR no more: extract's rows left ocr_needed for it (the
+    # file's, and its comment's once all its scans are read) count as ocr_done.
+    read = {key for (stage, key), state in states.items() if stage == "ocr" and state == "ok"}
+    waiting = {key for (stage, key), state in states.items() if stage == "extract.file" and state == "ocr_needed"}
+    expected = Counter()
+    for (stage, key), state in states.items():
+        done = state == "ocr_needed" and (key in read if stage == "extract.file" else
+                                          stage == "extract" and {f for f in waiting if f.startswith(f"{key}/")} <= read)
+        expected[(stage, "ocr_done" if done else state)] += 1
     assert counts == expected
+    assert counts[("ocr", "ok")] and counts[("extract", "ocr_done")] and counts[("extract.file", "ocr_done")]
+    assert ("extract", "ocr_needed") not in counts and ("extract.file", "ocr_needed") not in counts
     assert {"fetch", "backfill", "backfill.file", "extract", "extract.file"} <= {s for s, _ in counts}
     code, out, _ = run(capsys, "stats")
     assert {line.split()[0] for line in out.splitlines()[1:]} == set(store.dockets)

@@ -43,23 +43,24 @@ title: National Nurses Forum
 organisation: National Nurses Forum
 organisation resolved: National Nurses Forum
 record: subtype Public Comment  tracking number oxt-tjtl-yviz  pages 1
-stage          state       failure  attempts  first failed  next attempt  at                    reason
-fetch          ok                                                         XXXX-XX-XX XX:XX EXT
-backfill       ok                                                         XXXX-XX-XX XX:XX EXT
-extract        ocr_needed                                                 XXXX-XX-XX XX:XX EXT  attachment_1.pdf: ocr_needed
-ocr            ok                                                         XXXX-XX-XX XX:XX EXT  1 scan(s): 1 ok
-index          indexed                                                    XXXX-XX-XX XX:XX EXT  3 chunk(s), hashing:unigram-bigram:256:hash-1
-campaigns      ok                                                         XXXX-XX-XX XX:XX EXT
-organisations  ok                                                         XXXX-XX-XX XX:XX EXT
-lineage        ok                                                         XXXX-XX-XX XX:XX EXT
-topics         ok                                                         XXXX-XX-XX XX:XX EXT
+stage          state     failure  attempts  first failed  next attempt  at                    reason
+fetch          ok                                                       XXXX-XX-XX XX:XX EXT
+backfill       ok                                                       XXXX-XX-XX XX:XX EXT
+extract        ocr_done                                                 XXXX-XX-XX XX:XX EXT  attachment_1.pdf: ocr_needed
+ocr            ok                                                       XXXX-XX-XX XX:XX EXT  1 scan(s): 1 ok
+index          indexed                                                  XXXX-XX-XX XX:XX EXT  3 chunk(s), hashing:unigram-bigram:256:hash-1
+campaigns      ok                                                       XXXX-XX-XX XX:XX EXT
+organisations  ok                                                       XXXX-XX-XX XX:XX EXT
+lineage        ok                                                       XXXX-XX-XX XX:XX EXT
+topics         ok                                                       XXXX-XX-XX XX:XX EXT
 1 attachment: 1 read
-file              #  title                                        format  declared  bytes  sha256        download  extract     ocr  attempts  next attempt  reason         url
-attachment_1.pdf  1  CMS-2026-0001 National Nurses Forum Comment  pdf     18576     18576  2de4d60bc78c  ok        ocr_needed  ok                           no text layer  http://127.0.0.1:PORT/downloads/CMS-2026-0001-0003/attachment_1.pdf
+file              #  title                                        format  declared  bytes  sha256        download  extract   ocr  attempts  next attempt  reason         url
+attachment_1.pdf  1  CMS-2026-0001 National Nurses Forum Comment  pdf     18576     18576  2de4d60bc78c  ok        ocr_done  ok                           no text layer  http://127.0.0.1:PORT/downloads/CMS-2026-0001-0003/attachment_1.pdf
 """
 
 
 def test_explain_a_comment_that_went_through_ocr(store, capsys):
+    # Extract left the scan ocr_needed and OCR read it: nothing says it still waits for OCR.
     assert explain(capsys, _ocr_comment()) == OCR_SNAPSHOT
 
 

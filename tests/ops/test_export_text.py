@@ -58,6 +58,12 @@ def test_export_holds_every_text_ocr_included_and_campaigns_as_grouped(tmp_path,
                 assert row["text"] and row["text"] in comments[key]["text"], (key, _name)
             else:
                 assert row["text"] is None, (key, _name, row["state"])
+        # text_chars is the length of the text beside it (page breaks, parts joined), in both
+        # tables; empty only where no text was extracted at all.
+        for row in [*comments.values(), *files.values()]:
+            expected = None if row["text_chars"] is None and row["text"] is None else len(row["text"] or "")
+            assert row["text_chars"] == expected, (row["comment_id"], row.get("filename"))
+        assert any(r["text"] and "\f" in r["text"] for r in comments.values())
         texts = [r["text"] for r in comments.values() if r["text"]]
         assert len(texts) == len(comments)
         assert not [t for t in texts if "<!--" in t]

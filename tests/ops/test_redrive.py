@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from pipeline.clock import eastern_instant
 from pipeline.engine import markers
 from pipeline.ops.redrive import MAX_LIMIT, RedriveError, redrive
 from pipeline.store import dockets, item_states
@@ -195,6 +196,7 @@ def test_extract_redrive_on_a_sealed_docket_is_processed_and_stays_sealed(store)
     before = extract_rows(docket)
     result = redrive("extract", docket, "failed,ocr_needed", 1, run_id="r1")
     assert result.items and result.sealed_at == sealed_at
+    assert f"docket stays sealed (since {eastern_instant(sealed_at)})" in result.line()
     assert store.run()
     assert Docket.get_by_id(docket).sealed_at == sealed_at
     redone = extract_rows(docket)[result.items[0]]

@@ -256,3 +256,54 @@ def test_a_failed_restore_leaves_nothing_and_the_retry_succeeds(runtime, tmp_pat
     assert cli.main(["restore", str(tmp_path / "snap")]) == 0, capsys.readouterr().err
     assert sqlite3.connect(tmp_path / "restored" / "state.sqlite").execute("SELECT id FROM docket").fetchall() == [
         ("AB-2026-0001",)]
+
+
+
+def test_restore_without_the_blobs_says_state_restored_and_the_next_step_not_fail(runtime, tmp_path, pg_server,
+                                                                                  monkeypatch, capsys):
+    """A snapshot holds no blobs: restoring one where the blob folder is not back yet is a
+    success that names the next step; once the folder is back, `docketeer verify` passes; a
+    blob folder back but short of a blob is damage, and the restore says FAIL."""
+    import hashlib
+    import shutil
+
+    from pipeline.store.blobs import attachment_key
+    from pipeline.store.models import Attachment, Docket, Item
+
+    Docket.insert(id="AB-2026-0001", agency="AB").execute()
+    shas = []
+    for n in (1, 2):
+        data = f"file {n}".encode()
+        shas.append(hashlib.sha256(data).hexdigest())
+        runtime.blobs.put_bytes(attachment_key(shas[-1]), data)
+        key = f"AB-2026-0001-000{n}"
+        Item.insert(key=key, docket="AB-2026-0001", kind="comment", created_at="2026-01-01T00:00:00Z",
+                    updated_at="2026-01-01T00:00:00Z").execute()
+        Attachment.insert(item=key, filename="attachment_1.pdf", sha256=shas[-1], size=len(data)).execute()
+    runtime.index_db()  # create the index schema
+    take_snapshot(runtime, tmp_path / "snap")
+
+    def restore_into(folder: str, blobs: Path) -> tuple[int, str]:
+        for name, value in {"DATA_DIR": tmp_path / folder, "BLOB_URL": blobs, "EMBEDDER": "hashing",
+                            "STATE_URL": "", "INDEX_URL": new_pg_database(pg_server)}.items():
+            monkeypatch.setenv(f"DOCKETEER_{name}", str(value))
+        set_runtime(None)
+        code = cli.main(["restore", str(tmp_path / "snap")])
+        return code, capsys.readouterr().out
+
+    code, out = restore_into("restored", tmp_path / "blobs-back-later")
+    assert code == 0, out
+    assert "FAIL" not in out and "PASS" not in out
+    assert out.rstrip().splitlines()[-2:] == [
+        "state restored",
+        f"blobs missing: put the blob folder back at {tmp_path / 'blobs-back-later'} (or point blob_url at it), "
+        "then run docketeer verify"]
+    shutil.copytree(runtime.data_dir / "blobs", tmp_path / "blobs-back-later")
+    set_runtime(None)
+    assert cli.main(["verify", "--out", str(tmp_path / "report")]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("PASS")
+
+    shutil.copytree(runtime.data_dir / "blobs", tmp_path / "blobs-short")
+    (tmp_path / "blobs-short" / attachment_key(shas[0])).unlink()
+    code, out = restore_into("restored-again", tmp_path / "blobs-short")
+    assert code == 1 and out.rstrip().endswith("FAIL") and "blob missing" in out, out

@@ -258,6 +258,9 @@ def test_catches_a_stale_pending_row_but_not_a_fresh_one(store, capsys, tmp_path
     code, out, status = verify(capsys, tmp_path)
     assert code == 1 and out.strip().endswith("FAIL")
     assert any(f"{docket}-9999" in p for p in problems(status, "pending rows"))
+    # The times people read are Eastern (status.json's checked_at stays UTC).
+    assert f"backfill {docket}-9999 ({docket}) pending since 2019-12-31 19:00:00 EST: downloading" in out
+    assert "2020-01-01T00:00" not in out and status["checked_at"].endswith("Z")
 
 
 def test_orphan_blobs_are_reported_without_failing(store, capsys, tmp_path):

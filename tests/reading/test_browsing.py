@@ -4,7 +4,7 @@ feeds' news and the failed-or-waiting rows."""
 
 from __future__ import annotations
 
-from pipeline.reading import browsing
+from pipeline.reading import browsing, reports
 from pipeline.store.models import Attachment, Campaign, CampaignMember, Docket, Item, ItemState
 
 D, E = "CMS-2026-0001", "EPA-2026-0002"
@@ -36,14 +36,25 @@ def _seed() -> None:
          "text": "u", "normalised": "u", "signature": "s", "added_sentences": "[]"}]).execute()
     ItemState.insert_many([
         {"stage": "extract", "item": f"{D}-0001", "docket": D, "state": "failed", "reason": "corrupt PDF",
-         "written_at": NOW, "next_attempt_at": None},  # (the first row names the columns)
+         "written_at": NOW, "next_attempt_at": None, "content_hash": None},  # (the first row names the columns)
         {"stage": "extract", "item": f"{D}-0002", "docket": D, "state": "failed", "reason": "corrupt PDF",
          "written_at": NOW},
         {"stage": "extract.file", "item": f"{D}-0003/attachment_1.pdf", "docket": D, "state": "ocr_needed",
          "reason": "no text layer", "written_at": NOW},
         {"stage": "extract.file", "item": f"{D}-0004/attachment_1.pdf", "docket": D, "state": "ocr_needed",
          "reason": "no text layer", "written_at": NOW},
-        {"stage": "ocr", "item": f"{D}-0004/attachment_1.pdf", "docket": D, "state": "ok", "written_at": NOW},
+        # 0004's scan OCR has read, for the text stored now (its hash is the one extract's row
+        # records); 0005's OCR row is of a text extract has re-rendered since: it waits again.
+        {"stage": "extract", "item": f"{D}-0004", "docket": D, "state": "ocr_needed",
+         "reason": "attachment_1.pdf: ocr_needed", "written_at": NOW, "content_hash": "merged"},
+        {"stage": "ocr", "item": f"{D}-0004/attachment_1.pdf", "docket": D, "state": "ok", "written_at": NOW,
+         "content_hash": "merged"},
+        {"stage": "extract", "item": f"{D}-0005", "docket": D, "state": "ocr_needed",
+         "reason": "attachment_1.pdf: ocr_needed", "written_at": NOW, "content_hash": "re-rendered"},
+        {"stage": "extract.file", "item": f"{D}-0005/attachment_1.pdf", "docket": D, "state": "ocr_needed",
+         "reason": "no text layer", "written_at": NOW},
+        {"stage": "ocr", "item": f"{D}-0005/attachment_1.pdf", "docket": D, "state": "ok", "written_at": NOW,
+         "content_hash": "merged before"},
         {"stage": "backfill", "item": f"{E}-0001", "docket": E, "state": "retry", "reason": "HTTP 503",
          "next_attempt_at": "2026-03-02T00:00:00Z", "written_at": NOW},
         {"stage": "fetch", "item": f"{E}-0002", "docket": E, "state": "ok", "written_at": NOW},
@@ -111,8 +122,13 @@ def test_home_organisations_campaign_members_news_and_problems(state):
     found = {(p.docket, p.stage, p.state, p.reason): (p.count, p.example) for p in browsing.problems()}
     assert found == {
         (D, "extract", "failed", "corrupt PDF"): (2, f"{D}-0001"),
-        # Only the scan OCR has not read yet waits.
-        (D, "extract.file", "ocr_needed", "no text layer"): (1, f"{D}-0003/attachment_1.pdf"),
+        # Only the scans OCR has not read (for the text stored now) wait, and their comments.
+        (D, "extract.file", "ocr_needed", "no text layer"): (2, f"{D}-0003/attachment_1.pdf"),
+        (D, "extract", "ocr_needed", "attachment_1.pdf: ocr_needed"): (1, f"{D}-0005"),
         (E, "backfill", "retry", "HTTP 503"): (1, f"{E}-0001"),
     }
     assert [p.next_attempt_at for p in browsing.problems(E)] == ["2026-03-02T00:00:00Z"]
+    # `docketeer stats` and the docket page count by the same rule: 0004's rows read by OCR.
+    assert {(c.stage, c.state): c.count for c in reports.state_counts(D)} == {
+        ("extract", "failed"): 2, ("extract", "ocr_done"): 1, ("extract", "ocr_needed"): 1,
+        ("extract.file", "ocr_done"): 1, ("extract.file", "ocr_needed"): 2, ("ocr", "ok"): 2}

@@ -135,3 +135,26 @@ def test_the_command_line_narrows_a_search_to_a_topic(rt, capsys):
     assert cli.main(["search", QUERY, "--topic", "NOPE:t1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no topic 'NOPE:t1' in this store" in err
+
+
+def test_the_docket_page_the_facets_and_the_topics_command_say_which_count_they_show(client, rt, capsys):
+    """The docket's map counts a comment under its main topic; the facet counts every comment
+    with a passage on a topic. The second topic's two figures differ here (five comments touch
+    it besides their main topic), so each place must say which one it shows."""
+    second = topic_maps.topics_of(D)[1]
+    any_passage = len(_on_topic(second.id))
+    assert any_passage == second.comments + 5
+    docket_page = client.get(f"/docket/{D}").text
+    table = re.search(r'<table class="topics">(.*?)</table>', docket_page, re.S).group(1)
+    assert ">comments (main topic)</th>" in table
+    row = re.search(rf'topic={re.escape(second.id.replace(":", "%3A"))}".*?</tr>', table, re.S).group(0)
+    assert f'<td class="n">{second.comments:,}</td>' in row
+    assert "any passage on it" in docket_page  # what its link lists instead
+    for page in (client.get("/comments", params={"docket": D}).text,
+                 client.get("/search", params={"q": QUERY, "docket": D}).text):
+        assert "(comments with any passage on it, main topic or not)</small></h2>" in page
+        assert _facet(page)[second.id][1] == any_passage
+    capsys.readouterr()
+    assert cli.main(["topics", D]) == 0
+    out = capsys.readouterr().out
+    assert "comments (main topic)" in out.splitlines()[0] and "any passage on it" in out

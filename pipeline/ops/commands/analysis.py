@@ -158,6 +158,12 @@ def cmd_rule(args) -> int:
     return 0
 
 
+# The map counts a comment once, under its main topic; the topic filter (browse, search) finds
+# every comment with a passage on a topic. Both figures are right, so each says which it is.
+MAIN_TOPIC_NOTE = ("comments (main topic): those whose main topic it is; the topic filter of search and "
+                   "the browse page finds every comment with any passage on it, main topic or not")
+
+
 @command
 def cmd_topics(args) -> int:
     from pipeline.reading import topics as queries
@@ -182,7 +188,8 @@ def cmd_topics(args) -> int:
     rows = [[t.id.rsplit(":", 1)[-1], t.label, t.comments, t.submissions, f"{t.share:.0%}", t.organisations,
              eastern_date(t.first_seen) if t.first_seen else "", eastern_date(t.last_seen) if t.last_seen else ""]
             for t in found]
-    print(table(rows, ["topic", "terms", "comments", "submissions", "share", "orgs", "first", "last"]))
+    print(table(rows, ["topic", "terms", "comments (main topic)", "submissions", "share", "orgs", "first", "last"]))
+    print(MAIN_TOPIC_NOTE)
     for t in found:
         print(f"\n{t.id.rsplit(':', 1)[-1]} ({t.label}) representative passages:")
         for r in t.representatives:

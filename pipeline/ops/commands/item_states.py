@@ -80,13 +80,16 @@ def _no_failure_row(stage: str, state: str, at: str, reason: str) -> list[str]:
     return [stage, state, "", "", "", "", at, reason]
 
 
-def _stage_row(row, when=eastern_instant) -> list:
+def _stage_row(row, when=eastern_instant, read_by_ocr=frozenset()) -> list:
+    """A state row as explain shows it; one ``read_by_ocr`` names (an extract row left
+    ocr_needed whose scans OCR has read) shows as ``ocr_done``, as ``docketeer stats`` counts it."""
     from pipeline.failures import PERMANENT, RETRY, TRANSIENT
+    from pipeline.reading.reports import OCR_DONE
 
     # detail holds other facts on success rows (chars=... pages=...): show it only as a kind.
     kind = row.detail if row.detail in (PERMANENT, TRANSIENT) else ""
     retrying = row.state == RETRY  # the retry columns are cleared on leaving retry anyway
-    return [row.stage, row.state, kind, row.attempts if retrying and row.attempts else "",
+    return [row.stage, OCR_DONE if (row.stage, row.item) in read_by_ocr else row.state, kind, row.attempts if retrying and row.attempts else "",
             when(row.first_failed_at) if retrying else "",
             when(row.next_attempt_at) if retrying else "",
             when(row.written_at), row.reason or ""]
@@ -114,7 +117,8 @@ def cmd_explain(args) -> int:
     files = reports.file_rows_of(args.comment)
     if item is None:  # listed, but its record never arrived: only its state rows know it
         print(f"{args.comment}  docket {rows[0].docket}  not stored: its fetch did not succeed")
-        print(table([_stage_row(r) for r in rows] + _ocr_rows(files), EXPLAIN_HEADER))
+        read = reports.read_by_ocr(comment=args.comment)
+        print(table([_stage_row(r, read_by_ocr=read) for r in rows] + _ocr_rows(files), EXPLAIN_HEADER))
         return 0
     print(f"{item.kind} {item.key}  docket {item.docket}  posted {eastern_instant(item.posted_date) or '-'}  "
           f"modified {eastern_instant(item.last_modified) or '-'}" + ("  WITHDRAWN" if item.withdrawn else ""))
@@ -125,7 +129,8 @@ def cmd_explain(args) -> int:
     if kept := kept_attributes(item):
         print(f"record: {kept}")
     print(table(stage_table(rt, item, rows, files), EXPLAIN_HEADER))
-    _print_attachments(item, files, next((r for r in rows if r.stage == "extract"), None))
+    _print_attachments(item, files, next((r for r in rows if r.stage == "extract"), None),
+                       reports.read_by_ocr(comment=item.key))
     return 0
 
 
@@ -133,7 +138,10 @@ def stage_table(rt, item, rows: list, files: dict, when=eastern_instant) -> list
     """The rows of explain's stage table (``EXPLAIN_HEADER``): the item's own state rows, one
     'ocr' row from its files' OCR rows, its index row, in pipeline order; ``when`` writes the
     instants (Eastern, as people read them)."""
-    stages = [_stage_row(r, when) for r in rows] + _ocr_rows(files, when)
+    from pipeline.reading import reports
+
+    read = reports.read_by_ocr(comment=item.key)
+    stages = [_stage_row(r, when, read) for r in rows] + _ocr_rows(files, when)
     return _in_pipeline_order([*stages, _index_row(rt, item, when)])
 
 
@@ -185,7 +193,7 @@ def _ocr_rows(files: dict, when=eastern_instant) -> list[list]:
 _SEVERITY = {"failed": 3, "retry": 2, "pending": 1}
 
 
-def _print_attachments(item, states: dict, extracted) -> None:
+def _print_attachments(item, states: dict, extracted, read_by_ocr) -> None:
     """The summary line ('9 attachments: 2 read, 7 waiting for the mirror'), then one row per
     declared file, from the record (ordinal, title, format, declared size, URL) and its states
     (a scan OCR read stands as OCR says, while its text is the one stored)."""
@@ -199,7 +207,8 @@ def _print_attachments(item, states: dict, extracted) -> None:
     if not names:
         return
     rows = [_attachment_row(name, by_name.get(name), {stage: states.get((stage, f"{key}/{name}"))
-                                                      for stage in ("backfill.file", "extract.file", "ocr")})
+                                                      for stage in ("backfill.file", "extract.file", "ocr")},
+                            ("extract.file", f"{key}/{name}") in read_by_ocr)
             for name in names]
     print(table(rows, ["file", "#", "title", "format", "declared", "bytes", "sha256", "download", "extract",
                        "ocr", "attempts", "next attempt", "reason", "url"]))
@@ -217,10 +226,15 @@ def attachments_line(item, files: list, states: dict, extracted) -> str:
     return reports.attachments_summary(reports.attachment_count(item, files), standings)
 
 
-def _attachment_row(name: str, row, by_stage: dict) -> list:
+def _attachment_row(name: str, row, by_stage: dict, read_by_ocr: bool) -> list:
     """A file's row: what the record declares of it, what is stored of it, its state in each
-    stage, its retry, the reason of the last stage that gave one, where it comes from."""
+    stage (a scan OCR has read: ``ocr_done`` in extract's column), its retry, the reason of the
+    last stage that gave one, where it comes from."""
+    from pipeline.reading.reports import OCR_DONE
+
     def state(stage: str) -> str:
+        if stage == "extract.file" and read_by_ocr:
+            return OCR_DONE
         return by_stage[stage].state if by_stage[stage] else "-"
 
     def value(name: str):
