@@ -138,21 +138,24 @@ def run_docketeer(index_db, embedder, q: Judged) -> tuple[list[str], str]:
     return [], "empty, best n/a" if best is None else f"empty, best {best:.4f}"
 
 
-def run_cosine(index_db, embedder, q: Judged) -> list[str]:
-    """The K items whose nearest chunk is nearest the query, by an exact scan."""
+def run_cosine(index_db, embedder, q: Judged) -> tuple[list[str], float]:
+    """The K items whose nearest chunk is nearest the query, by an exact scan, and the best
+    cosine similarity (how near the nearest text is: what a relevance floor would compare)."""
     from pgvector import Vector
 
     from pipeline.index.dimension_indexes import cast_type, indexed_expression
 
     [vector] = embedder.embed([q.query])
     dim = len(vector)
-    sql = f"""SELECT c.item_key FROM chunks AS c JOIN chunk_vectors AS v ON v.id = c.vector_id
+    sql = f"""SELECT c.item_key, 1 - min((v.{indexed_expression(dim)}) <=> %(query)s::{cast_type(dim)})
+              FROM chunks AS c JOIN chunk_vectors AS v ON v.id = c.vector_id
               WHERE v.dim = {dim} AND v.embedder_id = %(embedder)s
                 AND (%(docket)s::text IS NULL OR c.docket = %(docket)s)
               GROUP BY c.item_key
-              ORDER BY min((v.{indexed_expression(dim)}) <=> %(query)s::{cast_type(dim)}), c.item_key
+              ORDER BY 2 DESC, c.item_key
               LIMIT {K}"""
-    return _keys(index_db, sql, {"embedder": embedder.id, "docket": q.docket, "query": Vector(vector)})
+    rows = _rows(index_db, sql, {"embedder": embedder.id, "docket": q.docket, "query": Vector(vector)})
+    return [row[0] for row in rows], (rows[0][1] if rows else math.nan)
 
 
 def run_fulltext(index_db, embedder, q: Judged) -> list[str]:
@@ -167,15 +170,15 @@ def run_fulltext(index_db, embedder, q: Judged) -> list[str]:
               GROUP BY c.item_key
               ORDER BY max(ts_rank_cd(v.tsv, w.q)) DESC, c.item_key
               LIMIT {K}"""
-    return _keys(index_db, sql, {"embedder": embedder.id, "docket": q.docket, "query": q.query})
+    return [row[0] for row in _rows(index_db, sql, {"embedder": embedder.id, "docket": q.docket, "query": q.query})]
 
 
-def _keys(index_db, sql: str, params: dict) -> list[str]:
+def _rows(index_db, sql: str, params: dict) -> list[tuple]:
     # The bare baselines are SQL of their own: IndexDB has no method for a search docketeer
     # does not make, and the benchmark must not add one to the package.
     with index_db._conn, index_db._conn.cursor() as cur:
         cur.execute(sql, params)
-        return [row[0] for row in cur.fetchall()]
+        return cur.fetchall()
 
 
 def indexed_texts(index_db) -> dict[str, tuple[str, str]]:
@@ -189,18 +192,21 @@ def indexed_texts(index_db) -> dict[str, tuple[str, str]]:
 # --- figures --------------------------------------------------------------------------------
 
 def evaluate(index_db, embedder, queries: list[Judged]) -> tuple[dict, list[str]]:
-    """Per method and query: (nDCG, RR, recall, empty); and one line per query."""
+    """Per method and query: (nDCG, RR, recall, empty), and under "nearest" the best cosine
+    similarity; and one line per query."""
     scores: dict[str, dict[str, tuple]] = {m: {} for m in METHODS}
+    scores["nearest"] = {}
     lines = []
     for q in queries:
         found, shown = run_docketeer(index_db, embedder, q)
-        ranked = {"docketeer": found, "cosine": run_cosine(index_db, embedder, q),
-                  "fulltext": run_fulltext(index_db, embedder, q)}
+        nearest, scores["nearest"][q.id] = run_cosine(index_db, embedder, q)
+        ranked = {"docketeer": found, "cosine": nearest, "fulltext": run_fulltext(index_db, embedder, q)}
         for method, items in ranked.items():
             scores[method][q.id] = (ndcg(items, q.relevant), reciprocal_rank(items, q.relevant),
                                     recall(items, q.relevant), not items)
         cells = "  ".join(f"{m[:4]} {_first(ranked[m], q):>5}" for m in METHODS)
-        lines.append(f"{q.id:<6} {q.kind:<10} rel {len(q.relevant):>4}  {cells}  docketeer: {shown}")
+        lines.append(f"{q.id:<6} {q.kind:<10} rel {len(q.relevant):>4}  {cells}  "
+                     f"cosine best {scores['nearest'][q.id]:.3f}  docketeer: {shown}")
     return scores, lines
 
 
@@ -228,7 +234,17 @@ def table(queries: list[Judged], scores: dict) -> str:
         empty = sum(scores[method][q.id][3] for q in none)
         rows.append(f"{method:<10} {'no answer':<11} {len(none):>3} answered with nothing: {empty}/{len(none)}"
                     + (" (bare cosine always answers)" if method == "cosine" else ""))
+    rows.append(_nearness(scores["nearest"], answered, none))
     return "\n".join(rows)
+
+
+def _nearness(best: dict[str, float], answered: list[Judged], none: list[Judged]) -> str:
+    """How near the nearest text is, for queries with an answer and for those without: where
+    a floor on cosine similarity could part them, if anywhere."""
+    def spread(chosen):
+        values = sorted(best[q.id] for q in chosen)
+        return f"min {values[0]:.3f} median {statistics.median(values):.3f} max {values[-1]:.3f}"
+    return (f"best cosine similarity: answerable {spread(answered)}; no answer {spread(none)}")
 
 
 def main(argv: list[str]) -> int:
