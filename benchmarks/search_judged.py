@@ -124,17 +124,21 @@ def recall(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
 # --- the three methods ----------------------------------------------------------------------
 
 def run_docketeer(index_db, embedder, q: Judged) -> tuple[list[str], str]:
-    """The item ids docketeer's search gives, and the score it shows (the best seen, when it
-    answers nothing and says so on its result; 'n/a' when it does not)."""
-    from pipeline.index.search import NothingToSearch, search, shown_score
+    """The item ids docketeer's search gives, and the score it shows; when it answers nothing,
+    the best similarity it says it reached ('n/a' from a search that does not say)."""
+    from pipeline.index import search as searching
 
+    options = {"docket": q.docket, "k": K, "mode": "hybrid", "per_item": True}
     try:
-        hits = search(index_db, embedder, q.query, docket=q.docket, k=K, mode="hybrid", per_item=True)
-    except NothingToSearch:
+        hits = searching.search(index_db, embedder, q.query, **options)
+    except searching.NothingToSearch:
         return [], "nothing to search"
     if hits:
-        return [h.item_key for h in hits], f"top {shown_score(hits[0]):.4f}"
-    best = getattr(hits, "best_score", None)
+        return [h.item_key for h in hits], f"top {searching.shown_score(hits[0]):.4f}"
+    # The measured path is search() itself; what an empty answer came near to is read only
+    # when the search module tells it (search_answer), and not on every search.
+    answer = getattr(searching, "search_answer", None)
+    best = getattr(answer(index_db, embedder, q.query, **options), "best_score", None) if answer else None
     return [], "empty, best n/a" if best is None else f"empty, best {best:.4f}"
 
 
