@@ -246,7 +246,9 @@ def _nearness(best: dict[str, float], answered: list[Judged], none: list[Judged]
     """How near the nearest text is, for queries with an answer and for those without: where
     a floor on cosine similarity could part them, if anywhere."""
     def spread(chosen):
-        values = sorted(best[q.id] for q in chosen)
+        values = sorted(best[q.id] for q in chosen if not math.isnan(best[q.id]))
+        if not values:
+            return "none"
         return f"min {values[0]:.3f} median {statistics.median(values):.3f} max {values[-1]:.3f}"
     return (f"best cosine similarity: answerable {spread(answered)}; no answer {spread(none)}")
 
