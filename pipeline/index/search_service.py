@@ -5,7 +5,7 @@ sentence-transformers and loading the model (15-30 s), not searching. The first 
 starts this service in the background (``python -m pipeline.index.search_service``); it
 loads the model and the index DB once, listens on ``<data_dir>/search.sock`` and answers
 every later search in well under a second, until it has been idle ``IDLE_SECONDS``, is
-asked to stop (``docketeer search --stop``) or gets SIGTERM, SIGINT or SIGHUP: each ends it
+asked to stop (``docketeer stop`` or ``search --stop``) or gets SIGTERM, SIGINT or SIGHUP: each ends it
 the same way, its socket removed and the embedded index server it started stopped.
 
 One request per connection, one JSON line each way. The service answers only requests made
