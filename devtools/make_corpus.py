@@ -44,6 +44,7 @@ from devtools.corpus_topics import (
 
 DEFAULT_START = datetime(2026, 1, 5, 5, 0, 0, tzinfo=UTC)
 COMMENT_PERIOD_DAYS = 60
+FINAL_PHASE_DAYS = 120  # a rule's final phase opens this long after its proposed one did
 ATTACHED_PLACEHOLDER = "See attached file(s)"
 DOWNLOADS = "https://downloads.regulations.gov"
 API = "https://api.regulations.gov/v4"
@@ -100,6 +101,7 @@ class DocumentEntry:
     comment_end_date: str
     path: str
     content_path: str
+    document_type: str = "Proposed Rule"  # "Rule": a final (or interim final) rule's
 
 
 @dataclass
@@ -289,13 +291,14 @@ def _links(kind: str, item_id: str) -> dict:
     return {"self": f"{API}/{kind}/{item_id}"}
 
 
-def docket_json(docket_id: str, agency: str, title: str, object_id: str, modified: datetime) -> dict:
+def docket_json(docket_id: str, agency: str, title: str, object_id: str, modified: datetime,
+                rin: str | None = None) -> dict:
     attributes = {
         "displayProperties": [{"name": "abstract", "label": "Description",
                                "tooltip": "Describes an agency's specific regulatory action."}],
         "keywords": None, "modifyDate": utc(modified), "dkAbstract": title, "agencyId": agency,
         "program": None, "shortTitle": None, "subType2": None, "title": title, "generic": None,
-        "field1": None, "docketType": "Rulemaking", "petitionNbr": None, "rin": None,
+        "field1": None, "docketType": "Rulemaking", "petitionNbr": None, "rin": rin,
         "organization": None, "legacyId": None, "subType": None, "category": None, "field2": None,
         "effectiveDate": None, "objectId": object_id,
     }
@@ -308,15 +311,15 @@ def document_json(doc: DocumentEntry, agency: str, content_size: int, posted: da
         "additionalRins": None, "allowLateComments": False, "authorDate": None, "authors": None,
         "cfrPart": None, "commentEndDate": doc.comment_end_date,
         "commentStartDate": doc.comment_start_date, "effectiveDate": None,
-        "exhibitLocation": None, "exhibitType": None, "frDocNum": f"{posted.year}-{content_size % 90000 + 10000}",
+        "exhibitLocation": None, "exhibitType": None, "frDocNum": f"{posted.year}-{_fr_number(doc.id)}",
         "frVolNum": None, "implementationDate": None, "media": None, "ombApproval": None,
         "paperLength": 0, "paperWidth": 0, "regWriterInstruction": None, "sourceCitation": None,
         "startEndPage": None, "subject": doc.title, "topics": None, "address1": None,
         "address2": None, "agencyId": agency, "city": None, "category": None, "comment": None,
         "country": None, "displayProperties": [{"name": "pageCount", "label": "Page Count",
                                                 "tooltip": "Number of pages In the content file"}],
-        "docAbstract": f"This proposed rule invites public comment on {doc.title.lower()}.",
-        "docketId": doc.docket_id, "documentType": "Proposed Rule", "email": None, "fax": None,
+        "docAbstract": f"This {doc.document_type.lower()} invites public comment on {doc.title.lower()}.",
+        "docketId": doc.docket_id, "documentType": doc.document_type, "email": None, "fax": None,
         "field1": None, "field2": None,
         "fileFormats": [{"fileUrl": f"{DOWNLOADS}/{doc.id}/content.pdf", "format": "pdf",
                          "size": content_size}],
@@ -334,6 +337,12 @@ def document_json(doc: DocumentEntry, agency: str, content_size: int, posted: da
                      "relationships": {"attachments": {"links": _relationship_links("documents", doc.id)}}}}
 
 
+def _fr_number(document_id: str) -> int:
+    """A five-digit Federal Register number of its own per document (two documents of one
+    rule must not share one, as their content files' sizes could)."""
+    return int(hashlib.sha256(document_id.encode()).hexdigest()[:8], 16) % 90000 + 10000
+
+
 def _relationship_links(kind: str, item_id: str) -> dict:
     return {"self": f"{API}/{kind}/{item_id}/relationships/attachments",
             "related": f"{API}/{kind}/{item_id}/attachments"}
@@ -349,10 +358,10 @@ class Submitter:
 
 def comment_json(comment: CommentEntry, *, agency: str, document: DocumentEntry, object_id: str,
                  submitter: Submitter, inline_text: str, received: datetime, tracking: str,
-                 attachment_ids: list[str], attachment_titles: list[str]) -> dict:
+                 attachment_ids: list[str], attachment_titles: list[str], duplicates: int = 0) -> dict:
     attributes = {
         "commentOn": document.object_id, "commentOnDocumentId": document.id,
-        "duplicateComments": 0, "address1": None, "address2": None, "agencyId": agency,
+        "duplicateComments": duplicates, "address1": None, "address2": None, "agencyId": agency,
         "city": None, "category": None, "comment": inline_text, "country": None,
         "displayProperties": [{"name": "pageCount", "label": "Page Count",
                                "tooltip": "Number of pages In the content file"}],
@@ -405,6 +414,7 @@ class PlannedComment:
     kinds: list[str]  # one per attachment
     duplicate_of: str | None = None  # comment id whose attachment_1 this one repeats
     tombstone: bool = False
+    duplicates: int = 0  # identical submissions more that this record stands for (duplicateComments)
 
 
 def plan_comments(rng: random.Random, count: int, *, attachment_share: float,
@@ -436,14 +446,17 @@ def _attachment_kinds(rng: random.Random, total: int, shares: dict[str, float]) 
 
 
 def mark_duplicate_and_tombstone(planned: list[PlannedComment], comment_ids: list[str],
-                                 *, tombstone: bool) -> None:
+                                 *, tombstone: bool, duplicates: int = 0) -> None:
     """The second comment whose first file is a text PDF repeats the first one's file (a
-    form letter, same topic); with ``tombstone`` the third one's file is unavailable."""
+    form letter, same topic), and stands for ``duplicates`` identical submissions more (as
+    an agency posts one copy of a mass mailing); with ``tombstone`` the third one's file is
+    unavailable."""
     text_first = [i for i, p in enumerate(planned) if p.kinds[:1] == ["text_pdf"]]
     if len(text_first) >= 2:
         source, copy = text_first[0], text_first[1]
         planned[copy].topic = planned[source].topic
         planned[copy].duplicate_of = comment_ids[source]
+        planned[copy].duplicates = duplicates
     if tombstone and len(text_first) >= 3:
         planned[text_first[2]].tombstone = True
 
@@ -492,28 +505,42 @@ class CorpusWriter:
         return data, hashlib.sha256(data).hexdigest()
 
 
-def _docket_identity(index: int, start: datetime) -> tuple[str, str, str, str]:
-    agency, agency_name, title = AGENCY_DOCKETS[index % len(AGENCY_DOCKETS)]
+def _docket_identity(index: int, start: datetime, same_rule_as: int | None = None) -> tuple[str, str, str, str]:
+    """Agency, its name, title and id of docket ``index``; ``same_rule_as``: another phase of
+    that docket's rule (its agency and title, this docket's own number)."""
+    agency, agency_name, title = AGENCY_DOCKETS[(index if same_rule_as is None else same_rule_as)
+                                                % len(AGENCY_DOCKETS)]
     return agency, agency_name, title, f"{agency}-{start.year}-{index + 1:04d}"
 
 
+@dataclass(frozen=True)
+class Phase:
+    """Which rule a docket is a phase of: its RIN, its document's type, and (for a later
+    phase) the docket whose agency and title it shares."""
+    rin: str | None = None
+    document_type: str = "Proposed Rule"
+    same_rule_as: int | None = None
+
+
 def write_docket(writer: CorpusWriter, manifest: Manifest, index: int, count: int, *,
-                 start: datetime, attachment_share: float, shares: dict[str, float]) -> None:
-    agency, agency_name, title, docket_id = _docket_identity(index, start)
+                 start: datetime, attachment_share: float, shares: dict[str, float],
+                 phase: Phase = Phase(), duplicates: int = 0) -> None:
+    agency, agency_name, title, docket_id = _docket_identity(index, start, phase.same_rule_as)
     folders = layout.DocketFolders.new(writer.root, agency, docket_id)
     folders.create_folders()
     opens = start + timedelta(days=9 * index)
-    document = write_document(writer, folders, agency, agency_name, title, opens)
+    document = write_document(writer, folders, agency, agency_name, title, opens, phase.document_type)
     docket_path = folders.docket_file()
     layout.write_json(docket_path, docket_json(docket_id, agency, title, writer.object_ids.take(),
-                                               opens + timedelta(days=COMMENT_PERIOD_DAYS)))
+                                               opens + timedelta(days=COMMENT_PERIOD_DAYS), phase.rin))
     manifest.dockets.append(DocketEntry(docket_id, agency, title, writer.relative(docket_path),
                                         [document], count))
     rng = random.Random(f"{writer.seed}/{docket_id}")
     comment_ids = [f"{docket_id}-{n + 2:04d}" for n in range(count)]
     planned = plan_comments(rng, count, attachment_share=attachment_share, shares=shares,
                             docket_index=index)
-    mark_duplicate_and_tombstone(planned, comment_ids, tombstone=writer.tombstone and index == 0)
+    mark_duplicate_and_tombstone(planned, comment_ids, tombstone=writer.tombstone and index == 0,
+                                 duplicates=duplicates)
     modified = modified_times(rng, count, opens + timedelta(hours=rng.randrange(1, 20)))
     by_id: dict[str, CommentEntry] = {}
     for comment_id, plan, when in zip(comment_ids, planned, modified, strict=True):
@@ -524,13 +551,15 @@ def write_docket(writer: CorpusWriter, manifest: Manifest, index: int, count: in
 
 
 def write_document(writer: CorpusWriter, folders: layout.DocketFolders, agency: str,
-                   agency_name: str, title: str, opens: datetime) -> DocumentEntry:
+                   agency_name: str, title: str, opens: datetime,
+                   document_type: str = "Proposed Rule") -> DocumentEntry:
     docket_id = folders.docket_id
     rng = random.Random(f"{writer.seed}/{docket_id}-0001")
     document_id = f"{docket_id}-0001"
     closes = opens + timedelta(days=COMMENT_PERIOD_DAYS) - timedelta(hours=1, seconds=1)
     preamble = [f"{agency_name.upper()}", f"{title}", "AGENCY: " + agency_name + ".",
-                "ACTION: Proposed rule.",
+                "ACTION: " + ("Proposed rule." if document_type == "Proposed Rule"
+                              else "Interim final rule with comment period."),
                 f"DATES: Comments must be received by {closes.strftime('%B %d, %Y')}."]
     pages = [preamble + [" ".join(rng.sample(RULE_SENTENCES, 5)) for _ in range(3)],
              [" ".join(rng.sample(RULE_SENTENCES, 6)) for _ in range(4)]]
@@ -538,7 +567,7 @@ def write_document(writer: CorpusWriter, folders: layout.DocketFolders, agency: 
     content_path = folders.document_content(document_id)
     layout.write_file(content_path, content)
     document = DocumentEntry(document_id, docket_id, writer.object_ids.take(), title, utc(opens),
-                             utc(closes), "", writer.relative(content_path))
+                             utc(closes), "", writer.relative(content_path), document_type)
     document_path = folders.document_file(document_id)
     layout.write_json(document_path, document_json(document, agency, len(content), opens))
     document.path = writer.relative(document_path)
@@ -581,7 +610,7 @@ def write_comment(writer: CorpusWriter, comment_id: str, plan: PlannedComment, w
                         received=posted - timedelta(days=rng.randrange(0, 6)),
                         tracking=tracking_number(rng),
                         attachment_ids=[writer.object_ids.take() for _ in plan.kinds],
-                        attachment_titles=titles)
+                        attachment_titles=titles, duplicates=plan.duplicates)
     layout.write_json(comment_path, body)
     return entry
 
@@ -618,13 +647,23 @@ def make_corpus(root: Path, *, dockets: int = 3, comments_per_docket: int | list
                 reuse_attachments: bool = False, image_only_share: float = 0.03,
                 corrupt_share: float = 0.02, docx_share: float = 0.1, tombstone: bool = True,
                 overwrite: bool = False, open_comments: int = 0,
-                now: datetime | None = None) -> Manifest:
+                now: datetime | None = None, rin: str | None = None, final_comments: int = 0,
+                duplicates: int = 0) -> Manifest:
     """Write a corpus under ``root`` (which must not hold one yet unless ``overwrite``).
 
     ``open_comments``: one more docket, with that many comments, whose comment period opened
     ten days before ``now`` (default: this moment) and so is still running: a pull of it is
     never its last (it cannot seal), and comments added to it later are new work
-    (``devtools.corpus_changes.add_comments``). Its id is ``manifest.options["open_docket"]``."""
+    (``devtools.corpus_changes.add_comments``). Its id is ``manifest.options["open_docket"]``.
+
+    ``rin``: the first docket's Regulation Identifier Number. ``final_comments`` (needs ``rin``):
+    that rule goes on to its final phase: one more docket (after the open one) of the first's
+    agency, title and RIN, whose document is a "Rule" taking comments (an interim final rule)
+    from 120 days after the first docket's opened, with that many comments; its id is
+    ``manifest.options["final_docket"]``. ``duplicates``: each docket's form-letter copy stands
+    for that many identical submissions more (its ``duplicateComments``)."""
+    if final_comments and not rin:
+        raise ValueError("final_comments needs a rin: the final phase is linked to the proposed one by it")
     root = Path(root)
     counts = _per_docket_counts(dockets, comments_per_docket)
     start = (start or DEFAULT_START).astimezone(UTC)
@@ -637,14 +676,23 @@ def make_corpus(root: Path, *, dockets: int = 3, comments_per_docket: int | list
     writer = CorpusWriter(root, seed=seed, reuse=reuse_attachments, tombstone=tombstone)
     shares = {"image_pdf": image_only_share, "corrupt_pdf": corrupt_share, "docx": docx_share}
     for index, count in enumerate(counts):
-        write_docket(writer, manifest, index, count, start=start,
-                     attachment_share=attachment_share, shares=shares)
+        write_docket(writer, manifest, index, count, start=start, attachment_share=attachment_share,
+                     shares=shares, phase=Phase(rin if index == 0 else None), duplicates=duplicates)
     if open_comments:
         index = len(counts)  # write_docket opens docket i 9*i days after its start
         opens = (now or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0) - timedelta(days=10)
         write_docket(writer, manifest, index, open_comments, start=opens - timedelta(days=9 * index),
-                     attachment_share=attachment_share, shares=shares)
+                     attachment_share=attachment_share, shares=shares, duplicates=duplicates)
         options["open_docket"] = manifest.dockets[-1].id
+    if final_comments:
+        index = len(manifest.dockets)
+        write_docket(writer, manifest, index, final_comments,
+                     start=start + timedelta(days=FINAL_PHASE_DAYS - 9 * index),
+                     attachment_share=attachment_share, shares=shares,
+                     phase=Phase(rin, "Rule", same_rule_as=0), duplicates=duplicates)
+        options.update(rin=rin, final_docket=manifest.dockets[-1].id)
+    if duplicates:
+        options["duplicates"] = duplicates
     (root / "manifest.json").write_text(manifest.to_json())
     return manifest
 
@@ -689,6 +737,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docx-share", type=float, default=0.1)
     parser.add_argument("--no-tombstone", action="store_true")
     parser.add_argument("--overwrite", action="store_true")
+    parser.add_argument("--rin", default=None, help="the first docket's Regulation Identifier Number")
+    parser.add_argument("--final-comments", type=int, default=0,
+                        help="comments on one more docket: the final phase of the first docket's rule (needs --rin)")
+    parser.add_argument("--duplicates", type=int, default=0,
+                        help="identical submissions more each docket's form-letter copy stands for")
     args = parser.parse_args(argv)
     start = args.start.replace(tzinfo=args.start.tzinfo or UTC) if args.start else None
     started = time.monotonic()
@@ -697,7 +750,8 @@ def main(argv: list[str] | None = None) -> int:
         attachment_share=args.attachment_share, seed=args.seed, start=start,
         reuse_attachments=args.reuse_attachments, image_only_share=args.image_only_share,
         corrupt_share=args.corrupt_share, docx_share=args.docx_share,
-        tombstone=not args.no_tombstone, overwrite=args.overwrite)
+        tombstone=not args.no_tombstone, overwrite=args.overwrite, rin=args.rin,
+        final_comments=args.final_comments, duplicates=args.duplicates)
     print(f"{len(manifest.dockets)} dockets, {len(manifest.comments)} comments, "
           f"{len(manifest.attachments())} attachments {manifest.expected_status_counts()} "
           f"in {time.monotonic() - started:.1f} s -> {args.out}")

@@ -1,10 +1,13 @@
 """The offline quickstart: sample data, a local stand-in for regulations.gov, the real job.
 
-1. Generates a small deterministic corpus (3 closed dockets, 100 comments, PDFs and DOCX, and
-   one open docket whose comment period is running) in the mirrulations layout under
-   data/quickstart/mirror (once).
+1. Generates a small deterministic corpus (3 closed dockets, 100 comments, PDFs and DOCX, a
+   form letter standing for many identical submissions; a fourth docket, the final phase of
+   the first one's rule; and one open docket whose comment period is running) in the
+   mirrulations layout under data/quickstart/mirror (once): every command of the README's
+   tour has something to show on it.
 2. Serves it on 127.0.0.1 as regulations.gov v4 + downloads + Federal Register (stand-in).
-3. Runs the real command, ``luigi --module pipeline IndexAll --local-scheduler``, against it.
+3. Runs the real command, ``luigi --module pipeline IndexAll --local-scheduler``, against it,
+   and says what the run did, from the stage runs it recorded in the store.
 4. Runs it again and checks, from Luigi's execution summary, that no task ran (it exits
    non-zero if one did), and says how long that took.
 5. Adds 3 comments to the open docket, as its comment period goes on, and runs it once more
@@ -27,6 +30,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -42,22 +46,31 @@ from devtools.standin_server import StandinServer  # noqa: E402
 
 OPEN_COMMENTS = 12  # the open docket's comments at first
 NEW_COMMENTS = 3  # added to it before the third run
+# The first docket is the largest, for a topic map worth reading; its rule (this RIN) goes on
+# to a final phase, a docket of its own with comments, so `docketeer rule` shows two phases and
+# `docketeer orgs --rule` the organisations that commented on both.
+FIRST_SHARE = 0.5
+RIN = "0938-ZZ27"
+FINAL_COMMENTS = 16
+DUPLICATES = 40  # each docket's form-letter copy stands for this many identical submissions
 
 
 def corpus(root: Path, comments: int) -> Manifest:
     if (root / "manifest.json").exists():
         manifest = Manifest.load(root)
-        if "open_docket" in manifest.options:
+        if manifest.options.get("final_docket") and manifest.options.get("duplicates"):
             return manifest
-        print("adding an open docket to the sample data: generating it again")  # an older quickstart's
-    print(f"generating sample data: 3 closed dockets, {comments} comments, and one open docket "
-          f"with {OPEN_COMMENTS} -> {root}")
-    return make_corpus(root, dockets=3, comments_per_docket=_split(comments, 3),
-                       open_comments=OPEN_COMMENTS, overwrite=True)
+        print("the sample data is an older quickstart's: generating it again")
+    print(f"generating sample data: 3 closed dockets with {comments} comments, one more with "
+          f"{FINAL_COMMENTS} on the first one's final rule, and one open docket with {OPEN_COMMENTS} -> {root}")
+    return make_corpus(root, dockets=3, comments_per_docket=_split(comments), open_comments=OPEN_COMMENTS,
+                       rin=RIN, final_comments=FINAL_COMMENTS, duplicates=DUPLICATES, overwrite=True)
 
 
-def _split(total: int, parts: int) -> list[int]:
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+def _split(total: int) -> list[int]:
+    """The first docket gets FIRST_SHARE of the comments, the other two the rest."""
+    first = round(total * FIRST_SHARE)
+    return [first, (total - first + 1) // 2, (total - first) // 2]
 
 
 def embedder() -> str:
@@ -109,21 +122,44 @@ def run_index_all(env: dict[str, str], label: str) -> tuple[float, list[str]]:
     command = [sys.executable, "-m", "luigi", "--module", "pipeline", "IndexAll",
                "--local-scheduler", "--workers", "2"]
     print(f"\n$ luigi --module pipeline IndexAll --local-scheduler --workers 2   # {label}")
+    began = datetime.now(UTC)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
-    summary = [line for line in done.stderr.splitlines() if _is_summary(line)]
-    print("\n".join(summary[-14:]))
     if done.returncode != 0:
         print(done.stderr[-4000:], file=sys.stderr)
         raise SystemExit(f"IndexAll failed with exit status {done.returncode}")
-    return seconds, tasks_that_ran(done.stderr)
+    ran = tasks_that_ran(done.stderr)
+    print(f"{seconds:.1f}s: " + "\n  ".join(run_summary(Path(env["DOCKETEER_DATA_DIR"]), began, ran)))
+    return seconds, ran
 
 
-def _is_summary(line: str) -> bool:
-    keep = ("Scheduled", "ran successfully", "complete ones", "failed", "Did not run", "    - ",
-            "docketeer", "fetch ", "backfill ", "extract ", "index ", "campaigns ", "organisations ")
-    return any(k in line for k in keep) and "DEBUG" not in line
+def run_summary(store: Path, since: datetime, ran: list[str]) -> list[str]:
+    """What one IndexAll run did, from the stage runs it recorded in the store (their
+    counters): dockets pulled, comments new, detailed, extracted and indexed, and the
+    follow-on stages that had work."""
+    if not ran:
+        return ["nothing ran: every task was already complete"]
+    with contextlib.closing(sqlite3.connect(store / "state.sqlite")) as db:
+        rows = db.execute("SELECT stage, docket, counters FROM run WHERE started_at >= ?",
+                          (since.strftime("%Y-%m-%dT%H:%M:%S"),)).fetchall()
+    total: dict[str, Counter] = {}
+    worked: dict[str, set] = {}
+    for stage, docket, counters in rows:
+        counts = Counter(json.loads(counters or "{}"))
+        total.setdefault(stage, Counter()).update(counts)
+        if counts.get("item_state_writes") or counts.get("created"):
+            worked.setdefault(stage, set()).add(docket)
+    fetch, extract = total.get("fetch", Counter()), total.get("extract", Counter())
+    lines = [f"{sum(1 for r in rows if r[0] == 'fetch')} docket(s) pulled; new comments listed: "
+             f"{fetch['created']} ({', '.join(sorted(worked.get('fetch', ()))) or 'none'})",
+             f"comments and documents detailed {total.get('backfill', Counter())['ok']}, extracted "
+             f"{extract['ok'] + extract['ocr_needed'] + extract['failed']} (failed {extract['failed']}, "
+             f"scanned {extract['ocr_needed']}), indexed {total.get('index', Counter())['embedded']}"]
+    follow = [f"{stage} {len(worked[stage])}" for stage in ("campaigns", "organisations", "lineage", "topics")
+              if worked.get(stage)]
+    lines.append("dockets with new work per follow-on stage: " + (", ".join(follow) or "none"))
+    return lines
 
 
 def docketeer(env: dict[str, str], *args: str) -> None:
@@ -136,8 +172,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--comments", type=int, default=100)
     parser.add_argument("--fresh", action="store_true", help="start from an empty store")
     parser.add_argument("--query", default="rural hospitals losing funding and closing")
+    parser.add_argument("--dir", type=Path, default=ROOT / "data" / "quickstart",
+                        help="where the sample data and the store go (default: data/quickstart)")
     args = parser.parse_args(argv)
-    base = ROOT / "data" / "quickstart"
+    base = args.dir.resolve()
     store = base / "store"
     if args.fresh and store.exists():
         shutil.rmtree(store)

@@ -223,3 +223,33 @@ def test_the_real_pdfs_read_ok(realdata):
                              "content.pdf", ExtractLimits())
     assert (notice.status, notice.pages) == ("ok", 4)
     assert "Providing Technical Assistance Related to the Indian Child Welfare Act" in normalised(notice.text)
+
+
+def test_a_rule_with_a_final_phase_and_a_mass_mailing(tmp_path):
+    """--rin, --final-comments, --duplicates: the first docket and one more of its agency carry
+    the RIN, the latter's document is a "Rule" that takes comments later, with FR numbers of
+    their own; each docket's form-letter copy stands for that many submissions more."""
+    manifest = make_corpus(tmp_path, dockets=2, comments_per_docket=[8, 6], rin="0938-ZZ27",
+                           final_comments=5, duplicates=9)
+    first, second, final = manifest.dockets
+    assert manifest.options["final_docket"] == final.id and final.id.startswith("CMS-") and final.comment_count == 5
+    records = {d.id: load(tmp_path / d.path)["data"]["attributes"] for d in manifest.dockets}
+    assert (records[first.id]["rin"], records[second.id]["rin"], records[final.id]["rin"]) == \
+        ("0938-ZZ27", None, "0938-ZZ27")
+    documents = [load(tmp_path / d.documents[0].path)["data"]["attributes"] for d in (first, final)]
+    assert [d["documentType"] for d in documents] == ["Proposed Rule", "Rule"]
+    assert documents[1]["commentStartDate"] > documents[0]["commentEndDate"]
+    assert documents[0]["frDocNum"] != documents[1]["frDocNum"]
+    answered = {load(tmp_path / c.path)["data"]["attributes"]["commentOnDocumentId"]
+                for c in manifest.comments if c.docket_id == final.id}
+    assert answered == {final.documents[0].id}
+    copies = {c.docket_id: load(tmp_path / c.path)["data"]["attributes"]["duplicateComments"]
+              for c in manifest.comments if any(a.duplicate_of for a in c.attachments)}
+    assert copies and set(copies.values()) == {9}
+    assert sum(load(tmp_path / c.path)["data"]["attributes"]["duplicateComments"] for c in manifest.comments) \
+        == 9 * len(copies)
+
+
+def test_a_final_phase_needs_a_rin(tmp_path):
+    with pytest.raises(ValueError, match="rin"):
+        make_corpus(tmp_path, dockets=1, comments_per_docket=4, final_comments=3)
