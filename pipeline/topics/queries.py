@@ -26,6 +26,14 @@ def campaigns_of_docket(docket_id: str) -> dict[str, str]:
     return dict(query)
 
 
+def represented_of_docket(docket_id: str) -> dict[str, int]:
+    """item -> the submissions its record stands for (1 + ``duplicateComments``), for the
+    docket's comments that stand for more than one (one query)."""
+    query = Item.select(Item.key, 1 + Item.duplicate_comments).where(
+        (Item.docket == docket_id) & (Item.duplicate_comments > 0)).tuples()
+    return dict(query)
+
+
 def stored_centres(docket_id: str) -> dict[str, list[float]]:
     return {tid: json.loads(c) for tid, c in
             Topic.select(Topic.id, Topic.centroid).where(Topic.docket == docket_id).tuples()}

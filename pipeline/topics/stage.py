@@ -26,9 +26,10 @@ from pipeline.topics import consistency, queries
 STAGE = "topics"
 COLLECTION = "comments"  # the index collection of comments (pipeline.index.stage.COLLECTIONS)
 # topics-2: the minimum counts distinct comments; small dockets, campaign letters and
-# near-duplicate topics mapped (``clustering.cluster``). Its ``terms`` void the markers of
-# maps made before, so the next run makes them again.
-MAP_VERSION = "topics-2"
+# near-duplicate topics mapped (``clustering.cluster``). topics-3: a comment weighs the
+# submissions its record stands for (``duplicateComments``). The version is in every
+# comment's fingerprint, so the next run maps each docket again from the stored vectors.
+MAP_VERSION = "topics-3"
 REPRESENTATIVES = 3
 PASSAGE_CHARS = 400
 TOO_FEW = "too few comments for topics"
@@ -78,7 +79,7 @@ def map_docket(ctx: StageContext, docket: Docket) -> StageResult:
     ctx.check_time()
     ctx.progress.start(len(todo))
     with_text = sorted(k for k, n in chunks.items() if n > 0)
-    weights = unit_weights(with_text, campaigns)
+    weights = unit_weights(with_text, campaigns, queries.represented_of_docket(docket.id))
     stored = queries.stored_centres(docket.id)
     rows_of = _state_rows(ctx, docket.id, todo)
 
@@ -198,17 +199,20 @@ def _count_mapped(ctx: StageContext, result: StageResult, todo: dict[str, str], 
     ctx.progress.advance("mapped", len(todo))
 
 
-def unit_weights(keys: list[str], campaigns: dict[str, str]) -> dict[str, int]:
-    """Each comment's submissions: 1, the campaign's copies counted once as the campaign's
-    size (carried by its first member; the other copies weigh 0)."""
+def unit_weights(keys: list[str], campaigns: dict[str, str],
+                 represented: dict[str, int] | None = None) -> dict[str, int]:
+    """Each comment's submissions: what its record stands for (``represented``: 1 +
+    ``duplicateComments``, 1 when absent); a campaign's copies counted once, as the sum of its
+    members' submissions, carried by its first member (the other copies weigh 0)."""
+    represented = represented or {}
     groups: dict[str, list[str]] = defaultdict(list)
     for k in keys:
         if k in campaigns:
             groups[campaigns[k]].append(k)
-    weights = {k: 1 for k in keys}
+    weights = {k: represented.get(k, 1) for k in keys}
     for members in groups.values():
         members.sort()
-        weights[members[0]] = len(members)
+        weights[members[0]] = sum(represented.get(k, 1) for k in members)
         for k in members[1:]:
             weights[k] = 0
     return weights

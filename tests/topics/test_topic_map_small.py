@@ -158,3 +158,20 @@ def test_topics_whose_distinctive_terms_are_the_same_are_merged():
     # topics of their own words stay apart
     apart = clustering.merge_same_terms(texts[12:] + texts[:6], np.array([0] * 6 + [1] * 6), np.ones(12))
     assert int(apart.max()) + 1 == 2
+
+
+def test_a_record_standing_for_more_submissions_weighs_them(rt):
+    # A letter sent 3 times, one copy of which stands for 40 more identical submissions
+    # (duplicateComments, as a mass-mail campaign is posted), beside 3 comments of their own.
+    from pipeline.store.models import Item
+
+    letter_docket(rt, D, EMBEDDER, copies=3, others=3)
+    Item.update(duplicate_comments=40).where(Item.key == f"{D}-0002").execute()
+    run(rt)
+    topics = topic_maps.topics_of(D)
+    found = dict(TopicMember.select(TopicMember.item, TopicMember.topic).tuples())
+    letter = next(t for t in topics if t.id == found[f"{D}-0001"])
+    assert (letter.comments, letter.submissions) == (3, 43)
+    assert topics[0].id == letter.id  # the largest topic by submissions
+    others = sum(1 for v in found.values() if v is None) + sum(t.submissions for t in topics if t.id != letter.id)
+    assert others == 3
