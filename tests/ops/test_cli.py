@@ -164,7 +164,7 @@ def test_dockets_table_has_every_column(store, capsys):
     assert code == 0
     assert out.splitlines()[0].split() == ["docket", "agency", "closes", "comments", "submissions", "detailed",
                                            "extracted", "indexed", "retry", "watermark", "last",
-                                           "pull", "sealed", "failed"]
+                                           "pull", "sealed", "partial", "failed"]
     by_id = {row["docket"]: row for row in table(out)}
     assert set(by_id) == set(store.dockets)
     for docket in store.manifest.dockets:
@@ -179,6 +179,7 @@ def test_dockets_table_has_every_column(store, capsys):
         assert cells["indexed"] == listed  # comments collection
         assert cells["retry"] == "-"  # nothing waits
         assert cells["sealed"] == "open"
+        assert cells["partial"] == "-"  # every stage's last run finished it
         assert cells["failed"] == "-"  # no stage failed for it
         # Every time shown is Washington's, the fetch cursor too (to the second; stored UTC)
         stored = Docket.get_by_id(docket.id).pull_watermark
