@@ -205,10 +205,11 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
     def complete(self) -> bool:
         if self.output().exists():
             return True
-        # A stage that already ran in this invocation is done *for this run* even when its
-        # target cannot say so: it stopped on its budget, or its upstream did (so the input
-        # fingerprints disagree). Its downstream works on what exists; no marker vouches for
-        # it, and the next run continues.
+        # A stage that already ran in this invocation is not asked for again in this run
+        # even when its target cannot say so: it failed for this docket (its downstream works
+        # on what exists), stopped on its budget or met another run's lease (then its task
+        # waits on the next run, pipeline.engine.not_done, and its downstream with it). No
+        # marker vouches for it, and the next run continues.
         return (runs.finished_since(self.stage.name, self.docket, self.current_invocation.started_at)
                 or self._scheduled_then_gone())
 

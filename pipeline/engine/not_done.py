@@ -22,7 +22,7 @@ from pipeline.engine.store_scope import OfOneStore
 # What a run that a spent budget stopped is called, by its stage's line, its wrapper's and
 # the summary's
 PARTIAL = "partial: budget spent, continues next run"
-HELD = "held by another run, not done in this run"
+HELD = "held by another run, which does its work"
 
 
 class DocketContinuesNextRun(OfOneStore, luigi.ExternalTask):
@@ -52,7 +52,7 @@ class HeldByAnotherRun(DocketContinuesNextRun):
     holder = luigi.Parameter(default="", description="the run holding the lease, if known")
 
     def said(self) -> str:
-        return f"{self.stage} {HELD} ({self.holder or 'holder unknown'})"
+        return f"{self.stage} {HELD} ({self.holder or 'holder unknown'})"  # one of its lines
 
 
 # (stage, docket, invocation id) -> the waits the process that schedules has seen
