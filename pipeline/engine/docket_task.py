@@ -530,7 +530,7 @@ class _RolledBack(Exception):
         self.result, self.io = result, io
 
 
-def _waiting_on(wait: not_done.DocketContinuesNextRun):
+def _waiting_on(wait: not_done.NotDoneThisRun):
     """What ``run()`` returns to wait on ``wait``: a generator, which Luigi takes as run()'s
     dynamic dependencies (luigi.worker.TaskProcess._run_get_new_deps), while the work before
     it was done by the call itself, so a direct ``task.run()`` still does it."""

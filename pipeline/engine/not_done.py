@@ -25,14 +25,11 @@ PARTIAL = "partial: budget spent, continues next run"
 HELD = "held by another run, which does its work"
 
 
-class DocketContinuesNextRun(OfOneStore, luigi.ExternalTask):
-    """Continues next run: a spent budget stopped this stage for this docket; what it did is
-    kept (no marker), and the next run continues where it stopped."""
+class NotDoneThisRun(OfOneStore, luigi.ExternalTask):
+    """What a docket stage's task waits for once its run left the docket not done."""
 
-    stage = luigi.Parameter(description="the stage a spent budget stopped")
-    docket = luigi.Parameter(description="the docket it stopped on")
-    # In the task id, so Luigi's summary, which names a task by its id's parameters, says it.
-    left = luigi.Parameter(default="", description="what is left, as far as known")
+    stage = luigi.Parameter(description="the stage")
+    docket = luigi.Parameter(description="the docket")
     invocation = InvocationParameter()
 
     def complete(self) -> bool:
@@ -40,11 +37,23 @@ class DocketContinuesNextRun(OfOneStore, luigi.ExternalTask):
         return False
 
     def said(self) -> str:
+        """How the end of Luigi's summary says it, after the docket."""
+        return f"{self.stage} not done in this run"
+
+
+class DocketContinuesNextRun(NotDoneThisRun):
+    """Continues next run: a spent budget stopped this stage for this docket; what it did is
+    kept (no marker), and the next run continues where it stopped."""
+
+    # In the task id, so Luigi's summary, which names a task by its id's parameters, says it.
+    left = luigi.Parameter(default="", description="what is left, as far as known")
+
+    def said(self) -> str:
         """'backfill partial: budget spent, continues next run (left: 9 item(s) ...)'."""
         return f"{self.stage} {PARTIAL} (left: {self.left})"
 
 
-class HeldByAnotherRun(DocketContinuesNextRun):
+class HeldByAnotherRun(NotDoneThisRun):
     """Held by another run: a live run holds this stage's lease for this docket, so this run
     left it to that run (nothing done here, no marker); the next run finds it done or takes
     it up."""
@@ -52,27 +61,27 @@ class HeldByAnotherRun(DocketContinuesNextRun):
     holder = luigi.Parameter(default="", description="the run holding the lease, if known")
 
     def said(self) -> str:
-        return f"{self.stage} {HELD} ({self.holder or 'holder unknown'})"  # one of its lines
+        return f"{self.stage} {HELD} ({self.holder or 'holder unknown'})"
 
 
 # (stage, docket, invocation id) -> the waits the process that schedules has seen
-_waits: dict[tuple[str, str, str], list[DocketContinuesNextRun]] = {}
+_waits: dict[tuple[str, str, str], list[NotDoneThisRun]] = {}
 _said: set[tuple[str, str, str]] = set()  # the waits an execution summary has said
 
 
-def _note(wait: DocketContinuesNextRun) -> None:
+def _note(wait: NotDoneThisRun) -> None:
     key = (wait.stage, wait.docket, (wait.invocation or Invocation.of_process()).id)
     seen = _waits.setdefault(key, [])
     if wait not in seen:
         seen.append(wait)
 
 
-def waits_of(stage: str, docket: str, invocation: Invocation) -> list[DocketContinuesNextRun]:
+def waits_of(stage: str, docket: str, invocation: Invocation) -> list[NotDoneThisRun]:
     return _waits.get((stage, docket, invocation.id), [])
 
 
 def waits_in(invocation: Invocation, stages: set[str],
-             dockets: list[str] | None = None) -> list[DocketContinuesNextRun]:
+             dockets: list[str] | None = None) -> list[NotDoneThisRun]:
     """Every wait of this invocation's tasks of these stages (for these dockets; None: any)."""
     return [wait for (stage, docket, of), waits in _waits.items()
             if of == invocation.id and stage in stages and (dockets is None or docket in dockets)
