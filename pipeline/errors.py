@@ -18,7 +18,11 @@ class BudgetSpent(DocketeerError):
 
 
 class LeaseHeld(DocketeerError):
-    """Another run holds the (stage, docket) lease."""
+    """Another run holds the (stage, docket) lease; ``holder`` names it when known."""
+
+    def __init__(self, message: str, holder: str = "") -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class PermanentHTTPError(DocketeerError):

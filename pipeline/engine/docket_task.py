@@ -21,7 +21,7 @@ import luigi
 
 from pipeline.clock import eastern_instant, iso, utcnow
 from pipeline.counters import ITEM_STATE_WRITES, STAGE_CALLS, counters
-from pipeline.engine import claims, leases, process_runtime, registry, runs
+from pipeline.engine import claims, leases, not_done, process_runtime, registry, runs
 from pipeline.engine.command_line import (
     CheckedParameters,
     DocketIdsParameter,
@@ -44,8 +44,7 @@ from pipeline.store.models import database as state_database
 log = logging.getLogger("docketeer")
 
 BASE_VERSION = 1
-# What a run that a spent budget stopped is called, by its stage's line and by its wrapper's
-PARTIAL = "partial: budget spent, continues next run"
+PARTIAL = not_done.PARTIAL
 
 
 def share_luigi_log_handlers() -> None:
@@ -55,7 +54,7 @@ def share_luigi_log_handlers() -> None:
     command line), so without this our progress and summary lines would go nowhere.
     """
     luigi_logger = logging.getLogger("luigi-interface")
-    for kind in (OneLineFailures, OneLineUncaught):
+    for kind in (OneLineFailures, OneLineUncaught, NotDoneInSummary):
         if not any(isinstance(f, kind) for f in luigi_logger.filters):
             luigi_logger.addFilter(kind())
     if not luigi_logger.handlers:
@@ -80,6 +79,22 @@ class OneLineFailures(logging.Filter):
             exc = original_error(exc)
             record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
             record.args, record.exc_info, record.exc_text = (), None, None
+        return True
+
+
+class NotDoneInSummary(logging.Filter):
+    """Luigi's execution summary ends with a line for each docket the run left not done
+    (a spent budget, a lease held elsewhere), naming its stages and what is left: the last
+    thing a person or cron mail reads says partial, not only Luigi's generic ":|"."""
+
+    BANNER = "===== Luigi Execution Summary ====="
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage() if isinstance(record.msg, str) and self.BANNER in record.msg else ""
+        if text.count(self.BANNER) == 2 and (lines := not_done.summary_lines()):
+            head, _, tail = text.rpartition(self.BANNER)
+            record.msg = head.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n\n" + self.BANNER + tail
+            record.args = ()
         return True
 
 
@@ -190,10 +205,11 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
     def complete(self) -> bool:
         if self.output().exists():
             return True
-        # A stage that already ran in this invocation is done *for this run* even when its
-        # target cannot say so: it stopped on its budget, or its upstream did (so the input
-        # fingerprints disagree). Its downstream works on what exists; no marker vouches for
-        # it, and the next run continues.
+        # A stage that already ran in this invocation is not asked for again in this run
+        # even when its target cannot say so: it failed for this docket (its downstream works
+        # on what exists), stopped on its budget or met another run's lease (then its task
+        # waits on the next run, pipeline.engine.not_done, and its downstream with it). No
+        # marker vouches for it, and the next run continues.
         return (runs.finished_since(self.stage.name, self.docket, self.current_invocation.started_at)
                 or self._scheduled_then_gone())
 
@@ -224,7 +240,18 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
             on_percent=self.set_progress_percentage,
         )
 
-    def run(self) -> None:
+    def _requires(self):
+        """What it requires, and, once its run left the docket not done (a spent budget, a
+        lease held elsewhere), what it waits for: Luigi's summary reads a pending task's
+        reasons from here, so it files the task under "missing external dependencies", not
+        "not granted run permission" (``pipeline.engine.not_done``)."""
+        waits = not_done.waits_of(self.stage.name, self.docket, self.current_invocation)
+        return [*luigi.task.flatten(super()._requires()), *waits]
+
+    def run(self):
+        """The stage over the docket. Returns a generator (Luigi's dynamic dependency) when
+        the docket is not done by this run: the work is done and recorded by then, and the
+        task stays PENDING on what it waits for (``pipeline.engine.not_done``)."""
         rt = runtime_or_exit()
         if self._left_complete_by_upstream():
             return
@@ -246,8 +273,7 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
                 token = lease.enter_context(leases.held(self.stage.name, self.docket,
                                                         settings.lease_seconds))
             except LeaseHeld as held_by:
-                self._skip_worked_elsewhere(held_by)
-                return
+                return self._skip_worked_elsewhere(held_by)
             store = self.marker_store()
             ctx = self._context(rt, settings, token)
             ctx.claims = self._holder_claims(ctx, settings, token)
@@ -260,10 +286,15 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
             runs.finish_run(ctx.run_id, clean=result.clean, counters=summary,
                             message=rt.settings.mask(result.message),
                             budget_spent=result.budget_spent)
-        self._log_summary(result, summary, time.monotonic() - started)
+        left = self._log_summary(result, summary, time.monotonic() - started)
         # Cron sees a failure in the exit status (the wrapper waits on the next run): the
         # work done is kept, the marker is not written, the other dockets go on.
         self._record_outcome(ctx.run_id, result)
+        if result.budget_spent and not result.failed:
+            return _waiting_on(not_done.DocketContinuesNextRun(
+                stage=self.stage.name, docket=self.docket, left=left,
+                invocation=self.invocation))
+        return None
 
     def _work_then_mark(self, ctx: StageContext, docket, store: MarkerStore,
                         input_fp: str | None) -> tuple[StageResult, dict]:
@@ -290,18 +321,21 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
             store.restore_output(self.docket, kept)
         return result, io
 
-    def _skip_worked_elsewhere(self, held_by: LeaseHeld) -> None:
-        """A live run holds this (stage, docket): its work is being done, so this task steps
-        aside with one notice and succeeds (cron sees exit 0, not a failure). Its run row
-        ends clean, with no item touched: done *for this run*, as a finished stage is, so
-        the wrapper does not ask for it again and the downstream works on what exists; no
-        marker is written (the holder writes its own)."""
-        line = f"{held_by}: skipped, that run does its work"
+    def _skip_worked_elsewhere(self, held_by: LeaseHeld):
+        """A live run holds this (stage, docket): its work is being done there, so this task
+        steps aside with one notice (naming the holder) and waits on ``HeldByAnotherRun``:
+        not done by this run, neither a success nor a failure (`luigi` exits 20, as for a
+        partial run). Its run row ends clean, with no item touched, so the wrapper does not
+        ask for it again in this run; no marker is written (the holder writes its own)."""
+        line = f"{held_by}: skipped, that run does its work; not done in this run"
         run_id = runs.start_run(self.task_id, self.stage.name, self.docket)
         runs.finish_run(run_id, clean=True, counters={}, message=line)
         log.info(line)
         if self.set_status_message:
             self.set_status_message(line)
+        return _waiting_on(not_done.HeldByAnotherRun(
+            stage=self.stage.name, docket=self.docket, holder=held_by.holder,
+            invocation=self.invocation))
 
     def _skip_docket_gone(self) -> None:
         """The docket's rows went after a wrapper of this run scheduled it: nothing is left to
@@ -463,20 +497,29 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
         self.write_marker(run_id, input_fp, kept_output)
         return True
 
-    def _log_summary(self, result: StageResult, summary: dict, seconds: float) -> None:
+    def _left_after_budget(self) -> str:
+        """What a spent budget left of this docket, as far as the stage can count it."""
+        waiting = self.stage.unfinished(runtime_or_exit(), self.docket, iso(utcnow()))
+        if waiting:
+            return f"{waiting} item(s) without a decided {self.stage.name} state"
+        return f"the rest of the docket's {self.stage.name}"
+
+    def _log_summary(self, result: StageResult, summary: dict, seconds: float) -> str:
+        """The run's one line (log and status message); returns what a spent budget left."""
+        left = ""
         if result.failed:
-            return  # its one line is the failure's (_record_outcome)
+            return left  # its one line is the failure's (_record_outcome)
         shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
         line = f"{self.stage.name} {self.docket}: {shown or 'nothing to do'} in {seconds:.2f}s"
         if result.budget_spent:
-            line += f" — {PARTIAL} ({result.message})"
+            left = self._left_after_budget()
+            line += f" — {PARTIAL} ({result.message}; left: {left})"
         elif not result.clean:
             line += f" — unclean: {result.message}"
         log.info(line)
         if self.set_status_message:
             self.set_status_message(line)
-
-
+        return left
 
 
 class _RolledBack(Exception):
@@ -486,6 +529,13 @@ class _RolledBack(Exception):
     def __init__(self, result: StageResult, io: dict) -> None:
         super().__init__(result.message)
         self.result, self.io = result, io
+
+
+def _waiting_on(wait: not_done.NotDoneThisRun):
+    """What ``run()`` returns to wait on ``wait``: a generator, which Luigi takes as run()'s
+    dynamic dependencies (luigi.worker.TaskProcess._run_get_new_deps), while the work before
+    it was done by the call itself, so a direct ``task.run()`` still does it."""
+    yield wait
 
 
 _task_of: dict[str, type[DocketStageTask]] = {}  # stage name -> its task class

@@ -40,7 +40,7 @@ def acquire(stage: str, docket_id: str, seconds: int) -> str:
     current = Lease.get_or_none(here)
     if current is None or current.token != token:
         who = f"{current.holder} until {eastern_instant(current.expires_at, seconds=True)}" if current else "another run"
-        raise LeaseHeld(f"{stage} {docket_id} is being worked by {who}")
+        raise LeaseHeld(f"{stage} {docket_id} is being worked by {who}", holder=who)
     return token
 
 

@@ -111,6 +111,17 @@ def required_stages(stage: Stage, settings) -> list[Stage]:
     return required
 
 
+def chain_of(stage: Stage, settings) -> set[str]:
+    """The names of this stage and of every stage its task requires, however far up."""
+    names, todo = set(), [stage]
+    while todo:
+        current = todo.pop()
+        if current.name not in names:
+            names.add(current.name)
+            todo.extend(required_stages(current, settings))
+    return names
+
+
 def input_stage(stage: Stage) -> str | None:
     """The stage whose output fingerprint is this stage's input: the one it declares, its
     upstream, or what that merges into (the index reads extract's output, which OCR writes

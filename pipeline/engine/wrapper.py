@@ -14,7 +14,7 @@ import luigi
 
 from pipeline.clock import iso, utcnow
 from pipeline.collector import collector_paused
-from pipeline.engine import registry, runs
+from pipeline.engine import not_done, registry, runs
 from pipeline.engine.command_line import (
     BoundedIntParameter,
     CheckedParameters,
@@ -211,10 +211,17 @@ class DocketWrapper(OfOneStore, CheckedParameters, luigi.Task):
         summary reads a pending task's reasons from here (not from what run() yielded), so
         it files the wrapper under "missing external dependencies", not "not granted run
         permission" (which would set [retcode] not_run). Known only after the wrapper's run
-        in the process that schedules, so Luigi's check before a run never meets it."""
+        in the process that schedules, so Luigi's check before a run never meets it.
+
+        So are its docket tasks' waits (``pipeline.engine.not_done``): a docket task yielded
+        from run() after a discovery is unseen by the summary, and one left not done keeps
+        the wrapper pending on the same reason. Only its own stages' waits: a wrapper of
+        another stage in the same run is not held by them."""
         required = super()._requires()
         waits = _waiting.get((type(self).__name__, self.current_invocation.id), {})
-        return [*required, *waits.values()]
+        chain = registry.chain_of(self.stage_task.stage, runtime_or_exit().settings)
+        stages_waits = not_done.waits_in(self.current_invocation, chain, self.named() or None)
+        return [*required, *waits.values(), *stages_waits]
 
 
 def partial_line(wrapper: str, ran: int, partial: dict[str, list[str]]) -> str:

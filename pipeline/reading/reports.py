@@ -11,7 +11,7 @@ from peewee import Case, fn
 
 from pipeline.failures import RETRY
 from pipeline.store.items import NO_DETAIL
-from pipeline.store.models import Attachment, Docket, Item, ItemState, Lease
+from pipeline.store.models import Attachment, Docket, Item, ItemState, Lease, Run
 
 # Rows whose stage has not (re)done the item yet: no result to count as progress.
 NOT_DONE = ("pending", "stale", RETRY)
@@ -28,6 +28,23 @@ def all_dockets() -> list[Docket]:
 def docket_seals() -> dict[str, Docket]:
     """docket id -> its row with ``sealed_at`` and ``retry_due_at`` only (what targets read)."""
     return {d.id: d for d in Docket.select(Docket.id, Docket.sealed_at, Docket.retry_due_at)}
+
+
+def partial_stages() -> dict[str, list[str]]:
+    """docket -> the stages whose last finished run over it stopped on a spent budget: left
+    partial, continued by the next run (one query)."""
+    finished = Run.finished_at.is_null(False) & Run.stage.is_null(False) & Run.docket.is_null(False)
+    latest = (Run.select(Run.docket, Run.stage, fn.MAX(Run.started_at).alias("at"))
+              .where(finished).group_by(Run.docket, Run.stage).alias("latest"))
+    query = (Run.select(Run.docket, Run.stage)
+             .join(latest, on=((Run.docket == latest.c.docket) & (Run.stage == latest.c.stage)
+                               & (Run.started_at == latest.c.at)))
+             .where(finished & (Run.budget_spent == True))  # noqa: E712
+             .distinct())
+    stopped: dict[str, list[str]] = {}
+    for row in query:
+        stopped.setdefault(row.docket, []).append(row.stage)
+    return {docket: sorted(stages) for docket, stages in stopped.items()}
 
 
 def comment_progress() -> dict[str, dict[str, int]]:

@@ -144,9 +144,11 @@ def test_a_failed_task_exits_30_from_any_folder_and_a_users_luigi_cfg_still_wins
     assert theirs.returncode == 9, theirs.stderr[-2000:]
 
 
-def test_a_run_finding_a_docket_stage_worked_by_a_live_run_skips_it_and_exits_0(tmp_path):
+def test_a_run_finding_a_docket_stage_worked_by_a_live_run_skips_it_not_done_and_exits_20(tmp_path):
     """Two overlapping cron jobs: the second meets the first's lease on one docket stage and
-    steps aside with one notice (its work is being done); neither fails."""
+    steps aside with one notice naming the holder (its work is being done there); neither
+    fails, and the second does not call the stage it skipped "ran successfully": it waits
+    on HeldByAnotherRun (exit 20, as a partial run)."""
     hold = tmp_path / "hold"
     hold.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
@@ -167,13 +169,20 @@ def test_a_run_finding_a_docket_stage_worked_by_a_live_run_skips_it_and_exits_0(
     finally:
         (hold / "release").write_text("")
         first_out, _ = first.communicate(timeout=120)
-    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.returncode == 20, second.stderr[-3000:]  # [retcode] missing_data
     holder = f"{socket.gethostname()}:{first.pid}"
     notices = [line for line in second.stderr.splitlines() if "is being worked by" in line]
     assert len(notices) == 1, second.stderr[-3000:]
     assert (f"toyprocess AB-2026-0001 is being worked by {holder} until " in notices[0]
-            and notices[0].endswith(": skipped, that run does its work")), notices
+            and notices[0].endswith(": skipped, that run does its work; not done in this run")), notices
     assert re.search(r" until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d E[SD]T:", notices[0]), notices  # Eastern
+    summary = second.stderr.split("Execution Summary")[1]
+    done_part = summary.split("ran successfully:")[1].split("\n* ")[0] if "ran successfully:" in summary else ""
+    assert "ToyProcess(docket=AB-2026-0001" not in done_part, summary
+    missing = summary.split("were missing external dependencies:")[1]
+    assert f"HeldByAnotherRun(stage=toyprocess, docket=AB-2026-0001, holder={holder} until " in missing, summary
+    last = [line for line in summary.splitlines() if line.strip()][-2]
+    assert last.startswith(f"AB-2026-0001: not done: toyprocess held by another run, which does its work ({holder} until "), summary
     assert "Traceback" not in second.stderr
     assert first.returncode == 0, first_out[-3000:]
     # The first run did the work and wrote the markers; the second did none of it.

@@ -100,6 +100,19 @@ def test_a_yielded_docket_task_is_loaded_again_as_the_same_task(tmp_path):
     assert Register.get_task_cls("FetchComments") is pipeline.FetchComments  # one class by that name
 
 
+def run_docketeer(store, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCKETEER_")}
+    env.update(store.env(), PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "pipeline.ops.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def ran_successfully(summary: str) -> str:
+    """The "ran successfully" part of Luigi's execution summary ('' when none ran)."""
+    part = summary.split("ran successfully:")[1] if "ran successfully:" in summary else ""
+    return part.split("\n* ")[0]
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_a_budget_stopped_run_is_partial_in_luigid_and_luigis_summary_and_exits_20(tmp_path, pg_server, workers):
     (tmp_path / "luigid-logs").mkdir()
@@ -110,23 +123,38 @@ def test_a_budget_stopped_run_is_partial_in_luigid_and_luigis_summary_and_exits_
         [docket] = store.dockets
         # With 2 workers every task runs in a forked process: the budget reaches them too.
         partial = run_index_all(store, port, "--request-budget", "6", "--workers", workers)
-        # Right after it (within luigid's default 10 s cooldown): the same job continues.
-        again = run_index_all(store, port, "--request-budget", "6")
         pending = api(port, "task_list", status="PENDING")
         done = api(port, "task_list", status="DONE")
+        listed = run_docketeer(store, "dockets")
+        # Right after it (within luigid's default 10 s cooldown): the same job continues.
+        again = run_index_all(store, port, "--request-budget", "6")
     assert partial.returncode == 20, partial.stderr[-3000:]  # [retcode] missing_data: partial
     summary = partial.stderr.split("Execution Summary")[1]
-    assert f"ContinuesNextRun(wrapper=IndexAll, dockets={docket}, store=" in summary
+    # The stage a spent budget stopped waits on the next run: a missing external dependency,
+    # never "ran successfully"; what is left is in its name.
+    assert f"DocketContinuesNextRun(stage=backfill, docket={docket}, left=" in summary
     assert "were missing external dependencies" in summary
+    assert f"BackfillComments(docket={docket}," not in ran_successfully(summary)
+    assert f"FetchComments(docket={docket}," in ran_successfully(summary)  # fetch finished
+    assert "not granted run permission" not in summary
+    # The summary's last line before its banner says the docket is partial, and which stage.
+    last = [line for line in summary.splitlines() if line.strip()][-2]  # then "===== Luigi"
+    assert last.startswith(f"{docket}: not done: backfill partial: budget spent, continues next run (left: "), summary
+    # luigid: the stopped stage is PENDING (not the visualiser's green DONE) and says partial
+    # and what is left; the wrapper waits too; neither is DONE.
+    [backfill] = [t for t in pending.values() if t["name"] == f"BackfillComments.{docket}"]
+    assert "partial: budget spent, continues next run" in backfill["status_message"], backfill
+    assert "left: " in backfill["status_message"]
+    assert backfill["progress_percentage"] < 100
+    assert any(t["name"] == "DocketContinuesNextRun" for t in pending.values())
+    assert any(t["name"] == "IndexAll" for t in pending.values())
+    assert not {f"BackfillComments.{docket}", "IndexAll"} & {t["name"] for t in done.values()}
+    # docketeer dockets: the docket is partial, naming the stage
+    assert listed.returncode == 0, listed.stderr
+    [row] = [line for line in listed.stdout.splitlines() if line.startswith(docket)]
+    assert " backfill " in f"{row} ", listed.stdout
     assert again.returncode in (0, 20), again.stderr[-3000:]  # never "not granted run permission"
     assert "not granted run permission" not in again.stderr
-    # luigid: the wrapper waits for the next run and says why; the stopped stage says partial.
-    [wrapper] = [t for t in pending.values() if t["name"] == "IndexAll"]
-    assert "of 1 docket partial: budget spent, continues next run" in wrapper["status_message"]
-    assert any(t["name"] == "ContinuesNextRun" for t in pending.values())
-    [backfill] = [t for t in done.values() if t["name"] == f"BackfillComments.{docket}"]
-    assert "partial: budget spent, continues next run" in backfill["status_message"], backfill
-    assert backfill["progress_percentage"] < 100
 
 
 def visualiser_rerun_command(port: int, task_id: str) -> str:

@@ -165,7 +165,7 @@ def test_dockets_table_has_every_column(store, capsys):
     assert code == 0
     assert out.splitlines()[0].split() == ["docket", "agency", "closes", "comments", "submissions", "detailed",
                                            "extracted", "indexed", "retry", "watermark", "last",
-                                           "pull", "sealed", "failed"]
+                                           "pull", "sealed", "partial", "failed"]
     by_id = {row["docket"]: row for row in table(out)}
     assert set(by_id) == set(store.dockets)
     for docket in store.manifest.dockets:
@@ -180,6 +180,7 @@ def test_dockets_table_has_every_column(store, capsys):
         assert cells["indexed"] == listed  # comments collection
         assert cells["retry"] == "-"  # nothing waits
         assert cells["sealed"] == "open"
+        assert cells["partial"] == "-"  # every stage's last run finished it
         assert cells["failed"] == "-"  # no stage failed for it
         # Every time shown is Washington's, the fetch cursor too (to the second; stored UTC)
         stored = Docket.get_by_id(docket.id).pull_watermark
@@ -199,6 +200,31 @@ def test_dockets_shows_items_waiting_to_retry_and_the_next_attempt(store, waitin
     # made up, no item row: the progress cells count listed comments only).
     listed = str(store.manifest.dockets[0].comment_count)
     assert by_id[waiting]["detailed"] == listed
+
+
+def test_dockets_shows_the_stages_its_last_run_left_partial(store, capsys):
+    """A stage whose last run over the docket stopped on its budget is partial; one whose
+    later run finished it is not."""
+    from pipeline.engine import runs
+    from pipeline.store.models import Run
+
+    docket = store.dockets[0]
+    made = []
+    for stage, at, spent in (("backfill", "2030-01-01T00:00:00.000000Z", True),
+                             ("fetch", "2030-01-01T00:00:00.000000Z", True),
+                             ("fetch", "2030-01-01T01:00:00.000000Z", False)):
+        run_id = runs.start_run("made up", stage, docket)
+        runs.finish_run(run_id, clean=True, counters={}, budget_spent=spent)
+        Run.update(started_at=at).where(Run.run_id == run_id).execute()
+        made.append(run_id)
+    try:
+        code, out, _ = run(capsys, "dockets")
+    finally:
+        Run.delete().where(Run.run_id.in_(made)).execute()
+    assert code == 0
+    by_id = {row["docket"]: row for row in table(out)}
+    assert by_id[docket]["partial"] == "backfill"  # fetch's last run finished it
+    assert {row["partial"] for d, row in by_id.items() if d != docket} == {"-"}
 
 
 def test_seal_and_unseal(store, capsys):

@@ -10,7 +10,8 @@ from pipeline.ops.commands.command_line import command, minute, open_runtime, ta
 
 
 def register(commands) -> None:
-    commands.add_parser("dockets", help="known dockets: counts, items waiting to retry, watermark, last pull, seal")
+    commands.add_parser("dockets", help="known dockets: counts, items waiting to retry, watermark, last pull, seal, "
+                                         "stages left partial or failed")
     seal = commands.add_parser("seal", help="seal a docket by hand (every stage skips it)")
     seal.add_argument("docket")
     seal.add_argument("--reason", default="", help="why; kept with the seal")
@@ -32,14 +33,22 @@ def cmd_dockets(args) -> int:
     progress, waiting = reports.comment_progress(), reports.retry_waiting()
     represented = reports.submissions()
     failures = docket_failures.by_docket()
+    partial = reports.partial_stages()
     index_db = rt.existing_index_db()
     rows = [[*_docket_row(d, progress.get(d.id, {}), waiting.get(d.id, 0), index_db,
-                          represented.get(d.id, (0, 0))[1]), _failed_cell(failures.get(d.id, []))]
+                          represented.get(d.id, (0, 0))[1]),
+             _partial_cell(partial.get(d.id, [])), _failed_cell(failures.get(d.id, []))]
             for d in reports.all_dockets()]
     header = ["docket", "agency", "closes", "comments", "submissions", "detailed", "extracted", "indexed", "retry",
-              "watermark", "last pull", "sealed", "failed"]
+              "watermark", "last pull", "sealed", "partial", "failed"]
     print(table(rows, header) if rows else "no dockets known yet")
     return 0
+
+
+def _partial_cell(stages: list[str]) -> str:
+    """'backfill, fetch': the stages whose last run over the docket a spent budget stopped
+    (not done; the next run continues them), '-' when none."""
+    return ", ".join(stages) if stages else "-"
 
 
 def _failed_cell(failures: list) -> str:
