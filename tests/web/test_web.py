@@ -79,7 +79,7 @@ def test_results_are_paged_with_the_query_in_the_url(client, monkeypatch):
 def test_campaign_filter_and_one_result_per_campaign_through_the_hook(client, store, monkeypatch):
     # The CampaignGroups stage is wired through pipeline/reading/campaigns.py; here its answers
     # are given for the first docket's comments, as the stage's tables would give them.
-    query = {"q": "hospital payment rural"}
+    query = {"q": "proposed rule"}
     everywhere = _result_ids(client.get("/search", params=query).text)
     members = [key for key in everywhere if key.startswith(store.dockets[0])]
     assert len(members) >= 2 and len(members) < len(everywhere)
