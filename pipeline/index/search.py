@@ -184,8 +184,9 @@ def holds_verbatim(text: str, verbatim: str) -> bool:
     breaks and spaces as one space, any case."""
     if _holds(_flat(text), verbatim):
         return True
-    joined = _LINE_END_HYPHEN.sub("", text)
-    return joined != text and _holds(_flat(joined), verbatim)
+    if not _LINE_END_HYPHEN.search(text):
+        return False
+    return any(_holds(_flat(_LINE_END_HYPHEN.sub(joint, text)), verbatim) for joint in ("", "-"))
 
 
 def _holds(flat_text: str, verbatim: str) -> bool:

@@ -14,6 +14,7 @@ import pytest
 
 from pipeline.clock import eastern_instant
 from pipeline.failures import RetryPolicy
+from pipeline.index.embedders import HashingEmbedder
 from pipeline.ops import cli
 from pipeline.store import item_states
 from pipeline.store.models import Docket, ItemState
@@ -367,6 +368,23 @@ def test_search_prints_one_result_per_comment_and_every_passage_when_asked(store
     assert [h[2] for h in heads] == [r["item_id"] for r in results]
     shown = [float(h[1]) for h in heads]
     assert shown == sorted(shown, reverse=True) and shown == [round(r["score"], 4) for r in results]
+
+
+def test_unrelated_words_are_no_good_match_in_text_and_json(store, capsys):
+    """A search whose words no passage holds and whose meaning none comes near shows nothing,
+    and says how near the nearest came; --json gives no results with the same two numbers."""
+    code, text, _ = run(capsys, "search", "zebra giraffe volcano")
+    assert code == 0
+    code, out, _ = run(capsys, "search", "zebra giraffe volcano", "--json")
+    document = json.loads(out)
+    assert code == 0 and document["results"] == []
+    assert document["floor"] == HashingEmbedder().search_floor and document["best_score"] < document["floor"]
+    assert text.strip() == (f"no good match (best similarity {document['best_score']:.2f}, "
+                            f"floor {document['floor']:.2f})")
+    # A word the comments hold is still found, every result holding it.
+    _, out, _ = run(capsys, "search", "proposed rule", "-k", "50", "--json")
+    assert json.loads(out)["results"] and all(r["text_rank"] or r["exact"] or r["cosine"] >= document["floor"]
+                                              for r in json.loads(out)["results"])
 
 
 def test_search_takes_washingtons_days_and_an_organisation(store, capsys):

@@ -43,6 +43,12 @@ def test_search_page_finds_the_citation_first_with_its_passage_marked(client):
     assert re.search(r'class="date">\d{4}-\d\d-\d\d<', page.text)
 
 
+def test_unrelated_words_are_no_good_match_on_the_page(client):
+    page = client.get("/search", params={"q": "zebra giraffe volcano"})
+    assert page.status_code == 200 and _result_ids(page.text) == []
+    assert re.search(r"No good match \(best similarity -?0\.\d\d, floor 0\.21\)", page.text)
+
+
 def test_filters_narrow_the_results(client, store):
     query = {"q": "hospital payment rural"}
     everywhere = _result_ids(client.get("/search", params=query).text)
