@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = make_embedder(args.embedder, **options)
     texts = comment_texts(args.realdata)
     scores = best_cosines(embedder, texts, UNRELATED + PARAPHRASES)
-    print(f"embedder {embedder.id}, floor {getattr(embedder, 'SEARCH_FLOOR', None)}")
+    print(f"embedder {embedder.id}, floor {embedder.search_floor}")
     for kind, queries, part in (("unrelated", UNRELATED, scores[:len(UNRELATED)]),
                                 ("paraphrase", PARAPHRASES, scores[len(UNRELATED):])):
         for query, best in zip(queries, part, strict=True):

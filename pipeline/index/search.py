@@ -135,11 +135,13 @@ def search_answer(
                                        filters=filters)
     verbatim = exact_text(query)
     if mode == "hybrid" and verbatim:
-        # The passages holding the whole query as a phrase, the full-text matches and the
-        # nearest by meaning, kept if they hold it verbatim once their text is flattened.
+        # The passages holding the whole query as a phrase and the nearest by meaning (where
+        # one whose words the full-text index misreads is), kept if they hold it verbatim
+        # once their text is flattened. The full-text ranking's others hold the words but
+        # not the phrase: the phrase search has them already when they do.
         phrase = index_db.text_search(f'"{verbatim}"', query_vector, k=pool, embedder_id=embedder.id,
                                       filters=filters)
-        exact = verbatim_among(phrase + by_text + by_vector[:EXACT_LOOK], verbatim)
+        exact = verbatim_among(phrase + by_vector[:EXACT_LOOK], verbatim)
     fused = fuse(by_vector, by_text, exact)
     scores = [hit.score for hit in fused if not math.isnan(hit.score)]
     fused = [hit for hit in fused if relevant(hit, floor, phrased=phrases is not None)]
@@ -191,11 +193,13 @@ def holds_verbatim(text: str, verbatim: str) -> bool:
 
 def _holds(flat_text: str, verbatim: str) -> bool:
     """``verbatim`` in the text as whole words (CMS-2026-0042 is not in CMS-2026-00421)."""
-    return re.search(r"(?<!\w)" + re.escape(verbatim) + r"(?!\w)", flat_text) is not None
+    return verbatim in flat_text and re.search(r"(?<!\w)" + re.escape(verbatim) + r"(?!\w)", flat_text) is not None
 
 
 # A hyphen that ends a line, between letters: the word was cut to fit the line (OCR, PDF text).
-_LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-[ \t]*\r?\n\s*(?=[^\W\d_])")
+# (The hyphen first, the letter before it looked back at: a pattern that starts with a look
+# back is tried at every character of the passage.)
+_LINE_END_HYPHEN = re.compile(r"-(?<=[^\W\d_]-)[ \t]*\r?\n\s*(?=[^\W\d_])")
 # Quote marks as typed on a keyboard; double quotes are no part of a verbatim match (a
 # query's are its phrase marks), so they become spaces.
 _STRAIGHT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u02bc": "'",
