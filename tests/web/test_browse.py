@@ -137,7 +137,7 @@ def test_organisation_and_withdrawn_facets(client, store):
 
 def test_filters_work_with_a_query_too(client, store):
     files = _with_files()
-    query = {"q": "hospital payment rural"}
+    query = {"q": "proposed rule"}
     every = re.findall(r'class="comment-link" href="/comment/([^"]+)"', client.get("/search", params=query).text)
     without = re.findall(r'class="comment-link" href="/comment/([^"]+)"',
                          client.get("/search", params={**query, "attachments": "no"}).text)
