@@ -104,6 +104,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embed_batch", int, 64, "chunks per embed call", minimum=1),
     Setting("search_ef", int, 250, "HNSW candidates a vector search keeps (hnsw.ef_search; more: better recall, "
             "slower): the default reached recall@10 1.0 against an exact search (docs/BENCHMARKS.md)", minimum=1),
+    Setting("search_floor", float, None, "cosine similarity a search result needs when it lacks the query's words "
+            "(empty = the embedder's calibrated floor: minilm 0.45, hashing 0.21; docs/OPERATING.md)", minimum=0.0),
     Setting("chunk_chars", int, 1200, "maximum characters per chunk", minimum=200),
     Setting("openai_url", str, "http://127.0.0.1:8080/v1", "OpenAI-compatible embeddings endpoint"),
     Setting("openai_model", str, "text-embedding-3-small", "model name for embedder=openai"),
@@ -155,6 +157,8 @@ _FALSE = {"0", "false", "no", "off"}
 
 def _convert(setting: Setting, raw: str, origin: str) -> Any:
     text = raw.strip()
+    if setting.default is None and not text:  # an optional value left empty: its default
+        return None
     try:
         if setting.kind is bool:
             if text.lower() not in _TRUE | _FALSE:
@@ -224,6 +228,8 @@ class Settings:
                 shown = "***" if value else "(unset)"
             elif s.name in derived:
                 shown, origin = derived[s.name], f"{origin}: under data_dir"
+            elif value is None:
+                shown = "(empty)"
             elif s.name == "data_dir" and str(self.data_path) != value:
                 shown = f"{value} (= {self.data_path})"
             else:

@@ -56,7 +56,8 @@ class Runtime:
             from pipeline.index.database import IndexDB
 
             self._index = IndexDB.open(self.settings.index_url or None, self.data_dir,
-                                       ef_search=self.settings.search_ef)
+                                       ef_search=self.settings.search_ef,
+                                       search_floor=self.settings.search_floor)
         return self._index
 
     def existing_index_db(self):

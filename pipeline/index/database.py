@@ -61,10 +61,13 @@ class CountedCursor(psycopg2.extensions.cursor):
 class IndexDB(IndexReads, IndexWrites, IndexSearches, DimensionIndexes):
     """One connection to the index database (not shared between threads)."""
 
-    def __init__(self, conn, server=None, *, ef_search: int = DEFAULT_EF_SEARCH) -> None:
+    def __init__(self, conn, server=None, *, ef_search: int = DEFAULT_EF_SEARCH,
+                 search_floor: float | None = None) -> None:
         self._conn = conn
         self._server = server
         self.ef_search = ef_search  # HNSW candidates a vector search keeps (at least its k)
+        # The search_floor setting (None: the embedder's own floor; search.floor_of decides).
+        self.search_floor = search_floor
         self._indexed_dims: set[int] = set()
         self._iterative_scan = False
         self._staging_ready = False  # vectors_in (a temporary table) made on this connection
@@ -73,11 +76,12 @@ class IndexDB(IndexReads, IndexWrites, IndexSearches, DimensionIndexes):
 
     @classmethod
     def open(cls, url: str | None, data_dir: Path, *, cursor_factory=None,
-             ef_search: int = DEFAULT_EF_SEARCH) -> IndexDB:
+             ef_search: int = DEFAULT_EF_SEARCH, search_floor: float | None = None) -> IndexDB:
         """Connect to ``url``, or start/join the embedded server under ``data_dir`` when None.
 
         Runs the migrations. ``cursor_factory`` is passed to psycopg2 (tests count queries);
-        ``ef_search``: HNSW candidates a vector search keeps (the ``search_ef`` setting).
+        ``ef_search``: HNSW candidates a vector search keeps (the ``search_ef`` setting);
+        ``search_floor``: the ``search_floor`` setting (None: each embedder's own).
         """
         server = embedded_server.acquire(data_dir) if url is None else None
         try:
@@ -87,7 +91,7 @@ class IndexDB(IndexReads, IndexWrites, IndexSearches, DimensionIndexes):
             if server is not None:
                 embedded_server.release(server)
             raise
-        db = cls(conn, server, ef_search=ef_search)
+        db = cls(conn, server, ef_search=ef_search, search_floor=search_floor)
         try:
             db.migrate()
             register_vector(conn)

@@ -96,7 +96,14 @@ _STOP_WORDS = frozenset(
 class HashingEmbedder:
     """Signed feature hashing of lower-cased word unigrams and bigrams into ``dim`` buckets."""
 
-    VERSION = "hash-1"  # bump when the features or hashing change
+    VERSION = "hash-1"  # bump when the features or hashing change (and calibrate the floor again)
+    # The cosine a passage needs to be shown without the query's words (search.floor_of), by
+    # id. Calibrated with benchmarks/search_floor.py on realdata's 1,613 real comments (1,589
+    # distinct chunks): unrelated queries ("zebra giraffe volcano", "recipe for banana bread",
+    # "offside rule in football", ...) reach 0.13-0.20 (hashed words colliding), paraphrase
+    # queries 0.19-0.42 (six of seven above 0.21). Hashing shares words, not meanings: the two
+    # overlap and the floor sits just above the noise.
+    SEARCH_FLOORS = {"hashing:unigram-bigram:256:hash-1": 0.21}
 
     def __init__(self, dim: int = 256) -> None:
         if not 8 <= int(dim) <= 16000:
@@ -110,6 +117,15 @@ class HashingEmbedder:
 
     def token_budget(self) -> TokenBudget:
         return TokenBudget(counted_words_and_marks, self.MAX_TOKENS, TOKEN_OVERLAP)
+
+    @property
+    def search_floor(self) -> float:
+        """The calibrated floor of this id; another dimension's scaled from 256's: the noise
+        of colliding buckets shrinks as one over the square root of the buckets."""
+        calibrated = self.SEARCH_FLOORS.get(self.id)
+        if calibrated is not None:
+            return calibrated
+        return min(0.9, self.SEARCH_FLOORS[f"hashing:unigram-bigram:256:{self.VERSION}"] * math.sqrt(256 / self.dim))
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         counters.incr(EMBED_CALLS)
@@ -156,6 +172,14 @@ class MiniLMEmbedder:
 
     MODEL = "all-MiniLM-L6-v2"
     DIM = 384
+    # The cosine a passage needs to be shown without the query's words (search.floor_of): the
+    # model's, whatever its bundled version (the same weights). Calibrated with
+    # benchmarks/search_floor.py on realdata's 1,613 real comments (1,596 distinct chunks):
+    # unrelated queries' best cosine 0.10-0.36 ("zebra giraffe volcano" 0.27, "recipe for banana
+    # bread" 0.12, "offside rule in football" 0.19, "quantum chromodynamics on the lattice" 0.36),
+    # paraphrase queries' 0.68-0.87. The floor sits above the noise with room to spare, well
+    # below a paraphrase.
+    SEARCH_FLOOR = 0.45
 
     def __init__(self, device: str = "cpu", batch_size: int = 64, cache_dir: str | None = None,
                  runtime: str = "onnx") -> None:
@@ -184,6 +208,10 @@ class MiniLMEmbedder:
         if self._budget is None:
             self._budget = _bundled_token_budget()
         return self._budget
+
+    @property
+    def search_floor(self) -> float:
+        return self.SEARCH_FLOOR
 
     @classmethod
     def model_id(cls) -> str:
@@ -318,6 +346,11 @@ class OpenAIEmbedder:
     """
 
     VERSION = "oai-1"
+    # The cosine a passage needs to be shown without the query's words (search.floor_of). Not
+    # calibrated here (no endpoint to ask): OpenAI's text-embedding-3 models put unrelated
+    # texts nearer 0 than MiniLM does, so the floor starts lower than MiniLM's. Set search_floor
+    # after running benchmarks/search_floor.py's queries against the model served.
+    search_floor = 0.35
 
     def __init__(
         self,

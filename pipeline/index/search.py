@@ -10,13 +10,20 @@ A search reads like a search engine's: a "quoted phrase" is a condition of both 
 verbatim ranks above every other (``EXACT_BOOST``), and the results are comments, each with
 its best passage first and its other matching passages folded under it (``per_item``).
 The score a result shows is ``fused``, the number that orders the list.
+
+A result is shown only when it matches (``relevant``): it holds the query's words (it is in
+the full-text ranking, or holds the query verbatim) or its cosine similarity reaches the
+embedder's floor (``floor_of``: calibrated per embedder, or the ``search_floor`` setting). A
+query that nothing matches gets no results, and the best similarity it reached, not the
+nearest noise: "no good match" is an answer.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
+import unicodedata
+from dataclasses import dataclass, replace
 
 from pipeline.clock import eastern_date
 from pipeline.errors import DocketeerError
@@ -31,6 +38,10 @@ MODES = ("hybrid", "vector", "text")
 # Added to the fused score of a passage holding the query verbatim: more than any two ranks
 # give (2 / (RRF_K + 1)), so an exact sentence comes before every passage that lacks it.
 EXACT_BOOST = 1.0
+# The vector ranking's first passages that are also read for the query verbatim: a passage
+# whose words the full-text index does not see as the query's (an OCR'd "regu-\nlation", a
+# "ﬁ" ligature) is still its nearest by meaning when it holds the query's sentence.
+EXACT_LOOK = 50
 MORE_PASSAGES = 5  # other matching passages kept under a comment's best one
 _QUOTED = re.compile(r'"([^"]*)"')
 
@@ -39,7 +50,47 @@ class NothingToSearch(DocketeerError):
     """The query embeds to no direction at all (only punctuation or stop words)."""
 
 
-def search(
+@dataclass(frozen=True)
+class SearchAnswer:
+    """A search's results and what decided them: ``best_score`` is the best cosine any
+    passage reached, shown or not (None: nothing was compared), ``floor`` the similarity a
+    passage without the query's words needed."""
+
+    hits: list[SearchHit]
+    best_score: float | None
+    floor: float
+
+    def no_good_match(self) -> str:
+        """What a search that found nothing says: how near the nearest passage came."""
+        if self.best_score is None:
+            return "no results"
+        return f"no good match (best similarity {self.best_score:.2f}, floor {self.floor:.2f})"
+
+
+def floor_of(embedder: Embedder, setting: float | None = None) -> float:
+    """The cosine similarity a passage must reach to be shown without the query's words: the
+    ``search_floor`` setting when given, else the embedder's own calibrated ``search_floor``
+    (an embedder that has none: no floor)."""
+    if setting is not None:
+        return float(setting)
+    return float(getattr(embedder, "search_floor", 0.0))
+
+
+def relevant(hit: SearchHit, floor: float, phrased: bool = False) -> bool:
+    """Whether a passage matches the query, the one rule every search applies: it holds the
+    query's words (the full-text ranking found it, it holds the query verbatim, or, for a
+    query with "quoted phrases", the vector ranking found it among the passages holding
+    them), or it is as near the query's meaning as ``floor``."""
+    words = hit.text_rank is not None or hit.exact or (phrased and hit.vector_rank is not None)
+    return words or (not math.isnan(hit.score) and hit.score >= floor)
+
+
+def search(index_db: IndexDB, embedder: Embedder, query: str, **options) -> list[SearchHit]:
+    """The hits of ``search_answer`` (same arguments)."""
+    return search_answer(index_db, embedder, query, **options).hits
+
+
+def search_answer(
     index_db: IndexDB,
     embedder: Embedder,
     query: str,
@@ -51,17 +102,21 @@ def search(
     mode: str = "hybrid",
     offset: int = 0,
     per_item: bool = True,
-) -> list[SearchHit]:
-    """The best ``k`` chunks for ``query`` after the first ``offset``, best first.
+    floor: float | None = None,
+) -> SearchAnswer:
+    """The best ``k`` matching chunks for ``query`` after the first ``offset``, best first.
 
     ``mode``: ``hybrid`` (fused), ``vector`` or ``text`` alone. ``per_item`` keeps only the
     best chunk of each comment, its other matching chunks in its ``more`` (a list of results
-    lists comments, not passages: what ``docketeer search`` and the page ask).
+    lists comments, not passages: what ``docketeer search`` and the page ask). ``floor``:
+    the similarity a passage without the query's words needs (None: ``floor_of`` the
+    embedder, or the index DB's ``search_floor`` setting).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    floor = floor_of(embedder, getattr(index_db, "search_floor", None) if floor is None else floor)
     if not query.strip() or k < 1:
-        return []
+        return SearchAnswer([], None, floor)
     [query_vector] = embedder.embed([query])
     if not _has_direction(query_vector):
         # A zero vector has no cosine similarity with anything: every score would be NaN.
@@ -80,14 +135,32 @@ def search(
                                        filters=filters)
     verbatim = exact_text(query)
     if mode == "hybrid" and verbatim:
-        # The passages holding the whole query as a phrase, kept if they hold it verbatim.
-        exact = [hit for hit in index_db.text_search(f'"{verbatim}"', query_vector, k=pool,
-                                                     embedder_id=embedder.id, filters=filters)
-                 if _holds(_flat(hit.text), verbatim)]
+        # The passages holding the whole query as a phrase and the nearest by meaning (where
+        # one whose words the full-text index misreads is), kept if they hold it verbatim
+        # once their text is flattened. The full-text ranking's others hold the words but
+        # not the phrase: the phrase search has them already when they do.
+        phrase = index_db.text_search(f'"{verbatim}"', query_vector, k=pool, embedder_id=embedder.id,
+                                      filters=filters)
+        exact = verbatim_among(phrase + by_vector[:EXACT_LOOK], verbatim)
     fused = fuse(by_vector, by_text, exact)
+    scores = [hit.score for hit in fused if not math.isnan(hit.score)]
+    fused = [hit for hit in fused if relevant(hit, floor, phrased=phrases is not None)]
     if per_item:
         fused = _best_per_item(fused)
-    return [hit for hit in fused[offset:offset + k] if not math.isnan(hit.score)]
+    return SearchAnswer(fused[offset:offset + k], max(scores, default=None), floor)
+
+
+def verbatim_among(hits: list[SearchHit], verbatim: str) -> list[SearchHit]:
+    """The hits (each passage once) whose text holds ``verbatim`` (``exact_text``)."""
+    seen: set[tuple] = set()
+    kept = []
+    for hit in hits:
+        key = (hit.collection, hit.item_key, hit.ordinal)
+        if key not in seen:
+            seen.add(key)
+            if holds_verbatim(hit.text, verbatim):
+                kept.append(hit)
+    return kept
 
 
 def quoted_phrases(query: str) -> str | None:
@@ -100,19 +173,47 @@ def exact_text(query: str) -> str | None:
     """What a passage must hold to match the query verbatim (lower case, single spaces, no
     quote marks), or None for a single plain word, which the rankings match already (a single
     id such as CMS-2026-0042, holding a digit, is matched verbatim too)."""
-    flat = _flat(query.replace('"', " "))
+    flat = _flat(query)
     if len(flat.split()) >= 2 or any(ch.isdigit() for ch in flat):
         return flat
     return None
 
 
+def holds_verbatim(text: str, verbatim: str) -> bool:
+    """Whether a passage holds ``verbatim`` (``exact_text``) as whole words, its text read as
+    a person reads it: a word hyphenated at a line's end joined again ("regu-\nlation"), or
+    kept hyphenated ("well-\nknown"), ligatures as letters, curly quotes straight, any
+    breaks and spaces as one space, any case."""
+    if _holds(_flat(text), verbatim):
+        return True
+    if not _LINE_END_HYPHEN.search(text):
+        return False
+    return any(_holds(_flat(_LINE_END_HYPHEN.sub(joint, text)), verbatim) for joint in ("", "-"))
+
+
 def _holds(flat_text: str, verbatim: str) -> bool:
     """``verbatim`` in the text as whole words (CMS-2026-0042 is not in CMS-2026-00421)."""
-    return re.search(r"(?<!\w)" + re.escape(verbatim) + r"(?!\w)", flat_text) is not None
+    return verbatim in flat_text and re.search(r"(?<!\w)" + re.escape(verbatim) + r"(?!\w)", flat_text) is not None
+
+
+# A hyphen that ends a line, between letters: the word was cut to fit the line (OCR, PDF text).
+# (The hyphen first, the letter before it looked back at: a pattern that starts with a look
+# back is tried at every character of the passage.)
+_LINE_END_HYPHEN = re.compile(r"-(?<=[^\W\d_]-)[ \t]*\r?\n\s*(?=[^\W\d_])")
+# Quote marks as typed on a keyboard; double quotes are no part of a verbatim match (a
+# query's are its phrase marks), so they become spaces.
+_STRAIGHT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u02bc": "'",
+                           "\u2032": "'", "\u00b4": "'", "`": "'", "\u00ad": None,
+                           **{q: " " for q in '"\u201c\u201d\u201e\u201f\u00ab\u00bb\u2033'}})
 
 
 def _flat(text: str) -> str:
-    return " ".join(text.lower().split())
+    """Text as it is compared verbatim: compatibility characters as plain letters (NFKC:
+    "ﬁ" is "fi", a non-breaking space a space), quotes straight, soft hyphens gone, single
+    spaces, case folded."""
+    if text.isascii():  # most passages: the same, without the costlier per-character passes
+        return " ".join(text.replace('"', " ").replace("`", "'").lower().split())
+    return " ".join(unicodedata.normalize("NFKC", text).translate(_STRAIGHT).casefold().split())
 
 
 def filters_of(request: dict) -> SearchFilters:
@@ -165,6 +266,17 @@ def _best_per_item(hits: list[SearchHit]) -> list[SearchHit]:
 
 def _has_direction(vector: list[float]) -> bool:
     return all(math.isfinite(x) for x in vector) and any(x != 0.0 for x in vector)
+
+
+def answer_text(answer: SearchAnswer) -> str:
+    """What ``docketeer search`` prints: the results, or that none matches well enough."""
+    return format_hits(answer.hits).rstrip() if answer.hits else answer.no_good_match()
+
+
+def answer_fields(answer: SearchAnswer) -> dict:
+    """The numbers behind an answer, as the warm service sends them and ``--json`` prints them."""
+    return {"best_score": None if answer.best_score is None else round(answer.best_score, 4),
+            "floor": answer.floor}
 
 
 def format_hits(hits: list[SearchHit]) -> str:

@@ -247,7 +247,7 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         log.warning("search service: a connection failed: %s", sys.exc_info()[1])
 
     def answer(self, request: dict, peer_uid: int | None = None) -> dict:
-        from pipeline.index.search import filters_of, format_hits, search
+        from pipeline.index.search import answer_fields, answer_text, filters_of, search_answer
         from pipeline.index.search_results import hit_records
 
         if request.get("stop"):
@@ -261,17 +261,19 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             return {"refused": "other settings"}
         try:
             with self.lock:
-                hits = search(self.index_db, self.embedder, request["query"], collection=request.get("collection"),
-                              docket=request.get("docket"), k=request.get("k", 10),
-                              filters=filters_of(request), per_item=not request.get("passages"))
+                answer = search_answer(self.index_db, self.embedder, request["query"],
+                                       collection=request.get("collection"), docket=request.get("docket"),
+                                       k=request.get("k", 10), filters=filters_of(request),
+                                       per_item=not request.get("passages"))
         except DocketeerError as exc:
             return {"error": str(exc)}
         # Both outputs of the command: it prints one without importing what made them.
         # "filtered": it read the date and organisation filters (an older service ignores them);
         # "folded": one result per comment unless every passage is asked; "narrowed": it read
         # the list of comments an attribute filter allows; "org_items": it read the comments
-        # the organisation filter matches through their resolved organisation.
-        return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits),
+        # the organisation filter matches through their resolved organisation; "floor": only
+        # results that match (search.relevant), with the best similarity seen.
+        return {"text": answer_text(answer), "records": hit_records(answer.hits), **answer_fields(answer),
                 "filtered": True, "folded": True, "narrowed": True, "org_items": True}
 
     def process_request(self, request, client_address) -> None:

@@ -5,12 +5,19 @@ they take and the hits they give, as text and as records."""
 from __future__ import annotations
 
 from pipeline.index.database import SearchFilters, SearchHit
-from pipeline.index.search import filters_of, format_hits, search
+from pipeline.index.search import (
+    answer_fields,
+    answer_text,
+    filters_of,
+    format_hits,
+    search,
+    search_answer,
+)
 from pipeline.index.search_results import hit_records
 from pipeline.index.stage import COLLECTIONS
 
-__all__ = ["COLLECTIONS", "SearchFilters", "SearchHit", "embedder_from", "filters_of", "format_hits",
-           "hit_records", "search"]
+__all__ = ["COLLECTIONS", "SearchFilters", "SearchHit", "answer_fields", "answer_text", "embedder_from",
+           "filters_of", "format_hits", "hit_records", "search", "search_answer"]
 
 
 def embedder_from(settings):

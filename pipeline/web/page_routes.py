@@ -25,17 +25,18 @@ async def search(request: Request):
     try:
         form = form.checked()
     except BadSearch as exc:  # NUL, an impossible day, an unknown campaign: 400, said
-        results, error, status = [], str(exc), 400
+        results, error, status, no_match = [], str(exc), 400, ""
     else:
         try:
-            results, error = pages.search_results(site.engine, form), ""
+            (results, no_match), error = pages.search_results(site.engine, form), ""
         except DocketeerError as exc:  # a query of punctuation only: say so on the page
-            results, error = [], str(exc)
+            results, error, no_match = [], str(exc), ""
     # The topic and attribute facets only (four statements): the search page shows no others.
     facets = (browsing.Facets([], [], {}, {}, browsing.attribute_counts(form.browse_filters()),
                               browsing.topic_counts(form.browse_filters()))
               if form.q and not error and form.searches_comments else None)
     return site.render(request, "search.html", status, form=form, results=results, error=error, facets=facets,
+                       no_match=no_match,
                        page_size=pages.PAGE_SIZE, max_page=pages.MAX_PAGE, campaigns_known=campaigns.available())
 
 

@@ -177,39 +177,49 @@ class WarmSearch:
         self.lock = threading.Lock()
 
     def search(self, query: str, filters: SearchFilters, *, k: int, offset: int) -> list[SearchHit]:
-        from pipeline.reading.search import search
+        """The matching hits only (``answer``'s): what a search's feed holds."""
+        return self.answer(query, filters, k=k, offset=offset).hits
+
+    def answer(self, query: str, filters: SearchFilters, *, k: int, offset: int):
+        """The search's ``SearchAnswer``: its matching hits, one per comment, and how near
+        the nearest passage came."""
+        from pipeline.reading.search import search_answer
 
         with self.lock:
-            return search(self.runtime.index_db(), self.embedder, query, filters=filters, k=k,
-                          offset=offset, per_item=True)
+            return search_answer(self.runtime.index_db(), self.embedder, query, filters=filters, k=k,
+                                 offset=offset, per_item=True)
 
 
-def search_results(engine: WarmSearch, form: SearchForm) -> list[Result]:
-    """One page of results, best first, one per comment."""
+def search_results(engine: WarmSearch, form: SearchForm) -> tuple[list[Result], str]:
+    """One page of results, best first, one per comment; and, when there are none, what the
+    page says ("no good match (best similarity 0.18, floor 0.45)")."""
     from pipeline.store import items
 
     if not form.q:
-        return []
+        return [], ""
     offset = (form.page - 1) * PAGE_SIZE
     if form.one_per_campaign:
-        hits, info = _one_per_campaign(engine, form, offset)
+        answer, hits, info = _one_per_campaign(engine, form, offset)
     else:
-        hits = engine.search(form.q, form.filters(), k=PAGE_SIZE, offset=offset)
+        answer = engine.answer(form.q, form.filters(), k=PAGE_SIZE, offset=offset)
+        hits = answer.hits
         info = campaigns.campaign_info([h.item_key for h in hits])
     withdrawn = items.withdrawn_among(h.item_key for h in hits)
     return [Result(h, highlight.passage(h.text, form.q), eastern_date(h.metadata.get("posted_date")),
                    info.get(h.item_key), h.item_key in withdrawn,
-                   tuple((o.section, o.page, highlight.passage(o.text, form.q)) for o in h.more)) for h in hits]
+                   tuple((o.section, o.page, highlight.passage(o.text, form.q)) for o in h.more)) for h in hits], \
+        ("" if hits or form.page > 1 else answer.no_good_match())
 
 
-def _one_per_campaign(engine: WarmSearch, form: SearchForm, offset: int) -> tuple[list[SearchHit], dict]:
+def _one_per_campaign(engine: WarmSearch, form: SearchForm, offset: int) -> tuple[object, list[SearchHit], dict]:
     """The page's hits once each campaign is represented by its best-ranked member.
 
     Collapsing happens before paging, so the ranking is read from the top: up to
     ``CAMPAIGN_READ`` hits per page shown (a page deep into a huge campaign may run short).
     """
-    hits = engine.search(form.q, form.filters(), k=min(MAX_PAGE * PAGE_SIZE, (form.page + 1) * CAMPAIGN_READ),
-                         offset=0)
+    answer = engine.answer(form.q, form.filters(), k=min(MAX_PAGE * PAGE_SIZE, (form.page + 1) * CAMPAIGN_READ),
+                           offset=0)
+    hits = answer.hits
     info = campaigns.campaign_info([h.item_key for h in hits])
     seen, kept = set(), []
     for hit in hits:
@@ -217,7 +227,7 @@ def _one_per_campaign(engine: WarmSearch, form: SearchForm, offset: int) -> tupl
         if group not in seen:
             seen.add(group)
             kept.append(hit)
-    return kept[offset:offset + PAGE_SIZE], info
+    return answer, kept[offset:offset + PAGE_SIZE], info
 
 
 # --- a docket -------------------------------------------------------------------------------

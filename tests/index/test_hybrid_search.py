@@ -114,7 +114,9 @@ def test_filters_narrow_both_rankings(db):
     window = SearchFilters(posted_from="2026-03-10T00:00:00Z", posted_before="2026-03-12T00:00:00Z")
     dated = search(db, EMBEDDER, "medicare", k=100, filters=window, per_item=True)
     assert sorted({h.metadata["posted_date"][:10] for h in dated}) == ["2026-03-10", "2026-03-11"]
-    assert len(dated) == sum(1 for _, m in _corpus().values() if m["posted_date"][:10] in ("2026-03-10", "2026-03-11"))
+    # Every comment of those days that mentions Medicare, and none that does not (no match is no result).
+    assert len(dated) == sum(1 for text, m in _corpus().values()
+                             if m["posted_date"][:10] in ("2026-03-10", "2026-03-11") and "medicare" in text.lower())
 
 
 def test_the_organisation_filter_matches_the_comments_of_its_resolved_organisation_too(db):
@@ -124,7 +126,8 @@ def test_the_organisation_filter_matches_the_comments_of_its_resolved_organisati
     _put(db, odd, "Medicare payment rates matter to every clinic.", {"organization": "Amer. Med. Assn."})
     resolved = ("CMS-2026-0001-0002", odd)
     for mode in ("vector", "text", "hybrid"):
-        hits = search(db, EMBEDDER, "medicare", k=100, mode=mode,
+        # No floor: the filter is what is asked here, not how near a one-word query comes.
+        hits = search(db, EMBEDDER, "medicare", k=100, mode=mode, floor=0.0,
                       filters=SearchFilters(organization="american medical association", org_items=resolved))
         assert {h.item_key for h in hits} == set(resolved), mode
     alliance = search(db, EMBEDDER, "medicare", k=100,

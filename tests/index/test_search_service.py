@@ -12,7 +12,7 @@ import time
 import pytest
 
 from pipeline.index import search_service
-from pipeline.index.search import filters_of, format_hits, search
+from pipeline.index.search import answer_text, filters_of, format_hits, search, search_answer
 from pipeline.index.search_results import hit_records
 from pipeline.index.stage import embedder_from
 from tests.fixtures.pipeline_fixtures import built_store
@@ -57,6 +57,11 @@ def test_warm_service_answers_like_the_in_process_search_and_stops(store):
         resolved = {**request, "k": 50, "org": "no name holds this", "org_items": chosen}
         answer = search_service.ask(rt.data_dir, resolved, start=False)
         assert answer["org_items"] and [r["item_key"] for r in answer["records"]] == chosen
+        # And the relevance floor of the search in-process: unrelated words match nothing.
+        unrelated = search_answer(rt.index_db(), embedder_from(rt.settings), "zebra giraffe volcano", k=3)
+        answer = search_service.ask(rt.data_dir, {**request, "query": "zebra giraffe volcano"}, start=False)
+        assert answer["records"] == [] and answer["text"] == answer_text(unrelated).rstrip()
+        assert answer["text"].startswith("no good match") and answer["floor"] == unrelated.floor
     finally:
         search_service.ask(rt.data_dir, {"stop": True}, start=False)
     deadline = time.monotonic() + 10

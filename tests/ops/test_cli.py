@@ -15,6 +15,7 @@ import pytest
 
 from pipeline.clock import eastern_instant
 from pipeline.failures import RetryPolicy
+from pipeline.index.embedders import HashingEmbedder
 from pipeline.ops import cli
 from pipeline.store import item_states
 from pipeline.store.models import Docket, ItemState
@@ -390,35 +391,52 @@ def test_search_prints_ranked_hits(store, capsys):
 def test_search_prints_one_result_per_comment_and_every_passage_when_asked(store, capsys):
     """-k 3 is three comments, each with its other matching passages under it, scored by the
     number that orders them; --passages lists every passage as a result of its own."""
-    _, out, _ = run(capsys, "search", "hospital funding", "-k", "50", "--passages", "--json")
+    _, out, _ = run(capsys, "search", "proposed rule", "-k", "50", "--passages", "--json")
     passages = [r["item_id"] for r in json.loads(out)["results"]]
     assert len(set(passages)) < len(passages)  # some comment has several matching passages
-    _, out, _ = run(capsys, "search", "hospital funding", "-k", "3", "--json")
+    _, out, _ = run(capsys, "search", "proposed rule", "-k", "3", "--json")
     results = json.loads(out)["results"]
     assert len({r["item_id"] for r in results}) == 3
     assert any(r["more_passages"] for r in results)
     assert all(r["score"] == r["fused"] for r in results)
-    _, text, _ = run(capsys, "search", "hospital funding", "-k", "3")
+    _, text, _ = run(capsys, "search", "proposed rule", "-k", "3")
     heads = [line.split() for line in text.splitlines() if line[:4].strip().endswith(".")]
     assert [h[2] for h in heads] == [r["item_id"] for r in results]
     shown = [float(h[1]) for h in heads]
     assert shown == sorted(shown, reverse=True) and shown == [round(r["score"], 4) for r in results]
 
 
+def test_unrelated_words_are_no_good_match_in_text_and_json(store, capsys):
+    """A search whose words no passage holds and whose meaning none comes near shows nothing,
+    and says how near the nearest came; --json gives no results with the same two numbers."""
+    code, text, _ = run(capsys, "search", "zebra giraffe volcano")
+    assert code == 0
+    code, out, _ = run(capsys, "search", "zebra giraffe volcano", "--json")
+    document = json.loads(out)
+    assert code == 0 and document["results"] == []
+    assert document["floor"] == HashingEmbedder().search_floor and document["best_score"] < document["floor"]
+    assert text.strip() == (f"no good match (best similarity {document['best_score']:.2f}, "
+                            f"floor {document['floor']:.2f})")
+    # A word the comments hold is still found, every result holding it.
+    _, out, _ = run(capsys, "search", "proposed rule", "-k", "50", "--json")
+    assert json.loads(out)["results"] and all(r["text_rank"] or r["exact"] or r["cosine"] >= document["floor"]
+                                              for r in json.loads(out)["results"])
+
+
 def test_search_takes_washingtons_days_and_an_organisation(store, capsys):
     """--from / --to are calendar days in Washington, inclusive (the posted instant is UTC);
     --org a part of the submitter's name or organisation; a bad day is one line and exit 2."""
-    code, out, _ = run(capsys, "search", "hospital funding", "-k", "50", "--json")
+    code, out, _ = run(capsys, "search", "proposed rule", "-k", "50", "--json")
     days = sorted({r["posted_day"] for r in json.loads(out)["results"] if r["posted_day"]})
     assert len(days) >= 2, days
     day = days[len(days) // 2]
-    code, out, _ = run(capsys, "search", "hospital funding", "-k", "50", "--json", "--from", day, "--to", day)
+    code, out, _ = run(capsys, "search", "proposed rule", "-k", "50", "--json", "--from", day, "--to", day)
     assert code == 0
     document = json.loads(out)
     assert (document["from"], document["to"], document["org"]) == (day, day, None)
     results = document["results"]
     assert results and {r["posted_day"] for r in results} == {day}
-    code, out, _ = run(capsys, "search", "hospital funding", "-k", "50", "--json", "--from", day)
+    code, out, _ = run(capsys, "search", "proposed rule", "-k", "50", "--json", "--from", day)
     assert {r["posted_day"] for r in json.loads(out)["results"]} == {d for d in days if d >= day} - {None}
     code, out, err = run(capsys, "search", "hospital funding", "--org", "no such organisation anywhere")
     assert code == 2 and "no submitter or organisation contains 'no such organisation anywhere'" in err
@@ -440,7 +458,8 @@ def test_a_warm_service_that_ignores_the_resolved_organisations_is_not_believed(
 
     settings = make_runtime(tmp_path).settings
     sent = []
-    older = {"text": "no results", "records": [], "filtered": True, "folded": True, "narrowed": True}
+    older = {"text": "no results", "records": [], "filtered": True, "folded": True, "narrowed": True,
+             "best_score": None, "floor": 0.21}
     answers = iter([older, {**older, "org_items": True}])
     monkeypatch.setattr(search_service, "ask", lambda data_dir, request: sent.append(request) or next(answers))
     args = Namespace(query="q", collection=None, docket=None, k=3, passages=False, date_from=None, date_to=None,
@@ -478,11 +497,11 @@ def test_search_json_is_one_document_with_the_text_outputs_hits(store, capsys):
     from pipeline.store import items
     from pipeline.store.models import Attachment
 
-    code, out, _ = run(capsys, "search", "hospital funding", "-k", "8", "--json")
+    code, out, _ = run(capsys, "search", "proposed rule", "-k", "8", "--json")
     assert code == 0
     document = json.loads(out)
     assert {k: document[k] for k in ("query", "k", "docket", "collection", "from", "to", "org")} == {
-        "query": "hospital funding", "k": 8, "docket": None, "collection": None,
+        "query": "proposed rule", "k": 8, "docket": None, "collection": None,
         "from": None, "to": None, "org": None}
     results = document["results"]
     assert 0 < len(results) <= 8 and all(set(r) == RESULT_FIELDS for r in results)
@@ -492,7 +511,7 @@ def test_search_json_is_one_document_with_the_text_outputs_hits(store, capsys):
     assert all(r["docket"] in store.dockets and r["item_id"].startswith(r["docket"]) for r in results)
     assert all(r["item_id"] in known for r in results if r["kind"] == "comment")
     assert all(r["link"] == f"https://www.regulations.gov/{r['kind']}/{r['item_id']}" for r in results)
-    _, text, _ = run(capsys, "search", "hospital funding", "-k", "8")
+    _, text, _ = run(capsys, "search", "proposed rule", "-k", "8")
     assert [line.split()[2] for line in text.splitlines() if line[:4].strip().endswith(".")] == [
         r["item_id"] for r in results]
     # A passage from a file names the file and, once the record gives one, its title.
@@ -501,7 +520,7 @@ def test_search_json_is_one_document_with_the_text_outputs_hits(store, capsys):
     assert from_file["attachment"] == {"file": from_file["section"], "title": row.title}
     items.set_attachment_title(from_file["item_id"], from_file["section"], "Letter from the clinic")
     try:
-        _, out, _ = run(capsys, "search", "hospital funding", "-k", "8", "--json")
+        _, out, _ = run(capsys, "search", "proposed rule", "-k", "8", "--json")
     finally:
         items.set_attachment_title(from_file["item_id"], from_file["section"], row.title)
     again = next(r for r in json.loads(out)["results"] if r["rank"] == from_file["rank"])

@@ -101,6 +101,15 @@ def test_search_and_organisation_feeds_follow_their_query_and_filters(client, st
     assert client.get("/feed/organisation").status_code == 400
 
 
+def test_a_search_feed_carries_only_the_comments_that_match(client, store):
+    """A search's feed alerts on a new comment only when it matches the search; browsing
+    without a query (the same filters) still lists every comment."""
+    _, unrelated = _parsed(client, "/feed/search", q="zebra giraffe volcano")
+    assert unrelated.entries == []
+    _, browsed = _parsed(client, "/feed/search", docket=store.dockets[0])
+    assert len(browsed.entries) == len(_comments(store.dockets[0]))
+
+
 def test_a_run_adding_three_comments_adds_exactly_three_entries_and_a_noop_none(client, store, capsys):
     docket = store.dockets[1]
     before_bytes, before = _parsed(client, f"/feed/docket/{docket}")

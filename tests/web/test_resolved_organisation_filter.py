@@ -23,7 +23,7 @@ RECORDS = {
     IN_TITLE: {"organization": "", "title": f"Comment from {AMA}"},
     ABBREVIATED: {"organization": "Amer. Med. Assn."},
 }
-QUERY = "hospital payment rural"
+QUERY = "comments"  # a word the stored comments hold: a search the filters then narrow
 
 
 @pytest.fixture(scope="module")

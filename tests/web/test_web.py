@@ -44,6 +44,12 @@ def test_search_page_finds_the_citation_first_with_its_passage_marked(client):
     assert re.search(r'class="date">\d{4}-\d\d-\d\d<', page.text)
 
 
+def test_unrelated_words_are_no_good_match_on_the_page(client):
+    page = client.get("/search", params={"q": "zebra giraffe volcano"})
+    assert page.status_code == 200 and _result_ids(page.text) == []
+    assert re.search(r"No good match \(best similarity -?0\.\d\d, floor 0\.21\)", page.text)
+
+
 def test_filters_narrow_the_results(client, store):
     query = {"q": "hospital payment rural"}
     everywhere = _result_ids(client.get("/search", params=query).text)
@@ -80,7 +86,7 @@ def test_results_are_paged_with_the_query_in_the_url(client, monkeypatch):
 def test_campaign_filter_and_one_result_per_campaign_through_the_hook(client, store, monkeypatch):
     # The CampaignGroups stage is wired through pipeline/reading/campaigns.py; here its answers
     # are given for the first docket's comments, as the stage's tables would give them.
-    query = {"q": "hospital payment rural", "kind": "comments"}
+    query = {"q": "proposed rule", "kind": "comments"}
     everywhere = _result_ids(client.get("/search", params=query).text)
     members = [key for key in everywhere if key.startswith(store.dockets[0])]
     assert len(members) >= 2 and len(members) < len(everywhere)

@@ -72,7 +72,8 @@ def cmd_search(args) -> int:
     args.items, args.excluded = _narrowed_to(args)
     answer = None
     if not index_exists(settings):  # no service, no embedded server started to say so
-        answer = {"text": f"no results: nothing is indexed yet in {settings.data_path}", "records": []}
+        answer = {"text": f"no results: nothing is indexed yet in {settings.data_path}", "records": [],
+                  "best_score": None, "floor": None}
     elif settings.embedder == "minilm" and not args.cold:
         answer = _warm_search(settings, ensure_data_dir(settings), args)
     if answer is None:
@@ -81,7 +82,7 @@ def cmd_search(args) -> int:
         from pipeline.index.search_results import search_document
 
         document = search_document(args.query, args.k, args.docket, args.collection, answer["records"],
-                                   _search_filters(args))
+                                   _search_filters(args), best_score=answer["best_score"], floor=answer["floor"])
         print(json.dumps(document, indent=2, ensure_ascii=False))
     else:
         print(answer["text"])
@@ -91,13 +92,20 @@ def cmd_search(args) -> int:
 def _search_here(args) -> dict:
     """The search done in this process: the answer the warm service would give."""
     # Imported only here: the warm path must not pay for psycopg2, pgvector and the stages.
-    from pipeline.reading.search import embedder_from, filters_of, format_hits, hit_records, search
+    from pipeline.reading.search import (
+        answer_fields,
+        answer_text,
+        embedder_from,
+        filters_of,
+        hit_records,
+        search_answer,
+    )
 
     runtime = open_runtime()
-    hits = search(runtime.index_db(), embedder_from(runtime.settings), args.query,
-                  collection=args.collection, docket=args.docket, k=args.k,
-                  filters=filters_of(_search_filters(args)), per_item=not args.passages)
-    return {"text": format_hits(hits).rstrip() if hits else "no results", "records": hit_records(hits)}
+    answer = search_answer(runtime.index_db(), embedder_from(runtime.settings), args.query,
+                           collection=args.collection, docket=args.docket, k=args.k,
+                           filters=filters_of(_search_filters(args)), per_item=not args.passages)
+    return {"text": answer_text(answer), "records": hit_records(answer.hits), **answer_fields(answer)}
 
 
 def _search_filters(args) -> dict:
@@ -141,9 +149,9 @@ def _warm_search(settings, data_dir, args) -> dict | None:
                "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key(settings, data_dir)}
     answer = search_service.ask(data_dir, request)
     # A service started by an older docketeer answers text only, or ignores the filters (or
-    # the list of comments an attribute narrows to, or the resolved organisations' comments):
-    # search here instead.
-    current = answer and "records" in answer and "filtered" in answer and "folded" in answer
+    # the list of comments an attribute narrows to, or the resolved organisations' comments,
+    # or shows results under the relevance floor): search here instead.
+    current = answer and "records" in answer and "filtered" in answer and "folded" in answer and "floor" in answer
     narrowed = getattr(args, "items", None) is not None or getattr(args, "excluded", None) is not None
     resolved = bool(getattr(args, "org_items", None))
     return answer if (current and (not narrowed or "narrowed" in answer)
