@@ -19,9 +19,10 @@ from pipeline.store.models import Item, ItemState
 from pipeline.web import pages
 from pipeline.web.app import make_app
 from tests.fixtures.state_fixtures import new_pg_database, run_invocation
+from tests.fixtures.trials import trials
 from tests.reliability import harness, hostile
 from tests.reliability.audit.write_audit import watching
-from tests.reliability.harness import lost, problems, record, snapshot, trials, world
+from tests.reliability.harness import lost, problems, record, snapshot, world
 
 MAX_PAGE_BYTES = 2_000_000  # a docket page of 10 comments, whatever their dates
 
