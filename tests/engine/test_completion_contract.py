@@ -25,6 +25,7 @@ from pipeline.store.models import Docket
 from pipeline.tasks import stage_tasks
 from tests.fixtures.paths import ROOT
 from tests.fixtures.state_fixtures import make_runtime, new_pg_database
+from tests.fixtures.trials import TRIALS_ENV, every_trial
 
 pytestmark = pytest.mark.postgres
 
@@ -37,6 +38,11 @@ VARIANTS = ({}, {"max_item_chars": 1000}, {"max_body_chars": 1500}, {"max_file_c
             {"ocr": "false"}, {"organisations_file": ALIAS_FILE}, {"lineage_federal_register": "true"},
             {"topic_similarity": "0.6"})
 DOCKETS_PER_SEED = 44
+# Each seed's histories on each state DB: each seed and each DB once by default (about a
+# minute each on 2 cores), every pairing with DOCKETEER_RELIABILITY_TRIALS set.
+PAIRINGS = [pytest.param(state, seed, marks=() if (state, seed) in (("sqlite", 28), ("postgres", 2026))
+                         else pytest.mark.skipif(not every_trial(), reason=f"every pairing runs when {TRIALS_ENV} is set"))
+            for state in ("sqlite", "postgres") for seed in (28, 2026)]
 
 
 def _history(rng: random.Random, n: int) -> tuple[str, str]:
@@ -103,7 +109,7 @@ def clear_of_a_window_edge():
         yield
 
 
-@pytest.mark.parametrize("seed", [28, 2026])
+@pytest.mark.parametrize(("generated", "seed"), PAIRINGS, indirect=["generated"])
 def test_the_wrappers_judgement_is_exactly_the_incomplete_tasks(generated, seed, clear_of_a_window_edge):
     rng = random.Random(seed)
     defaults = generated()

@@ -27,24 +27,10 @@ from tests.reliability.audit import strace_watch, write_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 AUDIT = Path(__file__).resolve().parent / "audit"  # its sitecustomize.py watches the job's writes
-TRIALS_ENV = "DOCKETEER_RELIABILITY_TRIALS"  # a number, or "all" for every trial
 COMMENTS = 10
 HEADER = "| scenario | trials | outcome | lost | duplicated | written outside |\n|---|---|---|---|---|---|"
 ROWS: list[str] = []
 DATA_ROOT: Path | None = None  # the session's base folder (conftest), where data folders go
-
-
-def trials(default: int, full: int) -> int:
-    """How many trials to run: a bounded share by default, ``full`` with ...=all."""
-    wanted = os.environ.get(TRIALS_ENV, "")
-    if wanted == "all":
-        return full
-    return int(wanted) if wanted.isdigit() else default
-
-
-def every_trial() -> bool:
-    """Whether more than the default share was asked (all, or a number of trials)."""
-    return bool(os.environ.get(TRIALS_ENV, ""))
 
 
 def record(scenario: str, trials_run: int, failures: list[str], lost: int, duplicated: int,

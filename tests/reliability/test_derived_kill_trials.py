@@ -17,8 +17,9 @@ from pipeline.ops import verify
 from pipeline.store.db import KILL_AT_WRITE
 from tests.fixtures.derived_rows import derived_rows
 from tests.fixtures.state_fixtures import new_pg_database
+from tests.fixtures.trials import trials
 from tests.reliability import harness
-from tests.reliability.harness import record, trials, world
+from tests.reliability.harness import record, world
 
 WRAPPERS = {"campaigns": "CampaignsAll", "organisations": "OrganisationsAll", "lineage": "LineageAll",
             "topics": "TopicsAll"}

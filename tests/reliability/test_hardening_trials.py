@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 from datetime import timedelta
+from pathlib import Path
 
 from starlette.testclient import TestClient
 
@@ -19,9 +20,10 @@ from pipeline.store.models import Item, ItemState
 from pipeline.web import pages
 from pipeline.web.app import make_app
 from tests.fixtures.state_fixtures import new_pg_database, run_invocation
+from tests.fixtures.trials import trials
 from tests.reliability import harness, hostile
 from tests.reliability.audit.write_audit import watching
-from tests.reliability.harness import lost, problems, record, snapshot, trials, world
+from tests.reliability.harness import lost, problems, record, snapshot, world
 
 MAX_PAGE_BYTES = 2_000_000  # a docket page of 10 comments, whatever their dates
 
@@ -126,33 +128,55 @@ def _one_line_stop(code: int, output: str, path) -> list[str]:
         f"no line naming the file and the way back: {output[-300:]}"]
 
 
+def _sound_state_db(w) -> Path:
+    """The world's state DB after one run, whole in its file (no WAL) and closed by the test."""
+    code, output = w.luigi()
+    assert code == 0, output[-2000:]
+    w.runtime.close()  # the test's own connection: the trial damages the file under it
+    path = w.runtime.settings.data_path / "state.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path
+
+
+def _refused(w, path: Path, shape: str) -> list[str]:
+    """The damaged file: a run and a command each stop with one line, and neither writes it."""
+    before = path.read_bytes()
+    code, output = w.luigi()
+    failures = [f"{shape}: luigi {p}" for p in _one_line_stop(code, output, path)]
+    said = w.docketeer("dockets")
+    failures += [f"{shape}: dockets {p}" for p in _one_line_stop(2, said, path)]
+    return failures + ([] if path.read_bytes() == before else [f"{shape}: the damaged file was written"])
+
+
 def test_a_damaged_state_db_is_refused_in_one_line_and_reinitialise_recovers(tmp_path, pg_server, reference):
     recovered = trials(default=1, full=len(DAMAGE))
+    shapes = sorted(DAMAGE.items())
     failures, lost_total, dup_total, outside = [], 0, 0, 0
-    for n, (shape, damage) in enumerate(sorted(DAMAGE.items())):
+    for n, (shape, damage) in enumerate(shapes[:recovered]):  # each recovered on a store of its own
         with world(tmp_path / f"s{n}", pg_server) as w:
-            code, output = w.luigi()
-            assert code == 0, output[-2000:]
-            w.runtime.close()  # the test's own connection: the trial damages the file under it
-            path = w.runtime.settings.data_path / "state.sqlite"
-            with sqlite3.connect(path) as db:
-                db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            path = _sound_state_db(w)
             damage(path)
-            before = path.read_bytes()
-            code, output = w.luigi()
-            failures += [f"{shape}: luigi {p}" for p in _one_line_stop(code, output, path)]
-            said = w.docketeer("dockets")
-            failures += [f"{shape}: dockets {p}" for p in _one_line_stop(2, said, path)]
-            failures += [] if path.read_bytes() == before else [f"{shape}: the damaged file was written"]
-            if n < recovered:  # on purpose: moved aside, a new store, refetched
-                w.docketeer("--reinitialise", "dockets")
-                rerun, rerun_output = w.luigi()
-                failures += [] if rerun == 0 else [f"{shape}: rerun exit {rerun}: {rerun_output[-300:]}"]
-                got = snapshot(w)
-                failures += problems(w)
-                failures += [] if got["chunks"] == reference["chunks"] else [f"{shape}: chunks differ"]
-                lost_total += lost(reference, got)
-                dup_total += harness.duplicates(w)
+            failures += _refused(w, path, shape)
+            w.docketeer("--reinitialise", "dockets")  # on purpose: moved aside, a new store, refetched
+            rerun, rerun_output = w.luigi()
+            failures += [] if rerun == 0 else [f"{shape}: rerun exit {rerun}: {rerun_output[-300:]}"]
+            got = snapshot(w)
+            failures += problems(w)
+            failures += [] if got["chunks"] == reference["chunks"] else [f"{shape}: chunks differ"]
+            lost_total += lost(reference, got)
+            dup_total += harness.duplicates(w)
+            outside += w.written_outside()
+    if shapes[recovered:]:  # the others refused on one store: its sound file put back before each
+        with world(tmp_path / "refused", pg_server) as w:
+            path = _sound_state_db(w)
+            sound = path.read_bytes()
+            for shape, damage in shapes[recovered:]:
+                for left in path.parent.glob(f"{path.name}-*"):  # a WAL or journal beside it
+                    left.unlink()
+                path.write_bytes(sound)
+                damage(path)
+                failures += _refused(w, path, shape)
             outside += w.written_outside()
     record("state DB damaged (" + ", ".join(sorted(DAMAGE)) + "), a run, then `--reinitialise` and one rerun",
            len(DAMAGE), failures, lost_total, dup_total, outside,

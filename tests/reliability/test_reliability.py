@@ -22,9 +22,10 @@ from pipeline.store.models import ItemState
 from tests.fixtures.loopback_recorder import Recorder
 from tests.fixtures.luigid_server import api, running_luigid
 from tests.fixtures.state_fixtures import run_invocation
+from tests.fixtures.trials import TRIALS_ENV, every_trial, trials
 from tests.reliability import harness, hostile
 from tests.reliability.audit.write_audit import watching
-from tests.reliability.harness import lost, problems, record, snapshot, trials, world
+from tests.reliability.harness import lost, problems, record, snapshot, world
 
 STAGES = ("backfill", "extract", "index")
 SENTINEL = "SENTINELkey7f3a9c2e"
@@ -220,8 +221,8 @@ def _outcome(docket: str, item: str) -> str:
 
 @pytest.mark.parametrize("source", ["api", "mirror"])
 def test_a_hostile_corpus_ends_in_decided_items_with_reasons(tmp_path, pg_server, source):
-    if source == "mirror" and not harness.every_trial():
-        pytest.skip(f"the mirror's hostile corpus runs when {harness.TRIALS_ENV} is set (the CI share: the API's)")
+    if source == "mirror" and not every_trial():
+        pytest.skip(f"the mirror's hostile corpus runs when {TRIALS_ENV} is set (the CI share: the API's)")
     mirror = {"source": "mirror", "mirror_url": str(tmp_path / "corpus")} if source == "mirror" else {}
     test_process_sockets = multiprocessing.util.get_temp_dir()
     with world(tmp_path, pg_server, max_docx_bytes=8 * 1024 * 1024, file_seconds=20, **mirror) as w:

@@ -15,15 +15,15 @@ from pipeline.clock import eastern_date
 from pipeline.reading import reports
 from pipeline.store.models import Attachment, Item
 from pipeline.web import browse
-from tests.fixtures.web_fixtures import CITING_ID, listed_comments, page_client, web_store
+from tests.fixtures.web_fixtures import CITING_ID, listed_comments, page_client
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, pg_server):
-    with web_store(tmp_path_factory.mktemp("browse"), pg_server) as built:
-        yield built
+def store(read_only_web_store):
+    """This file's tests only read the store: the folder's shared one (tests/web/conftest.py)."""
+    return read_only_web_store
 
 
 @pytest.fixture(scope="module")

@@ -12,15 +12,15 @@ from pipeline.ops import cli
 from pipeline.reading import campaigns, reports
 from pipeline.web import pages
 from pipeline.web.app import make_app
-from tests.fixtures.web_fixtures import CITATION, CITING_ID, HOSTILE_ID, HOSTILE_TEXT, web_store
+from tests.fixtures.web_fixtures import CITATION, CITING_ID, HOSTILE_ID, HOSTILE_TEXT
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, pg_server):
-    with web_store(tmp_path_factory.mktemp("web"), pg_server) as built:
-        yield built
+def store(read_only_web_store):
+    """This file's tests only read the store: the folder's shared one (tests/web/conftest.py)."""
+    return read_only_web_store
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from pipeline.reading.search import embedder_from
 from tests.fixtures.luigid_server import free_port
 from tests.fixtures.paths import ROOT as CHECKOUT
 from tests.fixtures.served_site import wait_until_up
-from tests.fixtures.web_fixtures import CITATION, CITING_ID, HOSTILE_ID, web_store
+from tests.fixtures.web_fixtures import CITATION, CITING_ID, HOSTILE_ID
 
 pytestmark = pytest.mark.postgres
 
@@ -26,9 +26,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, pg_server):
-    with web_store(tmp_path_factory.mktemp("webb"), pg_server) as built:
-        yield built
+def store(read_only_web_store):
+    """This file's tests only read the store: the folder's shared one (tests/web/conftest.py)."""
+    return read_only_web_store
 
 
 @pytest.fixture(scope="module")
