@@ -109,7 +109,9 @@ def _breakdowns(docket_id: str, members) -> dict:
     labels = dict(Topic.select(Topic.id, Topic.label).where(Topic.docket == docket_id).tuples())
     in_keys = set(keys)
     return {
-        "by_campaign": _largest(_by([m for m in members if m.item in campaign_of], lambda m: campaign_of[m.item]),
+        # a campaign of one comment (every comment has a group) is no campaign to show
+        "by_campaign": _largest(_by([m for m in members if sizes.get(campaign_of.get(m.item), 0) > 1],
+                                    lambda m: campaign_of[m.item]),
                                 lambda c: f"{c} ({sizes.get(c, 0)} comments)"),
         "by_organisation": _largest(_by([m for m in members if m.item in org_of and m.item in in_keys],
                                         lambda m: org_of[m.item]), lambda o: names.get(o, o)),

@@ -43,3 +43,22 @@ def test_codes_needed():
     assert classifier.codes_needed({"support": 18, "oppose": 1}, 20) == 2
     assert classifier.codes_needed({"support": 30}, 20) == 3
     assert classifier.codes_needed({"support": 17, "oppose": 3}, 20) == 0
+
+
+def test_the_design_based_interval_covers_the_true_share_in_at_least_93_of_100_trials():
+    """Planted dockets of 3,000 comments (a third support, a half oppose, the rest no
+    position), 100 seeded random samples of 60 coded: Wilson's 95 % interval holds each true
+    share in at least 93 of them."""
+    import random
+
+    positions = ["support", "oppose", "no_position"]
+    rng = random.Random(11)
+    population = ["support"] * 1000 + ["oppose"] * 1500 + ["no_position"] * 500
+    covered = dict.fromkeys(positions, 0)
+    for _ in range(100):
+        sample = rng.sample(population, 60)
+        shares = prevalence.design_shares(sample, [1] * 60, [1] * 60, positions)
+        for p in positions:
+            truth = population.count(p) / len(population)
+            covered[p] += shares[p].low <= truth <= shares[p].high
+    assert min(covered.values()) >= 93, covered
