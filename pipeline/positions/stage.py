@@ -148,12 +148,14 @@ def _model(ctx: StageContext, index_db, docket_id: str, found: Plan, result: Sta
 def _training_vectors(index_db, training: dict[str, str]) -> dict:
     """comment -> mean vector of the training codes' comments, docket by docket; a vector of
     another width than this docket's (another embedder) is left out."""
+    from pipeline.store.in_lists import in_chunks
     from pipeline.store.models import PositionCode
 
     by_docket: dict[str, list[str]] = {}
-    for key, docket in PositionCode.select(PositionCode.item, PositionCode.docket).where(
-            PositionCode.item.in_(sorted(training))).tuples():
-        by_docket.setdefault(docket, []).append(key)
+    for chunk in in_chunks(sorted(training)):
+        for key, docket in PositionCode.select(PositionCode.item, PositionCode.docket).where(
+                PositionCode.item.in_(chunk)).tuples():
+            by_docket.setdefault(docket, []).append(key)
     vectors = {}
     for docket, keys in sorted(by_docket.items()):
         vectors.update(classifier.mean_vectors(index_db, docket, keys))

@@ -116,3 +116,29 @@ def test_new_comments_are_predicted_with_the_stored_model_and_a_new_code_refits(
     forced = run(rt, force=True)
     assert forced.counts["refit"] == 1 and forced.counts["predicted"] == 62 - 21
     assert {k: (m.position, m.source, m.probability) for k, m in members().items()} == before
+
+
+def test_with_scope_rule_a_docket_learns_from_the_codes_of_its_rules_other_dockets(tmp_path, pg_url):
+    from pipeline.store.models import Docket
+
+    sibling = "EPA-2026-0312"
+    for scope, expected in (("docket", None), ("rule", "predicted")):
+        runtime = make_runtime(tmp_path / scope, index_url=pg_url, positions_scope=scope)
+        runtime.state  # noqa: B018
+        previous = set_runtime(runtime)
+        try:
+            seed_positions(runtime, D, position_comments(D, 20), EMBEDDER)
+            other = position_comments(sibling, 30, seed=5)
+            seed_positions(runtime, sibling, other, EMBEDDER)
+            Docket.update(rin="2060-AV99").where(Docket.id.in_([D, sibling])).execute()
+            codes.record([(c.key, c.position) for c in other[:24]], "tester")
+            result = run(runtime)
+            if expected is None:
+                assert "predicted" not in result.counts and result.message.startswith(NOT_ESTIMATED)
+            else:
+                assert result.counts["predicted"] == 20 and result.counts["refit"] == 1
+        finally:
+            set_runtime(previous)
+            for docket in (D, sibling):
+                runtime.index_db().purge_docket(docket)
+            runtime.close()
