@@ -141,6 +141,12 @@ SETTINGS: tuple[Setting, ...] = (
             "there is, however few", minimum=1),
     Setting("topic_similarity", float, 0.5, "cosine similarity to a topic's centre at which a new comment is placed in it", minimum=0.0),
     Setting("topic_recluster_share", float, 0.2, "share of new or unplaced comments at which a docket is clustered again", minimum=0.0),
+    Setting("positions", bool, True, "IndexAll also estimates each docket's positions (Positions) after topics; "
+            "PositionsAll runs them alone"),
+    Setting("positions_min_codes", int, 20, "a docket with fewer coded comments with text (or fewer than two "
+            "positions with 3 codes each) gets no predicted positions (\"not estimated yet: code N more\")", minimum=2),
+    Setting("positions_scope", str, "docket", "the codes the position classifier learns from: the docket's, or "
+            "every docket's of its rule (same RIN)", ("docket", "rule")),
     Setting("organisations_file", str, "", "the alias file of organisation names (merge, split, canonical name): "
             "empty = organisations.yaml in data_dir, used when it exists"),
     Setting("host_id", str, "", "this host's name in leases and item claims (empty = the hostname); "

@@ -469,8 +469,48 @@ class TopicMap(BaseModel):
     message = TextField(default="")
 
 
+class PositionCode(BaseModel):
+    """An analyst's position on one comment: the ground truth the positions stage learns from
+    and never overrides. Its own table, keyed by the comment, so re-fetching or re-indexing the
+    comment leaves it; only ``forget --purge`` of its docket deletes it."""
+
+    item = TextField(primary_key=True)
+    docket = TextField(index=True)
+    position = TextField()  # pipeline.positions.codes.POSITIONS
+    coder = TextField()
+    coded_at = TextField()  # UTC
+
+
+class PositionMember(BaseModel):
+    """One comment's position as the positions stage left it: its own code, a coded member
+    of its campaign's, or the classifier's (with its probability)."""
+
+    item = TextField(primary_key=True)
+    docket = TextField(index=True)
+    position = TextField()
+    source = TextField()  # coded | campaign | model
+    probability = FloatField()  # 1.0 for a code
+    unit = TextField()  # the comment judged for it: itself, or its campaign's letter
+    submissions = IntegerField()  # what its record stands for (1 + duplicateComments)
+
+
+class PositionModel(BaseModel):
+    """A docket's classifier as last fitted (coefficients as JSON, so new comments are
+    predicted without a refit), its cross-validated predictions, its prevalence estimates,
+    and what it says when it has too few codes."""
+
+    docket = TextField(primary_key=True)
+    fingerprint = TextField(default="")  # the codes, settings and embedder it was fitted on
+    message = TextField(default="")  # "not estimated yet: code N more"; "" when fitted
+    model = TextField(default="")  # JSON: classes, coef, intercept
+    cross_validated = TextField(default="")  # JSON list of [true, predicted] of the codes
+    estimates = TextField(default="")  # JSON: the prevalence figures with their intervals
+    codes = IntegerField(default=0)  # codes it learnt from
+    fitted_at = TextField(null=True)
+
+
 MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
           CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan,
           Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym,
           DocketDocument, LineageComment, LineageLink, FederalRegisterDocument, Topic, TopicMember, TopicMap,
-          DocketFailure)
+          DocketFailure, PositionCode, PositionMember, PositionModel)

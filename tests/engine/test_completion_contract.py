@@ -36,7 +36,7 @@ ALIAS_FILE = str(ROOT / "tests" / "fixtures" / "organisations.yaml")
 VARIANTS = ({}, {"max_item_chars": 1000}, {"max_body_chars": 1500}, {"max_file_chars": 1700},
             {"max_item_chunks": 3}, {"chunk_chars": 600}, {"campaign_threshold": "0.8"},
             {"ocr": "false"}, {"organisations_file": ALIAS_FILE}, {"lineage_federal_register": "true"},
-            {"topic_similarity": "0.6"})
+            {"topic_similarity": "0.6"}, {"positions_min_codes": 10})
 DOCKETS_PER_SEED = 44
 # Each seed's histories on each state DB: each seed and each DB once by default (about a
 # minute each on 2 cores), every pairing with DOCKETEER_RELIABILITY_TRIALS set.
@@ -151,14 +151,16 @@ def test_each_changed_setting_makes_the_stages_it_shapes_incomplete(generated):
         _write_history(f"FIN-2026-{n:04d}", "finished sealed" if n else "finished open", rng, defaults)
     dockets = [f"FIN-2026-{n:04d}" for n in range(3)]
     # The topic map vouches for campaigns' output, so what reshapes campaigns reshapes it.
-    shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns", "topics"},
+    # So do the positions (they judge a campaign once, through its letter).
+    shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns", "topics", "positions"},
               "max_item_chunks": {"index"}, "chunk_chars": {"index"},
-              "campaign_threshold": {"campaigns", "topics"}, "ocr": {"ocr", "index", "campaigns", "topics"},
+              "campaign_threshold": {"campaigns", "topics", "positions"},
+              "ocr": {"ocr", "index", "campaigns", "topics", "positions"},
               "organisations_file": {"organisations"}, "lineage_federal_register": {"lineage"},
-              "topic_similarity": {"topics"}}
+              "topic_similarity": {"topics"}, "positions_min_codes": {"positions"}}
     values = {"max_item_chars": 1000, "max_item_chunks": 3, "chunk_chars": 600,
               "campaign_threshold": "0.8", "ocr": "false", "organisations_file": ALIAS_FILE,
-              "lineage_federal_register": "true", "topic_similarity": "0.6"}
+              "lineage_federal_register": "true", "topic_similarity": "0.6", "positions_min_codes": 10}
     for setting, stages in shaped.items():
         runtime = generated(**{setting: values[setting]})
         set_runtime(runtime)

@@ -1,4 +1,4 @@
-"""Kill trials of the derived stages (campaigns, organisations, lineage, topics): a forced
+"""Kill trials of the derived stages (campaigns, organisations, lineage, topics, positions): a forced
 run of one, SIGKILLed just before its N-th state-DB write (N drawn over the writes an
 uninterrupted forced run makes), then one `IndexAll`; and three forced runs of one at once,
 then one `IndexAll`. Each must leave every derived table, item state and marker equal to an
@@ -22,7 +22,7 @@ from tests.reliability import harness
 from tests.reliability.harness import record, world
 
 WRAPPERS = {"campaigns": "CampaignsAll", "organisations": "OrganisationsAll", "lineage": "LineageAll",
-            "topics": "TopicsAll"}
+            "topics": "TopicsAll", "positions": "PositionsAll"}
 # Sixty comments of eight planted topics make a topic map (the default asks for 100 comments):
 # the trial's runs and its own runtime (verify judges the topics' markers by the same terms)
 # share the setting.
