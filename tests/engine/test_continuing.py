@@ -54,6 +54,26 @@ def test_the_stages_after_a_budget_stopped_one_work_on_what_it_got_in_the_same_r
     assert third.returncode == 0 and "Did not run any tasks" in third.stderr, third.stderr[-3000:]
 
 
+def test_a_continuing_task_that_spends_its_own_budget_is_partial_too(tmp_path):
+    env = {"TOY_ITEMS": "5", "TOY_BUDGET": "3", "TOY_PROCESS_BUDGET": "2", **SAME_WINDOW_ENV}
+    first = luigi_cmd(tmp_path, "ToyAll", "--docket", DOCKETS[0], **env)
+    assert first.returncode == 20, first.stderr[-3000:]
+    assert processed_per_docket(tmp_path) == {DOCKETS[0]: 2}
+    [line] = [x for x in first.stderr.splitlines() if x.startswith(f"INFO: toyprocess {DOCKETS[0]}")]
+    assert (" — on what toyfetch got so far; toyfetch continues next run — partial: budget spent, "
+            "continues next run (toy budget spent (2 items); ") in line, line
+    summary = first.stderr.split("Execution Summary")[1]
+    assert "ran successfully:" not in summary or "continuing=toyfetch" not in summary.split(
+        "ran successfully:")[1].split("\n* ")[0], summary
+    assert (f"{DOCKETS[0]}: not done: toyfetch partial: budget spent, continues next run (left: "
+            "the rest of the docket's toyfetch); toyprocess partial: budget spent") in summary, summary
+    # Two more runs: fetch finishes, then the process its last item; then nothing is left.
+    assert luigi_cmd(tmp_path, "ToyAll", "--docket", DOCKETS[0], **env).returncode == 20
+    assert luigi_cmd(tmp_path, "ToyAll", "--docket", DOCKETS[0], **env).returncode == 0
+    assert processed_per_docket(tmp_path) == {DOCKETS[0]: 5}
+    assert sqlite(tmp_path, "select count(*) from docket_stage") == [(2,)]
+
+
 def test_a_continuing_task_is_named_by_the_stage_it_continues_and_runs_from_its_label(tmp_path):
     """The visualiser's "Command to re-run" names a task by its label: a continuing task's
     label runs that task (on what exists, no marker), and a stage it cannot continue is
