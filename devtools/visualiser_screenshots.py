@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                 with luigid(folder / "luigid") as port:
                     done = run_index_all(folder / "data", server, dockets, port, *extra)
                     print(f"{name}: IndexAll {' '.join(extra) or '(no budget)'} exited {done.returncode}")
-                    screenshot(args.chromium, port, args.out / name)
+                    screenshot(args.chromium, port, args.out / name, dockets[0])
     finally:
         if args.scratch is None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -101,13 +101,15 @@ def run_index_all(data: Path, server: StandinServer, dockets: list[str], port: i
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
-def screenshot(chromium: str, port: int, path: Path) -> None:
-    """The visualiser's task list (the status counts, and the fetch and backfill tasks of
-    each docket), once its scripts have asked luigid (virtual time)."""
+def screenshot(chromium: str, port: int, path: Path, docket: str) -> None:
+    """The visualiser's task list (the status counts, and every task of one docket: after a
+    budget stop, the stopped stage and the usual later tasks PENDING, the continuing ones
+    DONE), once its scripts have asked luigid (virtual time)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fragment = urllib.parse.urlencode({"tab": "tasks", "search__search": "Comments"})
+    fragment = urllib.parse.urlencode({"tab": "tasks", "search__search": docket, "length": "25",
+                                       "order": "1,asc"})
     subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--virtual-time-budget=8000", f"--screenshot={path}", "--window-size=1400,900",
+                    "--virtual-time-budget=8000", f"--screenshot={path}", "--window-size=1400,1500",
                     f"http://127.0.0.1:{port}/static/visualiser/index.html#{fragment}"],
                    # The page shows times in the browser's zone: Washington's, as docketeer does.
                    env={**os.environ, "TZ": "America/New_York"},

@@ -136,19 +136,29 @@ def _plain_meaning(exc: BaseException | None) -> bool:
     return isinstance(exc, DocketeerError | ParameterException | RPCError)
 
 
+CONTINUING_LABEL = ".continuing-"
+
+
+def docket_task_label(family: str, docket: str, continuing: str = "") -> str:
+    """A docket task's label: its class and its docket, and, for a task that works on what a
+    stage a spent budget stopped got, that stage (``ExtractText.CMS-2026-0001.continuing-backfill``)."""
+    return f"{family}.{docket}{CONTINUING_LABEL}{continuing}" if continuing else f"{family}.{docket}"
+
+
 def task_named_by_its_label(argv: list[str]) -> None:
     """``luigi --module pipeline.tasks FetchComments.CMS-2026-0001 --docket CMS-2026-0001``
     runs ``FetchComments``: a docket task's label (its ``task_family`` in luigid, the
     visualiser's node name, and so the family in its "Command to re-run") is its class and
-    its docket, while Luigi's registry knows the class alone. Only a task named by the very
-    docket its ``--docket`` gives is read so (a Luigi namespace, ``ns.Task``, never is).
-    ``argv`` is the list Luigi parses, changed in place (Luigi parses it again after
-    importing ``--module``)."""
+    its docket (``docket_task_label``), while Luigi's registry knows the class alone. Only a
+    task named by the very docket its ``--docket`` gives is read so (a Luigi namespace,
+    ``ns.Task``, never is). ``argv`` is the list Luigi parses, changed in place (Luigi parses
+    it again after importing ``--module``)."""
     dockets = {value for flag, value in zip(argv, argv[1:], strict=False) if flag == "--docket"}
     dockets |= {arg.removeprefix("--docket=") for arg in argv if arg.startswith("--docket=")}
     for i, arg in enumerate(argv):
-        family, dot, docket = arg.partition(".")
-        if dot and docket in dockets and family.isidentifier() and not arg.startswith("-"):
+        family, dot, rest = arg.partition(".")
+        labelled = any(rest == d or rest.startswith(d + CONTINUING_LABEL) for d in dockets)
+        if dot and labelled and family.isidentifier() and not arg.startswith("-"):
             argv[i] = family
 
 

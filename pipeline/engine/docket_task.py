@@ -27,6 +27,8 @@ from pipeline.engine.command_line import (
     DocketIdsParameter,
     OneLineUncaught,
     check_scheduler,
+    docket_task_label,
+    refuse,
 )
 from pipeline.engine.invocation import Invocation, InvocationParameter
 from pipeline.engine.markers import MarkerStore
@@ -123,6 +125,11 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
         description="redo known-complete work for this run (bypasses seal, fingerprint, hash)",
     )
     invocation = InvocationParameter()
+    # Significant: the task that works on what a stopped stage got is a task of its own,
+    # beside the usual one (which waits behind the stopped stage, not done).
+    continuing = luigi.Parameter(
+        default="", description="set by a run, not typed: the stages a spent budget stopped "
+        "for this docket in this run (comma-separated), whose output so far this task works on")
 
     stage: ClassVar[Stage]
 
@@ -143,6 +150,10 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
                 kwargs["version"] = invocation.forced_version(
                     self.stage.name, lambda: self.next_forced_version(invocation))
         super().__init__(*args, **kwargs)
+        required = registry.chain_of(self.stage, runtime_or_exit().settings) - {self.stage.name}
+        if not set(self.stopped()) <= required:
+            refuse(f"--continuing {self.continuing}: give stages {self.stage.name} requires "
+                   f"({', '.join(sorted(required)) or 'none'}), or leave it out")
 
     @property
     def current_invocation(self) -> Invocation:
@@ -153,8 +164,15 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
         """The name luigid shows for this task (the D3 graph's node label, the sidebar's
         families, the execution summary): the stage task and its docket, so the tasks of two
         dockets differ at a glance; grouped by stage under the sidebar's dotted prefix. Luigi's
-        registry, task ids and config sections go by the class (``get_task_family``)."""
-        return f"{type(self).get_task_family()}.{self.docket}"
+        registry, task ids and config sections go by the class (``get_task_family``). A task
+        working on what a stopped stage got says which (``...continuing-backfill``)."""
+        return docket_task_label(type(self).get_task_family(), self.docket,
+                                 self.stopped()[-1] if self.stopped() else "")
+
+    def stopped(self) -> tuple[str, ...]:
+        """The stages a spent budget stopped for this docket in this run, whose output so far
+        this task works on (``continuing``), in the order they stopped; () for the usual task."""
+        return tuple(name for name in self.continuing.split(",") if name)
 
     def as_dynamic_dependency(self) -> DocketStageTask:
         """This task, to be yielded from a run(): Luigi sends a yielded task to its worker as
@@ -185,10 +203,32 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
 
     def requires(self):
         """Its upstream's task, and those of the stages it reads (``Stage.reads``): a list
-        when there are several."""
-        required = [task_of(stage)(docket=self.docket, force=False, invocation=self.invocation)
-                    for stage in registry.required_stages(self.stage, runtime_or_exit().settings)]
+        when there are several. A task continuing a stopped stage leaves that stage out (it
+        ran in this run) and requires the continuing tasks of the stages between
+        (``task_in_run``). Asked by Luigi when it schedules the task: the run notes that it
+        asked this stage for the docket (``Invocation.asked``)."""
+        self.current_invocation.note_asked(self.stage.name, self.docket)
+        stopped = self.stopped()
+        required = [self.task_in_run(stage, stopped)
+                    for stage in registry.required_stages(self.stage, runtime_or_exit().settings)
+                    if stage.name not in stopped]
         return required[0] if len(required) == 1 else required
+
+    def task_in_run(self, stage: Stage, stopped: tuple[str, ...]) -> DocketStageTask:
+        """``stage``'s task for this docket in a run where ``stopped`` stopped on their
+        budgets: the one continuing those it requires (``registry.continued``), or the usual."""
+        continued = registry.continued(stage, stopped, runtime_or_exit().settings)
+        return task_of(stage)(docket=self.docket, force=False, invocation=self.invocation,
+                              continuing=",".join(continued))
+
+    def continuation(self) -> list[DocketStageTask]:
+        """The tasks that work on what this run, stopped by a spent budget, got: those of the
+        later stages the run asked for the docket (``registry.continuation``), each
+        continuing this stage (and the stages this task continues)."""
+        stopped = (*self.stopped(), self.stage.name)
+        later = registry.continuation(self.stage.name, self.current_invocation.asked_for(self.docket),
+                                      runtime_or_exit().settings)
+        return [self.task_in_run(stage, stopped).as_dynamic_dependency() for stage in later]
 
     def output(self) -> DocketTarget:
         rt = runtime_or_exit()
@@ -208,8 +248,9 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
         # A stage that already ran in this invocation is not asked for again in this run
         # even when its target cannot say so: it failed for this docket (its downstream works
         # on what exists), stopped on its budget or met another run's lease (then its task
-        # waits on the next run, pipeline.engine.not_done, and its downstream with it). No
-        # marker vouches for it, and the next run continues.
+        # waits on the next run, pipeline.engine.not_done, and its downstream's usual tasks
+        # with it; after a spent budget, continuing tasks work on what it got). No marker
+        # vouches for it, and the next run continues.
         return (runs.finished_since(self.stage.name, self.docket, self.current_invocation.started_at)
                 or self._scheduled_then_gone())
 
@@ -220,6 +261,10 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
                 and docket_rows.get_docket(self.docket) is None)
 
     def upstream_vouched(self) -> bool:
+        """Every stage it requires has a marker: never while it continues a stopped stage,
+        whose output it worked on as far as that run got (no marker vouches for that)."""
+        if self.stopped():
+            return False
         return all(task.output().exists() for task in luigi.task.flatten(self.requires()))
 
     def input_fingerprint(self) -> str | None:
@@ -291,7 +336,9 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
         # work done is kept, the marker is not written, the other dockets go on.
         self._record_outcome(ctx.run_id, result)
         if result.budget_spent and not result.failed:
-            return _waiting_on(not_done.DocketContinuesNextRun(
+            # The later stages the run asked for work on what it got, as tasks of their own
+            # (DONE once they did); this one stays PENDING on the next run, not done.
+            return _waiting_on(*self.continuation(), not_done.DocketContinuesNextRun(
                 stage=self.stage.name, docket=self.docket, left=left,
                 invocation=self.invocation))
         return None
@@ -511,6 +558,8 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
             return left  # its one line is the failure's (_record_outcome)
         shown = " ".join(f"{k}={v}" for k, v in sorted(summary.items()) if v)
         line = f"{self.stage.name} {self.docket}: {shown or 'nothing to do'} in {seconds:.2f}s"
+        if self.stopped():
+            line += f" — on what {self.stopped()[-1]} got so far; {self.stopped()[-1]} continues next run"
         if result.budget_spent:
             left = self._left_after_budget()
             line += f" — {PARTIAL} ({result.message}; left: {left})"
@@ -531,11 +580,13 @@ class _RolledBack(Exception):
         self.result, self.io = result, io
 
 
-def _waiting_on(wait: not_done.NotDoneThisRun):
-    """What ``run()`` returns to wait on ``wait``: a generator, which Luigi takes as run()'s
+def _waiting_on(*tasks: luigi.Task):
+    """What ``run()`` returns to wait on ``tasks``: a generator, which Luigi takes as run()'s
     dynamic dependencies (luigi.worker.TaskProcess._run_get_new_deps), while the work before
-    it was done by the call itself, so a direct ``task.run()`` still does it."""
-    yield wait
+    it was done by the call itself, so a direct ``task.run()`` still does it. Yielded at
+    once: the waits never complete within a run, so Luigi runs the other tasks (a
+    continuation) and never runs this one again."""
+    yield list(tasks)
 
 
 _task_of: dict[str, type[DocketStageTask]] = {}  # stage name -> its task class

@@ -42,6 +42,10 @@ class Invocation:
     # Reads every docket of a wrapper shares (the index DB's markers), kept for the rest of
     # the run; None until a wrapper schedules dockets: a task asked alone reads afresh.
     shared_reads: dict[object, object] | None = None
+    # docket id -> the stages whose tasks this run asked for it (each asked its requirements
+    # when Luigi scheduled it, in the process that schedules, before any forked worker ran):
+    # a stage a spent budget stopped hands what it got to the later ones among them.
+    asked: dict[str, set[str]] = field(default_factory=dict)
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def __post_init__(self) -> None:
@@ -95,6 +99,13 @@ class Invocation:
         """This process just changed what ``key`` read: the next read goes to the database."""
         if self.shared_reads is not None:
             self.shared_reads.pop(key, None)
+
+    # --- which stages the run asked for a docket -------------------------------------------------
+    def note_asked(self, stage: str, docket: str) -> None:
+        self.asked.setdefault(docket, set()).add(stage)
+
+    def asked_for(self, docket: str) -> set[str]:
+        return self.asked.get(docket, set())
 
     # --- --force -------------------------------------------------------------------------------
     def forced_version(self, stage: str, next_version: Callable[[], int]) -> int:

@@ -7,6 +7,12 @@ visualiser shows it so, with its status message saying why), files it under "mis
 external dependencies" in its summary, and `luigi` exits with [retcode] missing_data (20), as
 for a wrapper's ``ContinuesNextRun``. The next run judges the docket afresh.
 
+A PENDING task holds back every task that requires it, so after a spent budget the task
+yields, with its wait, the *continuation*: the tasks of the later stages the run asked for
+the docket, each continuing this stage (``DocketStageTask.continuing``), which leave the
+stopped stage out of what they require and work on what it got (DONE once they did, no
+marker). The docket's usual later tasks stay PENDING behind it: not done.
+
 Luigi's summary reads a pending task's reasons from ``_requires()``, not from what its run()
 yielded; the process that schedules learns of each wait when it asks the wait's
 ``complete()``, and ``DocketStageTask._requires`` adds it from ``waits_of``.

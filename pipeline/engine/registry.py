@@ -122,6 +122,28 @@ def chain_of(stage: Stage, settings) -> set[str]:
     return names
 
 
+def continuation(stopped: str, asked: set[str], settings) -> list[Stage]:
+    """The stages that work on what a stopped stage got, in pipeline order: a spent budget
+    stopped ``stopped`` for a docket, and these are the stages after it that a run asked
+    for that docket (``asked``), with those between (their tasks require one another). Each
+    requires ``stopped``'s task, directly or not: none runs on what it did not reach."""
+    reaching = [chain_of(get(name), settings) for name in asked if stopped in chain_of(get(name), settings)]
+    between = set().union(*reaching)
+    return [s for s in stages() if s.name in between and s.name != stopped and stopped in chain_of(s, settings)]
+
+
+def continued(stage: Stage, stopped: tuple[str, ...], settings) -> tuple[str, ...]:
+    """Of the stages a spent budget stopped for a docket in a run, in the order they
+    stopped (each in the continuation of the one before), those ``stage``'s task for it
+    continues: up to the last one its task requires, directly or not. () when it requires
+    none: its task is the usual one."""
+    required = chain_of(stage, settings) - {stage.name}
+    for end in range(len(stopped), 0, -1):
+        if stopped[end - 1] in required:
+            return stopped[:end]
+    return ()
+
+
 def input_stage(stage: Stage) -> str | None:
     """The stage whose output fingerprint is this stage's input: the one it declares, its
     upstream, or what that merges into (the index reads extract's output, which OCR writes

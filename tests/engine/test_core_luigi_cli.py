@@ -14,29 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.paths import ROOT
-
-
-def luigi_cmd(tmp_path: Path, *args: str, **env_extra: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DOCKETEER_", "TOY_"))}
-    env.update(
-        PYTHONPATH=str(ROOT),
-        LUIGI_CONFIG_PATH=str(ROOT / "luigi.cfg"),
-        DOCKETEER_DATA_DIR=str(tmp_path / "data"),
-        DOCKETEER_DISCOVER="list",
-        DOCKETEER_DOCKETS="AB-2026-0001,AB-2026-0002",
-    )
-    env.update(env_extra)
-    return subprocess.run(
-        [sys.executable, "-m", "luigi", "--module", "tests.fixtures.core_stages", *args, "--local-scheduler"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
-    )
-
-
-def sqlite(tmp_path: Path, sql: str) -> list[tuple]:
-    import sqlite3
-
-    with sqlite3.connect(tmp_path / "data" / "state.sqlite") as conn:
-        return conn.execute(sql).fetchall()
+from tests.fixtures.toy_commands import luigi_cmd, sqlite
 
 
 def test_exit_zero_when_all_succeed_and_30_when_a_run_stopping_error_stops_it(tmp_path):
