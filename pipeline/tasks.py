@@ -29,6 +29,7 @@ from pipeline.lineage import stage as lineage
 from pipeline.ocr import stage as ocr
 from pipeline.ops.redrive import Redrive
 from pipeline.organisations import stage as organisations
+from pipeline.sections import stage as sections
 from pipeline.topics import stage as topics
 
 
@@ -164,6 +165,17 @@ class TopicsAll(DocketWrapper):
     stage_task = TopicMap
 
 
+class DocumentSections(DocketStageTask):
+    __doc__ = sections.DECLARATION.doc
+    stage = sections.DECLARATION
+
+
+class DocumentSectionsAll(DocketWrapper):
+    """DocumentSections for every known docket (after discovery), or the named ones."""
+
+    stage_task = DocumentSections
+
+
 _made: dict[str, tuple[type[DocketStageTask], type[DocketWrapper]]] = {  # stage name -> tasks
     stage.name: (globals()[stage.task], globals()[stage.wrapper]) for stage in assembly.STAGES}
 
@@ -181,7 +193,7 @@ def follow_on_stages() -> list[tuple[type[DocketWrapper], tuple[str, ...]]]:
     """The stages ``IndexAll`` runs after indexing, each with the settings that must all be on
     for it to: one list, so a new follow-on stage is one line here and one setting."""
     return [(CampaignsAll, ("campaigns",)), (OrganisationsAll, ("organisations",)), (LineageAll, ("lineage",)),
-            (TopicsAll, ("topics", "campaigns"))]
+            (TopicsAll, ("topics", "campaigns")), (DocumentSectionsAll, ("sections",))]
 
 
 def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageTask], type[DocketWrapper]]:

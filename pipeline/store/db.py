@@ -32,7 +32,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 # How long a SQLite writer waits for another's transaction: longer than a derived stage's run
@@ -575,9 +575,16 @@ def _upgrade_to_21(db: peewee.Database) -> None:
     db.create_tables([models.DocketFailure], safe=True)
 
 
+def _upgrade_to_22(db: peewee.Database) -> None:
+    """v22: a rule document's sections and the comments tied to them (the sections stage).
+    New, empty tables: the next run of the stage splits every document and links every
+    comment."""
+    db.create_tables([models.DocumentSection, models.SectionLink], safe=True)
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
             13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15, 16: _upgrade_to_16,
             17: _upgrade_to_17, 18: _upgrade_to_18, 19: _upgrade_to_19,
-            20: _upgrade_to_20, 21: _upgrade_to_21}
+            20: _upgrade_to_20, 21: _upgrade_to_21, 22: _upgrade_to_22}

@@ -1,0 +1,86 @@
+"""The sections stage on the real dockets (../shared/realdata, skipped without them), through
+IndexAll: every extracted document split, the ACF notice's parts stored, its comment tied to
+it; a second run reads and writes nothing; a document whose text changed is split again with
+its comments linked again, and nothing else is touched."""
+
+from __future__ import annotations
+
+from pipeline.counters import ROWS_WRITTEN, counters
+from pipeline.engine.stage import StageContext
+from pipeline.extract.stage import COMBINED_READS
+from pipeline.sections.stage import STAGE, section_docket, unfinished
+from pipeline.store import dockets, item_states
+from pipeline.store.models import DocumentSection, ItemState, SectionLink
+from pipeline.tasks import DocumentSectionsAll, IndexAll
+from tests.fixtures.state_fixtures import (
+    installed,
+    make_runtime,
+    new_pg_database,
+    real_mirror_runtime,
+    run_invocation,
+)
+
+ACF = "ACF-2025-0038"
+NIST = "NIST-2021-0006"
+
+
+def sections_of(document: str) -> dict[str, DocumentSection]:
+    return {s.section: s for s in DocumentSection.select().where(DocumentSection.document == document)}
+
+
+def test_real_documents_are_split_and_a_rerun_does_nothing(tmp_path, pg_server, realdata):
+    with real_mirror_runtime(tmp_path, pg_server, realdata) as (runtime, ids):
+        assert runtime.settings.sections
+        assert run_invocation(IndexAll())  # sections is one of its follow-ons
+        acf = sections_of(f"{ACF}-0001")
+        assert {"I", "II", "III", "IV", "I.a", "IV.b"} <= set(acf)
+        assert acf["II"].heading == "II. Reducing Administrative Burden" and acf["II"].page == 2
+        states = item_states.states_for_docket(STAGE, ACF)
+        assert states[f"{ACF}-0001"].state == "ok" and states[f"{ACF}-0004"].state == "ok"
+        assert all(unfinished(runtime, d) == 0 for d in ids)
+        before = sorted(ItemState.select(ItemState.item, ItemState.fingerprint, ItemState.written_at)
+                        .where(ItemState.stage == STAGE).tuples())
+        links = sorted(SectionLink.select(SectionLink.comment, SectionLink.section, SectionLink.kind).tuples())
+        with counters.measure() as io:
+            assert run_invocation(DocumentSectionsAll())
+        assert io.get(COMBINED_READS, 0) == 0 and io.get(ROWS_WRITTEN, 0) == 0
+        with counters.measure() as io:
+            for docket in ids:
+                assert section_docket(StageContext(runtime=runtime, run_id="again"),
+                                      dockets.require_docket(docket)).counts == {}
+        assert io.get(COMBINED_READS, 0) == 0 and io.get(ROWS_WRITTEN, 0) == 0
+        assert sorted(ItemState.select(ItemState.item, ItemState.fingerprint, ItemState.written_at)
+                      .where(ItemState.stage == STAGE).tuples()) == before
+
+        # The notice's text extracted again (its content hash changed): it alone is split
+        # again, and the comment answering it linked again; nothing else is read.
+        ItemState.update(content_hash="changed").where(
+            (ItemState.stage == "extract") & (ItemState.item == f"{ACF}-0001")).execute()
+        assert unfinished(runtime, ACF) == 2
+        with counters.measure() as io:
+            result = section_docket(StageContext(runtime=runtime, run_id="changed"), dockets.require_docket(ACF))
+        assert result.counts["split"] == 1 and result.counts["linked"] == 1
+        assert io.get(COMBINED_READS, 0) == 2  # the notice and its one comment
+        assert sections_of(f"{ACF}-0001").keys() == acf.keys()
+        assert sorted(SectionLink.select(SectionLink.comment, SectionLink.section, SectionLink.kind).tuples()) == links
+        assert all(section_docket(StageContext(runtime=runtime, run_id="x"),
+                                  dockets.require_docket(d)).counts == {} for d in ids)
+
+
+def test_the_nist_rfis_comments_are_tied_to_its_questions(tmp_path, pg_server, realdata):
+    """NIST-2021-0006 (no docket record: listed from the mirror): the RFI's five questions, and
+    its 40 comments each tied to the question their passages are nearest, or citing them."""
+    runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base="http://127.0.0.1:9/v4",
+                           api_key="", source="mirror", list_source="mirror", mirror_url=str(realdata / "mirror"),
+                           discover="list", dockets=NIST, extract_workers=1, ocr="false", http_attempts=1)
+    with installed(runtime):
+        runtime.state  # noqa: B018
+        assert run_invocation(IndexAll())
+        questions = {k: s for k, s in sections_of(f"{NIST}-0001").items() if k.startswith("q")}
+        assert sorted(questions) == ["q1", "q2", "q3", "q4", "q5"] and {s.page for s in questions.values()} == {2}
+        states = item_states.states_for_docket(STAGE, NIST)
+        assert sum(1 for r in states.values() if r.state == "ok") == 41  # the notice and its 40 comments
+        nearest = SectionLink.select().where((SectionLink.docket == NIST) & (SectionLink.kind == "nearest"))
+        assert nearest.count() > 0 and all(link.similarity >= runtime.settings.section_nearest_floor
+                                           for link in nearest)
+        assert {link.document for link in nearest} == {f"{NIST}-0001"}
