@@ -47,19 +47,27 @@ def document_facts(sections: list) -> dict:
 
 
 def passage_sections(passages: list[str], sections: list) -> list[str | None]:
-    """The section each of a document's indexed passages falls in (None: not found in the
-    sections' text; the index's chunks keep the printer's lines the splitter drops, so a
-    passage is looked for by windows of its words)."""
+    """The section each of a document's indexed passages falls in: the one most of its words
+    are found in, by windows of eight (None: none found). The index's chunks keep the printer's
+    lines the splitter drops, and a chunk may straddle two sections. The other documents of a
+    Federal Register page are not the document's: a passage is never placed in one of them."""
+    from collections import Counter
+
     flat, starts, ids = _flattened(sections)
+    skipped = {s.id for s in sections if getattr(s, "kind", "") == "other"}
     found = []
     for passage in passages:
         words = _WORD.findall(passage)
-        at = -1
-        for first in range(0, max(len(words) - 7, 1), 8):
-            probe = " ".join(words[first:first + 8])
-            if probe and (at := flat.find(probe)) >= 0:
+        votes: Counter = Counter()
+        for first in range(0, len(words), 8):
+            window = words[first:first + 8]
+            if len(window) < 4 and first:  # a short tail says little on its own
                 break
-        found.append(ids[_last_at_or_before(starts, at)] if at >= 0 else None)
+            probe = " ".join(window)
+            at = flat.find(probe)
+            if at >= 0 and (section := ids[_last_at_or_before(starts, at)]) not in skipped:
+                votes[section] += 1
+        found.append(max(votes, key=lambda s: (votes[s], -ids.index(s))) if votes else None)
     return found
 
 
@@ -68,7 +76,7 @@ def _flattened(sections: list) -> tuple[str, list[int], list[str]]:
     for section in sections:
         text = " ".join(_WORD.findall(section.text))
         starts.append(length)
-        ids.append(section.section if hasattr(section, "section") else section.id)
+        ids.append(section.id)
         parts.append(text)
         length += len(text) + 1
     return " ".join(parts), starts, ids

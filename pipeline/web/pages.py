@@ -387,6 +387,9 @@ class DocumentPage:
     facts: object  # pipeline.reading.documents.DocumentFacts
     sections: list[Section]  # the document's own text first, then each content or attachment file's
     extracted: bool
+    # its text split by its structure (``pipeline.reading.sections``), each section with the
+    # comments citing it and nearest it; None before the sections stage split it
+    outline: object = None
 
     @property
     def item(self):
@@ -425,7 +428,21 @@ def document_page(runtime, key: str) -> DocumentPage | str | None:
     # section is shown only when it holds some.
     own, files = sections[:1], sections[1:]
     shown = [s for s in own if not all(is_placeholder(text) for _, text in s.pages)] + files
-    return DocumentPage(facts, shown, extracted)
+    from pipeline.reading import sections
+
+    outline = sections.document_sections(key) if extracted else None
+    return DocumentPage(facts, shown, extracted, outline if outline and outline.sections else None)
+
+
+def section_page(key: str, section: str):
+    """(the document's facts, the section, its comments) or None when either is unknown."""
+    from pipeline.reading import documents, sections
+
+    facts = documents.find_document(key)
+    if facts is None or facts.item.kind != "document":
+        return None
+    found = next((s for s in sections.document_sections(key).sections if s.id == section), None)
+    return None if found is None else (facts, found, sections.section_comments(key, section))
 
 
 def document_text(runtime, item) -> tuple[list[Section], bool]:

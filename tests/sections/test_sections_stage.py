@@ -5,13 +5,21 @@ its comments linked again, and nothing else is touched."""
 
 from __future__ import annotations
 
+import json
+import re
+
+from starlette.testclient import TestClient
+
 from pipeline.counters import ROWS_WRITTEN, counters
 from pipeline.engine.stage import StageContext
 from pipeline.extract.stage import COMBINED_READS
+from pipeline.ops import cli
 from pipeline.sections.stage import STAGE, section_docket, unfinished
 from pipeline.store import dockets, item_states
 from pipeline.store.models import DocumentSection, ItemState, SectionLink
 from pipeline.tasks import DocumentSectionsAll, IndexAll
+from pipeline.web import pages
+from pipeline.web.app import make_app
 from tests.fixtures.state_fixtures import (
     installed,
     make_runtime,
@@ -67,12 +75,13 @@ def test_real_documents_are_split_and_a_rerun_does_nothing(tmp_path, pg_server, 
                                   dockets.require_docket(d)).counts == {} for d in ids)
 
 
-def test_the_nist_rfis_comments_are_tied_to_its_questions(tmp_path, pg_server, realdata):
-    """NIST-2021-0006 (no docket record: listed from the mirror): the RFI's five questions, and
-    its 40 comments each tied to the question their passages are nearest, or citing them."""
+def test_the_rfis_comments_are_tied_to_its_questions_and_read_as_such(tmp_path, pg_server, realdata, capsys):
+    """NIST-2021-0006 (no docket record: listed from the mirror) beside ACF-2025-0038: the RFI's
+    five questions, the comments that answer them by number, those nearest each; ``docketeer
+    sections``, the document page and its section's page, and the export say the same."""
     runtime = make_runtime(tmp_path, index_url=new_pg_database(pg_server), api_base="http://127.0.0.1:9/v4",
                            api_key="", source="mirror", list_source="mirror", mirror_url=str(realdata / "mirror"),
-                           discover="list", dockets=NIST, extract_workers=1, ocr="false", http_attempts=1)
+                           discover="list", dockets=f"{NIST},{ACF}", extract_workers=1, ocr="false", http_attempts=1)
     with installed(runtime):
         runtime.state  # noqa: B018
         assert run_invocation(IndexAll())
@@ -80,7 +89,46 @@ def test_the_nist_rfis_comments_are_tied_to_its_questions(tmp_path, pg_server, r
         assert sorted(questions) == ["q1", "q2", "q3", "q4", "q5"] and {s.page for s in questions.values()} == {2}
         states = item_states.states_for_docket(STAGE, NIST)
         assert sum(1 for r in states.values() if r.state == "ok") == 41  # the notice and its 40 comments
-        nearest = SectionLink.select().where((SectionLink.docket == NIST) & (SectionLink.kind == "nearest"))
-        assert nearest.count() > 0 and all(link.similarity >= runtime.settings.section_nearest_floor
-                                           for link in nearest)
-        assert {link.document for link in nearest} == {f"{NIST}-0001"}
+        links = list(SectionLink.select().where(SectionLink.docket == NIST))
+        nearest = [link for link in links if link.kind == "nearest"]
+        assert nearest and all(link.similarity >= runtime.settings.section_nearest_floor for link in nearest)
+        assert {link.document for link in links} == {f"{NIST}-0001"}
+        # Never the other notices printed on the same pages.
+        assert not any(link.section.startswith("other-") for link in nearest)
+        cited = {(link.comment, link.section) for link in links if link.kind == "cited" and link.section}
+        # NIST-2021-0006-0013 answers the five questions under their numbers and text.
+        assert {s for c, s in cited if c == f"{NIST}-0013"} == {"q1", "q2", "q3", "q4", "q5"}
+
+        capsys.readouterr()
+        assert cli.main(["sections", f"{NIST}-0001", "--json"]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        by_id = {s["id"]: s for s in shown["sections"]}
+        assert shown["document"] == f"{NIST}-0001"
+        assert by_id["q1"]["cited_by"] == len({c for c, s in cited if s == "q1"}) >= 3
+        assert sum(s["nearest"] for s in shown["sections"]) == len({(x.comment, x.section) for x in nearest})
+        assert any(u["citation"] == "15 CFR § 744.16" for u in shown["unmatched_citations"])  # kept as written
+        assert cli.main(["sections", "NO-SUCH-0001"]) == 2
+        assert "unknown document: NO-SUCH-0001" in capsys.readouterr().err
+
+        with TestClient(make_app(runtime, pages.WarmSearch(runtime)), base_url="http://127.0.0.1") as client:
+            page = client.get(f"/document/{NIST}-0001").text
+            assert re.findall(r'<section class="rule-section depth-\d" id="section-(q\d)"', page) == list(questions)
+            assert f'href="/document/{NIST}-0001/section/q1">cited by {by_id["q1"]["cited_by"]} (' in page
+            section = client.get(f"/document/{NIST}-0001/section/q1").text
+            assert f'href="/comment/{NIST}-0013"' in section and "cites “1.”" in section
+            acf = client.get(f"/document/{ACF}-0001").text
+            headings = re.findall(r'<h2 class="section-heading">([^<]+) <code', acf)
+            assert headings[headings.index("Background") + 1:][:4] == [
+                "I. Technical Assistance Related to ICWA", "II. Reducing Administrative Burden",
+                "III. The Court Improvement Program",
+                "IV. Increasing Studies of Programs and Services Eligible for Review by the Title IV–E Prevention "
+                "Services Clearinghouse"]
+            assert client.get(f"/document/{NIST}-0001/section/q9").status_code == 404
+
+        assert cli.main(["export", str(tmp_path / "out"), "--docket", NIST, "--format", "parquet"]) == 0
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(tmp_path / f"out/{NIST}/sections.parquet").to_pylist()
+        assert [r["section_id"] for r in table if r["section_id"].startswith("q")] == list(questions)
+        comments = {r["comment_id"]: r for r in pq.read_table(tmp_path / f"out/{NIST}/comments.parquet").to_pylist()}
+        assert comments[f"{NIST}-0013"]["sections"].splitlines() == ["q1", "q2", "q3", "q4", "q5"]
