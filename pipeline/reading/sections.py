@@ -27,6 +27,12 @@ class SectionView:
     submissions: dict[str, int] = field(default_factory=lambda: {k: 0 for k in KINDS})
 
     @property
+    def pages(self) -> list[tuple[int | None, str]]:
+        """Its text page by page (page number, text): a form feed in it ends a page."""
+        pieces = self.text.split("\f")
+        return [(None if self.page is None else self.page + n, piece.strip("\n")) for n, piece in enumerate(pieces)]
+
+    @property
     def cited_by(self) -> int:
         return len(self.comments["cited"])
 
@@ -44,8 +50,12 @@ class DocumentSections:
     unmatched: list[tuple[str, str, str]]  # (comment, citation as written, its sentence)
 
 
-def document_sections(document: str) -> DocumentSections:
-    """The document's sections in reading order with their counts (three statements)."""
+_ASK = object()
+
+
+def document_sections(document: str, state_row=_ASK) -> DocumentSections:
+    """The document's sections in reading order with their counts (three statements; two when
+    the caller has its sections state row already, ``state_row``, None for none)."""
     rows = list(DocumentSection.select().where(DocumentSection.document == document)
                 .order_by(DocumentSection.ordinal))
     views = {r.section: SectionView(r.section, r.heading, r.text, r.page, r.parent, r.kind) for r in rows}
@@ -65,7 +75,8 @@ def document_sections(document: str) -> DocumentSections:
         elif section in views and comment not in views[section].comments[kind]:
             views[section].comments[kind].add(comment)
             views[section].submissions[kind] += 1 + (duplicates or 0)
-    state = ItemState.get_or_none((ItemState.stage == "sections") & (ItemState.item == document))
+    state = state_row if state_row is not _ASK else ItemState.get_or_none(
+        (ItemState.stage == "sections") & (ItemState.item == document))
     return DocumentSections(document, state.state if state else None, state.reason if state else None,
                             list(views.values()), sorted(set(unmatched)))
 

@@ -21,7 +21,8 @@ numbered items outside any part, "addresses.1" inside a preamble caption) or the
 heading's slug ("background"), so it survives a re-extraction that shifts pages or words;
 two sections with one id are told apart in document order ("I", then "I~2"). A document with
 no structure is one section, ``text``. Running heads and the printer's footers of each FR
-page are dropped from the text.
+page are dropped from the text; where a page ends inside a section, its text holds a form
+feed on a line of its own.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 SPLITTER_VERSION = "sections-1"
 HEADING_CHARS = 120
 WHOLE = "text"
+PAGE_BREAK = "\f"
 FRONT = "front"
 
 # Preamble captions: upper case at a line's start, a colon after; their lists are their own.
@@ -317,6 +319,17 @@ def _finished(found: list[dict]) -> list[Section]:
         ident = f["id"] if seen[f["id"]] == 1 else f"{f['id']}~{seen[f['id']]}"
         parent = latest.get(f["parent"], f["parent"]) if f["parent"] else None
         latest[f["id"]] = ident
-        text = "\n".join(line for _, line in f["lines"]).strip()
-        out.append(Section(ident, f["heading"], text, f["page"], parent, f["kind"], f["number"]))
+        out.append(Section(ident, f["heading"], _joined(f["lines"]), f["page"], parent, f["kind"], f["number"]))
     return out
+
+
+def _joined(lines) -> str:
+    """The section's lines as its text, a form feed on a line of its own where a page ends
+    inside it (as the export writes page breaks)."""
+    parts, page = [], None
+    for number, line in lines:
+        if parts and number != page and page is not None:
+            parts.append(PAGE_BREAK)
+        parts.append(line)
+        page = number
+    return "\n".join(parts).strip()
