@@ -1,0 +1,1 @@
+"""A rule document's sections and the comments that cite them."""
