@@ -42,6 +42,7 @@ class Entry:
     form: str
     text: str
     expect: dict[tuple[str, str], str | None]  # (kind, ref) -> expected section id (None: none)
+    sampled: bool = False  # drawn at random from the share, judged before the parser saw it
 
 
 @dataclass
@@ -71,7 +72,8 @@ def load(path: Path = JUDGED) -> tuple[dict[str, dict], list[Entry]]:
         if raw.get("doc") not in documents:
             raise ValueError(f"{raw.get('id')}: unknown document {raw.get('doc')!r}")
         entries.append(Entry(raw["id"], raw["source"], raw["doc"], raw["form"], raw["text"],
-                             dict(_expected(raw["id"], item) for item in raw["expect"])))
+                             dict(_expected(raw["id"], item) for item in raw["expect"]),
+                             bool(raw.get("sampled"))))
     return documents, entries
 
 
@@ -94,13 +96,14 @@ def key(citation: Citation) -> tuple[str, str]:
 
 
 def score(documents: dict[str, dict], entries: list[Entry]) -> dict[str, Tally]:
-    """Tallies overall ("all"), per kind ("kind:section") and per form ("form:section-range")."""
+    """Tallies overall ("all"), the random draw alone ("sampled"), per kind ("kind:section") and
+    per form ("form:section-range")."""
     tallies: dict[str, Tally] = defaultdict(Tally)
     for entry in entries:
         document = documents[entry.doc]
         found = {key(c): c for c in find_citations(entry.text, **options(document))}
         sections = [Section(section_id) for section_id in document.get("sections", ())]
-        names = ("all", f"form:{entry.form}")
+        names = ("all", f"form:{entry.form}", *(("sampled",) if entry.sampled else ()))
         for pair in found.keys() | entry.expect.keys():
             tallied = [tallies[name] for name in (*names, f"kind:{pair[0]}")]
             if pair in found and pair in entry.expect:
@@ -132,7 +135,7 @@ def _figure(value: float | None) -> str:
 def report(tallies: dict[str, Tally], sentences: int, *, misses: bool = False) -> str:
     lines = [f"{sentences} judged sentences",
              f"{'':34} {'precision':>9} {'recall':>7} {'tp':>4} {'fp':>4} {'fn':>4} {'no-cite clean':>13} {'matched':>9}"]
-    order = ["all"] + sorted(name for name in tallies if name.startswith("kind:")) \
+    order = ["all", *(["sampled"] if "sampled" in tallies else [])] + sorted(name for name in tallies if name.startswith("kind:")) \
         + sorted(name for name in tallies if name.startswith("form:"))
     for name in order:
         t = tallies[name]

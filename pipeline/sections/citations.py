@@ -49,8 +49,10 @@ from typing import Protocol
 
 KINDS = ("section", "part", "question", "heading", "external")
 MAX_RANGE = 40  # a "§§ 200.300–200.399" wider than this is kept as its two ends
-MIRROR_SHARE = 0.6  # of a question's first words a numbered paragraph must open with
-MIRROR_WORDS = 8  # how many of the question's first content words are compared
+MIRROR_SHARE = 0.75  # of a question's first words a numbered paragraph must open with
+MIRROR_WORDS = 8  # how many of the question's first content words are compared, within
+# the paragraph's first 2 * MIRROR_WORDS: a copied question opens it, a letter's own point
+# on the same subject uses the same words later and looser
 
 
 @dataclass(frozen=True)
@@ -88,14 +90,18 @@ _REPEATED_CUE = re.compile(r"(?:§§?\s*|(?i:sec(?:tion)?s?\.?)\s+|(?i:questions
 _SECTION_CUE = re.compile(r"(?:§§?|\b(?i:sec)\.|\b(?i:sections?)\b)\s*")
 _CFR = re.compile(r"\b(\d{1,2})\s*C\.?\s?F\.?\s?R\.?\s*(?:(?i:parts?)\s*)?(?:§§?\s*)?(?=\d)")
 _PART_CUE = re.compile(r"\b[Pp]arts?\s+(?=\d|[IVXL])")
+_SELF_REFERENCE = re.compile(r"[,)]?\s+(?:below|above|of (?:this|our|my) (?:letter|comments?|submission|response|paper))\b")
 _HEADING_CUE = re.compile(r"\b(?i:sections?|sec\.)\s*(?=[IVXL])|\b[Pp]arts?\s+(?=[IVXL])")
 _QUESTION_CUE = re.compile(r"\b(?i:questions?|topics?)\s*(?=[#(\dN])")
 _Q = re.compile(r"\bQ\s?\.?\s?#?(?=\d)")
 _QUARTER = re.compile(r"[1-4]\s*(?:,\s*)?(?:FY\s?'?\d{0,4}\b|'?\d{2}\b|\d{4}\b|of\b|earnings|results|report)")
-_BARE_HEADING = re.compile(rf"(?<![\w.§])({_ROMAN}\.[A-Z](?:\.\d{{1,2}}(?:\.[a-z])?)?)(?![\w]|\.\w)")
+_BARE_HEADING = re.compile(r"(?<![\w.§])((?=[IVX])X{0,3}(?:IX|IV|V?I{0,3})\.[A-Z](?:\.\d{1,2}(?:\.[a-z])?)?)"
+                           r"(?![\w]|\.\w|\.\s+[a-z])")  # "V.A. hospitals", "L.J.": abbreviations
 _BARE_QUESTION = re.compile(r"(?<![\w.§$/-])(\d{1,2})\.([a-z])(?![\w.]|\.\w)")
 _BARE_SECTION = re.compile(rf"(?<![\w.§$/-])(\d{{1,3}})\.(\d{{1,4}})({_PARA}*)(?![\w.]*\d|\s?(?:%|percent|million|billion|thousand))")
 _VERSION = re.compile(r"\b(?i:version|ver\.?|v\.?|release|rev\.?|revision|TLS|HTTP|Python)\s*$")
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+_ORDINAL_QUESTION = re.compile(rf"\b({'|'.join(_ORDINALS)})\s+(?:and\s+(?:final|last)\s+)?(?:key\s+)?(?:topic|question)\b", re.I)
 _NUMBERED_PARAGRAPH = re.compile(r"(?m)^[ \t•*“\"-]*(?:\((\d{1,2})\)|(\d{1,2})[.)])(?:\s?\(?([a-z])[.)])?[ \t]+(?=\S)")
 _EXTERNAL = re.compile(
     r"\b\d{1,2}\s*U\.?\s?S\.?\s?C\.?\s*A?\.?\s*(?:§§?\s*)?\d+[\w\-–]*(?:\([\w]+\))*"
@@ -111,7 +117,7 @@ _ABBREVIATIONS = {"sec", "secs", "no", "nos", "pub", "l", "e.g", "i.e", "vs", "v
                   "et", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sept", "sep", "oct",
                   "nov", "dec", "corp", "ltd", "approx", "fig", "p", "pp", "para", "art", "q"}
 _SENTENCE_END = re.compile(r"[.!?][\"”’)\]]*\s+(?=[\"“‘(\[]?[A-Z0-9•§])|\n\s*\n|\n(?=[ \t]*(?:[•*-]|\d{1,2}[.)]\s))")
-_BULLET = re.compile(r"[ \t•*-]*\(?(?:\d{1,2}|[a-z]|[IVX]{1,4})\)?")  # "1." / "a." / "II." opening a line
+_BULLET = re.compile(r"[ \t•*“\"-]*\(?(?:\d{1,2}|[a-z]|[IVX]{1,4})\)?")  # "1." / "a." / "II." opening a line
 _STOPWORDS = frozenset("the of and or to in on for a an as by with that this be is are how what which "
                        "whether may can its their from at any".split())
 
@@ -119,26 +125,31 @@ _STOPWORDS = frozenset("the of and or to in on for a an as by with that this be 
 # --- finding -----------------------------------------------------------------------------
 
 def find_citations(text: str, *, questions: Mapping[str, str] | None = None,
-                   cfr_parts: Collection[str] = (), cfr_title: str | None = None) -> list[Citation]:
+                   cfr_parts: Collection[str] | None = None, cfr_title: str | None = None) -> list[Citation]:
     """Each citation in ``text``, in the order written.
 
     ``questions``: the document's numbered questions (number → its text; an empty text is
     allowed), given when the document is a request for information: then a numbered
     paragraph that says "question" or mirrors the question's words cites it (the module's
-    rule on the commenter's own numbering). ``cfr_parts``: the CFR parts the document
-    amends ("200"); a bare "200.414" cites a section only in one of them. ``cfr_title``:
+    rule on the commenter's own numbering), and "the fifth question" cites question 5.
+    ``cfr_parts``: the CFR parts the document amends ("200"; empty: none, as an RFI): a bare
+    "200.414" cites a section only in one of them, and "Section 4.4" (the word, not "§") of
+    another part is the commenter's own numbering or another text's, no citation; None: not
+    known, every "section N.N" counts. ``cfr_title``:
     the document's CFR title ("2"); a CFR citation of another title is ``external``.
     """
     found: list[tuple[int, int, str, str, str]] = []  # start, end, kind, ref, written
     finders = [_externals, _cfr_citations, _section_citations, _heading_citations,
                _part_citations, _question_citations, _bare_citations]
-    for finder in finders + ([_mirrored_questions] if questions is not None else []):
+    for finder in finders + ([_mirrored_questions, _ordinal_questions] if questions is not None else []):
+        # The first reading of a stretch of text wins (an external "§ 9202" is not read again
+        # as a section, a list's later cue not again on its own); only a range's members,
+        # from one finder, share their span.
+        earlier = len(found)
         for item in finder(text, cfr_parts=cfr_parts, cfr_title=cfr_title, questions=questions):
-            # The first reading of a stretch of text wins (an external "§ 9202" is not read
-            # again as a section, a list's later cue not again on its own); a range's members
-            # share their span.
             if not any(item[0] < other[1] and other[0] < item[1]
-                       and (item[:3] != other[:3] or item[3] == other[3]) for other in found):
+                       and (index < earlier or item[:2] != other[:2] or item[3] == other[3])
+                       for index, other in enumerate(found)):
                 found.append(item)
     spans = sentence_spans(text)
     starts = [start for start, _ in spans]
@@ -176,20 +187,29 @@ def _externals(text: str, **_) -> Iterable[tuple]:
         yield match.start(), match.start() + len(written), "external", " ".join(written.split()), written
 
 
-def _cfr_citations(text: str, *, cfr_title: str | None, **_) -> Iterable[tuple]:
+def _cfr_citations(text: str, *, cfr_title: str | None, cfr_parts: Collection[str] | None, **_) -> Iterable[tuple]:
     """"2 CFR 200.414", "2 C.F.R. §§ 200.1–200.3", "2 CFR part 200", "2 CFR 200"."""
     for cue in _CFR.finditer(text):
-        other = cfr_title is not None and cue.group(1) != cfr_title
         items = _list_at(text, cue.end(), _SECTION_ITEM) or _list_at(text, cue.end(), _CFR_PART_ITEM)
         for start, end, ref, written in _refs(text, items, cue.start()):
+            other = (cfr_title is not None and cue.group(1) != cfr_title) or _outside(ref, cfr_parts)
             kind = "external" if other else ("section" if "." in ref else "part")
             yield start, end, kind, f"{cue.group(1)} CFR {ref}" if other else ref, written
 
 
-def _section_citations(text: str, **_) -> Iterable[tuple]:
+def _outside(ref: str, cfr_parts: Collection[str] | None) -> bool:
+    """A CFR reference outside the document's parts (when they are known): another rule's."""
+    return cfr_parts is not None and ref.split(".")[0] not in cfr_parts
+
+
+def _section_citations(text: str, *, cfr_parts: Collection[str] | None, **_) -> Iterable[tuple]:
     for cue in _SECTION_CUE.finditer(text):
-        yield from ((start, end, "section", ref, written) for start, end, ref, written
-                    in _refs(text, _list_at(text, cue.end(), _SECTION_ITEM), cue.start()))
+        for start, end, ref, written in _refs(text, _list_at(text, cue.end(), _SECTION_ITEM), cue.start()):
+            if not _outside(ref, cfr_parts):
+                yield start, end, "section", ref, written
+            elif "§" in cue.group():  # legal citation style: another rule's or text's section
+                yield start, end, "external", " ".join(written.split()), written
+            # "Section 4.4" of a part the document lacks: the letter's (or a paper's) own section
 
 
 def _heading_citations(text: str, **_) -> Iterable[tuple]:
@@ -197,14 +217,16 @@ def _heading_citations(text: str, **_) -> Iterable[tuple]:
         items = _list_at(text, cue.end(), _HEADING_ITEM)
         if items and items[0][2] == ["I"] and not re.match(r"[.,;:)\]\n]|$", text[items[0][1]:items[0][1] + 1]):
             continue  # "Section I think", "part I of our letter": a lone "I" must stand alone
+        if items and _SELF_REFERENCE.match(text, items[-1][1]):
+            continue  # "in Section II below": the letter's own section
         yield from ((start, end, "heading", ref, written) for start, end, ref, written
                     in _refs(text, items, cue.start()))
 
 
-def _part_citations(text: str, **_) -> Iterable[tuple]:
+def _part_citations(text: str, *, cfr_parts: Collection[str] | None, **_) -> Iterable[tuple]:
     for cue in _PART_CUE.finditer(text):
-        yield from ((start, end, "part", ref, written) for start, end, ref, written
-                    in _refs(text, _list_at(text, cue.end(), _PART_ITEM), cue.start()))
+        for start, end, ref, written in _refs(text, _list_at(text, cue.end(), _PART_ITEM), cue.start()):
+            yield start, end, "external" if _outside(ref, cfr_parts) else "part", ref, written
 
 
 def _question_citations(text: str, **_) -> Iterable[tuple]:
@@ -215,7 +237,7 @@ def _question_citations(text: str, **_) -> Iterable[tuple]:
                     in _refs(text, _list_at(text, cue.end(), _QUESTION_ITEM), cue.start()))
 
 
-def _bare_citations(text: str, *, cfr_parts: Collection[str], **_) -> Iterable[tuple]:
+def _bare_citations(text: str, *, cfr_parts: Collection[str] | None, **_) -> Iterable[tuple]:
     """Forms with no cue word: "II.B", "1.a", and "200.414" in one of the document's parts."""
     for match in _BARE_HEADING.finditer(text):
         yield match.start(), match.end(), "heading", match.group(1), match.group()
@@ -223,7 +245,7 @@ def _bare_citations(text: str, *, cfr_parts: Collection[str], **_) -> Iterable[t
         if text[_line_start(text, match.start()):match.start()].strip(" \t•*-("):
             yield match.start(), match.end(), "question", f"{match.group(1)}.{match.group(2)}", match.group()
     for match in _BARE_SECTION.finditer(text):
-        if match.group(1) in cfr_parts and not _VERSION.search(text, max(0, match.start() - 12), match.start()):
+        if match.group(1) in (cfr_parts or ()) and not _VERSION.search(text, max(0, match.start() - 12), match.start()):
             ref = f"{match.group(1)}.{match.group(2)}{''.join(match.group(3).split())}"
             yield match.start(), match.end(), "section", ref, match.group()
 
@@ -305,7 +327,7 @@ def _mirrored_questions(text: str, *, questions: Mapping[str, str], **_) -> Iter
         if not paragraph.strip():
             continue
         first = paragraph[:sentence_spans(paragraph)[0][1]]
-        opening = set(_content_words(paragraph)[:MIRROR_WORDS * 5])
+        opening = set(_content_words(paragraph)[:MIRROR_WORDS * 2])
         mirrored = [ref for ref, asked in questions.items() if _mirrors(asked, opening)]
         own = lettered if match.group(3) and lettered in questions else number
         if re.match(rf"\W*(?i:questions?|Q)\s?#?\s?{number}\b", paragraph):
@@ -319,6 +341,15 @@ def _mirrored_questions(text: str, *, questions: Mapping[str, str], **_) -> Iter
         bullet = match.group().strip(" \t•*-“\"")
         start = match.start() + match.group().index(bullet)
         yield start, start + len(bullet), "question", ref, bullet
+
+
+def _ordinal_questions(text: str, *, questions: Mapping[str, str], **_) -> Iterable[tuple]:
+    """"The fifth and final key topic posed in the RFI": only for an RFI's questions, since a
+    letter's "first question" is as often its own."""
+    for match in _ORDINAL_QUESTION.finditer(text):
+        ref = str(_ORDINALS.index(match.group(1).lower()) + 1)
+        if ref in questions:
+            yield match.start(), match.end(), "question", ref, match.group()
 
 
 def _mirrors(question: str, opening: set[str]) -> bool:

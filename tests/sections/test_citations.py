@@ -118,6 +118,38 @@ def test_a_cfr_citation_of_another_title_is_external_when_the_title_is_known():
     assert refs("See 2 CFR 200.1.", cfr_title="2") == [("section", "200.1")]
 
 
+def test_with_the_documents_parts_known_other_parts_are_another_texts():
+    # "§ 4.1" of a guide is another text's section; "Section 4.4" of a paper is its own.
+    text = "See ISO/IEC Guide 59, §§ 4.1, 4.3. As shown in Section 4.4, chairs rotate. Part 383 too."
+    assert refs(text) == [("section", "4.1"), ("section", "4.3"), ("section", "4.4"), ("part", "383")]
+    assert refs(text, cfr_parts=()) == [("external", "§§ 4.1"), ("external", "4.3"), ("external", "383")]
+    assert refs("Under § 200.4 and 15 CFR § 744.16.", cfr_parts=["200"]) == [
+        ("section", "200.4"), ("external", "15 CFR 744.16")]
+
+
+@pytest.mark.parametrize("text", [
+    "The steps we outline in Section II below.",
+    "As part III of this letter shows, costs rise.",
+    "Care at V.A. hospitals is slow.",
+    "32 BERKELY TECH. L.J. 1313 (2017).",
+])
+def test_self_references_and_abbreviations_are_no_headings(text):
+    assert refs(text) == []
+
+
+def test_an_ordinal_question_counts_only_for_an_rfi():
+    text = "The fifth and final key topic posed in the RFI seeks recommendations."
+    assert refs(text) == []
+    assert refs(text, questions={"5": ""}) == [("question", "5")]
+
+
+def test_a_point_on_the_questions_subject_is_not_a_copy_of_it():
+    # The letter's own point 5 shares words with question 1 only later and looser.
+    text = ("5. Encourage China to meet its commitment to equal participation China-based \n"
+            "organizations. Article 15 gives international standards organizations a role.")
+    assert refs(text, questions=NIST_QUESTIONS) == []
+
+
 # --- the commenter's own numbering ------------------------------------------------------------
 
 def test_own_numbering_is_no_citation_without_an_rfis_questions():
