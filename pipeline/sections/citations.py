@@ -12,31 +12,39 @@ section a citation points at, or None.
   ``MAX_RANGE`` sections) gives one per section, each ``written`` as the whole range.
 * ``part``: "Part 200", "2 CFR part 200", "2 CFR 200" → ``200``.
 * ``question``: "question 3", "Questions 1 and 2", "question #1", "Q3", "Q 1.a",
-  "question 1(a)", a bare "1.a" → ``3``, ``1.a``. "Q1 2025"/"Q3 FY24" are quarters.
+  "question 1(a)", a bare "1.a" → ``3``, ``1.a``; for an RFI (``questions`` given) also
+  "the fifth topic". "Q1 2025"/"Q3 FY24" are quarters.
 * ``heading``: a preamble heading, "II.B", "Section II.B", "part II", "section IV.C.1" →
-  ``II.B``. A roman numeral alone ("II") counts only after "section"/"part".
-* ``external``: another law, never the document: "42 U.S.C. 1395", "Pub. L. 116-283",
+  ``II.B``. A roman numeral alone ("II") counts only after "section"/"part"; "Section II
+  below", "part III of this letter" are the letter's own; "V.A. hospitals", "L.J." are
+  abbreviations.
+* ``external``: another law or text, never the document: "42 U.S.C. 1395", "Pub. L. 116-283",
   "Executive Order 12866", "section 5 of the Clean Air Act", a "§" whose number has no dot
   ("§ 9202(a)(1)": CFR sections always carry part.section), a CFR citation of another title
-  when ``cfr_title`` is given. Returned (so a caller may show them) and never matched.
+  when ``cfr_title`` is given, and -- when ``cfr_parts`` is given -- a "§"/CFR section or a
+  part outside those parts ("ISO/IEC Guide 59, § 4.1", "15 CFR § 744.16"). Returned (a
+  caller may show them apart) and never matched.
 
 **Not citations**: dates, money, phone numbers, version numbers, percentages (none has a cue
 word, and a bare "200.414" counts only when its part is one of ``cfr_parts`` and it is not
-money or a quantity); "section 3" with a plain integer (the commenter's own section as often
-as the document's: dropped); and **the commenter's own numbering**. A paragraph opening
-"1. We support…" is the commenter's list, not question 1 -- unless ``questions`` is given
-(the document is a request for information with numbered questions) and that paragraph's
-first sentence says "question"/"Q", or its opening words mirror question 1's own text
-(``MIRROR_SHARE`` of the question's first words): commenters answering an RFI often copy its
-numbered questions as their headings. "(1)(a)" alone is likewise a citation only after a
-question cue or as such a paragraph's bullet.
+money, a quantity or a version); "section 3" with a plain integer, and "Section 4.4" (the word,
+not "§") outside the document's known parts: the commenter's own section, or a paper's, as
+often as the document's, so dropped; and **the commenter's own numbering**. A paragraph
+opening "1. We support…" is the commenter's list, not question 1 -- unless ``questions`` is
+given (the document is a request for information with numbered questions) and that
+paragraph's first sentence says "question"/"Q", or its first words copy a question's own text
+(``MIRROR_SHARE`` of the question's first ``MIRROR_WORDS`` content words among the
+paragraph's first ``2 * MIRROR_WORDS``): commenters answering an RFI copy its numbered
+questions as their headings, and one answering three of five numbers them 1-3, so a copy
+cites the question it copies whatever its number. "(1)(a)" alone is likewise a citation only
+after a question cue or as such a paragraph's bullet.
 
 **Section ids expected** by :func:`match_citation` (the sections stage's scheme): CFR sections
-``§200.1`` (finer ones ``§200.1(b)`` where the document has them), parts ``Part 200``,
-questions ``q3`` / ``q1.a``, preamble headings as the dotted path of their numbers
-``II`` / ``II.B`` / ``II.B.3``. Ids are compared without spaces, case or "§", so ``§ 200.1``
-and ``part 200`` match too. A citation finer than the document's sections matches the nearest
-coarser one: ``200.1(b)(2)`` → ``§200.1(b)`` → ``§200.1``; ``1.a`` → ``q1``; ``II.B.3`` → ``II.B``.
+``§200.1`` (finer ones ``§200.1(b)`` where the document has them), parts ``Part200`` or
+``Part 200``, questions ``q3`` / ``q1.a`` / ``q1(a)``, preamble headings as the dotted path
+of their numbers ``II`` / ``II.B`` / ``II.B.3``. Ids are compared without spaces, case or
+"§". A citation finer than the document's sections matches the nearest coarser one:
+``200.1(b)(2)`` → ``§200.1(b)`` → ``§200.1``; ``1.a`` → ``q1``; ``II.B.3`` → ``II.B``.
 """
 
 from __future__ import annotations
@@ -138,6 +146,8 @@ def find_citations(text: str, *, questions: Mapping[str, str] | None = None,
     known, every "section N.N" counts. ``cfr_title``:
     the document's CFR title ("2"); a CFR citation of another title is ``external``.
     """
+    if questions is not None:  # "1(a)" as the sections stage may number it is "1.a" here
+        questions = {_question_key(number): asked for number, asked in questions.items()}
     found: list[tuple[int, int, str, str, str]] = []  # start, end, kind, ref, written
     finders = [_externals, _cfr_citations, _section_citations, _heading_citations,
                _part_citations, _question_citations, _bare_citations]
@@ -248,6 +258,10 @@ def _bare_citations(text: str, *, cfr_parts: Collection[str] | None, **_) -> Ite
         if match.group(1) in (cfr_parts or ()) and not _VERSION.search(text, max(0, match.start() - 12), match.start()):
             ref = f"{match.group(1)}.{match.group(2)}{''.join(match.group(3).split())}"
             yield match.start(), match.end(), "section", ref, match.group()
+
+
+def _question_key(number: str) -> str:
+    return ".".join(re.findall(r"[0-9]+|[a-z]+", number.lower()))
 
 
 def _line_start(text: str, at: int) -> int:
@@ -383,9 +397,10 @@ def _candidates(citation: Citation) -> list[str]:
         return [f"§{base}{''.join(paragraphs[:n])}" for n in range(len(paragraphs), -1, -1)]
     if citation.kind == "part":
         return [f"Part {ref}"]
-    if citation.kind == "question":
+    if citation.kind == "question":  # "1.a" is "q1.a" or, for a "(a)" list, "q1(a)"
         parts = ref.split(".")
-        return [f"q{'.'.join(parts[:n])}" for n in range(len(parts), 0, -1)]
+        return [variant for n in range(len(parts), 0, -1)
+                for variant in dict.fromkeys((f"q{'.'.join(parts[:n])}", f"q{parts[0]}{''.join(f'({p})' for p in parts[1:n])}"))]
     if citation.kind == "heading":
         parts = ref.split(".")
         return [".".join(parts[:n]) for n in range(len(parts), 0, -1)]

@@ -208,6 +208,14 @@ def test_match_rules(kind, ref, expected):
 def test_matching_ignores_spacing_case_and_the_section_sign_of_ids():
     assert match_citation(cite("section", "200.1"), [Sections("§ 200.1")]) == "§ 200.1"
     assert match_citation(cite("part", "200"), [Sections("part 200")]) == "part 200"
+    assert match_citation(cite("part", "200"), [Sections("Part200")]) == "Part200"
+
+
+def test_a_lettered_question_matches_either_way_the_document_numbers_it():
+    assert match_citation(cite("question", "1.a"), [Sections("q1"), Sections("q1(a)")]) == "q1(a)"
+    assert match_citation(cite("question", "1.b"), [Sections("q1"), Sections("q1(a)")]) == "q1"
+    # and the questions handed to find_citations may be keyed "1(a)" as well as "1.a"
+    assert refs("1.(a) On the question of cost: high.", questions={"1(a)": ""}) == [("question", "1.a")]
 
 
 # --- the judged set and its runner ------------------------------------------------------------
