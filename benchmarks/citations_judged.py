@@ -1,6 +1,7 @@
 """Citations of a rule's sections in comments, against sentences judged by reading.
 
     .venv/bin/python -m benchmarks citations_judged [--file benchmarks/citations_judged.yaml] [--misses]
+        [--sweep]
 
 Runs ``pipeline.sections.citations.find_citations`` on each sentence of the judged file
 (with its document's options: CFR title and parts, an RFI's questions) and compares the
@@ -11,13 +12,19 @@ entry's form: precision, recall, and the share of the sentences that cite nothin
 left with nothing found. Then ``match_citation`` on each expected citation that was found,
 against the document's hand-made section list: the share matched to the expected id (an
 expected "none" must come back None).
+
+``--sweep`` runs find_citations over the whole real share instead: every OMB dev comment
+(``labels/stance-omb-dev.csv``) and every NIST-2021-0006 attachment (read by the extract
+stage's readers), counts the citations by kind and prints each one that is not external with
+its sentence, to be read for precision on text nobody picked.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +33,7 @@ import yaml
 from pipeline.sections.citations import KINDS, Citation, find_citations, match_citation
 
 JUDGED = Path(__file__).with_name("citations_judged.yaml")
+REALDATA = Path(__file__).resolve().parent.parent.parent / "shared" / "realdata"
 
 
 @dataclass(frozen=True)
@@ -148,16 +156,49 @@ def report(tallies: dict[str, Tally], sentences: int, *, misses: bool = False) -
     return "\n".join(lines)
 
 
+def share_texts(realdata: Path = REALDATA) -> list[tuple[str, str, str]]:
+    """(document of the judged file, item id, text) for the OMB dev comments and the NIST
+    attachments of the real share."""
+    from pipeline.extract.readers import read_attachment
+
+    with (realdata / "labels" / "stance-omb-dev.csv").open(encoding="utf-8") as rows:
+        texts = [("omb", row["id"], row["text"]) for row in csv.DictReader(rows)]
+    folder = realdata / "mirror" / "raw-data" / "NIST" / "NIST-2021-0006" / "binary-NIST-2021-0006" / "comments_attachments"
+    for path in sorted(folder.glob("*")):
+        texts.append(("nist", path.stem, read_attachment(path, path.name).text or ""))
+    return texts
+
+
+def sweep(documents: dict[str, dict], texts: list[tuple[str, str, str]]) -> str:
+    counts: Counter = Counter()
+    lines = []
+    for doc, item, text in texts:
+        for citation in find_citations(text, **options(documents[doc])):
+            counts[(doc, citation.kind)] += 1
+            if citation.kind != "external":
+                lines.append(f"  {item} {citation.kind} {citation.ref} {citation.written!r}: {citation.sentence[:100]}")
+    summary = [f"{len(texts)} texts of the share; citations found by document and kind:"]
+    summary += [f"  {doc} {kind}: {n}" for (doc, kind), n in sorted(counts.items())]
+    return "\n".join(summary + ["", "each one not external, to read:"] + lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", type=Path, default=JUDGED)
     parser.add_argument("--misses", action="store_true", help="list each wrong or missed citation")
+    parser.add_argument("--sweep", action="store_true", help="run over the whole real share instead, to read")
     args = parser.parse_args(argv)
     try:
         documents, entries = load(args.file)
     except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as error:
         print(f"citations_judged: cannot read {args.file}: {error}", file=sys.stderr)
         return 1
+    if args.sweep:
+        if not REALDATA.is_dir():
+            print(f"citations_judged: no real share at {REALDATA}", file=sys.stderr)
+            return 1
+        print(sweep(documents, share_texts()))
+        return 0
     print(report(score(documents, entries), len(entries), misses=args.misses))
     return 0
 
