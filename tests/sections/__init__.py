@@ -1,1 +1,1 @@
-"""The sections stage: a document's sections and the comments that cite them."""
+"""The sections stage: rule documents split by their structure, comments tied to the sections they cite or are nearest, and what people read of them."""
