@@ -17,7 +17,9 @@ section a citation points at, or None.
 * ``heading``: a preamble heading, "II.B", "Section II.B", "part II", "section IV.C.1" →
   ``II.B``. A roman numeral alone ("II") counts only after "section"/"part"; "Section II
   below", "part III of this letter" are the letter's own; "V.A. hospitals", "L.J." are
-  abbreviations.
+  abbreviations. A named heading of the preamble (``NAMED_HEADINGS``) counts with a word saying
+  it is one: "the Background section", "the section titled “Summary”" → ``background``,
+  ``summary`` (the slug), never "our background section".
 * ``external``: another law or text, never the document: "42 U.S.C. 1395", "Pub. L. 116-283",
   "Executive Order 12866", "section 5 of the Clean Air Act", a "§" whose number has no dot
   ("§ 9202(a)(1)": CFR sections always carry part.section), a CFR citation of another title
@@ -42,7 +44,7 @@ after a question cue or as such a paragraph's bullet.
 **Section ids expected** by :func:`match_citation` (the sections stage's scheme): CFR sections
 ``§200.1`` (finer ones ``§200.1(b)`` where the document has them), parts ``Part200`` or
 ``Part 200``, questions ``q3`` / ``q1.a`` / ``q1(a)``, preamble headings as the dotted path
-of their numbers ``II`` / ``II.B`` / ``II.B.3``. Ids are compared without spaces, case or
+of their numbers ``II`` / ``II.B`` / ``II.B.3``, named headings by slug ``background``. Ids are compared without spaces, case or
 "§". A citation finer than the document's sections matches the nearest coarser one:
 ``200.1(b)(2)`` → ``§200.1(b)`` → ``§200.1``; ``1.a`` → ``q1``; ``II.B.3`` → ``II.B``.
 """
@@ -110,6 +112,17 @@ _BARE_SECTION = re.compile(rf"(?<![\w.§$/-])(\d{{1,3}})\.(\d{{1,4}})({_PARA}*)(
 _VERSION = re.compile(r"\b(?i:version|ver\.?|v\.?|release|rev\.?|revision|TLS|HTTP|Python)\s*$")
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 _ORDINAL_QUESTION = re.compile(rf"\b({'|'.join(_ORDINALS)})\s+(?:and\s+(?:final|last)\s+)?(?:key\s+)?(?:topic|question)\b", re.I)
+# Named headings of a Federal Register preamble a comment may point at by name; cited only
+# with a word saying it is a heading ("the Background section", "the section titled
+# 'Summary'"), never "our background section", and matched by slug ("background").
+NAMED_HEADINGS = ("Background", "Summary", "Executive Summary", "Supplementary Information", "Addresses",
+                  "Dates", "Regulatory Impact Analysis", "Regulatory Analyses", "Regulatory Flexibility Act",
+                  "Paperwork Reduction Act", "Request for Comments", "Public Participation",
+                  "Questions for Comment", "Authority", "List of Subjects")
+_NAME = "|".join(re.escape(name) for name in sorted(NAMED_HEADINGS, key=len, reverse=True))
+_NAMED_HEADING = re.compile(
+    rf"(?<!\bour )(?<!\bmy )(?<!\bthis )\b(?:the\s+)?[“\"‘']?({_NAME})[”\"’']?\s+(?:section|heading|portion)\b(?!\s*\d)"
+    rf"|\b(?:section|heading|portion)\s+(?:titled|entitled|headed|called)\s+[“\"‘']?({_NAME})\b", re.I)
 _NUMBERED_PARAGRAPH = re.compile(r"(?m)^[ \t•*“\"-]*(?:\((\d{1,2})\)|(\d{1,2})[.)])(?:\s?\(?([a-z])[.)])?[ \t]+(?=\S)")
 _EXTERNAL = re.compile(
     r"\b\d{1,2}\s*U\.?\s?S\.?\s?C\.?\s*A?\.?\s*(?:§§?\s*)?\d+[\w\-–]*(?:\([\w]+\))*"
@@ -149,7 +162,7 @@ def find_citations(text: str, *, questions: Mapping[str, str] | None = None,
     if questions is not None:  # "1(a)" as the sections stage may number it is "1.a" here
         questions = {_question_key(number): asked for number, asked in questions.items()}
     found: list[tuple[int, int, str, str, str]] = []  # start, end, kind, ref, written
-    finders = [_externals, _cfr_citations, _section_citations, _heading_citations,
+    finders = [_externals, _named_headings, _cfr_citations, _section_citations, _heading_citations,
                _part_citations, _question_citations, _bare_citations]
     for finder in finders + ([_mirrored_questions, _ordinal_questions] if questions is not None else []):
         # The first reading of a stretch of text wins (an external "§ 9202" is not read again
@@ -231,6 +244,12 @@ def _heading_citations(text: str, **_) -> Iterable[tuple]:
             continue  # "in Section II below": the letter's own section
         yield from ((start, end, "heading", ref, written) for start, end, ref, written
                     in _refs(text, items, cue.start()))
+
+
+def _named_headings(text: str, **_) -> Iterable[tuple]:
+    for match in _NAMED_HEADING.finditer(text):
+        name = match.group(1) or match.group(2)
+        yield match.start(), match.end(), "heading", re.sub(r"[^a-z0-9]+", "-", name.lower()), match.group()
 
 
 def _part_citations(text: str, *, cfr_parts: Collection[str] | None, **_) -> Iterable[tuple]:

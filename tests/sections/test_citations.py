@@ -47,6 +47,8 @@ def refs(text: str, **options) -> list[tuple[str, str]]:
     ("Section II.B.3 understates it.", [("heading", "II.B.3")]),
     ("As part II of the preamble says, it is needed.", [("heading", "II")]),
     ("Section IV is missing.", [("heading", "IV")]),
+    ("As instructed in the ADDRESSES section, we wrote.", [("heading", "addresses")]),
+    ("The section titled “Regulatory Impact Analysis” omits costs.", [("heading", "regulatory-impact-analysis")]),
 ])
 def test_each_written_form_gives_its_normalised_reference(text, expected):
     assert refs(text) == expected
@@ -132,6 +134,7 @@ def test_with_the_documents_parts_known_other_parts_are_another_texts():
     "As part III of this letter shows, costs rise.",
     "Care at V.A. hospitals is slow.",
     "32 BERKELY TECH. L.J. 1313 (2017).",
+    "Our background section explains who we are.",
 ])
 def test_self_references_and_abbreviations_are_no_headings(text):
     assert refs(text) == []
