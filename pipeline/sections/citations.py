@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 KINDS = ("section", "part", "question", "heading", "external")
+EVIDENCE_AROUND = 300  # characters of a long sentence kept each side of its citation
 MAX_RANGE = 40  # a "§§ 200.300–200.399" wider than this is kept as its two ends
 MIRROR_SHARE = 0.75  # of a question's first words a numbered paragraph must open with
 MIRROR_WORDS = 8  # how many of the question's first content words are compared, within
@@ -162,25 +163,48 @@ def find_citations(text: str, *, questions: Mapping[str, str] | None = None,
     if questions is not None:  # "1(a)" as the sections stage may number it is "1.a" here
         questions = {_question_key(number): asked for number, asked in questions.items()}
     found: list[tuple[int, int, str, str, str]] = []  # start, end, kind, ref, written
+    taken = _Taken()
     finders = [_externals, _named_headings, _cfr_citations, _section_citations, _heading_citations,
                _part_citations, _question_citations, _bare_citations]
-    for finder in finders + ([_mirrored_questions, _ordinal_questions] if questions is not None else []):
-        # The first reading of a stretch of text wins (an external "§ 9202" is not read again
-        # as a section, a list's later cue not again on its own); only a range's members,
-        # from one finder, share their span.
-        earlier = len(found)
+    for number, finder in enumerate(finders + ([_mirrored_questions, _ordinal_questions] if questions is not None else [])):
         for item in finder(text, cfr_parts=cfr_parts, cfr_title=cfr_title, questions=questions):
-            if not any(item[0] < other[1] and other[0] < item[1]
-                       and (index < earlier or item[:2] != other[:2] or item[3] == other[3])
-                       for index, other in enumerate(found)):
+            if taken.take(item, number):
                 found.append(item)
     spans = sentence_spans(text)
     starts = [start for start, _ in spans]
     citations = []
     for start, end, kind, ref, written in sorted(found, key=lambda item: (item[0], item[1])):
         s_start, s_end = spans[max(bisect.bisect_right(starts, start) - 1, 0)] if spans else (0, len(text))
+        # A "sentence" with no full stop (a table, a PDF's run-on list) is cut to the words
+        # around the citation: the evidence a reader needs, and no cost growing with it.
+        s_start, s_end = max(s_start, start - EVIDENCE_AROUND), min(s_end, end + EVIDENCE_AROUND)
         citations.append(Citation(kind, ref, written, start, end, " ".join(text[s_start:s_end].split())))
     return citations
+
+
+class _Taken:
+    """The stretches of text already read as citations. The first reading wins (an external
+    "§ 9202" is not read again as a section); only a range's members, from one finder and of
+    one kind, share a span. Taken spans never overlap, so their ends rise with their starts
+    and a new item meets at most its neighbours: a long letter costs no pairwise comparison."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.spans: list[tuple[int, int, int, str, set[str]]] = []  # start, end, finder, kind, refs
+
+    def take(self, item: tuple, finder: int) -> bool:
+        start, end, kind, ref = item[:4]
+        at = bisect.bisect_left(self.starts, end) - 1
+        while at >= 0 and self.spans[at][1] > start:
+            s_start, s_end, s_finder, s_kind, refs = self.spans[at]
+            if (s_start, s_end, s_finder, s_kind) != (start, end, finder, kind) or ref in refs:
+                return False
+            refs.add(ref)
+            return True
+        place = bisect.bisect_left(self.starts, start)
+        self.starts.insert(place, start)
+        self.spans.insert(place, (start, end, finder, kind, {ref}))
+        return True
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -210,10 +234,22 @@ def _externals(text: str, **_) -> Iterable[tuple]:
         yield match.start(), match.start() + len(written), "external", " ".join(written.split()), written
 
 
+def _lists(text: str, cues: Iterable[re.Match], *item_res: re.Pattern) -> Iterable[tuple]:
+    """(cue, its list) for each cue whose list is not the tail of an earlier cue's: "§ 200.1
+    and § 200.2 and …" is read once, from its first cue (each cue reading the rest again would
+    cost the square of the list's length). The first of ``item_res`` that reads a list wins."""
+    done = 0
+    for cue in sorted(cues, key=lambda match: match.start()):
+        if cue.start() < done:
+            continue
+        groups = next((found for item_re in item_res if (found := _list_at(text, cue.end(), item_re))), [])
+        done = groups[-1][1] if groups else done
+        yield cue, groups
+
+
 def _cfr_citations(text: str, *, cfr_title: str | None, cfr_parts: Collection[str] | None, **_) -> Iterable[tuple]:
     """"2 CFR 200.414", "2 C.F.R. §§ 200.1–200.3", "2 CFR part 200", "2 CFR 200"."""
-    for cue in _CFR.finditer(text):
-        items = _list_at(text, cue.end(), _SECTION_ITEM) or _list_at(text, cue.end(), _CFR_PART_ITEM)
+    for cue, items in _lists(text, _CFR.finditer(text), _SECTION_ITEM, _CFR_PART_ITEM):
         for start, end, ref, written in _refs(text, items, cue.start()):
             other = (cfr_title is not None and cue.group(1) != cfr_title) or _outside(ref, cfr_parts)
             kind = "external" if other else ("section" if "." in ref else "part")
@@ -226,8 +262,8 @@ def _outside(ref: str, cfr_parts: Collection[str] | None) -> bool:
 
 
 def _section_citations(text: str, *, cfr_parts: Collection[str] | None, **_) -> Iterable[tuple]:
-    for cue in _SECTION_CUE.finditer(text):
-        for start, end, ref, written in _refs(text, _list_at(text, cue.end(), _SECTION_ITEM), cue.start()):
+    for cue, items in _lists(text, _SECTION_CUE.finditer(text), _SECTION_ITEM):
+        for start, end, ref, written in _refs(text, items, cue.start()):
             if not _outside(ref, cfr_parts):
                 yield start, end, "section", ref, written
             elif "§" in cue.group():  # legal citation style: another rule's or text's section
@@ -236,8 +272,7 @@ def _section_citations(text: str, *, cfr_parts: Collection[str] | None, **_) -> 
 
 
 def _heading_citations(text: str, **_) -> Iterable[tuple]:
-    for cue in _HEADING_CUE.finditer(text):
-        items = _list_at(text, cue.end(), _HEADING_ITEM)
+    for cue, items in _lists(text, _HEADING_CUE.finditer(text), _HEADING_ITEM):
         if items and items[0][2] == ["I"] and not re.match(r"[.,;:)\]\n]|$", text[items[0][1]:items[0][1] + 1]):
             continue  # "Section I think", "part I of our letter": a lone "I" must stand alone
         if items and _SELF_REFERENCE.match(text, items[-1][1]):
@@ -253,17 +288,16 @@ def _named_headings(text: str, **_) -> Iterable[tuple]:
 
 
 def _part_citations(text: str, *, cfr_parts: Collection[str] | None, **_) -> Iterable[tuple]:
-    for cue in _PART_CUE.finditer(text):
-        for start, end, ref, written in _refs(text, _list_at(text, cue.end(), _PART_ITEM), cue.start()):
+    for cue, items in _lists(text, _PART_CUE.finditer(text), _PART_ITEM):
+        for start, end, ref, written in _refs(text, items, cue.start()):
             yield start, end, "external" if _outside(ref, cfr_parts) else "part", ref, written
 
 
 def _question_citations(text: str, **_) -> Iterable[tuple]:
-    for cue in list(_QUESTION_CUE.finditer(text)) + list(_Q.finditer(text)):
-        if cue.group().startswith("Q") and _QUARTER.match(text, cue.end()):
-            continue
+    cues = [*_QUESTION_CUE.finditer(text), *(cue for cue in _Q.finditer(text) if not _QUARTER.match(text, cue.end()))]
+    for cue, items in _lists(text, cues, _QUESTION_ITEM):
         yield from ((start, end, "question", ref, written) for start, end, ref, written
-                    in _refs(text, _list_at(text, cue.end(), _QUESTION_ITEM), cue.start()))
+                    in _refs(text, items, cue.start()))
 
 
 def _bare_citations(text: str, *, cfr_parts: Collection[str] | None, **_) -> Iterable[tuple]:

@@ -72,6 +72,19 @@ def test_a_citation_keeps_what_was_written_its_offsets_and_its_sentence():
     assert [c.written for c in listed] == ["§ 200.1", "Sec. 200.3"]
 
 
+def test_a_run_on_sentence_is_cut_to_the_words_around_its_citation():
+    text = "costs rise, " * 5000 + "see § 200.414 and " + "more words, " * 5000
+    (citation,) = find_citations(text)
+    assert "§ 200.414" in citation.sentence and len(citation.sentence) <= 2 * 300 + len("§ 200.414") + 2
+
+
+def test_a_long_chain_of_citations_is_read_once_from_its_first_cue():
+    text = "§ 200.1 and " * 3000 + "§ 200.2."
+    found = find_citations(text)
+    assert len(found) == 3001 and len({c.start for c in found}) == 3001
+    assert found[1].written == "§ 200.1" and found[-1].ref == "200.2"
+
+
 def test_sentences_do_not_end_inside_numbers_or_after_abbreviations():
     text = "See Sec. 200.1 and 42 U.S.C. 1395 of the Act. Next one.\n\n1. A bullet line."
     assert [text[a:b] for a, b in sentence_spans(text)] == [
