@@ -73,6 +73,10 @@ def test_real_documents_are_split_and_a_rerun_does_nothing(tmp_path, pg_server, 
         assert sorted(SectionLink.select(SectionLink.comment, SectionLink.section, SectionLink.kind).tuples()) == links
         assert all(section_docket(StageContext(runtime=runtime, run_id="x"),
                                   dockets.require_docket(d)).counts == {} for d in ids)
+        # --force: every document split again and every comment linked again, to the same rows.
+        forced = section_docket(StageContext(runtime=runtime, run_id="forced", force=True), dockets.require_docket(ACF))
+        assert (forced.counts["split"], forced.counts["linked"]) == (1, 1)
+        assert sorted(SectionLink.select(SectionLink.comment, SectionLink.section, SectionLink.kind).tuples()) == links
 
 
 def test_the_rfis_comments_are_tied_to_its_questions_and_read_as_such(tmp_path, pg_server, realdata, capsys):
@@ -111,6 +115,7 @@ def test_the_rfis_comments_are_tied_to_its_questions_and_read_as_such(tmp_path, 
         # A citation of no section of the notice is kept as written, with its sentence.
         assert [(u["comment"], u["citation"]) for u in shown["unmatched_citations"]] == [(f"{NIST}-0025", "Part II")]
         assert shown["unmatched_citations"][0]["sentence"].startswith("As discussed in Part II, reliable")
+        assert cli.main(["verify"]) == 0, capsys.readouterr().out  # the rows agree with the item states
         assert cli.main(["sections", "NO-SUCH-0001"]) == 2
         assert "unknown document: NO-SUCH-0001" in capsys.readouterr().err
 
@@ -136,3 +141,9 @@ def test_the_rfis_comments_are_tied_to_its_questions_and_read_as_such(tmp_path, 
         assert [r["section_id"] for r in table if r["section_id"].startswith("q")] == list(questions)
         comments = {r["comment_id"]: r for r in pq.read_table(tmp_path / f"out/{NIST}/comments.parquet").to_pylist()}
         assert comments[f"{NIST}-0013"]["sections"].splitlines() == ["q1", "q2", "q3", "q4", "q5"]
+
+        # A document's sections lost while its state says split: verify names it.
+        DocumentSection.delete().where(DocumentSection.document == f"{NIST}-0001").execute()
+        capsys.readouterr()
+        assert cli.main(["verify"]) == 1
+        assert f"{NIST}-0001: sections state ok but no section rows" in capsys.readouterr().out
