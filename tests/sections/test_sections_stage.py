@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from starlette.testclient import TestClient
 
 from pipeline.counters import ROWS_WRITTEN, counters
@@ -28,6 +29,7 @@ from tests.fixtures.state_fixtures import (
     run_invocation,
 )
 
+pytestmark = pytest.mark.postgres
 ACF = "ACF-2025-0038"
 NIST = "NIST-2021-0006"
 
@@ -133,6 +135,8 @@ def test_the_rfis_comments_are_tied_to_its_questions_and_read_as_such(tmp_path, 
                 "IV. Increasing Studies of Programs and Services Eligible for Review by the Title IV–E Prevention "
                 "Services Clearinghouse"]
             assert client.get(f"/document/{NIST}-0001/section/q9").status_code == 404
+            # The notices printed beside it are shown folded, said not to be its text.
+            assert acf.count("not this document's text</summary>") == 1
 
         assert cli.main(["export", str(tmp_path / "out"), "--docket", NIST, "--format", "parquet"]) == 0
         import pyarrow.parquet as pq
