@@ -58,6 +58,7 @@ _ARABIC = re.compile(r"^(\d{1,3})\.\s+(?=[A-Za-z‘“\"(])")
 _LOWER = re.compile(r"^([a-z])\.\s+(?=\S)")
 _PAREN_LOWER = re.compile(r"^\(([a-z])\)\s+(?=\S)")
 _PAREN_DIGIT = re.compile(r"^\((\d{1,2})\)\s+(?=\S)")
+_COMPOUND = re.compile(r"^(\d{1,2})\.([a-z])[.)]?\s+(?=\S)")
 _PART = re.compile(r"^PART\s+(\d+)\s*[—–-]+\s*\S")
 _SECTION = re.compile(r"^(?:§|Sec\.)\s*(\d+\.\d+[a-z]?(?:-\d+)?)\s+(?=[A-Z])")
 _RANK = {"part": 0, "roman": 1, "upper": 2, "section": 2, "arabic": 3, "lower": 4, "paren_lower": 5,
@@ -159,16 +160,18 @@ def _outline(lines) -> list[dict]:
             found.append({"id": slug, "heading": heading, "page": page, "parent": None, "kind": kind,
                           "number": "", "lines": [(page, rest)] if rest else []})
             continue
-        numbered = _numbered(line, stack)
-        if numbered is not None:
-            kind, ordinal, label, number = numbered
+        numbered = _compound(line, stack) or ([n] if (n := _numbered(line, stack)) else [])
+        for kind, ordinal, label, number in numbered:
             while stack and _RANK[stack[-1].kind] >= _RANK[kind]:
                 stack.pop()
             path = [o.label for o in stack] + [label]
             parent = found[stack[-1].index]["id"] if stack else _scope_parent(found)
             stack.append(_Open(kind, ordinal, label, len(found)))
-            found.append({"id": _path_id(path, scope), "heading": _heading(number, lines, at), "page": page,
-                          "parent": parent, "kind": kind, "number": number, "lines": [(page, line)]})
+            own = kind == numbered[-1][0]  # an implied "1." before "1.a" has no line of its own
+            found.append({"id": _path_id(path, scope), "page": page, "parent": parent, "kind": kind,
+                          "heading": _heading(number, lines, at) if own else number, "number": number,
+                          "lines": [(page, line)] if own else []})
+        if numbered:
             continue
         found[-1]["lines"].append((page, line))
     if len(found) == 1:
@@ -213,6 +216,25 @@ def _numbered(line: str, stack: list[_Open]) -> tuple[str, int, str, str] | None
         if ordinal == 1 and all(o.kind != kind for o in stack):
             return kind, ordinal, label, number
     return None
+
+
+def _compound(line: str, stack: list[_Open]) -> list[tuple[str, int, str, str]]:
+    """A question numbered "1.a" (or "1.a." / "1.a)"): the letter's section under number 1, and
+    number 1 itself first when it is not open yet and the letter is its first ("1.a" opening a
+    list of "1.a", "1.b", "2.a" ... with no "1." line). [] when the line is not one."""
+    match = _COMPOUND.match(line)
+    if not match:
+        return []
+    number, letter = int(match.group(1)), match.group(2)
+    ordinal = ord(letter) - ord("a") + 1
+    arabic = next((o for o in stack if o.kind == "arabic"), None)
+    lower = next((o for o in stack if o.kind == "lower"), None)
+    written = f"{number}.{letter}"
+    if arabic is not None and arabic.ordinal == number:
+        continues = lower is not None and lower.ordinal + 1 == ordinal and stack.index(lower) > stack.index(arabic)
+        return [("lower", ordinal, letter, written)] if continues or ordinal == 1 else []
+    opens = (arabic.ordinal + 1 == number) if arabic is not None else number == 1
+    return [("arabic", number, str(number), f"{number}."), ("lower", 1, letter, written)] if opens and ordinal == 1 else []
 
 
 def _readings(line: str):
@@ -264,7 +286,7 @@ def _heading(number: str, lines, at: int) -> str:
     """The heading of the numbered line at ``at``: its words up to the first stop (":", ". ",
     "?", ";"), the wrapped lines after it joined; a short title-cased line alone (its text
     starts on the next line)."""
-    first = lines[at][1][len(number):].strip() if not number.startswith(("§", "Part")) else lines[at][1]
+    first = lines[at][1][len(number):].lstrip(".) ").strip() if not number.startswith(("§", "Part")) else lines[at][1]
     words = first
     if _is_title(first) and at + 1 < len(lines) and lines[at + 1][1][:1].isupper():
         return _capped(f"{number} {first.rstrip(' .:')}" if not number.startswith(("§", "Part")) else first.rstrip(" .:"))

@@ -31,3 +31,4 @@ def test_a_comment_is_nearest_a_section_only_above_the_floor():
         {"section": "II", "evidence": "we object to the costs", "similarity": 0.9939}]
     assert nearest_links(comment, vectors, placed, 0.995) == []
     assert nearest_links([], vectors, placed, 0.5) == []
+
