@@ -1,7 +1,7 @@
 """The pipeline put together: its stages, registered with the engine in pipeline order, and
 discovery before them. This is the one stage list.
 
-fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns -> topics -> positions, and
+fetch -> backfill -> extract -> ocr (optional) -> index -> campaigns -> topics -> sections -> positions, and
 organisations and lineage after backfill (they read the records' fields, not their text).
 Each stage package declares its ``Stage``; ``STAGES`` lists them here once, in order, and
 the engine's registry (``pipeline.engine.registry``) answers the questions about the chain
@@ -24,10 +24,11 @@ from pipeline.lineage import stage as lineage
 from pipeline.ocr import stage as ocr
 from pipeline.organisations import stage as organisations
 from pipeline.positions import stage as positions
+from pipeline.sections import stage as sections
 from pipeline.topics import stage as topics
 
 STAGES: tuple[Stage, ...] = tuple(package.DECLARATION for package in (
-    fetch, backfill, extract, ocr, index, campaigns, organisations, lineage, topics, positions))
+    fetch, backfill, extract, ocr, index, campaigns, organisations, lineage, topics, sections, positions))
 
 for _stage in STAGES:
     registry.register(_stage)

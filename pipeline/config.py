@@ -140,6 +140,10 @@ SETTINGS: tuple[Setting, ...] = (
             "count once) gets no topic map (\"too few comments for topics\"); from this many on, a map of what "
             "there is, however few", minimum=1),
     Setting("topic_similarity", float, 0.5, "cosine similarity to a topic's centre at which a new comment is placed in it", minimum=0.0),
+    Setting("sections", bool, True, "IndexAll also splits each docket's documents into sections and ties comments "
+            "to them (DocumentSections) after topics; DocumentSectionsAll runs them alone"),
+    Setting("section_nearest_floor", float, 0.55, "cosine similarity of a comment's passage to a document's "
+            "passage at which the comment is shown nearest that passage's section", minimum=0.0),
     Setting("topic_recluster_share", float, 0.2, "share of new or unplaced comments at which a docket is clustered again", minimum=0.0),
     Setting("positions", bool, True, "IndexAll also estimates each docket's positions (Positions) after topics; "
             "PositionsAll runs them alone"),

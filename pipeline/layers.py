@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("stages", (
         "pipeline.discover", "pipeline.fetch", "pipeline.backfill", "pipeline.extract",
         "pipeline.ocr", "pipeline.index", "pipeline.campaigns", "pipeline.organisations",
-        "pipeline.lineage", "pipeline.topics", "pipeline.positions",
+        "pipeline.lineage", "pipeline.topics", "pipeline.sections", "pipeline.positions",
     )),
     # The pipeline put together: the stages registered in order (the one stage list), and
     # the process's runtime, which opens every store a stage uses (the index DB, the index

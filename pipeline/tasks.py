@@ -30,6 +30,7 @@ from pipeline.ocr import stage as ocr
 from pipeline.ops.redrive import Redrive
 from pipeline.organisations import stage as organisations
 from pipeline.positions import stage as positions
+from pipeline.sections import stage as sections
 from pipeline.topics import stage as topics
 
 
@@ -165,6 +166,17 @@ class TopicsAll(DocketWrapper):
     stage_task = TopicMap
 
 
+class DocumentSections(DocketStageTask):
+    __doc__ = sections.DECLARATION.doc
+    stage = sections.DECLARATION
+
+
+class DocumentSectionsAll(DocketWrapper):
+    """DocumentSections for every known docket (after discovery), or the named ones."""
+
+    stage_task = DocumentSections
+
+
 class Positions(DocketStageTask):
     __doc__ = positions.DECLARATION.doc
     stage = positions.DECLARATION
@@ -193,7 +205,8 @@ def follow_on_stages() -> list[tuple[type[DocketWrapper], tuple[str, ...]]]:
     """The stages ``IndexAll`` runs after indexing, each with the settings that must all be on
     for it to: one list, so a new follow-on stage is one line here and one setting."""
     return [(CampaignsAll, ("campaigns",)), (OrganisationsAll, ("organisations",)), (LineageAll, ("lineage",)),
-            (TopicsAll, ("topics", "campaigns")), (PositionsAll, ("positions", "campaigns"))]
+            (TopicsAll, ("topics", "campaigns")), (DocumentSectionsAll, ("sections",)),
+            (PositionsAll, ("positions", "campaigns"))]
 
 
 def stage_tasks(stage: Stage, module: str = __name__) -> tuple[type[DocketStageTask], type[DocketWrapper]]:

@@ -30,7 +30,8 @@ def fresh(statement: str) -> dict:
 def test_the_registry_answers_in_the_assemblys_order():
     assert [s for s in registry.stages() if s in assembly.STAGES] == list(assembly.STAGES)
     assert [s.name for s in assembly.STAGES] == [
-        "fetch", "backfill", "extract", "ocr", "index", "campaigns", "organisations", "lineage", "topics", "positions"]
+        "fetch", "backfill", "extract", "ocr", "index", "campaigns", "organisations", "lineage", "topics", "sections",
+        "positions"]
 
 
 def test_every_wrapper_runs_the_pipelines_discovery():

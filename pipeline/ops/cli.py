@@ -24,6 +24,7 @@ from pipeline.ops.commands import (
     positions,
     publish,
     search,
+    sections,
     services,
     settings,
     show,
@@ -38,7 +39,7 @@ from pipeline.ops.commands.command_line import (
 from pipeline.stop_signals import exiting_on, uninterrupted
 from pipeline.version import installed_version
 
-MODULES = (settings, dockets, item_states, show, search, services, maintenance, publish, analysis, positions)
+MODULES = (settings, dockets, item_states, show, search, services, maintenance, publish, analysis, sections, positions)
 # SIGINT stays Python's KeyboardInterrupt ("interrupted", exit 130); these two would end the
 # process without its finally, leaving the embedded index server it started running.
 EXITING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)

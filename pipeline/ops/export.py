@@ -1,7 +1,7 @@
 """``docketeer export DEST [--docket D] [--format parquet|csv]``: each docket's comments,
 attachments and campaigns as files that DuckDB, pandas and spreadsheets read directly.
 
-``DEST/<docket>/comments.parquet`` (or ``.csv``), ``attachments.*``, ``campaigns.*`` and ``comment_organisations.*``,
+``DEST/<docket>/comments.parquet`` (or ``.csv``), ``attachments.*``, ``campaigns.*``, ``sections.*`` and ``comment_organisations.*``,
 with ``DEST/README.txt`` describing every column. A docket is rewritten only when its data
 changed since its last export there: ``DEST/<docket>/export.json`` keeps the fingerprint of
 the state rows the files were made from (items, attachments, extract, OCR and campaign
@@ -26,7 +26,7 @@ from pipeline.clock import eastern_date
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import DocketeerError
 from pipeline.fingerprints import RecordsDigest
-from pipeline.reading import campaigns, lineage, organisations, reports, topics
+from pipeline.reading import campaigns, lineage, organisations, reports, sections, topics
 from pipeline.reading.comments import combined_sections, parse_combined
 from pipeline.reading.lineage import phase_of
 from pipeline.sources import records
@@ -34,7 +34,8 @@ from pipeline.store import dockets, item_states, items
 from pipeline.store.blobs import combined_key
 from pipeline.store.documents import documents_of
 
-EXPORT_VERSION = "export-8"  # 8: text_chars is the length of the text column beside it
+# 8: text_chars is the length of the text column beside it; 9: sections, and the sections each comment cites
+EXPORT_VERSION = "export-9"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -87,6 +88,8 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("answers_phase", "string", "that document's phase of the rule: notice, proposed, final, supporting, "
                                     "other, unknown"),
         ("topic_id", "string", "its main topic on the docket's topic map (empty: unplaced, or no map)"),
+        ("sections", "string", "the sections of the document it answers that it cites (section ids as in "
+                               "sections, \"II.B\", \"§200.1\", \"q3\"), one per line (empty: none)"),
     ],
     "comment_organisations": [
         ("docket_id", "string", "the docket"),
@@ -123,6 +126,23 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("comment_end_date", "string", "its comment window's deadline day (YYYY-MM-DD, US Eastern)"),
         ("fr_doc_num", "string", "its Federal Register document number"),
         ("comments", "int64", "comments tied to it"),
+    ],
+    "sections": [
+        ("docket_id", "string", "the docket"),
+        ("document_id", "string", "the rule document"),
+        ("section_id", "string", "the section, stable across re-extraction: its number path (\"II.B\", "
+                                 "\"§200.1\", \"q1.a\") or its heading's (\"background\"); \"~2\": its second use"),
+        ("ordinal", "int64", "its place in the document's reading order"),
+        ("heading", "string", "its heading as printed"),
+        ("page", "int64", "the page its heading is on"),
+        ("parent", "string", "the section it is part of (empty: none)"),
+        ("kind", "string", "roman, upper, arabic, lower, paren_lower, paren_digit, part, section, named, "
+                           "caption, front, other (another document on the same Federal Register page), text"),
+        ("text", "string", "its own text (its subsections' not included)"),
+        ("cited_by", "int64", "comments citing it"),
+        ("cited_by_submissions", "int64", "the submissions those comments stand for"),
+        ("nearest", "int64", "comments with a passage nearest it (cosine at least section_nearest_floor)"),
+        ("nearest_submissions", "int64", "the submissions those comments stand for"),
     ],
     "campaigns": [
         ("docket_id", "string", "the docket"),
@@ -298,6 +318,10 @@ def docket_fingerprint(docket_id: str, formats: tuple[str, ...]) -> str:
         digest.add(key, document or "", phase)
     for key, topic in sorted(topics.docket_topic_of(docket_id).items()):
         digest.add(key, topic or "")
+    for row in sections.sections_of_docket(docket_id):
+        digest.add(*(str(row[k]) for k in sorted(row)))
+    for key, cited in sorted(sections.cited_sections_of_docket(docket_id).items()):
+        digest.add(key, *cited)
     for t in topics.topics_of(docket_id):
         digest.add(t.id, t.label, str(t.comments), str(t.submissions), str(t.organisations), str(t.share),
                    t.first_seen or "", t.last_seen or "", *(r["item"] + r["text"] for r in t.representatives))
@@ -315,6 +339,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     resolved = organisations.docket_organisations(docket_id)
     ties = lineage.docket_ties(docket_id)
     topic_of = topics.docket_topic_of(docket_id)
+    cited = sections.cited_sections_of_docket(docket_id)
     read = _texts(runtime, docket_id, [c.key for c in comments if c.key in texts])
     represented: dict[str, int] = {}  # campaign -> submissions its members stand for
     for c in comments:
@@ -323,7 +348,8 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             represented[campaign] = represented.get(campaign, 0) + 1 + (c.duplicate_comments or 0)
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
                                  read.get(c.key), membership.get(c.key), represented,
-                                 resolved.get(c.key, []), ties.get(c.key, (None, None)), topic_of.get(c.key))
+                                 resolved.get(c.key, []), ties.get(c.key, (None, None)), topic_of.get(c.key),
+                                 cited.get(c.key, []))
                     for c in comments]
     keys = {c.key for c in comments}
     attachment_rows = []
@@ -340,6 +366,9 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             "rule_phases": _rule_phase_rows(docket_id),
             "campaigns": [_campaign_row(docket_id, c, represented) for c in campaigns.campaigns_of(docket_id, min_size=1)],
             "topics": [_topic_row(docket_id, t) for t in topics.topics_of(docket_id)],
+            "sections": [{"docket_id": docket_id, "document_id": row["document"], "section_id": row["section"],
+                          **{k: v for k, v in row.items() if k not in ("document", "section")}}
+                         for row in sections.sections_of_docket(docket_id)],
             "comment_organisations": [
                 {"docket_id": docket_id, "comment_id": key, "position": position,
                  "organisation_id": organisation, "organisation": name}
@@ -411,7 +440,7 @@ def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
 
 
 def _comment_row(docket_id, item, files, text_row, read: ItemText | None, membership, represented,
-                 named: list[tuple[str, str]], tie, topic: str | None) -> dict:
+                 named: list[tuple[str, str]], tie, topic: str | None, cited: list[str]) -> dict:
     organisation = named[0] if named else (None, None)
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
@@ -428,7 +457,8 @@ def _comment_row(docket_id, item, files, text_row, read: ItemText | None, member
             "campaign_submissions": represented.get(membership[0]) if membership else None,
             "organisation_id": organisation[0], "organisation": organisation[1],
             "organisation_count": len(named) or None,
-            "answers_document": tie[0], "answers_phase": tie[1], "topic_id": topic}
+            "answers_document": tie[0], "answers_phase": tie[1], "topic_id": topic,
+            "sections": "\n".join(cited) or None}
 
 
 KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order
@@ -553,7 +583,7 @@ def _temporary_beside(path: Path) -> Iterator[str]:
 
 def readme() -> str:
     lines = ["docketeer export", "================", "",
-             "One folder per docket, each with comments, attachments, campaigns, topics, rule_phases",
+             "One folder per docket, each with comments, attachments, campaigns, topics, sections, rule_phases",
              "and comment_organisations (each organisation a comment names) as Parquet",
              "and/or CSV (UTF-8, header row). export.json holds the fingerprint of the data the",
              "files were made from: an unchanged docket is not rewritten.",

@@ -576,7 +576,10 @@ def _upgrade_to_21(db: peewee.Database) -> None:
 
 
 def _upgrade_to_22(db: peewee.Database) -> None:
-    """v22: taken by another change being merged (this placeholder changes nothing)."""
+    """v22: a rule document's sections and the comments tied to them (the sections stage).
+    New, empty tables: the next run of the stage splits every document and links every
+    comment."""
+    db.create_tables([models.DocumentSection, models.SectionLink], safe=True)
 
 
 def _upgrade_to_23(db: peewee.Database) -> None:

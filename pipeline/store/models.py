@@ -509,8 +509,43 @@ class PositionModel(BaseModel):
     fitted_at = TextField(null=True)
 
 
+class DocumentSection(BaseModel):
+    """One section of a rule document's text, as ``pipeline.sections.splitter`` found it: its
+    id (stable across re-extraction: its number path, "II.B", "§200.1", "q1.a"), heading,
+    text, first page and parent, in reading order."""
+
+    document = TextField()
+    docket = TextField(index=True)
+    section = TextField()  # the section's id within its document
+    ordinal = IntegerField()  # its place in reading order
+    heading = TextField()
+    text = TextField()
+    page = IntegerField(null=True)
+    parent = TextField(null=True)
+    kind = TextField()
+
+    class Meta:
+        table_name = "document_section"
+        primary_key = CompositeKey("document", "section")
+
+
+class SectionLink(BaseModel):
+    """A comment tied to a section of the document it answers: a citation it makes ("cited",
+    the section None when no section matches it, kept as written) with the sentence citing
+    it, or a passage nearest the section by the index's vectors ("nearest", its similarity)."""
+
+    comment = TextField(index=True)
+    docket = TextField(index=True)
+    document = TextField(index=True)
+    section = TextField(null=True)
+    kind = TextField()  # cited | nearest
+    citation = TextField(null=True)  # as written, for a citation
+    evidence = TextField()  # the citing sentence, or the comment's nearest passage
+    similarity = FloatField(null=True)
+
+
 MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, MirrorObject,
           CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan,
           Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym,
           DocketDocument, LineageComment, LineageLink, FederalRegisterDocument, Topic, TopicMember, TopicMap,
-          DocketFailure, PositionCode, PositionMember, PositionModel)
+          DocketFailure, PositionCode, PositionMember, PositionModel, DocumentSection, SectionLink)

@@ -51,7 +51,7 @@ PAGES = [
     ("/rule/{name}/organisations", reading_routes.rule_organisations),
     ("/search", page_routes.search), ("/status", page_routes.status),
     ("/docket/{docket_id}", page_routes.docket), ("/comment/{key}", page_routes.comment),
-    ("/document/{key}", page_routes.document),
+    ("/document/{key}", page_routes.document), ("/document/{key}/section/{section}", page_routes.document_section),
 ]
 
 

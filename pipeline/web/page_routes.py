@@ -70,6 +70,15 @@ async def document(request: Request):
     return site.render(request, "document.html", page=page)
 
 
+async def document_section(request: Request):
+    site, key, section = site_of(request), request.path_params["key"], request.path_params["section"]
+    found = pages.section_page(key, section)
+    if found is None:
+        return site.missing(request, "document section", f"{key} {section}")
+    facts, view, comments = found
+    return site.render(request, "document_section.html", facts=facts, section=view, comments=comments)
+
+
 async def status(request: Request):
     site = site_of(request)
     return site.render(request, "status.html", rows=pages.status_page(site.runtime), problems=browsing.problems(),

@@ -397,6 +397,9 @@ class DocumentPage:
     facts: object  # pipeline.reading.documents.DocumentFacts
     sections: list[Section]  # the document's own text first, then each content or attachment file's
     extracted: bool
+    # its text split by its structure (``pipeline.reading.sections``), each section with the
+    # comments citing it and nearest it; None before the sections stage split it
+    outline: object = None
 
     @property
     def item(self):
@@ -421,21 +424,39 @@ class DocumentPage:
 
 
 def document_page(runtime, key: str) -> DocumentPage | str | None:
-    """The document's page (three reads: its record with its type, its state rows, its text),
-    the comment's key when ``key`` names a comment, or None when no item has that id."""
+    """The document's page (its record with its type, its state rows, then its sections and
+    the comments tied to them; its text file only before the sections stage split it), the
+    comment's key when ``key`` names a comment, or None when no item has that id."""
     from pipeline.reading import documents
 
     facts = documents.find_document(key)
     if facts is None or facts.item.kind != "document":
         return None if facts is None else facts.item.key
+    from pipeline.reading import sections
     from pipeline.reading.comments import is_placeholder
 
-    sections, extracted = document_text(runtime, facts.item)
+    if facts.extract is not None and facts.extract.state == "ok":
+        # Split by the sections stage: its sections are the text shown, no file read.
+        outline = sections.document_sections(key, facts.states.get(("sections", key)))
+        if outline.sections:
+            return DocumentPage(facts, [], True, outline)
+    found, extracted = document_text(runtime, facts.item)
     # The record's own text is usually none (a document's text is in its content file): its
     # section is shown only when it holds some.
-    own, files = sections[:1], sections[1:]
+    own, files = found[:1], found[1:]
     shown = [s for s in own if not all(is_placeholder(text) for _, text in s.pages)] + files
     return DocumentPage(facts, shown, extracted)
+
+
+def section_page(key: str, section: str):
+    """(the document's facts, the section, its comments) or None when either is unknown."""
+    from pipeline.reading import documents, sections
+
+    facts = documents.find_document(key)
+    if facts is None or facts.item.kind != "document":
+        return None
+    found = next((s for s in sections.document_sections(key).sections if s.id == section), None)
+    return None if found is None else (facts, found, sections.section_comments(key, section))
 
 
 def document_text(runtime, item) -> tuple[list[Section], bool]:

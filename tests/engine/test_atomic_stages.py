@@ -66,6 +66,6 @@ def test_an_atomic_stage_cannot_split_its_items():
 
 def test_the_derived_stages_are_atomic_and_topics_read_organisations_and_the_index():
     derived = {s.name for s in registry.stages() if s.atomic}
-    assert derived == {"campaigns", "organisations", "lineage", "topics", "positions"}
+    assert derived == {"campaigns", "organisations", "lineage", "topics", "sections", "positions"}
     assert registry.get("topics").reads == ("organisations", "index")
     assert all(registry.get(name).rows_agree is not None for name in derived)

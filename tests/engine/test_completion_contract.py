@@ -152,15 +152,17 @@ def test_each_changed_setting_makes_the_stages_it_shapes_incomplete(generated):
     dockets = [f"FIN-2026-{n:04d}" for n in range(3)]
     # The topic map vouches for campaigns' output, so what reshapes campaigns reshapes it.
     # So do the positions (they judge a campaign once, through its letter).
-    shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns", "topics", "positions"},
+    shaped = {"max_item_chars": {"extract", "ocr", "index", "campaigns", "topics", "sections", "positions"},
               "max_item_chunks": {"index"}, "chunk_chars": {"index"},
               "campaign_threshold": {"campaigns", "topics", "positions"},
-              "ocr": {"ocr", "index", "campaigns", "topics", "positions"},
+              "ocr": {"ocr", "index", "campaigns", "topics", "sections", "positions"},
               "organisations_file": {"organisations"}, "lineage_federal_register": {"lineage"},
-              "topic_similarity": {"topics"}, "positions_min_codes": {"positions"}}
+              "topic_similarity": {"topics"}, "positions_min_codes": {"positions"},
+              "section_nearest_floor": {"sections"}}
     values = {"max_item_chars": 1000, "max_item_chunks": 3, "chunk_chars": 600,
               "campaign_threshold": "0.8", "ocr": "false", "organisations_file": ALIAS_FILE,
-              "lineage_federal_register": "true", "topic_similarity": "0.6", "positions_min_codes": 10}
+              "lineage_federal_register": "true", "topic_similarity": "0.6", "positions_min_codes": 10,
+              "section_nearest_floor": "0.7"}
     for setting, stages in shaped.items():
         runtime = generated(**{setting: values[setting]})
         set_runtime(runtime)

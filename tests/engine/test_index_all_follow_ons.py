@@ -1,4 +1,5 @@
-"""IndexAll runs every follow-on stage (``follow_on_stages()``: campaigns, organisations, lineage, topics) after
+"""IndexAll runs every follow-on stage (``follow_on_stages()``: campaigns, organisations, lineage, topics,
+sections) after
 the index when its setting is on (the default), not when it is off; the stage's own wrapper
 still runs it alone; a second IndexAll is a no-op; ``IndexAll --force`` re-indexes and leaves
 the follow-ons alone."""
@@ -10,7 +11,7 @@ import pytest
 from devtools.make_corpus import make_corpus
 from devtools.standin_server import StandinServer
 from pipeline.counters import STAGE_CALLS, counters
-from pipeline.store.models import DocketStage, ItemState
+from pipeline.store.models import DocketStage, Item, ItemState
 from pipeline.tasks import IndexAll, follow_on_stages
 from tests.fixtures.state_fixtures import installed, make_runtime, new_pg_database, run_invocation
 
@@ -20,7 +21,10 @@ pytestmark = pytest.mark.postgres
 ROWS = {"campaigns": lambda: ItemState.select().where(ItemState.stage == "campaigns").count(),  # placed or skipped
         "organisations": lambda: ItemState.select().where(ItemState.stage == "organisations").count(),
         "lineage": lambda: ItemState.select().where(ItemState.stage == "lineage").count(),
-        "topics": lambda: ItemState.select().where(ItemState.stage == "topics").count()}
+        "topics": lambda: ItemState.select().where(ItemState.stage == "topics").count(),
+        # its comments' rows (the docket's document has one too: it is split)
+        "sections": lambda: ItemState.select().join(Item, on=(Item.key == ItemState.item)).where(
+            (ItemState.stage == "sections") & (Item.kind == "comment")).count()}
 FOLLOW_ONS = [(wrapper, names) for wrapper, names in follow_on_stages()]
 
 

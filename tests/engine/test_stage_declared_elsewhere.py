@@ -31,7 +31,8 @@ def test_its_tasks_are_made_from_the_declaration_and_it_joins_the_chain(wordcoun
     assert Register.get_task_cls("CountWordsAll") is CountWordsAll
     assert CountWords.stage is wordcount.DECLARATION and CountWordsAll.stage_task is CountWords
     assert registry.names()[:6] == REAL_CHAIN and registry.names()[-1] == "wordcount"
-    assert [s.name for s in registry.downstream("extract")] == ["ocr", "index", "campaigns", "topics", "wordcount"]
+    assert [s.name for s in registry.downstream("extract")] == ["ocr", "index", "campaigns", "topics", "sections",
+                                                                "wordcount"]
     assert "wordcount" in redrivable_stages()
 
 
@@ -66,4 +67,4 @@ def test_it_runs_is_pruned_and_writes_a_marker_only_when_it_owes_nothing(tmp_pat
 
 def test_without_it_the_chain_is_the_real_one():
     assert registry.names()[:6] == REAL_CHAIN and "wordcount" not in registry.names()
-    assert [s.name for s in registry.downstream("extract")] == ["ocr", "index", "campaigns", "topics"]
+    assert [s.name for s in registry.downstream("extract")] == ["ocr", "index", "campaigns", "topics", "sections"]

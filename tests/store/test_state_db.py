@@ -365,6 +365,23 @@ def test_upgrade_from_version_20_adds_the_docket_stage_failures_table_and_keeps_
     assert (row.reason, row.attempts, row.first_failed_at, row.run_id) == ("ValueError: still too few", 2, now, "r2")
 
 
+def test_upgrade_from_version_21_adds_the_sections_tables_and_keeps_every_row(state):
+    """v22: a rule document's sections and the comments tied to them, new tables; the next run
+    of the sections stage fills them (no marker of it exists yet)."""
+    from pipeline.store.models import DocketStage, DocumentSection, SectionLink
+
+    db = state.state
+    dockets.ensure_dockets(["ACF-2025-0001"], discovered_by="list")
+    DocketStage.insert(docket="ACF-2025-0001", stage="topics", version=1, completed_at="2026-12-01T00:00:00Z").execute()
+    db.drop_tables([DocumentSection, SectionLink])
+    Meta.update(value="21").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION
+    assert {"document_section", "section_link"} <= set(db.get_tables())
+    assert [m.stage for m in DocketStage.select()] == ["topics"]
+    assert DocumentSection.select().count() == SectionLink.select().count() == 0
+
+
 def test_upgrade_from_version_12_adds_the_organisation_tables_and_keeps_every_row(state):
     from pipeline.store.models import (
         Organisation,

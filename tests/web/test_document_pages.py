@@ -1,6 +1,6 @@
 """The docket's rule documents on the web: found by the search page (comments, documents or
 both, the kind shown on each result), by its Atom feed, and read on their own page (facts,
-text page by page, or why there is no text), linked from the docket page. Over a store the
+text section by section and page by page, or why there is no text), linked from the docket page. Over a store the
 real pipeline built: each generated docket holds one proposed rule with a two-page PDF."""
 
 from __future__ import annotations
@@ -119,8 +119,12 @@ def test_the_document_page_shows_its_facts_and_its_text_by_page(client, document
     from pipeline.clock import eastern_date
 
     assert f'<dd class="posted">{eastern_date(item.posted_date)}</dd>' in page.text
-    assert "<h2>content.pdf</h2>" in page.text and "ACTION: Proposed rule." in page.text
-    assert '<p class="page-marker">page 1</p>' in page.text and '<p class="page-marker">page 2</p>' in page.text
+    # Its text section by section (the preamble's captions here), each heading with its page,
+    # and a page that ends inside a section marked there.
+    assert re.findall(r'<h2 class="section-heading">([^<]+) <code', page.text) == ["Front matter", "Agency",
+                                                                                   "Action", "Dates"]
+    assert '<code class="section-id">action</code> <span class="meta">page 1</span>' in page.text
+    assert "Proposed rule." in page.text and '<p class="page-marker">page 2</p>' in page.text
 
 
 def test_a_document_whose_text_failed_says_so_with_its_state_and_reason(client, store):
@@ -150,10 +154,11 @@ def test_the_docket_page_links_to_its_documents(client, store, document):
                      page.text)
 
 
-def test_the_document_page_costs_two_statements_and_one_read_of_its_text(client, document):
+def test_the_document_page_costs_four_statements_and_no_read_of_its_text(client, document):
     from pipeline.counters import COMBINED_READS, STATE_QUERIES, counters
 
     with counters.counting_queries(), counters.measure() as io:
         assert client.get(f"/document/{document}").status_code == 200
-    # Its record with its type, then the state rows of it and its files: none per section.
-    assert io.get(STATE_QUERIES, 0) == 2 and io.get(COMBINED_READS, 0) == 1, io
+    # Its record with its type, the state rows of it and its files, its sections, the comments
+    # tied to them: none per section, and its text is its sections' (no file read).
+    assert io.get(STATE_QUERIES, 0) == 4 and io.get(COMBINED_READS, 0) == 0, io

@@ -87,9 +87,13 @@ def test_the_real_documents_read_on_their_pages_and_are_found_by_the_search(clie
     notice = client.get("/document/USTR-2015-0010-0001").text
     assert "Public Hearing: China" in notice and '<dd class="document-type">Notice</dd>' in notice
     assert '<dd class="posted">2015-08-10</dd>' in notice  # 04:00Z: midnight in Washington (EDT)
-    # Its record holds no text of its own: its content file's text, page by page.
-    assert re.findall(r"<h2>([^<]+)</h2>", notice) == ["content.pdf"] and "no document text" not in notice
-    assert '<p class="page-marker">page 2</p>' in notice
+    # Its record holds no text of its own: its content file's text, section by section (the
+    # sections stage), each with the page its heading is on.
+    headings = re.findall(r'<h2 class="section-heading">([^<]+) <code class="section-id">([^<]+)</code>', notice)
+    assert headings[-3:] == [("1. Background", "q1"), ("2. Public Comment and Hearing", "q2"),
+                             ("3. Requirements for Submissions", "q3")]
+    assert '<code class="section-id">q2</code> <span class="meta">page 2</span>' in notice
+    assert "no document text" not in notice
     withdrawn = client.get("/document/USTR-2015-0010-0015").text
     assert '<strong class="withdrawn">withdrawn</strong> (Upddate to agenda)' in withdrawn  # the record's words
     assert '<dd class="posted">2015-10-04</dd>' in withdrawn  # 2015-10-05T00:00:00Z is the 4th in Washington
