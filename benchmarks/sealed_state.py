@@ -12,9 +12,9 @@ is written straight into the stores:
 * index DB: the docket markers, written by ``IndexDocket.write_marker`` itself (so under the
   same seal, with the input fingerprint the task computes), and one ``index_state`` row per comment
   (bulk SQL: the package has no bulk writer for it). No chunks: a sealed no-op never reads them;
-* the campaigns, organisations, lineage and topics stages' rows and markers (``IndexAll`` runs
-  them too, by default), the markers written by ``CampaignGroups.write_marker``,
-  ``ResolveOrganisations.write_marker``, ``LinkRule.write_marker`` and ``TopicMap.write_marker``.
+* the campaigns, organisations, lineage, topics, sections and positions stages' rows and
+  markers (``IndexAll`` runs them too, by default), the markers written by each stage's task
+  (``CampaignGroups.write_marker``, ..., ``Positions.write_marker``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,15 @@ from pipeline.engine.completion import expected_input
 from pipeline.index.database import IndexDB
 from pipeline.store import item_states
 from pipeline.store.models import Docket, DocketStage, Item, ItemState, database
-from pipeline.tasks import CampaignGroups, IndexDocket, LinkRule, ResolveOrganisations, TopicMap
+from pipeline.tasks import (
+    CampaignGroups,
+    DocumentSections,
+    IndexDocket,
+    LinkRule,
+    Positions,
+    ResolveOrganisations,
+    TopicMap,
+)
 
 STAGES = ("fetch", "backfill", "extract")
 BATCH = 500  # rows per INSERT: SQLite's variable limit is 32,766
@@ -109,8 +117,9 @@ def _markers(index_db: IndexDB, docket: str, keys: list[str], sealed_at: str) ->
     task.write_marker("bench-build", task.input_fingerprint())
     _index_states(index_db, docket, keys)
     # IndexAll's follow-on stages, in pipeline order (each setting on by default): campaigns after
-    # the index, organisations and lineage after backfill, the topic map after campaigns.
-    for follow_on in (CampaignGroups, ResolveOrganisations, LinkRule, TopicMap):
+    # the index, organisations and lineage after backfill, the topic map and the positions after
+    # campaigns, the sections after the index.
+    for follow_on in (CampaignGroups, ResolveOrganisations, LinkRule, TopicMap, DocumentSections, Positions):
         _states(follow_on.stage.name, docket, keys, sealed_at)
         task = follow_on(docket=docket)
         task.write_marker("bench-build", task.input_fingerprint())
@@ -159,6 +168,8 @@ def build_many_sealed(runtime, dockets: list[str]) -> None:
     _many_follow_on_markers(runtime, "organisations", dockets, keys, produced["backfill"], now)
     _many_follow_on_markers(runtime, "lineage", dockets, keys, produced["backfill"], now)
     _many_follow_on_markers(runtime, "topics", dockets, keys, item_states.output_fingerprints("campaigns"), now)
+    _many_follow_on_markers(runtime, "sections", dockets, keys, upstream, now)
+    _many_follow_on_markers(runtime, "positions", dockets, keys, item_states.output_fingerprints("campaigns"), now)
 
 
 def _many_follow_on_markers(runtime, stage: str, dockets: list[str], keys: dict[str, str],

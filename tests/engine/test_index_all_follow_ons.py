@@ -24,7 +24,8 @@ ROWS = {"campaigns": lambda: ItemState.select().where(ItemState.stage == "campai
         "topics": lambda: ItemState.select().where(ItemState.stage == "topics").count(),
         # its comments' rows (the docket's document has one too: it is split)
         "sections": lambda: ItemState.select().join(Item, on=(Item.key == ItemState.item)).where(
-            (ItemState.stage == "sections") & (Item.kind == "comment")).count()}
+            (ItemState.stage == "sections") & (Item.kind == "comment")).count(),
+        "positions": lambda: ItemState.select().where(ItemState.stage == "positions").count()}
 FOLLOW_ONS = [(wrapper, names) for wrapper, names in follow_on_stages()]
 
 

@@ -55,13 +55,13 @@ def test_next_window_nothing_new_reads_no_item_rows_after_fetch(tmp_path, pg_ser
             assert store.run()
         assert io.get(API_CALLS) == 1 and io.get("api.comments.list") == 1
         assert io.get(STAGE_CALLS) == 1  # fetch's function only
-        # IndexAll runs the follow-on stages too (campaigns, organisations, lineage, topics, sections: on by default).
+        # IndexAll runs the follow-on stages too (campaigns, organisations, lineage, topics, sections, positions: on by default).
         assert set(per_stage) == {"fetch", "backfill", "extract", "ocr", "index", "campaigns", "organisations", "lineage",
-                                  "topics", "sections"}
+                                  "topics", "sections", "positions"}
         # Fetch looks up what is stored of the one list page it got (hashes, failed rows):
         # not the docket's rows, nor its waiting items (it is nowhere near sealing).
         assert per_stage["fetch"].get(ITEM_READS) == 2, per_stage["fetch"]
-        for stage in ("backfill", "extract", "ocr", "index", "campaigns", "organisations", "lineage", "topics", "sections"):
+        for stage in ("backfill", "extract", "ocr", "index", "campaigns", "organisations", "lineage", "topics", "sections", "positions"):
             assert per_stage[stage].get(ITEM_READS, 0) == 0, (stage, per_stage[stage])
         assert list(ItemState.select().order_by(ItemState.stage, ItemState.item).tuples()) == rows
 

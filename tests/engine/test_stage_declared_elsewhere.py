@@ -32,7 +32,7 @@ def test_its_tasks_are_made_from_the_declaration_and_it_joins_the_chain(wordcoun
     assert CountWords.stage is wordcount.DECLARATION and CountWordsAll.stage_task is CountWords
     assert registry.names()[:6] == REAL_CHAIN and registry.names()[-1] == "wordcount"
     assert [s.name for s in registry.downstream("extract")] == ["ocr", "index", "campaigns", "topics", "sections",
-                                                                "wordcount"]
+                                                                "positions", "wordcount"]
     assert "wordcount" in redrivable_stages()
 
 
@@ -67,4 +67,5 @@ def test_it_runs_is_pruned_and_writes_a_marker_only_when_it_owes_nothing(tmp_pat
 
 def test_without_it_the_chain_is_the_real_one():
     assert registry.names()[:6] == REAL_CHAIN and "wordcount" not in registry.names()
-    assert [s.name for s in registry.downstream("extract")] == ["ocr", "index", "campaigns", "topics", "sections"]
+    assert [s.name for s in registry.downstream("extract")] == ["ocr", "index", "campaigns", "topics", "sections",
+                                                                "positions"]

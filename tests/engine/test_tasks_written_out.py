@@ -24,7 +24,7 @@ def pipeline_stages():
 def test_every_declared_stage_has_its_two_tasks_written_out_under_its_names():
     assert [stage.name for stage in pipeline_stages()] == [
         "fetch", "backfill", "extract", "ocr", "index", "campaigns", "organisations", "lineage", "topics",
-        "sections"]
+        "sections", "positions"]
     for stage in pipeline_stages():
         task, wrapper = getattr(tasks, stage.task), getattr(tasks, stage.wrapper)
         assert issubclass(task, DocketStageTask) and issubclass(wrapper, DocketWrapper)
