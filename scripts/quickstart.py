@@ -156,8 +156,11 @@ def run_summary(store: Path, since: datetime, ran: list[str]) -> list[str]:
              f"comments and documents detailed {total.get('backfill', Counter())['ok']}, extracted "
              f"{extract['ok'] + extract['ocr_needed'] + extract['failed']} (failed {extract['failed']}, "
              f"scanned {extract['ocr_needed']}), indexed {total.get('index', Counter())['embedded']}"]
-    follow = [f"{stage} {len(worked[stage])}" for stage in ("campaigns", "organisations", "lineage", "topics")
-              if worked.get(stage)]
+    from pipeline.assembly import STAGES  # the stage list, in pipeline order
+
+    chain = ("fetch", "backfill", "extract", "ocr", "index")
+    follow = [f"{stage.name} {len(worked[stage.name])}" for stage in STAGES
+              if stage.name not in chain and worked.get(stage.name)]
     lines.append("dockets with new work per follow-on stage: " + (", ".join(follow) or "none"))
     return lines
 
