@@ -5,10 +5,20 @@ their evidence. ``docketeer sections``, the document page and the export read he
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from pipeline.store.models import DocumentSection, Item, ItemState, SectionLink
+from peewee import JOIN
+
+from pipeline.store.models import (
+    DocumentSection,
+    Item,
+    ItemState,
+    PositionMember,
+    SectionLink,
+    Topic,
+    TopicMember,
+)
 
 KINDS = ("cited", "nearest")
 
@@ -25,6 +35,13 @@ class SectionView:
     # kind ("cited" / "nearest") -> the comments tied to it that way, and their submissions
     comments: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in KINDS})
     submissions: dict[str, int] = field(default_factory=lambda: {k: 0 for k in KINDS})
+    # Of the comments tied to it either way: their main topics (label -> comments) and their
+    # positions (position -> submissions), as the topics and positions stages left them.
+    topics: Counter = field(default_factory=Counter)
+    positions: Counter = field(default_factory=Counter)
+
+    def top_topics(self, n: int = 3) -> list[tuple[str, int]]:
+        return sorted(self.topics.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
 
     @property
     def pages(self) -> list[tuple[int | None, str]]:
@@ -65,16 +82,31 @@ def document_sections(document: str, state_row=_ASK) -> DocumentSections:
             parent, depth = views[parent].parent, depth + 1
         view.depth = depth
     links = list(SectionLink.select(SectionLink.comment, SectionLink.section, SectionLink.kind,
-                                    SectionLink.citation, SectionLink.evidence, Item.duplicate_comments)
+                                    SectionLink.citation, SectionLink.evidence, Item.duplicate_comments,
+                                    Topic.label, PositionMember.position)
                  .join(Item, on=(Item.key == SectionLink.comment))
+                 .join(TopicMember, JOIN.LEFT_OUTER, on=(TopicMember.item == SectionLink.comment))
+                 .join(Topic, JOIN.LEFT_OUTER, on=(Topic.id == TopicMember.topic))
+                 .join(PositionMember, JOIN.LEFT_OUTER, on=(PositionMember.item == SectionLink.comment))
                  .where(SectionLink.document == document).tuples())
     unmatched = []
-    for comment, section, kind, citation, evidence, duplicates in links:
+    tied: dict[str, set[str]] = defaultdict(set)  # section -> comments tied to it either way
+    for comment, section, kind, citation, evidence, duplicates, topic, position in links:
         if section is None:
             unmatched.append((comment, citation or "", evidence))
-        elif section in views and comment not in views[section].comments[kind]:
-            views[section].comments[kind].add(comment)
-            views[section].submissions[kind] += 1 + (duplicates or 0)
+            continue
+        if section not in views:
+            continue
+        view = views[section]
+        if comment not in view.comments[kind]:
+            view.comments[kind].add(comment)
+            view.submissions[kind] += 1 + (duplicates or 0)
+        if comment not in tied[section]:
+            tied[section].add(comment)
+            if topic:
+                view.topics[topic] += 1
+            if position:
+                view.positions[position] += 1 + (duplicates or 0)
     state = state_row if state_row is not _ASK else ItemState.get_or_none(
         (ItemState.stage == "sections") & (ItemState.item == document))
     return DocumentSections(document, state.state if state else None, state.reason if state else None,

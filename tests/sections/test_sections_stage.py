@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 import pytest
 from starlette.testclient import TestClient
@@ -17,7 +18,14 @@ from pipeline.extract.stage import COMBINED_READS
 from pipeline.ops import cli
 from pipeline.sections.stage import STAGE, section_docket, unfinished
 from pipeline.store import dockets, item_states
-from pipeline.store.models import DocumentSection, ItemState, SectionLink
+from pipeline.store.models import (
+    DocumentSection,
+    ItemState,
+    PositionMember,
+    SectionLink,
+    Topic,
+    TopicMember,
+)
 from pipeline.tasks import DocumentSectionsAll, IndexAll
 from pipeline.web import pages
 from pipeline.web.app import make_app
@@ -117,7 +125,24 @@ def test_the_rfis_comments_are_tied_to_its_questions_and_read_as_such(tmp_path, 
         # A citation of no section of the notice is kept as written, with its sentence.
         assert [(u["comment"], u["citation"]) for u in shown["unmatched_citations"]] == [(f"{NIST}-0025", "Part II")]
         assert shown["unmatched_citations"][0]["sentence"].startswith("As discussed in Part II, reliable")
+        # Beside each section, the main topics of the comments tied to it (either way), as
+        # the topics stage left them, and their positions once the positions stage has some.
+        tied_q1 = {x.comment for x in links if x.section == "q1"}
+        labels = dict(Topic.select(Topic.id, Topic.label).tuples())
+        main = Counter(labels[t] for (t,) in TopicMember.select(TopicMember.topic).where(
+            TopicMember.item.in_(tied_q1) & TopicMember.topic.is_null(False)).tuples())
+        assert main, "the RFI's comments have a topic map"
+        assert by_id["q1"]["topics"] == [{"label": label, "comments": n}
+                                         for label, n in sorted(main.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
+        assert by_id["q1"]["positions"] == {}  # nothing coded: no positions yet
         assert cli.main(["verify"]) == 0, capsys.readouterr().out  # the rows agree with the item states
+        # Positions as the stage leaves them for coded comments (written here: the read side's test).
+        coded = sorted(tied_q1)[:2]
+        PositionMember.insert_many([{"item": key, "docket": NIST, "position": "oppose", "source": "coded",
+                                     "probability": 1.0, "unit": key, "submissions": 1} for key in coded]).execute()
+        capsys.readouterr()
+        assert cli.main(["sections", f"{NIST}-0001", "--json"]) == 0
+        assert {s["id"]: s for s in json.loads(capsys.readouterr().out)["sections"]}["q1"]["positions"] == {"oppose": 2}
         assert cli.main(["sections", "NO-SUCH-0001"]) == 2
         assert "unknown document: NO-SUCH-0001" in capsys.readouterr().err
 
@@ -125,6 +150,7 @@ def test_the_rfis_comments_are_tied_to_its_questions_and_read_as_such(tmp_path, 
             page = client.get(f"/document/{NIST}-0001").text
             assert re.findall(r'<section class="rule-section depth-\d" id="section-(q\d)"', page) == list(questions)
             assert f'href="/document/{NIST}-0001/section/q1">cited by {by_id["q1"]["cited_by"]} (' in page
+            assert "positions (submissions): oppose 2" in page and "their main topics: " in page
             section = client.get(f"/document/{NIST}-0001/section/q1").text
             assert f'href="/comment/{NIST}-0013"' in section and "cites “1.”" in section
             acf = client.get(f"/document/{ACF}-0001").text

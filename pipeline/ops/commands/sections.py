@@ -38,7 +38,9 @@ def cmd_sections(args) -> int:
         print(json.dumps({"document": args.document, "message": message, "sections": [
             {"id": s.id, "heading": s.heading, "page": s.page, "parent": s.parent, "kind": s.kind,
              "cited_by": s.cited_by, "nearest": s.nearest, "cited_by_submissions": s.submissions["cited"],
-             "nearest_submissions": s.submissions["nearest"]} for s in found.sections],
+             "nearest_submissions": s.submissions["nearest"],
+             "topics": [{"label": label, "comments": n} for label, n in s.top_topics()],
+             "positions": dict(sorted(s.positions.items()))} for s in found.sections],
             "unmatched_citations": [{"comment": c, "citation": w, "sentence": e} for c, w, e in found.unmatched]},
             indent=1))
         return 0
