@@ -1,7 +1,7 @@
 """``docketeer export DEST [--docket D] [--format parquet|csv]``: each docket's comments,
 attachments and campaigns as files that DuckDB, pandas and spreadsheets read directly.
 
-``DEST/<docket>/comments.parquet`` (or ``.csv``), ``attachments.*``, ``campaigns.*``, ``sections.*`` and ``comment_organisations.*``,
+``DEST/<docket>/comments.parquet`` (or ``.csv``), ``attachments.*``, ``campaigns.*``, ``sections.*``, ``positions.*`` and ``comment_organisations.*``,
 with ``DEST/README.txt`` describing every column. A docket is rewritten only when its data
 changed since its last export there: ``DEST/<docket>/export.json`` keeps the fingerprint of
 the state rows the files were made from (items, attachments, extract, OCR and campaign
@@ -26,7 +26,7 @@ from pipeline.clock import eastern_date
 from pipeline.counters import COMBINED_READS, counters
 from pipeline.errors import DocketeerError
 from pipeline.fingerprints import RecordsDigest
-from pipeline.reading import campaigns, lineage, organisations, reports, sections, topics
+from pipeline.reading import campaigns, lineage, organisations, positions, reports, sections, topics
 from pipeline.reading.comments import combined_sections, parse_combined
 from pipeline.reading.lineage import phase_of
 from pipeline.sources import records
@@ -34,8 +34,9 @@ from pipeline.store import dockets, item_states, items
 from pipeline.store.blobs import combined_key
 from pipeline.store.documents import documents_of
 
-# 8: text_chars is the length of the text column beside it; 9: sections, and the sections each comment cites
-EXPORT_VERSION = "export-9"
+# 8: text_chars is the length of the text column beside it; 9: sections, and the sections each comment cites;
+# 10: each comment's position (position, position_source, position_probability) and positions, the shares
+EXPORT_VERSION = "export-10"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -90,6 +91,11 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("topic_id", "string", "its main topic on the docket's topic map (empty: unplaced, or no map)"),
         ("sections", "string", "the sections of the document it answers that it cites (section ids as in "
                                "sections, \"II.B\", \"§200.1\", \"q3\"), one per line (empty: none)"),
+        ("position", "string", "its position: support, oppose, mixed, no_position, off_topic (empty: the docket "
+                               "has no positions yet, or the classifier is not fitted and it is not coded)"),
+        ("position_source", "string", "where it comes from: coded (an analyst's code), campaign (a coded member "
+                                      "of its campaign's) or model (the classifier's)"),
+        ("position_probability", "float64", "the classifier's probability of that position (1.0: coded)"),
     ],
     "comment_organisations": [
         ("docket_id", "string", "the docket"),
@@ -143,6 +149,20 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("cited_by_submissions", "int64", "the submissions those comments stand for"),
         ("nearest", "int64", "comments with a passage nearest it (cosine at least section_nearest_floor)"),
         ("nearest_submissions", "int64", "the submissions those comments stand for"),
+    ],
+    "positions": [
+        ("docket_id", "string", "the docket"),
+        ("measure", "string", "what is shared out: comments, or submissions (a mass-mail record's duplicates "
+                              "counted)"),
+        ("estimate", "string", "design (the coded comments as a random sample) or model (every comment's "
+                               "position, the classifier's counts corrected); method says how"),
+        ("position", "string", "support, oppose, mixed, no_position, off_topic"),
+        ("share", "float64", "its estimated share of the docket's comments or submissions"),
+        ("low", "float64", "the 95% interval's low end"),
+        ("high", "float64", "its high end"),
+        ("total", "int64", "the docket's comments or submissions with a position"),
+        ("method", "string", "the estimate's method, as `docketeer positions D` describes it (no rows: "
+                             "not estimated yet)"),
     ],
     "campaigns": [
         ("docket_id", "string", "the docket"),
@@ -322,6 +342,9 @@ def docket_fingerprint(docket_id: str, formats: tuple[str, ...]) -> str:
         digest.add(*(str(row[k]) for k in sorted(row)))
     for key, cited in sorted(sections.cited_sections_of_docket(docket_id).items()):
         digest.add(key, *cited)
+    for key, found in sorted(positions.docket_positions(docket_id).items()):
+        digest.add(key, *(str(part) for part in found))
+    digest.add("positions", json.dumps(positions.figures(docket_id)["estimates"], sort_keys=True))
     for t in topics.topics_of(docket_id):
         digest.add(t.id, t.label, str(t.comments), str(t.submissions), str(t.organisations), str(t.share),
                    t.first_seen or "", t.last_seen or "", *(r["item"] + r["text"] for r in t.representatives))
@@ -340,6 +363,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     ties = lineage.docket_ties(docket_id)
     topic_of = topics.docket_topic_of(docket_id)
     cited = sections.cited_sections_of_docket(docket_id)
+    position_of = positions.docket_positions(docket_id)
     read = _texts(runtime, docket_id, [c.key for c in comments if c.key in texts])
     represented: dict[str, int] = {}  # campaign -> submissions its members stand for
     for c in comments:
@@ -349,7 +373,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
                                  read.get(c.key), membership.get(c.key), represented,
                                  resolved.get(c.key, []), ties.get(c.key, (None, None)), topic_of.get(c.key),
-                                 cited.get(c.key, []))
+                                 cited.get(c.key, []), position_of.get(c.key, (None, None, None)))
                     for c in comments]
     keys = {c.key for c in comments}
     attachment_rows = []
@@ -369,6 +393,8 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
             "sections": [{"docket_id": docket_id, "document_id": row["document"], "section_id": row["section"],
                           **{k: v for k, v in row.items() if k not in ("document", "section")}}
                          for row in sections.sections_of_docket(docket_id)],
+            "positions": [{"docket_id": docket_id, **row}
+                          for row in positions.share_rows(positions.figures(docket_id)["estimates"])],
             "comment_organisations": [
                 {"docket_id": docket_id, "comment_id": key, "position": position,
                  "organisation_id": organisation, "organisation": name}
@@ -440,7 +466,8 @@ def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
 
 
 def _comment_row(docket_id, item, files, text_row, read: ItemText | None, membership, represented,
-                 named: list[tuple[str, str]], tie, topic: str | None, cited: list[str]) -> dict:
+                 named: list[tuple[str, str]], tie, topic: str | None, cited: list[str],
+                 position: tuple[str | None, str | None, float | None]) -> dict:
     organisation = named[0] if named else (None, None)
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
@@ -458,7 +485,8 @@ def _comment_row(docket_id, item, files, text_row, read: ItemText | None, member
             "organisation_id": organisation[0], "organisation": organisation[1],
             "organisation_count": len(named) or None,
             "answers_document": tie[0], "answers_phase": tie[1], "topic_id": topic,
-            "sections": "\n".join(cited) or None}
+            "sections": "\n".join(cited) or None,
+            "position": position[0], "position_source": position[1], "position_probability": position[2]}
 
 
 KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order
@@ -583,8 +611,8 @@ def _temporary_beside(path: Path) -> Iterator[str]:
 
 def readme() -> str:
     lines = ["docketeer export", "================", "",
-             "One folder per docket, each with comments, attachments, campaigns, topics, sections, rule_phases",
-             "and comment_organisations (each organisation a comment names) as Parquet",
+             "One folder per docket, each with comments, attachments, campaigns, topics, sections, positions,",
+             "rule_phases and comment_organisations (each organisation a comment names) as Parquet",
              "and/or CSV (UTF-8, header row). export.json holds the fingerprint of the data the",
              "files were made from: an unchanged docket is not rewritten.",
              "In the CSV files, a text that starts with =, +, -, @, a tab or a carriage return",

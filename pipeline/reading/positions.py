@@ -64,12 +64,43 @@ def summary(docket_id: str) -> dict:
             "classes": json.loads(model.model)["classes"] if model.model else [],
             "cross_validated_accuracy": _accuracy(model)},
         "codes": {"comments": sum(coders.values()), "coders": dict(sorted(coders.items()))},
-        "estimates": json.loads(model.estimates) if model is not None and model.estimates else {},
+        "estimates": _estimates(model),
         "comments": _by(members, lambda m: "all"),
         "by_source": _by(members, lambda m: m.source),
     }
     found.update(_breakdowns(docket_id, members))
     return found
+
+
+def figures(docket_id: str) -> dict:
+    """The docket's message and prevalence figures as ``positions D --json`` gives them
+    (``estimates`` empty until a model is fitted), from one query; ``ran`` False when the
+    stage has not run on the docket."""
+    model = queries.model_of(docket_id)
+    return {"message": _message(model), "ran": model is not None, "estimates": _estimates(model)}
+
+
+def _estimates(model) -> dict:
+    return json.loads(model.estimates) if model is not None and model.estimates else {}
+
+
+def share_rows(estimates: dict) -> list[dict]:
+    """The figures as rows, one per measure (comments, submissions), estimate (design, model)
+    and position, each with its share, 95 % interval and the estimate's method: the export's
+    ``positions`` table and the docket page's, read from the stored figures, never recomputed."""
+    methods = estimates.get("methods", {})
+    return [{"measure": measure, "estimate": estimate, "position": position, **found,
+             "total": estimates[measure].get("total"), "method": methods.get(estimate, "")}
+            for measure in ("comments", "submissions") if measure in estimates
+            for estimate in ("design", "model")
+            for position, found in estimates[measure].get(estimate, {}).items()]
+
+
+def docket_positions(docket_id: str) -> dict[str, tuple[str, str, float]]:
+    """comment -> (position, source, probability) for a docket, one query."""
+    return {item: (position, source, probability) for item, position, source, probability in
+            PositionMember.select(PositionMember.item, PositionMember.position, PositionMember.source,
+                                  PositionMember.probability).where(PositionMember.docket == docket_id).tuples()}
 
 
 def _message(model) -> str:

@@ -78,7 +78,7 @@ def test_export_is_read_by_duckdb_and_rewritten_only_where_data_changed(tmp_path
         after = mtimes(dest)
         rewritten = {p for p in after if after[p] != before.get(p)}
         assert rewritten and {p.parent.name for p in rewritten} == {first}
-        assert io[EXPORT_FILES_WRITTEN] == len(rewritten) == 15  # 7 tables x 2 formats + export.json
+        assert io[EXPORT_FILES_WRITTEN] == len(rewritten) == 17  # 8 tables x 2 formats + export.json
         body = scalar(f"SELECT body FROM read_parquet('{dest}/{first}/comments.parquet') "
                       f"WHERE comment_id = '{changed}'")
         assert "[revised" in body
@@ -89,7 +89,7 @@ def test_export_of_one_docket_in_one_format_and_bad_requests_are_one_line(tmp_pa
         dest = tmp_path / "out"
         assert cli.main(["export", str(dest), "--docket", store.dockets[1], "--format", "csv"]) == 0
         assert sorted(p.name for p in (dest / store.dockets[1]).iterdir()) == [
-            "attachments.csv", "campaigns.csv", "comment_organisations.csv", "comments.csv", "export.json",
+            "attachments.csv", "campaigns.csv", "comment_organisations.csv", "comments.csv", "export.json", "positions.csv",
             "rule_phases.csv", "sections.csv", "topics.csv"]
         assert not (dest / store.dockets[0]).exists()
         assert cli.main(["export", str(dest), "--docket", "NOPE-2026-0001"]) == 2

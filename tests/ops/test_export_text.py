@@ -100,7 +100,7 @@ def test_export_holds_every_text_ocr_included_and_campaigns_as_grouped(tmp_path,
         monkeypatch.setattr(export, "EXPORT_VERSION", "export-next")  # a new version: rewritten once
         with counters.measure() as io:
             assert cli.main(["export", str(dest), "--format", "parquet"]) == 0
-        assert io[EXPORT_FILES_WRITTEN] == len(store.dockets) * 8  # 7 tables + export.json each
+        assert io[EXPORT_FILES_WRITTEN] == len(store.dockets) * 9  # 8 tables + export.json each
         with counters.measure() as io:
             assert cli.main(["export", str(dest), "--format", "parquet"]) == 0
         assert io.get(EXPORT_FILES_WRITTEN, 0) == 0

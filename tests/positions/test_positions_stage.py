@@ -9,43 +9,23 @@ from __future__ import annotations
 import pytest
 
 from devtools.position_corpus import position_comments, seed_positions
-from pipeline.engine.stage import StageContext
-from pipeline.index.embedders import HashingEmbedder
 from pipeline.positions import codes, queries
-from pipeline.positions.stage import NOT_ESTIMATED, estimate_docket
+from pipeline.positions.stage import NOT_ESTIMATED
 from pipeline.runtime import set_runtime
-from pipeline.store import dockets, item_states
+from pipeline.store import item_states
 from pipeline.store.models import Item, PositionMember
+from tests.fixtures.position_fixtures import EMBEDDER, D, code_first, position_runtime, run
 from tests.fixtures.state_fixtures import make_runtime
-
-D = "EPA-2026-0311"
-EMBEDDER = HashingEmbedder(384)
 
 
 @pytest.fixture
 def rt(tmp_path, pg_url):
-    runtime = make_runtime(tmp_path, index_url=pg_url)
-    runtime.state  # noqa: B018 - open and create the schema
-    previous = set_runtime(runtime)
-    yield runtime
-    set_runtime(previous)
-    runtime.index_db().purge_docket(D)
-    runtime.close()
-
-
-def run(rt, force: bool = False):
-    return estimate_docket(StageContext(runtime=rt, run_id="test", force=force), dockets.require_docket(D))
+    with position_runtime(tmp_path, pg_url) as runtime:
+        yield runtime
 
 
 def members() -> dict[str, PositionMember]:
     return {m.item: m for m in PositionMember.select().where(PositionMember.docket == D)}
-
-
-def code_first(planted, n: int) -> dict[str, str]:
-    chosen = {c.key: c.position for c in planted if not c.campaign}
-    chosen = dict(sorted(chosen.items())[:n])
-    codes.record(chosen.items(), "tester")
-    return chosen
 
 
 def test_too_few_codes_is_not_estimated_and_no_guess(rt):
