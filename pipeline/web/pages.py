@@ -249,6 +249,18 @@ class DocketPage:
     topics: list = field(default_factory=list)  # pipeline.reading.topics.TopicSummary, largest first
     topic_message: str = ""  # what the map says when it has no topics ("too few comments ...")
     documents: list = field(default_factory=list)  # pipeline.reading.documents.ListedDocument, as posted
+    positions: dict = field(default_factory=dict)  # pipeline.reading.positions.figures
+
+    @property
+    def position_shares(self) -> list[tuple[str, str, list[dict]]]:
+        """(measure, estimate, its rows) for the positions table: the stored figures, each
+        estimate labelled with its method, comments before submissions."""
+        from pipeline.reading.positions import share_rows
+
+        found: dict[tuple[str, str], list[dict]] = {}
+        for row in share_rows(self.positions.get("estimates", {})):
+            found.setdefault((row["measure"], row["estimate"]), []).append(row)
+        return [(measure, estimate, rows) for (measure, estimate), rows in found.items()]
 
     @property
     def stored_documents(self) -> set[str]:
@@ -276,7 +288,7 @@ def docket_page(docket_id: str) -> DocketPage | None:
     totals: dict[str, int] = {}
     for row in counts:
         totals[row.stage] = totals.get(row.stage, 0) + row.count
-    from pipeline.reading import documents, topics
+    from pipeline.reading import documents, positions, topics
 
     unit, points = plots.dated_series(eastern_days(reports.comments_per_hour(docket_id)))
     mapped = topics.map_of(docket_id)
@@ -286,7 +298,7 @@ def docket_page(docket_id: str) -> DocketPage | None:
                       reports.submissions(docket_id).get(docket_id, (0, 0)), unit=unit,
                       timeline=rule_timeline(docket_id),
                       topics=topics.topics_of(docket_id), topic_message=mapped.message if mapped else "",
-                      documents=documents.docket_documents(docket_id))
+                      documents=documents.docket_documents(docket_id), positions=positions.figures(docket_id))
 
 
 def rule_timeline(docket_id: str):
@@ -328,6 +340,7 @@ class CommentPage:
     # each organisation it names, once resolved: (id, canonical name, as written, where from:
     # organization | title | signature), in the field's order
     organisations: list[tuple[str, str, str, str]] = field(default_factory=list)
+    position: object = None  # its PositionMember row (None: the positions stage has not placed it)
 
     @property
     def url(self) -> str:
@@ -370,8 +383,10 @@ def comment_page(runtime, key: str) -> CommentPage | None:
     if item is None:
         return None
     sections, extracted = item_text(runtime, item)
+    from pipeline.reading.positions import member_of
+
     return CommentPage(item, reports.attachments_of(key), reports.file_rows_of(key), sections, extracted,
-                       campaigns.campaign_info([key]).get(key), resolved_organisations(key))
+                       campaigns.campaign_info([key]).get(key), resolved_organisations(key), member_of(key))
 
 
 def resolved_organisations(key: str) -> list[tuple[str, str, str, str]]:
