@@ -118,8 +118,9 @@ def test_a_real_notice_without_its_content_file_is_found_by_title_and_abstract(t
             sections = [section for section, _ in chunks_by_item(runtime)[notice]]
             assert sections[:2] == [TITLE_HEADING, DOCUMENT_HEADING] and "content.pdf" in sections
             # The index reads it alone; campaigns reads it too (a document's text is left out of
-            # every comment) and places the docket's one comment again against it.
-            assert io.get(COMBINED_READS) == 3 and chunks_by_item(runtime)[comment] == before
+            # every comment) and places the docket's one comment again against it; sections
+            # splits it and links that comment again.
+            assert io.get(COMBINED_READS) == 5 and chunks_by_item(runtime)[comment] == before
             with counters.measure() as io:
                 run_at(31)
             assert io.get(COMBINED_READS, 0) == 0  # and then nothing is redone

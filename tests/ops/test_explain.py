@@ -53,6 +53,8 @@ campaigns      ok                                                       XXXX-XX-
 organisations  ok                                                       XXXX-XX-XX XX:XX EXT
 lineage        ok                                                       XXXX-XX-XX XX:XX EXT
 topics         ok                                                       XXXX-XX-XX XX:XX EXT
+sections       ok                                                       XXXX-XX-XX XX:XX EXT
+positions      skipped                                                  XXXX-XX-XX XX:XX EXT  not estimated yet: code 20 more (0 coded comment(s) with text; positions_min_codes 20, and two positions with 3 codes each)
 1 attachment: 1 read
 file              #  title                                        format  declared  bytes  sha256        download  extract   ocr  attempts  next attempt  reason         url
 attachment_1.pdf  1  CMS-2026-0001 National Nurses Forum Comment  pdf     18576     18576  2de4d60bc78c  ok        ocr_done  ok                           no text layer  http://127.0.0.1:PORT/downloads/CMS-2026-0001-0003/attachment_1.pdf
@@ -79,6 +81,8 @@ campaigns      ok                                                               
 organisations  ok                                                                        XXXX-XX-XX XX:XX EXT
 lineage        ok                                                                        XXXX-XX-XX XX:XX EXT
 topics         ok                                                                        XXXX-XX-XX XX:XX EXT
+sections       ok                                                                        XXXX-XX-XX XX:XX EXT
+positions      skipped                                                                   XXXX-XX-XX XX:XX EXT  not estimated yet: code 20 more (0 coded comment(s) with text; positions_min_codes 20, and two positions with 3 codes each)
 1 attachment: 1 read
 file              #  title                                               format  declared  bytes  sha256        download  extract  ocr  attempts  next attempt          reason                      url
 attachment_1.pdf  1  CMS-2026-0001 Coalition for Patient Rights Comment  pdf     4313      4313   3f0c5d413465  retry     ok       -    1         2020-01-01 01:00 EST  HTTP 503 from the stand-in  http://127.0.0.1:PORT/downloads/CMS-2026-0001-0002/attachment_1.pdf

@@ -123,7 +123,8 @@ def test_extract_redrive_is_redone_by_extract_text(store):
     assert eligible, "the corpus has failed and image-only PDFs"
     result = redrive("extract", docket, "failed,ocr_needed", 1, run_id="r1")
     assert result.items == [eligible[0][1]]
-    assert result.markers_cleared == ["extract", "ocr", "index", "campaigns", "topics", "sections"]
+    assert result.markers_cleared == ["extract", "ocr", "index", "campaigns", "topics", "sections",
+                                     "positions"]
     assert store.run()  # the ordinary IndexAll
     after = extract_rows(docket)
     redone = result.items[0]
@@ -141,7 +142,8 @@ def test_index_redrive_repairs_a_chunk_count_mismatch(store):
         cur.execute("DELETE FROM chunks WHERE item_key = %s AND ordinal = 0", (item,))
     assert [m.item_key for m in index_db.count_mismatches()] == [item]
     result = redrive("index", docket, "mismatch", 25, run_id="r1")
-    assert result.items == [item] and result.markers_cleared == ["index", "campaigns", "topics", "sections"]
+    assert result.items == [item] and result.markers_cleared == ["index", "campaigns", "topics", "sections",
+                                                                               "positions"]
     assert redrive("index", docket, "mismatch", 25, run_id="r2").items == []  # already stale
     assert store.run()
     assert index_db.count_mismatches() == []
@@ -159,7 +161,7 @@ def test_backfill_redrive_refetches_a_gone_comment(tmp_path, pg_server):
         result = redrive("backfill", docket, "gone", 5, run_id="r1")
         assert result.items == [vanished]
         assert result.markers_cleared == ["backfill", "extract", "ocr", "index", "campaigns", "organisations",
-                                          "lineage", "topics", "sections"]
+                                          "lineage", "topics", "sections", "positions"]
         assert store.run()
         assert item_states.states_for_docket("backfill", docket)[vanished].state == "ok"
         assert vanished in store.runtime.index_db().state_for_docket("comments", docket)
@@ -186,7 +188,7 @@ def test_luigi_command_runs_redrive_and_refuses_bad_requests(store):
     bad = luigi_redrive("--stage", "fetch")
     assert bad.returncode == 2
     assert [line for line in bad.stderr.splitlines() if line.startswith("docketeer:")] == [
-        "docketeer: cannot re-drive stage 'fetch'; one of: backfill, campaigns, extract, index, lineage, ocr, organisations, sections, topics"]
+        "docketeer: cannot re-drive stage 'fetch'; one of: backfill, campaigns, extract, index, lineage, ocr, organisations, positions, sections, topics"]
 
 
 def test_extract_redrive_on_a_sealed_docket_is_processed_and_stays_sealed(store):
