@@ -16,11 +16,10 @@ from pathlib import Path
 
 from pipeline.clock import iso, utcnow
 from pipeline.errors import DocketeerError
+from pipeline.positions import POSITIONS
 from pipeline.store.in_lists import in_chunks
 from pipeline.store.models import Item, PositionCode, database
 
-# What each means is docs/OPERATING.md's ("Positions"); the order is the one shown.
-POSITIONS = ("support", "oppose", "mixed", "no_position", "off_topic")
 # The interactive coder's keys: one press per position.
 KEYS = {"s": "support", "o": "oppose", "m": "mixed", "n": "no_position", "x": "off_topic"}
 HEADER = ["comment_id", "position"]

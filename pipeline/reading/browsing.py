@@ -2,8 +2,9 @@
 docket's comments, facets, campaign and organisation pages, feeds): each a fixed number of
 statements per page, never one per row, and every page bounded by a limit.
 
-Filters are the ones the search page takes (docket, Eastern days, organisation, campaign) plus
-two the state DB alone knows (has attachments, withdrawn); every value is a bound parameter.
+Filters are the ones the search page takes (docket, Eastern days, organisation, campaign, topic,
+position, the record's attributes) plus two the state DB alone knows (has attachments,
+withdrawn); every value is a bound parameter.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 from peewee import JOIN, Case, Value, fn
 
+from pipeline.positions import POSITIONS
 from pipeline.reading import organisation_filter, reports
 from pipeline.store.models import (
     Attachment,
@@ -23,6 +25,7 @@ from pipeline.store.models import (
     Organisation,
     OrganisationMember,
     OrganisationVariant,
+    PositionMember,
     Topic,
     TopicMember,
 )
@@ -51,6 +54,8 @@ class BrowseFilters:
     organisation_id: str | None = None  # the resolved organisation, in any spelling (its page)
     campaign: str | None = None
     topic: str | None = None  # comments on this topic of the docket's topic map (any of theirs)
+    # comments the positions stage placed in this position (one not placed yet matches none)
+    position: str | None = None
     has_attachments: bool | None = None
     withdrawn: bool | None = None
     posted_from: str | None = None  # UTC instant, inclusive
@@ -104,6 +109,9 @@ def _filtered(query, filters: BrowseFilters):
         query = query.where(CampaignMember.campaign == filters.campaign)
     if filters.topic:
         query = query.where(Item.key.in_(TopicMember.select(TopicMember.item).where(_on_topic(filters.topic))))
+    if filters.position:
+        query = query.where(Item.key.in_(PositionMember.select(PositionMember.item)
+                                         .where(PositionMember.position == filters.position)))
     if filters.has_attachments is not None:
         exists = _has_attachments()
         query = query.where(exists if filters.has_attachments else ~exists)
@@ -225,6 +233,8 @@ class Facets:
     # ATTRIBUTES' name -> (value, comments), the most frequent first
     attributes: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     topics: list[TopicCount] = field(default_factory=list)  # the most comments first
+    positions: list[tuple[str, int]] = field(default_factory=list)  # (position, comments), POSITIONS' order
+    not_estimated: int = 0  # comments the positions stage has not placed: no position filter matches them
 
 
 @dataclass(frozen=True)
@@ -235,7 +245,7 @@ class TopicCount:
 
 
 def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
-    """Counts of the values of each facet among the comments ``filters`` allow (nine
+    """Counts of the values of each facet among the comments ``filters`` allow (ten
     statements, grouped counts all), the most frequent first.
 
     The organisation facet counts what its link asks for: a value's count is the number of
@@ -260,7 +270,20 @@ def facets(filters: BrowseFilters, limit: int = 10) -> Facets:
     withdrawn = _filtered(_joined(Item.withdrawn, n, campaigns=alone), filters).group_by(Item.withdrawn).tuples()
     return Facets(orgs, [(c, k, size) for c, size, k in groups],
                   {bool(v): k for v, k in attached}, {bool(v): k for v, k in withdrawn}, attributes,
-                  topic_counts(filters, limit))
+                  topic_counts(filters, limit), *position_counts(filters))
+
+
+def position_counts(filters: BrowseFilters) -> tuple[list[tuple[str, int]], int]:
+    """((position, comments), in POSITIONS' order, those with any) and the comments without a
+    position (the stage not run on their docket, or not estimated yet) among the comments
+    ``filters`` allow: one grouped count over their rows joined to their positions, if any."""
+    n = fn.COUNT(Item.key)
+    query = _joined(PositionMember.position, n, campaigns=bool(filters.campaign)).switch(Item).join(
+        PositionMember, JOIN.LEFT_OUTER, on=(PositionMember.item == Item.key))
+    found = dict(_filtered(query, filters).group_by(PositionMember.position).tuples())
+    not_estimated = found.pop(None, 0)
+    order = {position: rank for rank, position in enumerate(POSITIONS)}
+    return sorted(found.items(), key=lambda pk: (order.get(pk[0], len(order)), pk[0])), not_estimated
 
 
 TOPIC_CANDIDATES = 3  # times the facet's length: main topics ranked before each one is counted

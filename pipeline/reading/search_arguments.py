@@ -1,5 +1,6 @@
 """What a search may be asked, checked once for ``docketeer search`` and the search page: the
-query's text, the days it is bounded by, and the campaign or organisation it is narrowed to.
+query's text, the days it is bounded by, what it looks in (comments, documents or both), and
+the campaign, organisation, topic, position or attribute it is narrowed to.
 
 A bad argument is a message (``BadSearch``: exit 2 on the command line, 400 on the page),
 never an exception from the database (a NUL byte PostgreSQL refuses, a day past 9999-12-31
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from datetime import date
 
 from pipeline.errors import DocketeerError
+from pipeline.positions import POSITIONS
 from pipeline.text_validity import SEARCH_CONTROL
 
 MAX_QUERY_CHARS = 500
@@ -22,6 +24,9 @@ FIRST_DAY, LAST_DAY = date(1000, 1, 1), date(9999, 12, 31)
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Control characters (NUL among them) never belong in a search and some cannot be stored.
 CONTROL = SEARCH_CONTROL
+# What a search looks in, as the page's ``kind=`` and the command's ``--kind`` say it -> the
+# index's collection (None: every one).
+KINDS = {"both": None, "comments": "comments", "documents": "documents"}
 
 
 class BadSearch(DocketeerError):
@@ -97,6 +102,16 @@ def topic(text: str) -> str:
     wanted = query_text(text, "topic")
     if wanted and not Topic.select(Topic.id).where(Topic.id == wanted).exists():
         raise BadSearch(f"no topic {wanted[:100]!r} in this store (`docketeer topics DOCKET` lists a docket's)")
+    return wanted
+
+
+def position(text: str) -> str:
+    """A position of the positions stage (``POSITIONS``; '' when none is given). A comment the
+    stage has not placed (not run, or its docket not estimated yet) matches no position: the
+    facets count those apart, as not estimated."""
+    wanted = text.strip()
+    if wanted and wanted not in POSITIONS:
+        raise BadSearch(f"position {wanted[:40]!r} is not one of: {', '.join(POSITIONS)}")
     return wanted
 
 

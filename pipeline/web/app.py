@@ -74,6 +74,7 @@ def template_environment() -> jinja2.Environment:
     environment.filters["eastern"] = eastern_date  # dates people read are Washington's days
     environment.filters["instant"] = eastern_instant  # instants: Washington's time, zone named
     environment.globals["attribute_labels"] = search_arguments.ATTRIBUTES  # the attribute facets' order
+    environment.globals["positions"] = search_arguments.POSITIONS  # the search form's choice, in order
     return environment
 
 

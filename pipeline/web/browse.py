@@ -21,8 +21,9 @@ BROWSE_PAGE_SIZE = 50
 MEMBERS_PAGE_SIZE = 50
 MAX_BROWSE_PAGE = 100_000  # a bound on the number, not on the data: offsets stay integers
 CHOICES = {"attachments": ("yes", "no"), "withdrawn": ("yes", "no"), "per_campaign": ("1",),
-           "sort": tuple(browsing.SORTS), "kind": tuple(pages.KINDS)}
-FILTER_NAMES = ("docket", "from", "to", "org", "campaign", "topic", "attachments", "withdrawn",
+           "sort": tuple(browsing.SORTS), "kind": tuple(search_arguments.KINDS),
+           "position": search_arguments.POSITIONS}
+FILTER_NAMES = ("docket", "from", "to", "org", "campaign", "topic", "position", "attachments", "withdrawn",
                 *search_arguments.ATTRIBUTES)
 
 
@@ -119,6 +120,7 @@ class BrowseForm:
     org: str = ""
     campaign: str = ""
     topic: str = ""
+    position: str = ""  # one of search_arguments.POSITIONS, or "" (any, or none yet)
     attachments: str = ""  # "yes", "no" or "" (either)
     withdrawn: str = ""
     sort: str = "newest"
@@ -127,7 +129,7 @@ class BrowseForm:
     category: str = ""
     state: str = ""
     country: str = ""
-    kind: str = ""  # what a search looks in (pages.KINDS): kept for the search and its feed
+    kind: str = ""  # what a search looks in (search_arguments.KINDS): kept for the search and its feed
 
     @classmethod
     def parse(cls, params) -> BrowseForm:
@@ -137,7 +139,7 @@ class BrowseForm:
         return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],
                    date_from=params.get("from", "").strip(), date_to=params.get("to", "").strip(),
                    org=params.get("org", "").strip()[:200], campaign=params.get("campaign", "").strip()[:100],
-                   topic=params.get("topic", "").strip()[:120],
+                   topic=params.get("topic", "").strip()[:120], position=params.get("position", "").strip(),
                    attachments=params.get("attachments", "").strip(), withdrawn=params.get("withdrawn", "").strip(),
                    sort=params.get("sort", "").strip() or "newest",
                    # Past the last page is an empty page; a number too long to be one is the bound.
@@ -149,7 +151,8 @@ class BrowseForm:
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return browsing.BrowseFilters(
             docket=self.docket or None, organization=self.org or None, campaign=self.campaign or None,
-            topic=self.topic or None, has_attachments=yes_no(self.attachments), withdrawn=yes_no(self.withdrawn),
+            topic=self.topic or None, position=self.position or None, has_attachments=yes_no(self.attachments),
+            withdrawn=yes_no(self.withdrawn),
             posted_from=posted_from, posted_before=posted_before,
             **{name: getattr(self, name) or None for name in search_arguments.ATTRIBUTES})
 
@@ -157,7 +160,7 @@ class BrowseForm:
         """This page's parameters with ``changes`` (a value of "" drops the parameter); a
         change of filter or order goes back to page 1."""
         values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
-                  "org": self.org, "campaign": self.campaign, "topic": self.topic,
+                  "org": self.org, "campaign": self.campaign, "topic": self.topic, "position": self.position,
                   "attachments": self.attachments, "withdrawn": self.withdrawn,
                   "sort": "" if self.sort == "newest" else self.sort,
                   "page": "" if self.page == 1 else str(self.page),
@@ -171,7 +174,7 @@ class BrowseForm:
     def active(self) -> list[tuple[str, str, str]]:
         """(parameter, label, value) of every filter set: the page lists them, each removable."""
         labels = {"docket": "docket", "from": "from", "to": "to", "org": "organisation or name",
-                  "campaign": "campaign", "topic": "topic", "attachments": "has attachments",
+                  "campaign": "campaign", "topic": "topic", "position": "position", "attachments": "has attachments",
                   "withdrawn": "withdrawn", **search_arguments.ATTRIBUTES}
         values = self.query_string()
         return [(name, labels[name], values[name]) for name in FILTER_NAMES if name in values]

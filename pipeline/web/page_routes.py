@@ -31,9 +31,10 @@ async def search(request: Request):
             (results, no_match), error = pages.search_results(site.engine, form), ""
         except DocketeerError as exc:  # a query of punctuation only: say so on the page
             results, error, no_match = [], str(exc), ""
-    # The topic and attribute facets only (four statements): the search page shows no others.
+    # The topic, position and attribute facets only (five statements): the search page shows no others.
     facets = (browsing.Facets([], [], {}, {}, browsing.attribute_counts(form.browse_filters()),
-                              browsing.topic_counts(form.browse_filters()))
+                              browsing.topic_counts(form.browse_filters()),
+                              *browsing.position_counts(form.browse_filters()))
               if form.q and not error and form.searches_comments else None)
     return site.render(request, "search.html", status, form=form, results=results, error=error, facets=facets,
                        no_match=no_match,

@@ -22,8 +22,7 @@ PAGE_SIZE = 20
 CAMPAIGN_READ = 200  # hits read per page when one result per campaign is asked
 MAX_PAGE = 50  # 1,000 results: past that a narrower query or a filter serves better
 TOP_ORGANIZATIONS = 15
-# What a search looks in, as the form says it -> the index's collection (None: every one).
-KINDS = {"both": None, "comments": "comments", "documents": "documents"}
+KINDS = search_arguments.KINDS  # what a search looks in, as the form says it -> the index's collection
 
 
 # --- search ---------------------------------------------------------------------------------
@@ -40,6 +39,7 @@ class SearchForm:
     org: str = ""
     campaign: str = ""  # only this campaign's comments
     topic: str = ""  # only comments on this topic of their docket's topic map
+    position: str = ""  # only comments the positions stage placed in this position
     one_per_campaign: bool = False  # a campaign's members collapse into its best-ranked one
     page: int = 1
     attachments: str = ""  # "yes" / "no": only comments with (without) attachments
@@ -56,7 +56,8 @@ class SearchForm:
         return cls(q=params.get("q", "").strip()[:500], docket=params.get("docket", "").strip()[:100],
                    date_from=params.get("from", "").strip()[:40], date_to=params.get("to", "").strip()[:40],
                    org=params.get("org", "").strip()[:200], campaign=params.get("campaign", "").strip()[:100],
-                   topic=params.get("topic", "").strip()[:120], one_per_campaign=params.get("per_campaign") == "1",
+                   topic=params.get("topic", "").strip()[:120], position=params.get("position", "").strip()[:40],
+                   one_per_campaign=params.get("per_campaign") == "1",
                    page=_bounded_int(params.get("page"), 1, MAX_PAGE),
                    attachments=_choice(params.get("attachments", "")), withdrawn=_choice(params.get("withdrawn", "")),
                    kind=params.get("kind", "").strip() if params.get("kind", "").strip() in KINDS else "both",
@@ -73,9 +74,11 @@ class SearchForm:
             search_arguments.campaign(self.campaign, campaigns.campaign_members)
         org = search_arguments.organisation(self.org) if self.org else ""
         topic = search_arguments.topic(self.topic)
+        position = search_arguments.position(self.position)
         attributes = {name: search_arguments.attribute(name, getattr(self, name))
                       for name in search_arguments.ATTRIBUTES}
-        return replace(self, q=q, date_from=first, date_to=last, org=org, topic=topic, **attributes)
+        return replace(self, q=q, date_from=first, date_to=last, org=org, topic=topic, position=position,
+                       **attributes)
 
     @property
     def attributes(self) -> dict[str, str]:
@@ -84,10 +87,11 @@ class SearchForm:
     @property
     def collection(self) -> str | None:
         """The index collection searched: the kind asked. The filters only comments have (an
-        organisation, a campaign, a topic, attachments, withdrawn, the record's attributes) are
-        read from the comments' rows, so with one of them both kinds means the comments."""
-        comment_filters = (self.org or self.campaign or self.topic or self.attachments or self.withdrawn
-                           or self.attributes)
+        organisation, a campaign, a topic, a position, attachments, withdrawn, the record's
+        attributes) are read from the comments' rows, so with one of them both kinds means the
+        comments."""
+        comment_filters = (self.org or self.campaign or self.topic or self.position or self.attachments
+                           or self.withdrawn or self.attributes)
         return "comments" if self.kind == "both" and comment_filters else KINDS[self.kind]
 
     @property
@@ -102,14 +106,14 @@ class SearchForm:
         posted_from, posted_before = eastern_day_bounds(self.date_from or None, self.date_to or None)
         return browsing.BrowseFilters(
             docket=self.docket or None, organization=self.org or None, campaign=self.campaign or None,
-            topic=self.topic or None, has_attachments={"yes": True, "no": False}.get(self.attachments),
+            topic=self.topic or None, position=self.position or None, has_attachments={"yes": True, "no": False}.get(self.attachments),
             withdrawn={"yes": True, "no": False}.get(self.withdrawn), posted_from=posted_from,
             posted_before=posted_before, **self.attributes)
 
     def filters(self) -> SearchFilters:
         members = campaigns.campaign_members(self.campaign) if self.campaign else None
         excluded = None
-        if self.attachments or self.withdrawn or self.attributes or self.topic:
+        if self.attachments or self.withdrawn or self.attributes or self.topic or self.position:
             # Facts only the state DB holds: the search is narrowed to the comments that have
             # them (or, the shorter list, kept from those that do not).
             from pipeline.reading import browsing
@@ -134,7 +138,8 @@ class SearchForm:
     def query_string(self, **changes) -> dict[str, str]:
         """The parameters of this search (for links to other pages of it)."""
         values = {"q": self.q, "docket": self.docket, "from": self.date_from, "to": self.date_to,
-                  "org": self.org, "campaign": self.campaign, "topic": self.topic, "per_campaign": "1" if self.one_per_campaign else "",
+                  "org": self.org, "campaign": self.campaign, "topic": self.topic, "position": self.position,
+                  "per_campaign": "1" if self.one_per_campaign else "",
                   "attachments": self.attachments, "withdrawn": self.withdrawn, **self.attributes,
                   "kind": "" if self.kind == "both" else self.kind, "page": str(self.page)} | {k: str(v) for k, v in changes.items()}
         return {k: v for k, v in values.items() if v}

@@ -5,7 +5,15 @@ feeds' news and the failed-or-waiting rows."""
 from __future__ import annotations
 
 from pipeline.reading import browsing, reports
-from pipeline.store.models import Attachment, Campaign, CampaignMember, Docket, Item, ItemState
+from pipeline.store.models import (
+    Attachment,
+    Campaign,
+    CampaignMember,
+    Docket,
+    Item,
+    ItemState,
+    PositionMember,
+)
 
 D, E = "CMS-2026-0001", "EPA-2026-0002"
 NOW = "2026-03-01T12:00:00.000000Z"
@@ -99,6 +107,40 @@ def test_facets_count_the_filtered_comments(state):
     assert facets.attachments == {True: 3, False: 5} and facets.withdrawn == {True: 1, False: 7}
     narrowed = browsing.facets(browsing.BrowseFilters(docket=D, campaign=f"{D}-0001"))
     assert narrowed.attachments == {True: 2, False: 1} and dict(narrowed.organizations) == {"AARP": 2}
+
+
+def _place(positions: dict[int, str]) -> None:
+    """Positions for some of D's comments, as the positions stage leaves them; the rest not estimated."""
+    PositionMember.insert_many([{"item": f"{D}-{n:04d}", "docket": D, "position": p, "source": "model",
+                                 "probability": 0.9, "unit": f"{D}-{n:04d}", "submissions": 1}
+                                for n, p in positions.items()]).execute()
+
+
+def test_a_position_filter_narrows_to_the_comments_placed_there_and_the_facet_counts_them(state):
+    _seed()
+    _place({1: "support", 2: "oppose", 3: "support", 4: "off_topic", 5: "support", 6: "oppose"})
+    every = browsing.BrowseFilters(docket=D)
+    supports = browsing.BrowseFilters(docket=D, position="support")
+    assert sorted(keys(browsing.comments(supports, limit=50))) == ["0001", "0003", "0005"]
+    assert browsing.count(supports) == 3 and sorted(browsing.matching_keys(supports)) == [
+        f"{D}-0001", f"{D}-0003", f"{D}-0005"]
+    # Not estimated (0007, 0008): no position matches them; mixed: none placed there.
+    assert browsing.count(browsing.BrowseFilters(docket=D, position="mixed")) == 0
+    facets = browsing.facets(every)
+    assert facets.positions == [("support", 3), ("oppose", 2), ("off_topic", 1)]  # the positions' order
+    assert facets.not_estimated == 2
+    assert sum(n for _, n in facets.positions) + facets.not_estimated == browsing.count(every)
+    # Each count is what its filter with the others shows: the campaign 0001, 0003, 0005.
+    in_campaign = browsing.BrowseFilters(docket=D, campaign=f"{D}-0001")
+    assert browsing.position_counts(in_campaign) == ([("support", 3)], 0)
+    with_files = browsing.BrowseFilters(docket=D, has_attachments=True)  # 0001, 0002, 0003
+    assert browsing.position_counts(with_files) == ([("support", 2), ("oppose", 1)], 0)
+    assert browsing.count(browsing.BrowseFilters(docket=D, position="oppose", has_attachments=True)) == 1
+    narrowed = browsing.facets(supports)
+    assert narrowed.positions == [("support", 3)] and narrowed.not_estimated == 0
+    assert dict(narrowed.organizations) == {"AARP": 2}  # 0001 and 0005; 0003 names none
+    # A docket the stage has not run on: every comment not estimated, none hidden.
+    assert browsing.position_counts(browsing.BrowseFilters(docket=E)) == ([], 2)
 
 
 def test_home_organisations_campaign_members_news_and_problems(state):

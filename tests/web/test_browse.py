@@ -272,6 +272,7 @@ def test_docket_and_status_pages_show_failed_and_waiting_rows_with_reasons(clien
 
 
 @pytest.mark.parametrize("path", ["/", "/comments?docket={docket}", "/comments?docket={docket}&sort=campaign",
+                                  "/comments?docket={docket}&position=support",
                                   "/campaign/{campaign}", "/organisation?name={organisation}",
                                   "/feed/docket/{docket}"])
 def test_a_page_costs_the_same_statements_however_many_rows_it_shows(client, store, monkeypatch, path):
@@ -290,7 +291,7 @@ def test_a_page_costs_the_same_statements_however_many_rows_it_shows(client, sto
         with counters.counting_queries(), counters.measure() as io:
             assert client.get(url).status_code == 200
         statements.append(io.get(STATE_QUERIES, 0))
-    # 15: the page's own statements, the topic facet's two (the store's dockets have topic
-    # maps) and the check that the docket filtered by exists (app.py's one check of every
-    # request's values).
-    assert 0 < statements[0] == statements[1] <= 15, statements
+    # 16: the page's own statements (the position facet's one among them), the topic facet's
+    # two (the store's dockets have topic maps) and the check that the docket filtered by
+    # exists (app.py's one check of every request's values).
+    assert 0 < statements[0] == statements[1] <= 16, statements
