@@ -58,10 +58,11 @@ def search_document(query: str, k: int, docket: str | None, collection: str | No
                     records: list[dict], filters: dict | None = None, *,
                     best_score: float | None = None, floor: float | None = None) -> dict:
     """The one JSON document of ``docketeer search --json`` (``filters``: its ``from``, ``to``,
-    ``org``, attribute and topic filters, None when not given). ``best_score``: the best
+    ``org``, attribute, topic and position filters, None when not given). ``best_score``: the best
     cosine any passage reached, shown or not; ``floor``: the cosine a result without the
     query's words needed (empty ``results`` with both: no good match)."""
-    given = {name: (filters or {}).get(name) for name in ("from", "to", "org", "subtype", "category", "state", "country", "topic")}
+    given = {name: (filters or {}).get(name) for name in ("from", "to", "org", "subtype", "category", "state", "country", "topic",
+                                                     "position")}
     return {"query": query, "k": k, "docket": docket, "collection": collection, **given,
             "best_score": best_score, "floor": floor, "results": [_public(record) for record in records]}
 

@@ -52,3 +52,28 @@ def test_the_command_line_refuses_control_characters_and_a_reversed_range(capsys
     assert cli.main(["search", "rural", "--from", "2026-02-02", "--to", "2026-02-01"]) == 2
     assert cli.main(["search", "rural", "--org", "Nobody Inc of Nowhere"]) == 2
     assert "no submitter or organisation contains" in capsys.readouterr().err
+
+
+def test_a_position_is_one_the_stage_gives_and_a_kind_one_the_page_offers():
+    from pipeline.positions.codes import POSITIONS
+
+    assert search_arguments.POSITIONS == POSITIONS  # one list: the codes', the filters', the help's
+    assert [search_arguments.position(p) for p in POSITIONS] == list(POSITIONS)
+    assert search_arguments.position("  ") == ""
+    with pytest.raises(BadSearch, match="position 'neutral' is not one of: support, oppose, mixed, no_position"):
+        search_arguments.position("neutral")
+    assert search_arguments.KINDS == {"both": None, "comments": "comments", "documents": "documents"}
+
+
+def test_the_command_line_refuses_an_unknown_position_or_kind_in_one_line(capsys, sqlite_state):
+    assert cli.main(["search", "rural", "--position", "neutral"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "position 'neutral' is not one of: support, oppose" in err
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["search", "rural", "--kind", "letters"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.count("\n") == 1 and "invalid choice: 'letters'" in err
+    assert cli.main(["search", "rural", "--kind", "comments", "--collection", "documents"]) == 2
+    assert "--kind comments and --collection documents disagree" in capsys.readouterr().err
+    assert cli.main(["search", "rural", "--kind", "documents", "--position", "support"]) == 2
+    assert "--position narrows comments: documents have no position" in capsys.readouterr().err

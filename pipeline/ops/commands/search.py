@@ -17,7 +17,10 @@ def register(commands) -> None:
     search = commands.add_parser("search", help="semantic search over the index")
     search.add_argument("query", nargs="?")
     search.add_argument("--docket")
-    search.add_argument("--collection", choices=["comments", "documents"])
+    search.add_argument("--kind", choices=tuple(search_arguments.KINDS),
+                        help="look in the comments, the documents or both (the default), as the page's kind=")
+    search.add_argument("--collection", choices=[k for k, c in search_arguments.KINDS.items() if c],
+                        help="the older spelling of --kind comments|documents")
     search.add_argument("-k", type=parse_k, default=10, help=f"hits to show, 1 to {MAX_K}")
     search.add_argument("--from", dest="date_from", type=parse_day, metavar="YYYY-MM-DD",
                         help="only items posted on or after this day (Washington's calendar)")
@@ -29,6 +32,9 @@ def register(commands) -> None:
         search.add_argument(f"--{name}", help=f"only comments whose record gives exactly this {label}")
     search.add_argument("--topic", metavar="TOPIC_ID",
                         help="only comments on this topic of their docket's topic map (`docketeer topics D` lists them)")
+    search.add_argument("--position", metavar="POSITION",
+                        help=f"only comments the positions stage placed in this position ({', '.join(search_arguments.POSITIONS)}); "
+                             "a comment not estimated yet matches none")
     search.add_argument("--passages", action="store_true",
                         help="every matching passage as a result of its own (by default one result per comment, "
                              "its other matching passages under it)")
@@ -57,6 +63,8 @@ def cmd_search(args) -> int:
         raise DocketeerError("search needs a query (or --stop)")
     require_existing_store(settings)
     args.query = search_arguments.query_text(args.query)  # the arguments checked as the page checks them
+    args.collection = _collection(args)
+    args.position = search_arguments.position(args.position or "")
     search_arguments.day_range(args.date_from or "", args.date_to or "")
     if args.org:
         open_runtime()
@@ -89,6 +97,15 @@ def cmd_search(args) -> int:
     return 0
 
 
+def _collection(args) -> str | None:
+    """The index collection ``--kind`` (or its older spelling ``--collection``) asks for: None
+    looks in both, as the page's ``kind=both``."""
+    kind = search_arguments.KINDS[args.kind or "both"]
+    if args.kind and args.collection and kind != args.collection:
+        raise search_arguments.BadSearch(f"--kind {args.kind} and --collection {args.collection} disagree: give one")
+    return args.collection or kind
+
+
 def _search_here(args) -> dict:
     """The search done in this process: the answer the warm service would give."""
     # Imported only here: the warm path must not pay for psycopg2, pgvector and the stages.
@@ -112,22 +129,25 @@ def _search_filters(args) -> dict:
     """The filters of ``docketeer search``, as its request to the warm service carries them
     (``pipeline.index.search.filters_of`` reads them, here and there)."""
     return {"from": args.date_from, "to": args.date_to, "org": args.org, "org_items": getattr(args, "org_items", None),
-            **{name: getattr(args, name, None) for name in search_arguments.ATTRIBUTES}, "topic": getattr(args, "topic", None), "items": getattr(args, "items", None),
+            **{name: getattr(args, name, None) for name in search_arguments.ATTRIBUTES}, "topic": getattr(args, "topic", None),
+            "position": getattr(args, "position", None) or None, "items": getattr(args, "items", None),
             "excluded": getattr(args, "excluded", None)}
 
 
 def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
     """(the comments an attribute filter allows, or those it does not: the shorter list) when
-    ``--subtype``, ``--category``, ``--state``, ``--country`` or ``--topic`` is given, read
-    from the state DB (the index DB holds neither those attributes nor the topic maps); (None,
-    None) when none is. Each value is checked as the search page checks it (a value no comment
-    has, a topic no map holds: exit 2). Only comments have these: such a search is of comments."""
+    ``--subtype``, ``--category``, ``--state``, ``--country``, ``--topic`` or ``--position`` is
+    given, read from the state DB (the index DB holds neither those attributes, nor the topic
+    maps, nor the positions); (None, None) when none is. Each value is checked as the search
+    page checks it (a value no comment has, a topic no map holds: exit 2). Only comments have
+    these: such a search is of comments."""
     given = {name: getattr(args, name) for name in search_arguments.ATTRIBUTES if getattr(args, name, None)}
-    wanted_topic = getattr(args, "topic", None)
-    if not given and not wanted_topic:
+    wanted_topic, wanted_position = getattr(args, "topic", None), getattr(args, "position", None)
+    if not given and not wanted_topic and not wanted_position:
         return None, None
     if args.collection == "documents":
-        raise search_arguments.BadSearch(f"--{next(iter(given), 'topic')} narrows comments: documents have no such attribute")
+        named = next(iter(given), "topic" if wanted_topic else "position")
+        raise search_arguments.BadSearch(f"--{named} narrows comments: documents have no {named}")
     args.collection = "comments"
     from pipeline.reading import browsing
 
@@ -136,7 +156,7 @@ def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
     for name, value in checked.items():
         setattr(args, name, value)
     return browsing.narrowing(browsing.BrowseFilters(docket=args.docket, topic=search_arguments.topic(wanted_topic or "") or None,
-                                                     **checked))
+                                                     position=wanted_position or None, **checked))
 
 
 def _warm_search(settings, data_dir, args) -> dict | None:
