@@ -201,7 +201,9 @@ def summary_lines(found: dict) -> list[str]:
         lines.append(found["message"])
     elif state:
         lines.append(f"classifier: learnt from {state['codes']} codes ({', '.join(state['classes'])}), "
-                     f"cross-validated accuracy {state['cross_validated_accuracy']:.0%}")
+                     f"cross-validated accuracy {state['cross_validated_accuracy']:.0%}"
+                     + (f", macro-F1 {state['scores']['macro_f1']:.2f} over support/oppose/other"
+                        if state.get("scores") else ""))
     if found.get("judge"):
         lines.append(judge_line(found["judge"]))
     figures = found["estimates"]
