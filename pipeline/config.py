@@ -151,6 +151,12 @@ SETTINGS: tuple[Setting, ...] = (
             "positions with 3 codes each) gets no predicted positions (\"not estimated yet: code N more\")", minimum=2),
     Setting("positions_scope", str, "docket", "the codes the position classifier learns from: the docket's, or "
             "every docket's of its rule (same RIN)", ("docket", "rule")),
+    Setting("llm_url", str, "", "an OpenAI-compatible server (Ollama, vLLM, llama.cpp) whose POST /v1/chat/completions "
+            "judges each distinct comment text's position with a quoted evidence; empty = no judge, nothing sent "
+            "(docs/OPERATING.md, \"The language-model judge\")"),
+    Setting("llm_model", str, "", "the model llm_url serves that judges positions (needed with llm_url)"),
+    Setting("llm_api_key", str, "", "key sent as a bearer token to llm_url alone (empty: none sent)", secret=True,
+            env_aliases=("OPENAI_API_KEY",)),
     Setting("organisations_file", str, "", "the alias file of organisation names (merge, split, canonical name): "
             "empty = organisations.yaml in data_dir, used when it exists"),
     Setting("host_id", str, "", "this host's name in leases and item claims (empty = the hostname); "

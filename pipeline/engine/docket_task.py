@@ -323,6 +323,7 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
             ctx = self._context(rt, settings, token)
             ctx.claims = self._holder_claims(ctx, settings, token)
             try:
+                self._prepare(ctx, docket)
                 with self._one_transaction(ctx):
                     result, io = self._work_then_mark(ctx, docket, store, input_fp)
             except _RolledBack as failed:
@@ -484,6 +485,26 @@ class DocketStageTask(OfOneStore, CheckedParameters, luigi.Task):
                 runs.finish_run(ctx.run_id, clean=False, counters=dict(ctx.progress.counts),
                                 message=ctx.settings.mask(f"{type(exc).__name__}: {exc}"))
                 raise
+
+    def _prepare(self, ctx: StageContext, docket) -> None:
+        """The stage's ``prepare``, before its transaction. A spent time budget ends it (the run
+        then stops at its first check); a run-stopping error (a key rejected) fails the run as
+        in the stage's own run; any other is logged, and the run does the work itself (its
+        failure handled as the stage's)."""
+        if self.stage.prepare is None:
+            return
+        try:
+            self.stage.prepare(ctx, docket)
+        except BudgetSpent:
+            return
+        except Exception as exc:
+            if classify(original_error(exc)).stops_run:
+                runs.finish_run(ctx.run_id, clean=False, counters=dict(ctx.progress.counts),
+                                message=ctx.settings.mask(f"{type(exc).__name__}: {exc}"))
+                raise
+            ctx.prepared = None
+            log.warning("%s %s: preparing failed (%s); the run does it itself", self.stage.name, self.docket,
+                        ctx.settings.mask(describe(exc)))
 
     def _call_stage(self, ctx: StageContext, docket) -> tuple[StageResult, dict]:
         with counters.measure() as io:

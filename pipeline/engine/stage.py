@@ -55,6 +55,8 @@ class StageContext:
     # pipeline.engine.claims.ItemClaims when the run shares its items with other workers
     # (a stage with splits_items, on PostgreSQL): the todo is taken through it.
     claims: object = None
+    # What the stage's ``prepare`` left for its run (None: it has none, or was not called).
+    prepared: object = None
 
     def __post_init__(self) -> None:
         if self.settings is None:
@@ -148,6 +150,12 @@ class Stage:
     # (``DocketStageTask._one_transaction``). Its run must write the state DB only through the
     # task's connection (no thread of its own writing it), or SQLite would wait on itself.
     atomic: bool = False
+    # (context, docket row) -> None: slow work done before the run and outside an atomic
+    # stage's transaction (asking an outside service, whose answers it keeps in rows of its
+    # own as they come), so the transaction holds the state DB's write lock only while the
+    # derived rows are written, and an error in it loses none of the answers paid for. It
+    # may leave what the run needs in ``ctx.prepared``.
+    prepare: Callable[[StageContext, object], None] | None = None
     # Stages whose output it reads besides its upstream's (topics counts organisations): its
     # task requires theirs too, when they are on, so the order is never left to chance.
     reads: tuple[str, ...] = ()

@@ -35,8 +35,10 @@ from pipeline.store.blobs import combined_key
 from pipeline.store.documents import documents_of
 
 # 8: text_chars is the length of the text column beside it; 9: sections, and the sections each comment cites;
-# 10: each comment's position (position, position_source, position_probability) and positions, the shares
-EXPORT_VERSION = "export-10"
+# 10: each comment's position (position, position_source, position_probability) and positions, the shares;
+# 11: the language-model judge's evidence for each comment (position_evidence) and whether that quote was
+# found in the comment's text (position_quote); position_source may be llm
+EXPORT_VERSION = "export-11"
 FORMATS = ("parquet", "csv")
 MANIFEST = "export.json"
 EXPORT_FILES_WRITTEN = "export_files_written"
@@ -94,8 +96,14 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("position", "string", "its position: support, oppose, mixed, no_position, off_topic (empty: the docket "
                                "has no positions yet, or the classifier is not fitted and it is not coded)"),
         ("position_source", "string", "where it comes from: coded (an analyst's code), campaign (a coded member "
-                                      "of its campaign's) or model (the classifier's)"),
-        ("position_probability", "float64", "the classifier's probability of that position (1.0: coded)"),
+                                      "of its campaign's), llm (the language-model judge's) or model (the "
+                                      "classifier's)"),
+        ("position_probability", "float64", "the classifier's probability of that position (1.0: coded; empty: "
+                                            "the judge's, which gives none)"),
+        ("position_evidence", "string", "the language-model judge's quote of the comment (its campaign's letter) "
+                                        "that shows its position, also beside a code (empty: no judge)"),
+        ("position_quote", "string", "checked (the quote stands in the comment's text) or flagged (it does not: "
+                                     "the judge's words, not the comment's)"),
     ],
     "comment_organisations": [
         ("docket_id", "string", "the docket"),
@@ -373,7 +381,7 @@ def docket_tables(runtime, docket_id: str) -> dict[str, list[dict]]:
     comment_rows = [_comment_row(docket_id, c, files.get(c.key, []), texts.get(c.key),
                                  read.get(c.key), membership.get(c.key), represented,
                                  resolved.get(c.key, []), ties.get(c.key, (None, None)), topic_of.get(c.key),
-                                 cited.get(c.key, []), position_of.get(c.key, (None, None, None)))
+                                 cited.get(c.key, []), position_of.get(c.key, (None,) * 5))
                     for c in comments]
     keys = {c.key for c in comments}
     attachment_rows = []
@@ -467,7 +475,7 @@ def _texts(runtime, docket_id: str, keys: list[str]) -> dict[str, ItemText]:
 
 def _comment_row(docket_id, item, files, text_row, read: ItemText | None, membership, represented,
                  named: list[tuple[str, str]], tie, topic: str | None, cited: list[str],
-                 position: tuple[str | None, str | None, float | None]) -> dict:
+                 position: tuple) -> dict:
     organisation = named[0] if named else (None, None)
     return {"docket_id": docket_id, "comment_id": item.key, "title": item.title,
             "object_id": item.object_id, "comment_on_document_id": item.comment_on_document_id,
@@ -486,7 +494,8 @@ def _comment_row(docket_id, item, files, text_row, read: ItemText | None, member
             "organisation_count": len(named) or None,
             "answers_document": tie[0], "answers_phase": tie[1], "topic_id": topic,
             "sections": "\n".join(cited) or None,
-            "position": position[0], "position_source": position[1], "position_probability": position[2]}
+            "position": position[0], "position_source": position[1], "position_probability": position[2],
+            "position_evidence": position[3], "position_quote": position[4]}
 
 
 KEPT_TEXT_COLUMNS = tuple(records.KEPT_TEXT.values())  # the normaliser's columns, in its order

@@ -1,7 +1,8 @@
 """What a docket's positions must agree on while its positions marker says done (``docketeer
 verify`` asks): a member row for each comment whose positions state is ``ok`` and none for
 another, every member's position a known one with a probability in [0, 1], a coded member
-with a stored code, and model predictions only while the docket has a fitted classifier."""
+with a stored code, model predictions only while the docket has a fitted classifier, and a
+judge's position with the judge's answer and evidence beside it."""
 
 from __future__ import annotations
 
@@ -30,4 +31,6 @@ def problems(docket_id: str) -> list[str]:
             found.append(f"{m.item}: a coded position, but no code of it is stored")
         if m.source == "model" and not fitted:
             found.append(f"{m.item}: a model position, but the docket has no fitted classifier")
+        if m.source == "llm" and (m.judged != m.position or not m.evidence):
+            found.append(f"{m.item}: a language model's position without its answer and evidence")
     return found

@@ -1,6 +1,7 @@
 """Every query of the positions tables the stage and the commands use: a docket's units (a
-comment, or a campaign judged once through its letter), its members, its classifier row, and
-the coding sample drawn from the uncoded units."""
+comment, or a campaign judged once through its letter) and their texts, its members, its
+classifier row, the language-model judge's kept answers, and the coding sample drawn from the
+uncoded units."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from pipeline.positions.judge import Judge, Judgement
 from pipeline.store.in_lists import in_chunks
 from pipeline.store.models import (
     Campaign,
@@ -16,6 +18,7 @@ from pipeline.store.models import (
     Docket,
     Item,
     PositionCode,
+    PositionJudgement,
     PositionMember,
     PositionModel,
     database,
@@ -88,16 +91,52 @@ def training_dockets(docket_id: str, scope: str) -> list[str]:
 
 # --- what the stage writes ---------------------------------------------------------------------
 
-def save_members(docket_id: str, members: dict[str, tuple[str, str, float, str, int]], cleared: set[str]) -> None:
+def save_members(docket_id: str, members: dict[str, tuple[str, str, float, str, int]], cleared: set[str],
+                 judged: dict[str, Judgement] | None = None) -> None:
     """comment -> (position, source, probability, unit, submissions) in place of the stored
-    rows of those comments; the rows of ``cleared`` deleted."""
+    rows of those comments, each with the judge's answer for its unit (``judged``: unit ->
+    answer) when there is one; the rows of ``cleared`` deleted."""
+    judged = judged or {}
     rows = [{"item": k, "docket": docket_id, "position": p, "source": s, "probability": round(float(pr), 6),
-             "unit": u, "submissions": n} for k, (p, s, pr, u, n) in sorted(members.items())]
+             "unit": u, "submissions": n, **_judged_columns(judged.get(u))}
+            for k, (p, s, pr, u, n) in sorted(members.items())]
     with database.atomic():
         for chunk in in_chunks(sorted(set(members) | cleared)):
             PositionMember.delete().where(PositionMember.item.in_(chunk)).execute()
         for chunk in in_chunks(rows, 200):
             PositionMember.insert_many(chunk).execute()
+
+
+def _judged_columns(answer: Judgement | None) -> dict[str, str]:
+    if answer is None:
+        return {"judged": "", "evidence": "", "quote": ""}
+    return {"judged": answer.position, "evidence": answer.evidence, "quote": answer.quote}
+
+
+def unit_texts(index_db, collection: str, docket_id: str, units) -> dict[str, str]:
+    """unit -> its text, its passages as the index holds them (one query)."""
+    texts: dict[str, list[str]] = defaultdict(list)
+    wanted = sorted(units)
+    for key, _, text, _ in index_db.passage_vectors(collection, docket_id, wanted) if wanted else ():
+        texts[key].append(text)
+    return {k: "\n\n".join(parts) for k, parts in texts.items()}
+
+
+def kept_judgements(docket_id: str, judge: Judge) -> dict[str, Judgement]:
+    """text fingerprint -> the judge's kept answer, for the docket's texts this judge answered."""
+    return {text: Judgement(position, evidence, quote) for text, position, evidence, quote in
+            PositionJudgement.select(PositionJudgement.text, PositionJudgement.position,
+                                     PositionJudgement.evidence, PositionJudgement.quote)
+            .where((PositionJudgement.docket == docket_id) & (PositionJudgement.judge == judge.fingerprint)).tuples()}
+
+
+def save_judgement(docket_id: str, judge: Judge, text: str, unit: str, answer: Judgement, judged_at: str) -> None:
+    """Keep the judge's answer for one text (the model's name with it; never the key)."""
+    values = {"unit": unit, "position": answer.position, "evidence": answer.evidence, "quote": answer.quote,
+              "model": judge.model, "judged_at": judged_at}
+    PositionJudgement.insert(docket=docket_id, text=text, judge=judge.fingerprint, **values).on_conflict(
+        conflict_target=[PositionJudgement.docket, PositionJudgement.text, PositionJudgement.judge],
+        update=values).execute()
 
 
 def model_of(docket_id: str) -> PositionModel | None:

@@ -1,5 +1,6 @@
 """What people read of a docket's positions: its shares with their intervals, the classifier's
-state, the positions by campaign, organisation and topic; and the comments an analyst codes
+state and the language-model judge's (each scored against the codes), the positions by
+campaign, organisation and topic; and the comments an analyst codes
 next (the coding sample, in the order drawn), with their text as the index holds it."""
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from pipeline.ids import record_url
-from pipeline.positions import classifier, queries
+from pipeline.positions import classifier, judge, queries, scores
 from pipeline.positions.codes import POSITIONS
 from pipeline.store.models import (
     Campaign,
     Organisation,
     OrganisationMember,
     PositionCode,
+    PositionJudgement,
     PositionMember,
     Topic,
     TopicMember,
@@ -62,7 +64,9 @@ def summary(docket_id: str) -> dict:
         "classifier": None if model is None else {
             "fitted": bool(model.model), "codes": model.codes, "fitted_at": model.fitted_at,
             "classes": json.loads(model.model)["classes"] if model.model else [],
-            "cross_validated_accuracy": _accuracy(model)},
+            "cross_validated_accuracy": _accuracy(model),
+            "scores": scores.score([tuple(p) for p in json.loads(model.cross_validated or "[]")])},
+        "judge": _judge(docket_id, members),
         "codes": {"comments": sum(coders.values()), "coders": dict(sorted(coders.items()))},
         "estimates": _estimates(model),
         "comments": _by(members, lambda m: "all"),
@@ -96,11 +100,29 @@ def share_rows(estimates: dict) -> list[dict]:
             for position, found in estimates[measure].get(estimate, {}).items()]
 
 
-def docket_positions(docket_id: str) -> dict[str, tuple[str, str, float]]:
-    """comment -> (position, source, probability) for a docket, one query."""
-    return {item: (position, source, probability) for item, position, source, probability in
+def docket_positions(docket_id: str) -> dict[str, tuple[str, str, float | None, str | None, str | None]]:
+    """comment -> (position, source, probability, evidence, quote) for a docket, one query: the
+    probability None for the judge's (it gives none), the evidence and its quote check None
+    where the judge gave none."""
+    return {item: (position, source, None if source == "llm" else probability, evidence or None, quote or None)
+            for item, position, source, probability, evidence, quote in
             PositionMember.select(PositionMember.item, PositionMember.position, PositionMember.source,
-                                  PositionMember.probability).where(PositionMember.docket == docket_id).tuples()}
+                                  PositionMember.probability, PositionMember.evidence, PositionMember.quote)
+            .where(PositionMember.docket == docket_id).tuples()}
+
+
+def _judge(docket_id: str, members) -> dict | None:
+    """The judge's part of the summary (None: no member has the judge's answer): its model,
+    the distinct texts it answered, its quotes checked and flagged, its scores against the codes."""
+    quotes = {m.unit: m.quote for m in members if m.judged}  # one per distinct text
+    if not quotes:
+        return None
+    model = (PositionJudgement.select(PositionJudgement.model).where(PositionJudgement.docket == docket_id)
+             .order_by(PositionJudgement.judged_at.desc()).limit(1).scalar())
+    counted = Counter(quotes.values())
+    return {"model": model, "texts": len(quotes), "comments": sum(1 for m in members if m.source == "llm"),
+            "quotes": {judge.CHECKED: counted[judge.CHECKED], judge.FLAGGED: counted[judge.FLAGGED]},
+            "scores": scores.score(judge.pairs_of(members))}
 
 
 def _message(model) -> str:

@@ -235,18 +235,24 @@ class HttpTransport:
         headers: dict[str, str] | None = None,
         stream: bool = False,
         allow_redirects: bool = True,
+        json_body: Any = None,
     ) -> requests.Response:
-        """One HTTP GET after budget, rate-limit and pacing checks; network errors are transient."""
+        """One HTTP GET (a POST of ``json_body`` when given) after budget, rate-limit and pacing
+        checks; network errors are transient."""
         self._check_before_call()
         self._pace()
         counters.incr(API_CALLS)
         counters.incr(f"api.{endpoint}")
         self._stats[endpoint] += 1
         try:
-            resp = self.session.get(
-                url, params=params, headers=headers, timeout=self.timeout, stream=stream,
-                allow_redirects=allow_redirects,
-            )
+            if json_body is not None:
+                resp = self.session.post(url, json=json_body, headers=headers, timeout=self.timeout, stream=stream,
+                                         allow_redirects=allow_redirects)
+            else:
+                resp = self.session.get(
+                    url, params=params, headers=headers, timeout=self.timeout, stream=stream,
+                    allow_redirects=allow_redirects,
+                )
         except (
             requests.ConnectionError,
             requests.Timeout,
@@ -338,6 +344,18 @@ class HttpTransport:
             return self.read_json(resp, _describe(url, params))
 
         return self.call_with_retries(_describe(url, params), attempt)
+
+    def post_json(self, endpoint: str, url: str, body: dict, *, headers: dict | None = None) -> dict:
+        """POST ``body`` as JSON + status mapping + JSON answer, with retries (as ``get_json``)."""
+
+        def attempt() -> dict:
+            deadline = time.monotonic() + self.request_seconds
+            with self.send(endpoint, url, headers=headers, stream=True, json_body=body) as resp:
+                resp._content = b"".join(self.iter_body(resp, url, deadline, self.max_json_bytes))
+            self.raise_for_status(resp, url)
+            return self.read_json(resp, url)
+
+        return self.call_with_retries(url, attempt)
 
     def iter_body(self, resp: requests.Response, what: str, deadline: float,
                   max_bytes: int) -> Iterator[bytes]:

@@ -32,7 +32,7 @@ from pipeline.store.models import (
     Run,
 )
 
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 SCHEMA_LOCK = 0x646B7473  # pg_advisory_xact_lock key of state-DB migrations ("dkts")
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 # How long a SQLite writer waits for another's transaction: longer than a derived stage's run
@@ -588,9 +588,20 @@ def _upgrade_to_23(db: peewee.Database) -> None:
     db.create_tables([models.PositionCode, models.PositionMember, models.PositionModel], safe=True)
 
 
+def _upgrade_to_24(db: peewee.Database) -> None:
+    """v24: the language-model judge of positions: its answers, one per distinct text (a new,
+    empty table), and each position member's judged position, evidence and quote check (empty
+    columns). Nothing is redone: without ``llm_url`` the stage's fingerprints are as they were;
+    with it, the next run asks the judge."""
+    db.create_tables([models.PositionJudgement], safe=True)
+    _add_columns(db, {models.PositionMember: (models.PositionMember.judged, models.PositionMember.evidence,
+                                              models.PositionMember.quote)})
+
+
 UPGRADES = {2: _upgrade_to_2, 3: _upgrade_to_3, 4: _upgrade_to_4, 5: _upgrade_to_5,
             6: _upgrade_to_6, 7: _upgrade_to_7, 8: _upgrade_to_8, 9: _upgrade_to_9,
             10: _upgrade_to_10, 11: _upgrade_to_11, 12: _upgrade_to_12,
             13: _upgrade_to_13, 14: _upgrade_to_14, 15: _upgrade_to_15, 16: _upgrade_to_16,
             17: _upgrade_to_17, 18: _upgrade_to_18, 19: _upgrade_to_19,
-            20: _upgrade_to_20, 21: _upgrade_to_21, 22: _upgrade_to_22, 23: _upgrade_to_23}
+            20: _upgrade_to_20, 21: _upgrade_to_21, 22: _upgrade_to_22, 23: _upgrade_to_23,
+            24: _upgrade_to_24}

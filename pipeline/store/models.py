@@ -483,15 +483,40 @@ class PositionCode(BaseModel):
 
 class PositionMember(BaseModel):
     """One comment's position as the positions stage left it: its own code, a coded member
-    of its campaign's, or the classifier's (with its probability)."""
+    of its campaign's, the language-model judge's (with its evidence) or the classifier's
+    (with its probability). ``judged``, ``evidence`` and ``quote`` are the judge's answer for
+    its unit whatever the source (a coded comment's too: what the judge is scored by)."""
 
     item = TextField(primary_key=True)
     docket = TextField(index=True)
     position = TextField()
-    source = TextField()  # coded | campaign | model
-    probability = FloatField()  # 1.0 for a code
+    source = TextField()  # coded | campaign | llm | model
+    probability = FloatField()  # 1.0 for a code (and for the judge's, which gives none)
     unit = TextField()  # the comment judged for it: itself, or its campaign's letter
     submissions = IntegerField()  # what its record stands for (1 + duplicateComments)
+    judged = TextField(default="")  # the judge's position for its unit ("": no judge)
+    evidence = TextField(default="")  # the judge's verbatim quote of the unit's text
+    quote = TextField(default="")  # checked (found in the text) | flagged (not found) | ""
+
+
+class PositionJudgement(BaseModel):
+    """The language-model judge's answer for one distinct text of a docket: asked once per
+    text, judge (its url, model and prompt) and docket, so a run with nothing new asks
+    nothing and a changed model asks again. The key is never stored."""
+
+    docket = TextField(index=True)
+    text = TextField()  # the fingerprint of the text judged
+    judge = TextField()  # the fingerprint of the url, model and prompt that judged it
+    unit = TextField()  # the comment whose text it is (a campaign's letter)
+    position = TextField()
+    evidence = TextField()
+    quote = TextField()  # checked | flagged
+    model = TextField()  # the model's name, as set (llm_model)
+    judged_at = TextField()  # UTC
+
+    class Meta:
+        table_name = "position_judgement"
+        primary_key = CompositeKey("docket", "text", "judge")
 
 
 class PositionModel(BaseModel):
@@ -548,4 +573,5 @@ MODELS = (Meta, Docket, Item, Attachment, ItemState, DocketStage, Lease, Run, Mi
           CampaignMember, CampaignBand, Campaign, ItemClaim, MirrorScan,
           Organisation, OrganisationVariant, OrganisationMember, OrganisationAcronym,
           DocketDocument, LineageComment, LineageLink, FederalRegisterDocument, Topic, TopicMember, TopicMap,
-          DocketFailure, PositionCode, PositionMember, PositionModel, DocumentSection, SectionLink)
+          DocketFailure, PositionCode, PositionMember, PositionModel, PositionJudgement, DocumentSection,
+          SectionLink)

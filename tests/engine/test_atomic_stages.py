@@ -69,3 +69,44 @@ def test_the_derived_stages_are_atomic_and_topics_read_organisations_and_the_ind
     assert derived == {"campaigns", "organisations", "lineage", "topics", "sections", "positions"}
     assert registry.get("topics").reads == ("organisations", "index")
     assert all(registry.get(name).rows_agree is not None for name in derived)
+
+
+SEEN: list[object] = []  # what the run found its prepare left, and whether prepare ran in a transaction
+
+
+def prepare_outside(ctx, docket):
+    from pipeline.store.models import Meta, database
+
+    SEEN.append(database.in_transaction())
+    Meta.insert(key=f"prepared:{docket.id}", value="paid for").on_conflict_replace().execute()
+    ctx.prepared = "answers"
+
+
+def read_prepared_then_fail(ctx, docket):
+    SEEN.append(ctx.prepared)
+    return count_then_fail(ctx, docket)
+
+
+PREPARED = dataclasses.replace(ATOMIC, run=read_prepared_then_fail, prepare=prepare_outside,
+                               task="CountWordsPrepared", wrapper="CountWordsPreparedAll")
+
+
+class CountWordsPrepared(DocketStageTask):
+    stage = PREPARED
+
+
+def test_an_atomic_stages_prepare_runs_before_its_transaction_and_outlives_its_failure(tmp_path, pg_server):
+    """What the prepare step writes (answers paid for) is kept when the run after it fails and
+    its own rows are rolled back; the run finds what prepare left it."""
+    from pipeline.store.models import Meta
+
+    with registry.added(PREPARED), built_store(tmp_path, pg_server, dockets=1, comments=3) as store:
+        docket = store.dockets[0]
+        FAIL[:] = ["the model said no"]
+        try:
+            store.run(CountWordsPrepared(docket=docket))
+        finally:
+            FAIL.clear()
+        assert SEEN == [False, "answers"]
+        assert Meta.get_by_id(f"prepared:{docket}").value == "paid for"  # not rolled back
+        assert item_states.states_for_docket("wordcount", docket) == {}  # the run's rows are

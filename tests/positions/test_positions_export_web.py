@@ -32,7 +32,7 @@ def rt(tmp_path, pg_url):
 def _exported(rt, tmp_path) -> tuple[list[dict], list[dict]]:
     export(rt, tmp_path / "out", [D], ("parquet", "csv"))
     folder = tmp_path / "out" / D
-    assert json.loads((folder / "export.json").read_text())["version"] == EXPORT_VERSION == "export-10"
+    assert json.loads((folder / "export.json").read_text())["version"] == EXPORT_VERSION == "export-11"
     assert (folder / "positions.csv").exists()
     return (pq.read_table(folder / "comments.parquet").to_pylist(),
             pq.read_table(folder / "positions.parquet").to_pylist())
@@ -96,4 +96,5 @@ def test_too_few_codes_export_empty_shares_and_the_page_says_code_more(rt, tmp_p
     comments, shares = _exported(rt, tmp_path / "again")  # a new run: the export changed
     assert shares == []
     assert {r["comment_id"]: r["position"] for r in comments if r["position"]} == coded
-    assert [c for c, *_ in COLUMNS["comments"]][-3:] == ["position", "position_source", "position_probability"]
+    assert [c for c, *_ in COLUMNS["comments"]][-5:] == ["position", "position_source", "position_probability",
+                                                         "position_evidence", "position_quote"]

@@ -421,3 +421,26 @@ def test_upgrade_from_version_19_adds_the_organisation_evidence_column_and_keeps
     [row] = OrganisationMember.select()
     assert (row.written, row.evidence) == ("Acme Association", None)
     assert [m.stage for m in DocketStage.select()] == ["backfill"]
+
+
+def test_upgrade_from_version_23_adds_the_judge_table_and_columns_and_keeps_every_position(state):
+    """v24: the language-model judge's answers (a new table) and each position member's judged
+    position, evidence and quote check (new columns, empty); the members and codes are kept."""
+    from pipeline.store.models import PositionCode, PositionJudgement, PositionMember
+
+    db = state.state
+    dockets.ensure_dockets(["ACF-2025-0001"], discovered_by="list")
+    PositionCode.insert(item="ACF-2025-0001-0001", docket="ACF-2025-0001", position="oppose", coder="ana",
+                        coded_at="2026-12-01T00:00:00Z").execute()
+    PositionMember.insert(item="ACF-2025-0001-0001", docket="ACF-2025-0001", position="oppose", source="coded",
+                          probability=1.0, unit="ACF-2025-0001-0001", submissions=1).execute()
+    db.drop_tables([PositionJudgement])
+    migrate(*(state_db._migrator(db).drop_column("position_member", c) for c in ("judged", "evidence", "quote")))
+    assert {"judged", "evidence", "quote"}.isdisjoint(c.name for c in db.get_columns("position_member"))
+    Meta.update(value="23").where(Meta.key == "schema_version").execute()
+    state_db.ensure_schema(db)
+    assert state_db.schema_version(db) == state_db.SCHEMA_VERSION == 24
+    assert "position_judgement" in set(db.get_tables()) and PositionJudgement.select().count() == 0
+    [member] = PositionMember.select()
+    assert (member.position, member.source, member.judged, member.evidence, member.quote) == ("oppose", "coded", "", "", "")
+    assert PositionCode.select().count() == 1

@@ -8,7 +8,8 @@
   press a code (s/o/m/n/x; q quits, ? helps); keys are read from standard input, so a file
   of keys codes too.
 * ``positions D [--json]``: the docket's shares with their intervals (design-based and
-  model-based, each said), the classifier's state, and counts by campaign, organisation, topic.
+  model-based, each said), the classifier's state, the language-model judge's (its agreement
+  with the codes, its quotes checked and flagged), and counts by campaign, organisation, topic.
 """
 
 from __future__ import annotations
@@ -191,7 +192,7 @@ def _show(docket: str, as_json: bool) -> int:
 
 def summary_lines(found: dict) -> list[str]:
     from pipeline.positions.codes import POSITIONS
-    from pipeline.positions.estimates import DESIGN, MODEL
+    from pipeline.positions.estimates import DESIGN
 
     lines = [f"{found['docket']}: {found['codes']['comments']} coded comment(s)"
              + (f" ({', '.join(f'{c}: {n}' for c, n in found['codes']['coders'].items())})" if found["codes"]["coders"] else "")]
@@ -200,17 +201,22 @@ def summary_lines(found: dict) -> list[str]:
         lines.append(found["message"])
     elif state:
         lines.append(f"classifier: learnt from {state['codes']} codes ({', '.join(state['classes'])}), "
-                     f"cross-validated accuracy {state['cross_validated_accuracy']:.0%}")
+                     f"cross-validated accuracy {state['cross_validated_accuracy']:.0%}"
+                     + (f", macro-F1 {state['scores']['macro_f1']:.2f} over support/oppose/other"
+                        if state.get("scores") else ""))
+    if found.get("judge"):
+        lines.append(judge_line(found["judge"]))
     figures = found["estimates"]
     for target in ("comments", "submissions") if figures else ():
         rows = [[p, *(_interval(figures[target][m][p]) for m in ("design", "model"))] for p in POSITIONS]
         lines += ["", f"share of {target} ({figures[target]['total']}):",
                   table(rows, ["position", "design-based (95% CI)", "model-based (95% CI)"])]
     if figures:
-        lines += ["", f"design-based: {DESIGN.split(': ', 1)[1]}", f"model-based: {MODEL.split(': ', 1)[1]}"]
+        lines += ["", f"design-based: {DESIGN.split(': ', 1)[1]}",
+                  f"model-based: {figures['methods']['model'].split(': ', 1)[1]}"]
     all_counts = found["comments"].get("all")
     if all_counts:
-        lines += ["", "comments by position (coded, a coded campaign member's, or the classifier's): "
+        lines += ["", "comments by position (coded, a coded campaign member's, the judge's or the classifier's): "
                   + ", ".join(f"{p} {n}" for p, n in all_counts["comments"].items() if n)]
     for title, key in (("by campaign", "by_campaign"), ("by organisation", "by_organisation"), ("by topic", "by_topic")):
         rows = [[r["name"][:60], *(f"{r['comments'][p]}/{r['submissions'][p]}" for p in POSITIONS)]
@@ -218,6 +224,16 @@ def summary_lines(found: dict) -> list[str]:
         if rows:
             lines += ["", f"{title} (comments/submissions):", table(rows, ["", *POSITIONS])]
     return lines
+
+
+def judge_line(found: dict) -> str:
+    """The language-model judge in one line: what answered, its quotes, its agreement with the codes."""
+    quotes = found["quotes"]
+    scored = found["scores"]
+    agreement = (f"agrees with {scored['agreement']:.0%} of {scored['pairs']} codes (macro-F1 {scored['macro_f1']:.2f} "
+                 "over support/oppose/other)" if scored else "no coded comment answered yet, so not scored")
+    return (f"language-model judge ({found['model']}): {found['texts']} distinct text(s) answered, "
+            f"quotes {quotes['checked']} checked, {quotes['flagged']} flagged (not found in the text); {agreement}")
 
 
 def _interval(share: dict) -> str:
