@@ -16,7 +16,7 @@ from pipeline.index.dimension_indexes import cast_type, indexed_expression
 from pipeline.index.migrations import TEXT_SEARCH_CONFIG, name_words
 
 # The full-text half ranks (ts_rank_cd: cover density, the costly part) at most this many
-# matching chunks, chosen first by a cheap rank; beyond it a common word's tens of thousands
+# matching texts, chosen first by a cheap rank; beyond it a common word's tens of thousands
 # of matches would each be ranked for a list that shows ten (docs/BENCHMARKS.md).
 TEXT_CANDIDATES = 400
 # hnsw.ef_search when the search_ef setting is not given: recall@10 of HNSW against an exact
@@ -174,7 +174,8 @@ class IndexSearches:
         ``query`` is read as a web search box is (``websearch_to_tsquery``): every word must
         occur, "quoted words" as a phrase, ``or`` and ``-word`` as expected. Each hit's
         ``score`` is still its cosine to ``query_vector``, so both rankings speak one unit.
-        At most ``max(k, TEXT_CANDIDATES)`` matches are ranked (counted as ``TEXT_RANKED``).
+        At most ``max(k, TEXT_CANDIDATES)`` matching texts (and as many chunks matching by their
+        names) are ranked (counted as ``TEXT_RANKED``).
         """
         dim = len(query_vector)
         if dim == 0 or k < 1 or not query.strip():
@@ -207,9 +208,11 @@ def _vector_statements(dim: int, must_match: bool) -> tuple[str, str]:
                         ORDER BY {distance}
                         LIMIT %(k)s)
                     SELECT {columns}
-                    FROM nearest AS n JOIN chunk_vectors AS v ON v.id = n.id
-                         JOIN chunks AS c ON c.vector_id = n.id
-                    WHERE true {conditions}
+                    FROM nearest AS n JOIN chunk_vectors AS v ON v.id = n.id,
+                         LATERAL (SELECT * FROM chunks AS c
+                                  WHERE c.vector_id = n.id {conditions}
+                                  ORDER BY c.collection, c.item_key, c.ordinal
+                                  LIMIT %(k)s) AS c
                     ORDER BY {distance}, c.collection, c.item_key, c.ordinal
                     LIMIT %(k)s"""
     filtered = f"""SELECT {columns}
@@ -225,42 +228,56 @@ def _vector_statements(dim: int, must_match: bool) -> tuple[str, str]:
 def _text_statement(dim: int) -> str:
     """The full-text search over vectors of ``dim``.
 
-    Cover density (ts_rank_cd) ranks at most TEXT_CANDIDATES matches, those a cheap rank
-    puts first; only the k kept are joined to their vectors. The words of each distinct
-    text are matched and cheaply ranked once, then its chunks are read; a chunk whose names
-    hold a word of the query is judged on its text's and names' words together (without one
-    its names change neither match nor rank)."""
+    The words are stored once per distinct text, beside its vector, so texts are what is
+    ranked: those matching the query (and holding a chunk that passes the filters) are put in
+    order by a cheap rank, at most TEXT_CANDIDATES of them ranked by cover density
+    (ts_rank_cd), and only then are their chunks read, text by text in that order, until k are
+    found. A form letter's 10,000 copies are one candidate read as the k chunks it needs, not
+    10,000 rows sorted (the composite index on (vector_id, collection, item_key, ordinal)
+    hands each text's chunks in order). A chunk whose names hold a word of the query is judged
+    on its text's and names' words together (without one its names change neither match nor
+    rank): those few are ranked chunk by chunk, under the same bound."""
     distance = f"(v.{indexed_expression(dim)}) <=> %(vector)s::{cast_type(dim)}"
+    own_words = f"NOT (c.name_words && q.lexemes) {_FILTER_SQL}"
     return f"""WITH q AS (SELECT w.q, {_QUERY_LEXEMES} AS lexemes
                                FROM websearch_to_tsquery('{TEXT_SEARCH_CONFIG}', %(query)s) AS w (q)),
                     texts AS MATERIALIZED (
                         SELECT v.id, v.tsv, ts_rank(v.tsv, q.q) AS cheap
                         FROM chunk_vectors AS v, q
                         WHERE v.tsv @@ q.q AND v.dim = {dim}
-                          AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)),
-                    matches AS (
-                        SELECT c.collection, c.item_key, c.ordinal, t.tsv, t.cheap
-                        FROM texts AS t JOIN chunks AS c ON c.vector_id = t.id, q
-                        WHERE NOT (c.name_words && q.lexemes) {_FILTER_SQL}
-                        UNION ALL
-                        SELECT c.collection, c.item_key, c.ordinal, n.tsv, ts_rank(n.tsv, q.q)
+                          AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)
+                          AND EXISTS (SELECT 1 FROM chunks AS c WHERE c.vector_id = v.id AND {own_words})),
+                    candidates AS MATERIALIZED (
+                        SELECT t.id, ts_rank_cd(t.tsv, q.q) AS rank
+                        FROM (SELECT id, tsv FROM texts ORDER BY cheap DESC, id LIMIT %(candidates)s) AS t, q),
+                    by_text AS (
+                        SELECT t.rank, c.collection, c.item_key, c.ordinal
+                        FROM (SELECT id, rank FROM candidates ORDER BY rank DESC, id) AS t, q,
+                             LATERAL (SELECT c.collection, c.item_key, c.ordinal FROM chunks AS c
+                                      WHERE c.vector_id = t.id AND {own_words}
+                                      ORDER BY c.collection, c.item_key, c.ordinal
+                                      LIMIT %(k)s) AS c
+                        ORDER BY t.rank DESC, t.id, c.collection, c.item_key, c.ordinal
+                        LIMIT %(k)s),
+                    named AS MATERIALIZED (
+                        SELECT c.collection, c.item_key, c.ordinal, n.tsv
                         FROM q, chunks AS c JOIN chunk_vectors AS v ON v.id = c.vector_id,
                              LATERAL (SELECT v.tsv || {name_words("c.metadata")} AS tsv) AS n
                         WHERE c.name_words && q.lexemes AND v.dim = {dim}
                           AND (%(embedder)s::text IS NULL OR v.embedder_id = %(embedder)s)
-                          AND n.tsv @@ q.q {_FILTER_SQL}),
-                    candidates AS MATERIALIZED (
-                        SELECT collection, item_key, ordinal, tsv FROM matches
-                        ORDER BY cheap DESC, collection, item_key, ordinal
+                          AND n.tsv @@ q.q {_FILTER_SQL}
+                        ORDER BY ts_rank(n.tsv, q.q) DESC, c.collection, c.item_key, c.ordinal
                         LIMIT %(candidates)s),
+                    by_names AS (
+                        SELECT ts_rank_cd(r.tsv, q.q) AS rank, r.collection, r.item_key, r.ordinal
+                        FROM named AS r, q),
                     ranked AS (
-                        SELECT r.collection, r.item_key, r.ordinal, ts_rank_cd(r.tsv, q.q) AS rank
-                        FROM candidates AS r, q
-                        ORDER BY rank DESC, r.collection, r.item_key, r.ordinal
+                        SELECT * FROM (SELECT * FROM by_text UNION ALL SELECT * FROM by_names) AS u
+                        ORDER BY rank DESC, collection, item_key, ordinal
                         LIMIT %(k)s)
                     SELECT c.item_key, c.collection, c.docket, c.ordinal, c.text, c.page,
                            1 - ({distance}) AS score, c.metadata, c.section,
-                           (SELECT count(*) FROM candidates)
+                           (SELECT count(*) FROM candidates) + (SELECT count(*) FROM named)
                     FROM ranked AS r
                          JOIN chunks AS c USING (collection, item_key, ordinal)
                          JOIN chunk_vectors AS v ON v.id = c.vector_id

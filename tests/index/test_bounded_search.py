@@ -103,3 +103,55 @@ def test_ef_search_comes_from_the_search_ef_setting(pg_url, tmp_path):
     ef = [s for s in statements if b"hnsw.ef_search" in s]
     assert ef[0].endswith(b"'300', true)")  # the setting, above the 40 asked
     assert ef[-1].endswith(b"'500', true)")  # a search asking for more asks more
+
+
+def _chunks_read_per_text(db: IndexDB, sql: str, params: dict) -> list[float]:
+    """Rows per loop of each scan of ``chunks`` a LIMIT stops (a text's chunks read in order,
+    a few at a time), from the statement's plan (EXPLAIN ANALYZE)."""
+    def walk(node, under_limit=False):
+        found = [node["Actual Rows"]] if under_limit and node.get("Relation Name") == "chunks" else []
+        for child in node.get("Plans", []):
+            found += walk(child, node["Node Type"] == "Limit")
+        return found
+
+    with db._conn, db._conn.cursor() as cur:  # noqa: SLF001 - the test reads the plan
+        # A table of a few dozen rows is read whole (a sequential scan is cheaper there); the
+        # plan asked of a big one is what is judged.
+        cur.execute("SET LOCAL enable_seqscan = off")
+        cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        [[plan]] = cur.fetchall()[0]
+    return walk(plan["Plan"])
+
+
+def test_a_form_letters_copies_are_one_text_to_rank_and_k_chunks_to_read(pg_url, tmp_path):
+    """The full-text half ranks distinct texts: 60 copies of a letter are one candidate, so
+    the comments of their own are ranked too, and the letter's copies are read k at a time."""
+    with IndexDB.open(pg_url, tmp_path) as db:
+        for n in range(60):
+            _put(db, f"copy{n:02d}", FORM_LETTER)
+        for n in range(1, 4):
+            _put(db, f"own{n}", " ".join(["wetlands"] * (n + 1)) + f" matter to us, says person {n}.")
+        [vector] = HASHING.embed(["wetlands"])
+        before = counters.get(TEXT_RANKED)
+        hits = db.text_search("wetlands", vector, k=5, embedder_id=HASHING.id)
+        assert counters.get(TEXT_RANKED) - before == 4  # the letter and three own texts, not 63 rows
+        assert [h.item_key for h in hits] == ["own3", "own2", "own1", "copy00", "copy01"]
+        params = {"query": "wetlands", "vector": search_queries.Vector(vector), "embedder": HASHING.id,
+                  "k": 5, "candidates": 400, **database.SearchFilters().params()}
+        reads = _chunks_read_per_text(db, search_queries._text_statement(HASHING.dim), params)
+        assert reads and max(reads) <= 5  # the letter's first chunks, not its 60
+
+
+def test_the_vector_half_reads_at_most_k_chunks_of_each_nearest_vector(pg_url, tmp_path):
+    with IndexDB.open(pg_url, tmp_path) as db:
+        for n in range(60):
+            _put(db, f"copy{n:02d}", FORM_LETTER)
+        _put(db, "own1", "Airline passengers deserve cash refunds for cancelled flights.")
+        [vector] = HASHING.embed([FORM_LETTER])
+        nearest, _ = search_queries._vector_statements(HASHING.dim, False)
+        params = {"query": search_queries.Vector(vector), "embedder": HASHING.id, "k": 3, "must": None,
+                  **database.SearchFilters().params()}
+        reads = _chunks_read_per_text(db, nearest, params)
+        assert reads and max(reads) <= 3  # the letter's first three chunks, not its 60
+        hits = db.search(vector, k=3, embedder_id=HASHING.id)
+    assert [h.item_key for h in hits] == ["copy00", "copy01", "copy02"]
