@@ -2,7 +2,7 @@
 
 NAME is ``bench`` (the scenarios), ``bench_extract``, ``bench_index``, ``bench_embedders`` or
 ``serve`` (the web page);
-``mirror_backfill``;
+``mirror_backfill``; ``int8`` (MiniLM quantised to int8 against fp32 on real text);
 ARGS are that benchmark's own (``python -m benchmarks NAME --help``).
 
 Why a dispatcher rather than ``python -m benchmarks.bench``, which works too: multiprocessing
@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "serve", "bench_search", "search_relevance", "formats", "mirrorlist", "mirror_backfill", "bench_scale", "campaigns", "campaigns_real", "serve_browse", "organisations", "search_scale", "lineage", "topics", "documents_unread", "cold_path", "hnsw_build", "organisations_real", "topics_real", "hand_written", "search_judged", "search_floor", "positions_real", "citations_judged")
+BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "serve", "bench_search", "search_relevance", "formats", "mirrorlist", "mirror_backfill", "bench_scale", "campaigns", "campaigns_real", "serve_browse", "organisations", "search_scale", "lineage", "topics", "documents_unread", "cold_path", "hnsw_build", "organisations_real", "topics_real", "hand_written", "search_judged", "search_floor", "positions_real", "citations_judged", "int8")
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,7 @@
 """Where each embedder's relevance floor comes from: the best cosine similarity that unrelated
 queries and genuine paraphrase queries reach in real comments.
 
-    .venv/bin/python -m benchmarks search_floor [--realdata ../shared/realdata] [--embedder minilm|hashing]
+    .venv/bin/python -m benchmarks search_floor [--realdata ../shared/realdata] [--embedder minilm|minilm-int8|hashing]
 
 The comments are the real public comments of ``realdata/mirror`` (1,613: three form-letter
 dockets and a few others), chunked as the index stage chunks them (``chunk_text`` with the
@@ -65,12 +65,13 @@ def best_cosines(embedder, texts: list[str], queries: list[str]) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--realdata", type=Path, default=Path("../shared/realdata"))
-    parser.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
-    parser.add_argument("--model-cache", default=None, help="MiniLM's ONNX export folder (default: torch)")
+    parser.add_argument("--embedder", choices=["minilm", "minilm-int8", "hashing"], default="minilm")
+    parser.add_argument("--model-cache", default=None,
+                        help="MiniLM's ONNX export folder (default: torch; minilm-int8 needs one)")
     args = parser.parse_args(argv)
     from pipeline.index.embedders import make_embedder
 
-    options = {"cache_dir": args.model_cache} if args.embedder == "minilm" and args.model_cache else {}
+    options = {"cache_dir": args.model_cache} if args.embedder.startswith("minilm") and args.model_cache else {}
     embedder = make_embedder(args.embedder, **options)
     texts = comment_texts(args.realdata)
     scores = best_cosines(embedder, texts, UNRELATED + PARAPHRASES)

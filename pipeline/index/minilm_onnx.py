@@ -46,6 +46,19 @@ def onnx_file(cache_dir: Path, model_version: str) -> Path:
     return Path(cache_dir) / f"all-MiniLM-L6-v2-{model_version}-{EXPORT_VERSION}.onnx"
 
 
+# Bump when the quantisation changes (its method, its options): a new int8 file is made, and
+# the minilm-int8 embedder id, which carries it, re-embeds what the old one indexed.
+# int8-1: onnxruntime's quantize_dynamic, signed int8 weights, one scale per output channel.
+QUANTISE_VERSION = "int8-1"
+
+
+def quantised_file(cache_dir: Path, model_version: str) -> Path:
+    """Where the int8 copy of ``onnx_file``'s export lives, beside it (its key: the export's
+    and the quantisation's versions)."""
+    exported = onnx_file(cache_dir, model_version)
+    return exported.with_name(f"{exported.stem}-{QUANTISE_VERSION}.onnx")
+
+
 # Tokens (texts x their longest, padding included) per model call. Measured on 1,200-char
 # chunks on a 2-core EPYC with a 32 MiB cache (docs/BENCHMARKS.md): calls of 256 tokens (one
 # long chunk, or a few short ones) embed 1.7x more chunks per CPU-second than calls of 4,096;
@@ -182,6 +195,35 @@ def export_onnx(model_dir: Path, target: Path) -> None:
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def quantise(model_dir: Path, source: Path, target: Path) -> None:
+    """Write the int8 copy of the export ``source`` to ``target``: every MatMul's weights as
+    signed int8 with one scale per output channel, activations quantised at run time (dynamic:
+    no calibration data, so the same export gives the same bytes on every run).
+
+    Per channel, not per tensor: one scale per column keeps a column of small weights from
+    being rounded to a few levels by its matrix's largest. Raises ConfigError when the copy
+    does not run."""
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    root = logging.getLogger()
+    advice = _DropPreprocessingAdvice()
+    # quantize_dynamic advises, on the root logger, a shape pre-pass for static quantisation;
+    # dynamic quantisation of MatMuls does not need it, and a cron log needs no advice.
+    root.addFilter(advice)
+    try:
+        quantize_dynamic(Path(source), Path(target), per_channel=True, weight_type=QuantType.QInt8)
+    finally:
+        root.removeFilter(advice)
+    _check_written(model_dir, Path(target))
+
+
+class _DropPreprocessingAdvice:
+    def filter(self, record) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
 
 
 def _check_written(model_dir: Path, path: Path) -> None:

@@ -62,10 +62,10 @@ def embedder_from(settings):
     if settings.embedder == "openai":
         return make_embedder("openai", url=settings.openai_url, model=settings.openai_model,
                              api_key=settings.openai_api_key or None)
-    if settings.embedder == "minilm":
-        # Its ONNX export lives in the machine's model cache: made once for every store,
-        # loaded in a second after.
-        return make_embedder("minilm", cache_dir=str(settings.model_cache_path),
+    if settings.embedder in ("minilm", "minilm-int8"):
+        # Its ONNX export (and int8 copy) lives in the machine's model cache: made once for
+        # every store, loaded in a second after.
+        return make_embedder(settings.embedder, cache_dir=str(settings.model_cache_path),
                              runtime=settings.minilm_runtime)
     return make_embedder(settings.embedder)
 

@@ -82,7 +82,7 @@ def cmd_search(args) -> int:
     if not index_exists(settings):  # no service, no embedded server started to say so
         answer = {"text": f"no results: nothing is indexed yet in {settings.data_path}", "records": [],
                   "best_score": None, "floor": None}
-    elif settings.embedder == "minilm" and not args.cold:
+    elif settings.embedder in ("minilm", "minilm-int8") and not args.cold:
         answer = _warm_search(settings, ensure_data_dir(settings), args)
     if answer is None:
         answer = _search_here(args)
@@ -162,11 +162,13 @@ def _narrowed_to(args) -> tuple[list[str] | None, list[str] | None]:
 def _warm_search(settings, data_dir, args) -> dict | None:
     """The answer of the warm search service (started on first use), or None: search here."""
     from pipeline.index import search_service
-    from pipeline.index.embedders import MiniLMEmbedder
+    from pipeline.index.embedders import MiniLMEmbedder, MiniLMInt8Embedder
 
+    # Known without loading the model: a service embedding with another refuses the request.
+    model = MiniLMInt8Embedder if settings.embedder == "minilm-int8" else MiniLMEmbedder
     request = {"query": args.query, "collection": args.collection, "docket": args.docket, "k": args.k,
                "passages": args.passages, **_search_filters(args),
-               "embedder": MiniLMEmbedder.model_id(), "index": search_service.index_key(settings, data_dir)}
+               "embedder": model.model_id(), "index": search_service.index_key(settings, data_dir)}
     answer = search_service.ask(data_dir, request)
     # A service started by an older docketeer answers text only, or ignores the filters (or
     # the list of comments an attribute narrows to, or the resolved organisations' comments,
