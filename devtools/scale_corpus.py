@@ -35,6 +35,7 @@ import argparse
 import json
 import multiprocessing
 import random
+import re
 import shutil
 import sys
 import time
@@ -42,6 +43,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 
 from devtools import mirror_layout as layout
@@ -242,22 +244,78 @@ class ScaleDocket:
         else:  # a member attaching the letter sends it as it is, behind the placeholder
             body = ATTACHED_PLACEHOLDER if file else words.letter_as_sent(rng, self.letters[letter], signer)
         posted = _posted(epoch)
-        entry = CommentEntry(comment_id, self.docket_id, self.topic.slug, "", _stamp(posted), _stamp(epoch),
-                             body == ATTACHED_PLACEHOLDER)
-        attachment_ids, titles = [], []
-        if file is not None:
-            entry.attachments.append(AttachmentEntry(comment_id, f"attachment_1.{file.extension}", "",
-                                                     file.extension, file.kind, len(file.data), "", "ok"))
-            layout.write_file(self.folders.comment_attachment(comment_id, 1, file.extension), file.data)
-            attachment_ids.append(self.object_id(2 * n + 3))
-            titles.append(f"{self.docket_id} {signer.title}")
+        fields = {"id": comment_id, "first_name": signer.first_name, "last_name": signer.last_name,
+                  "organization": signer.organization, "title": signer.title, "comment": body,
+                  "posted": _stamp(posted), "modified": _stamp(epoch),
+                  "received": _stamp(posted - 86400 * rng.randrange(0, 6)),
+                  "tracking": words.tracking_number(rng), "object_id": self.object_id(2 * n + 2)}
+        path = self.folders.comment_file(comment_id)
+        if file is None:
+            layout.write_file(path, self.template.render(fields).encode("utf-8"))
+            return False
+        attachment = AttachmentEntry(comment_id, f"attachment_1.{file.extension}", "", file.extension, file.kind,
+                                     len(file.data), "", "ok")
+        layout.write_file(self.folders.comment_attachment(comment_id, 1, file.extension), file.data)
+        layout.write_json(path, self.record(fields, [(attachment, self.object_id(2 * n + 3),
+                                                      f"{self.docket_id} {signer.title}")]))
+        return True
+
+    def record(self, fields: dict, attachments: list[tuple[AttachmentEntry, str, str]] = ()) -> dict:
+        """A comment's record as ``make_corpus.comment_json`` shapes it, from its ``fields``;
+        ``attachments``: (file, its object id, its title) each."""
+        entry = CommentEntry(fields["id"], self.docket_id, self.topic.slug, "", fields["posted"], fields["modified"],
+                             fields["comment"] == ATTACHED_PLACEHOLDER, [a for a, _, _ in attachments])
         record = comment_json(
-            entry, agency=self.agency, document=self.document, object_id=self.object_id(2 * n + 2),
-            submitter=Submitter(signer.first_name, signer.last_name, signer.organization, signer.title),
-            inline_text=body, received=datetime.fromtimestamp(posted - 86400 * rng.randrange(0, 6), UTC),
-            tracking=words.tracking_number(rng), attachment_ids=attachment_ids, attachment_titles=titles)
-        layout.write_json(self.folders.comment_file(comment_id), record)
-        return file is not None
+            entry, agency=self.agency, document=self.document, object_id=fields["object_id"],
+            submitter=Submitter(fields["first_name"], fields["last_name"], fields["organization"], fields["title"]),
+            inline_text=fields["comment"], received=self.opens, tracking=fields["tracking"],
+            attachment_ids=[i for _, i, _ in attachments], attachment_titles=[t for _, _, t in attachments])
+        record["data"]["attributes"]["receiveDate"] = fields["received"]  # a stamp made already
+        return record
+
+    @cached_property
+    def template(self) -> RecordTemplate:
+        return RecordTemplate(self.record)
+
+
+class RecordTemplate:
+    """A comment record without attachments serialised once, its fields' values filled in
+    for each comment: ``render(fields)`` is ``json.dumps(record(fields))``, byte for byte, at a
+    third of its cost (serialising the record's sixty keys was the most of a comment's CPU).
+
+    Built by serialising the record with a marker in each field, the markers then found in
+    the text; the comment id is also inside the record's links, so it is filled in raw (an id
+    is letters, digits and ``_.-``: nothing JSON escapes)."""
+
+    RAW = "id"
+
+    def __init__(self, record) -> None:
+        markers = {name: f"\x00{name}\x00" for name in FIELDS}
+        text = json.dumps(record(markers))
+        tokens = {json.dumps(marker): name for name, marker in markers.items() if name != self.RAW}
+        tokens[json.dumps(markers[self.RAW])[1:-1]] = self.RAW
+        pattern = re.compile("|".join(re.escape(token) for token in tokens))
+        self.parts: list[str] = []
+        self.slots: list[tuple[int, str]] = []
+        at = 0
+        for match in pattern.finditer(text):
+            self.parts.append(text[at:match.start()])
+            self.slots.append((len(self.parts), tokens[match.group()]))
+            self.parts.append("")
+            at = match.end()
+        self.parts.append(text[at:])
+        if {name for _, name in self.slots} != set(FIELDS):
+            raise ValueError("a field of the comment record is not in its text")
+
+    def render(self, fields: dict) -> str:
+        parts = list(self.parts)
+        for at, name in self.slots:
+            parts[at] = fields[name] if name == self.RAW else json.dumps(fields[name])
+        return "".join(parts)
+
+
+FIELDS = ("id", "first_name", "last_name", "organization", "title", "comment", "posted", "modified", "received",
+          "tracking", "object_id")
 
 
 _writer: ScaleDocket | None = None  # the docket a forked worker writes blocks of
@@ -274,7 +332,8 @@ def write_blocks(writer: ScaleDocket, workers: int) -> int:
     blocks = range((len(writer.plan) + BLOCK - 1) // BLOCK)
     if workers <= 1 or len(blocks) <= 1:
         return sum(writer.write_block(block) for block in blocks)
-    _writer = writer  # a forked worker inherits it: the letters and files are made once
+    _writer = writer  # a forked worker inherits it: the letters, files and template are made once
+    writer.template  # noqa: B018 - made here, before the fork
     try:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             return sum(pool.imap_unordered(_write_block, blocks))

@@ -6,7 +6,9 @@ for, each once, as the mirror's keys and folders."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import pipeline
 from devtools import mirror_layout as layout
 from devtools.scale_corpus import (
     PROFILES,
+    ScaleDocket,
     Truth,
     letter_plan,
     listing_name,
@@ -100,6 +103,19 @@ def test_the_mirror_reads_every_record_and_file_the_generator_wrote(tmp_path):
     own = [bodies[c] for c, letter in zip(truth.comment_ids, truth.letter_of, strict=True) if letter < 0]
     assert len(set(own)) == len(own) and not any(points_to_attachment(b) for b in own)
     assert len({len(b.split()) for b in own}) > len(own) // 3
+
+
+def test_a_record_from_its_template_is_the_record_serialised(tmp_path):
+    writer = ScaleDocket(tmp_path, DOCKET, profile=PROFILES["organic"], seed=1, attachment_share=0.0,
+                         start=datetime(2026, 3, 2, 5, tzinfo=UTC))
+    writer.write_records()
+    for organization, body in ((None, 'He said "no" \\ twice.\n\nCafé — 100 %'), ("Sierra Club", "")):
+        fields = {"id": f"{DOCKET}-000002", "first_name": "Ana", "last_name": "Ruiz", "organization": organization,
+                  "title": "Comment from Ana Ruiz", "comment": body, "posted": "2026-03-03T05:00:00Z",
+                  "modified": "2026-03-03T17:12:09Z", "received": "2026-03-01T05:00:00Z",
+                  "tracking": "abc-defg-hijk", "object_id": "09000064c0000002"}
+        assert writer.template.render(fields) == json.dumps(writer.record(fields))
+    assert json.loads(writer.template.render(fields))["data"]["links"]["self"].endswith(f"/comments/{DOCKET}-000002")
 
 
 def test_same_seed_same_bytes_whatever_the_workers_and_another_seed_differs(tmp_path):
