@@ -1,11 +1,12 @@
 """How fast the scale corpus generator writes: ``python -m benchmarks scale_generate``.
 
     python -m benchmarks scale_generate [--root DIR] [--sizes 20000,200000] [--attachments 0.1]
-        [--profile mass-mail-95] [--workers 2] [--listing 276000] [--listing-folders 20000]
+        [--profile mass-mail-95] [--workers 2] [--listing 276000] [--listing-folders 20000] [--s3]
 
 For each size, a docket of that many comments (``devtools.scale_corpus``) written text-only,
 then with ``--attachments`` of them carrying a file; then a listing of ``--listing`` dockets
-as mirror keys, and ``--listing-folders`` dockets written as folders with their records.
+as mirror keys, and ``--listing-folders`` dockets written as folders with their records;
+with ``--s3``, the listing served as a bucket and its dockets listed as discovery lists them.
 Each output is counted after its run (every comment file there, every key listed) and
 removed before the next. Beside the figures: the rate at which this file system creates
 small files right now, from this process alone (the floor any generator writing a file per
@@ -20,14 +21,18 @@ import argparse
 import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from devtools import mirror_layout as layout
 from devtools.scale_corpus import PROFILES, listing_name, write_listing, write_scale_docket
+from pipeline.sources.mirror import open_mirror
 
 DOCKET = "EPA-HQ-OAR-2026-0001"
+BUCKET = "scale-listing"
 FLOOR_FILES = 5000
 
 
@@ -84,6 +89,33 @@ def listing_row(root: Path, dockets: int, folders: bool) -> str:
             f"| {dockets / cpu:,.0f} dockets/CPU s |")
 
 
+def s3_row(root: Path, dockets: int) -> str:
+    """The listing served as a bucket by ``benchmarks.mirror_rig`` (its own process, every key
+    with the body ``{}``) and listed by discovery's lister (``S3Mirror.list_dockets``: a
+    delimited LIST of the agencies, then of each agency's dockets, 1,000 a page)."""
+    out = root / "listing"
+    shutil.rmtree(out, ignore_errors=True)
+    ids = write_listing(out, dockets)
+    os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench"})
+    started = time.perf_counter()
+    rig = subprocess.Popen([sys.executable, "-m", "benchmarks.mirror_rig", "--bucket", BUCKET, "--keys-from",
+                            str(out / listing_name(dockets))], stdout=subprocess.PIPE, text=True)
+    try:
+        url = rig.stdout.readline().split()[-1]
+        filled = time.perf_counter() - started
+        mirror = open_mirror(f"s3://{BUCKET}", s3_endpoint_url=url, unsigned=False)
+        started = time.perf_counter()
+        refs = mirror.list_dockets()
+        seconds = time.perf_counter() - started
+    finally:
+        rig.terminate()
+        rig.wait(timeout=60)
+        shutil.rmtree(out)
+    assert sorted(ref.docket_id for ref in refs) == sorted(ids), len(refs)
+    return (f"| listing, {dockets:,} dockets as a bucket (the rig, filled in {filled:.0f} s): "
+            f"`list_dockets` over S3 | {seconds:.1f} s | {dockets / seconds:,.0f} dockets/s | |")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks scale_generate", description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path(tempfile.gettempdir()) / "docketeer-scale-generate")
@@ -93,6 +125,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--listing", type=int, default=276_000)
     parser.add_argument("--listing-folders", type=int, default=20_000, help="0: skip")
+    parser.add_argument("--s3", action="store_true",
+                        help="also serve the listing as a bucket (mirror_rig) and list its dockets over S3")
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.sizes.split(",") if n.strip()]
     args.root.mkdir(parents=True, exist_ok=True)
@@ -106,4 +140,6 @@ def main(argv: list[str]) -> int:
     print(listing_row(args.root, args.listing, folders=False), flush=True)
     if args.listing_folders:
         print(listing_row(args.root, args.listing_folders, folders=True), flush=True)
+    if args.s3:
+        print(s3_row(args.root, args.listing), flush=True)
     return 0
