@@ -43,27 +43,27 @@ class PlantedComment:
     unreadable: str = ""  # its attachment's failure ("corrupt PDF"): a file extract got no text from
 
 
-def _own_sentence(rng: random.Random) -> str:
+def own_sentence(rng: random.Random) -> str:
     words = [rng.choice(OWN_WORDS) for _ in range(rng.randint(10, 18))]
     return " ".join(words).capitalize() + "."
 
 
-def _template(rng: random.Random, topic) -> list[list[str]]:
+def letter_template(rng: random.Random, topic) -> list[list[str]]:
     """Paragraphs of sentences: the letter every member starts from — a sentence of the
     topic's bank (other letters and comments use it too) and the campaign's own wording."""
     return [[topic_sentence(rng, rng.choice(topic.sentences)),
-             *(_own_sentence(rng) for _ in range(rng.randint(1, 2)))]
+             *(own_sentence(rng) for _ in range(rng.randint(1, 2)))]
             for _ in range(rng.randint(3, 4))]
 
 
-def _member_text(rng: random.Random, template: list[list[str]], name: str) -> str:
+def member_text(rng: random.Random, template: list[list[str]], name: str) -> str:
     paragraphs = [list(p) for p in template]
     if rng.random() < 0.5:  # a sentence deleted
         paragraph = rng.choice([p for p in paragraphs if len(p) > 1] or paragraphs)
         paragraph.pop(rng.randrange(len(paragraph)))
     for _ in range(rng.choice((0, 1, 1, 2))):  # sentences of their own inserted
         paragraph = rng.choice(paragraphs)
-        paragraph.insert(rng.randint(0, len(paragraph)), _own_sentence(rng))
+        paragraph.insert(rng.randint(0, len(paragraph)), own_sentence(rng))
     if rng.random() < 0.3:  # paragraphs reordered
         rng.shuffle(paragraphs)
     text = "\n\n".join(" ".join(p) for p in paragraphs)
@@ -77,7 +77,7 @@ def _member_text(rng: random.Random, template: list[list[str]], name: str) -> st
 
 def _independent_text(rng: random.Random, topic, name: str) -> str:
     paragraphs = [" ".join([*(topic_sentence(rng, s) for s in rng.sample(topic.sentences, 2)),
-                            _own_sentence(rng), _own_sentence(rng)])
+                            own_sentence(rng), own_sentence(rng)])
                   for _ in range(rng.randint(2, 3))]
     return "\n\n".join(["Dear Administrator,", *paragraphs, "Sincerely,", name])
 
@@ -89,13 +89,13 @@ def campaign_comments(docket_id: str, n: int, *, campaigns: int = 10, campaign_s
     ``campaigns`` campaigns (sizes skewed, as real ones are), the rest independent."""
     rng = random.Random(f"{docket_id}:{seed}:{first}")
     topic = TOPICS[sum(map(ord, docket_id)) % len(TOPICS)]
-    templates = [_template(random.Random(f"{docket_id}:template:{c}"), topic) for c in range(campaigns)]
+    templates = [letter_template(random.Random(f"{docket_id}:template:{c}"), topic) for c in range(campaigns)]
     weights = [1 / (c + 1) for c in range(campaigns)]
     comments = []
     for i in range(first, first + n):
         name = f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
         campaign = rng.choices(range(campaigns), weights)[0] if rng.random() < campaign_share else None
-        text = (_member_text(rng, templates[campaign], name) if campaign is not None
+        text = (member_text(rng, templates[campaign], name) if campaign is not None
                 else _independent_text(rng, topic, name))
         attached = campaign is not None and rng.random() < attached_share
         comments.append(PlantedComment(

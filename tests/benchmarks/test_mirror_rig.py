@@ -23,10 +23,11 @@ def _keys() -> list[str]:
 
 
 def _listing(client, **params) -> list[list[tuple]]:
-    """Every page of a listing: each page's (key, size, etag) in order."""
+    """Every page of a listing: each page's (key, size, etag) in order, then its folders (common prefixes)."""
     pages = []
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, **params):
-        pages.append([(o["Key"], o["Size"], o["ETag"]) for o in page.get("Contents", [])])
+        pages.append([(o["Key"], o["Size"], o["ETag"]) for o in page.get("Contents", [])]
+                     + [(p["Prefix"],) for p in page.get("CommonPrefixes", [])])
     return pages
 
 
@@ -38,6 +39,12 @@ def _listing(client, **params) -> list[list[tuple]]:
                                           "EPA-2026-0001-01100.json"},
     {},
     {"Prefix": "nothing-here/"},
+    {"Prefix": "raw-data/", "Delimiter": "/"},
+    {"Prefix": "raw-data/EPA/", "Delimiter": "/", "PaginationConfig": {"PageSize": 2}},
+    {"Prefix": "raw-data/EPA/EPA-2026-0001/", "Delimiter": "/"},
+    {"Prefix": "raw-data/EPA/EPA-2026-0001/text-EPA-2026-0001/comments/", "Delimiter": "/",
+     "PaginationConfig": {"PageSize": 500}},
+    {"Delimiter": "/"},
 ])
 def test_the_sorted_index_pages_as_moto_does(monkeypatch, params):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
