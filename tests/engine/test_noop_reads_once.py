@@ -10,14 +10,19 @@ import pytest
 
 from benchmarks.sealed_state import build_sealed, docket_ids
 from pipeline.clock import iso, utcnow
-from pipeline.counters import COMPLETION_READS_INDEX, COMPLETION_READS_STATE, STATE_QUERIES, counters
+from pipeline.counters import (
+    COMPLETION_READS_INDEX,
+    COMPLETION_READS_STATE,
+    STATE_QUERIES,
+    counters,
+)
 from pipeline.engine import registry, run_judgements
 from pipeline.engine.docket_task import DocketStageTask
 from pipeline.engine.invocation import Invocation
 from pipeline.engine.markers import clear_marker, read_marker, write_marker
 from pipeline.runtime import set_runtime
 from pipeline.tasks import CampaignGroups, IndexAll, TopicMap, follow_on_stages
-from tests.fixtures.state_fixtures import make_runtime, run_invocation
+from tests.fixtures.state_fixtures import make_runtime, new_pg_database, run_invocation
 
 
 @pytest.fixture(autouse=True)
@@ -26,9 +31,13 @@ def _statements_counted():
         yield
 
 
-@pytest.fixture
-def sealed_runtime(tmp_path, pg_url):
-    rt = make_runtime(tmp_path, index_url=pg_url, api_base="http://127.0.0.1:9/v4")
+@pytest.fixture(params=["sqlite", "postgres"])
+def sealed_runtime(request, tmp_path, pg_server):
+    """A state DB on SQLite or on PostgreSQL (the statement's bit arithmetic, its union's
+    types), the index DB on PostgreSQL."""
+    state_url = new_pg_database(pg_server) if request.param == "postgres" else ""
+    rt = make_runtime(tmp_path, state_url, index_url=new_pg_database(pg_server),
+                      api_base="http://127.0.0.1:9/v4")
     set_runtime(rt)
     rt.state  # noqa: B018 - open (and create) the state DB and bind the models
     yield rt
