@@ -1,8 +1,8 @@
 """The Luigi wrappers: one stage task per known docket with work (``DocketWrapper``), after
 discovery (the pipeline's ``DiscoverDockets``, which the assembly hands over as
 ``DocketWrapper.discovery``: the engine names no stage). Every docket is judged by the
-targets' own rule in one read per store (``MarkerStore.judge``), so the finished ones never
-become tasks.
+targets' own rule in one read per store (``MarkerStore.judge``; for every wrapper of a run at
+once, ``run_judgements``), so the finished ones never become tasks.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from pipeline.engine.command_line import (
 )
 from pipeline.engine.docket_task import BASE_VERSION, PARTIAL, DocketStageTask, runtime_or_exit
 from pipeline.engine.invocation import Invocation, InvocationParameter
-from pipeline.engine.markers import MarkerStore
 from pipeline.engine.store_scope import OfOneStore
 from pipeline.store import docket_failures
 from pipeline.store import dockets as docket_rows
@@ -155,10 +154,6 @@ class DocketWrapper(OfOneStore, CheckedParameters, luigi.Task):
         # Every named sealed docket is said so, finished or not (fetch does not pull it).
         self._notice_sealed(sorted([*judged.done_sample, *judged.pending.items()]))
         return list(pending)
-
-    def marker_store(self) -> MarkerStore:
-        return registry.marker_store(self.stage_task.stage, runtime_or_exit(),
-                                     self.current_invocation)
 
     def complete(self) -> bool:
         runtime_or_exit()
