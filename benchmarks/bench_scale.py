@@ -1,15 +1,19 @@
 """Scale benchmarks: no-ops that must not grow with the dockets or the comments, and memory.
 
     .venv/bin/python -m benchmarks bench_scale [--only a,b] [--many N] [--few N]
-        [--open-large N] [--open-small N] [--memory N,M] [--repeat R] [--work DIR] [--json OUT]
+        [--open-every N] [--ratio X] [--open-large N] [--open-small N] [--memory N,M]
+        [--repeat R] [--work DIR] [--json OUT]
 
 Scenarios:
 
 * ``noop-many``        IndexAll over ``--few`` (10) and ``--many`` (100,000) sealed dockets,
-                       state built in bulk (``sealed_state.build_many_sealed``): in process
-                       (counted: statements per store, completion reads), then side by side as
-                       new ``luigi --module pipeline IndexAll`` processes (median of ``--repeat``).
-                       Target: many <= 1.5 x few; one completion read per store.
+                       state built in bulk (``sealed_state.build_many_sealed``), every
+                       ``--open-every``-th of them open and pulled in this window
+                       (``sealed_state.reopen_every``): in process (counted: statements per
+                       store, completion reads), then side by side as new ``luigi --module
+                       pipeline IndexAll`` processes (median of ``--repeat``). Targets: many <=
+                       ``--ratio`` (1.5) x few; one completion read per store (the index and
+                       every follow-on stage judged together).
 * ``noop-open-large``  one open docket, built by a real cold run and grown directly to
                        ``--open-small`` (1,000) and ``--open-large`` (1,000,000) comments
                        (``open_state.grow_open_docket``), next freshness window, nothing new:
@@ -77,22 +81,13 @@ SCENARIOS = ("noop-many", "noop-open-large", "memory", "memory-work")
 
 # --- noop-many ------------------------------------------------------------------------------
 
-def noop_many(bench: Bench, sizes: tuple[int, int], repeat: int) -> None:
-    from benchmarks.sealed_state import build_many_sealed, docket_ids
-
+def noop_many(bench: Bench, sizes: tuple[int, int], repeat: int, open_every: int = 0,
+              ratio: float = 1.5) -> None:
     stores = {}
     for n in sizes:
-        folder = bench.work / "stores" / f"many-{n}"
-        built = (folder / "built").exists()  # a --work folder of an earlier run is reused
-        store = Store(folder if built else fresh(folder), discover="none",
-                      index_url=bench.index_url(f"many_{n}", keep=built),
-                      api_base="http://127.0.0.1:9/v4")
-        if not built:
-            with store, measured() as setup:
-                build_many_sealed(store.rt, docket_ids(n))
-            (folder / "built").write_text("")
-            print(f"  {n:,} sealed dockets built in {setup['wall_s']:.0f} s", flush=True)
+        store = stores[n] = _many_store(bench, n, open_every)
         with store:  # a fresh runtime, as in a new cron process
+            pull_open_now()
             with measured() as io:
                 ok = build(index_all())
         rec = bench.add(_noop_record(f"noop-many in process ({n:,})", n, io, ok))
@@ -101,9 +96,39 @@ def noop_many(bench: Bench, sizes: tuple[int, int], repeat: int) -> None:
                            "rows_written", "blob_reads", "blob_writes"))
         target(rec, io.get(COMPLETION_READS_STATE) == 1 and io.get(COMPLETION_READS_INDEX) == 1,
                "one completion read per store")
-        stores[n] = store
         _counted_process(bench, n, store)
-    _side_by_side(bench, stores, sizes, repeat)
+    _side_by_side(bench, stores, sizes, repeat, ratio)
+
+
+def _many_store(bench: Bench, n: int, open_every: int) -> Store:
+    """``n`` dockets, every stage done, built in bulk (``sealed_state``), every
+    ``open_every``-th of them open (0: none); a --work folder of an earlier run is reused."""
+    from benchmarks.sealed_state import build_many_sealed, docket_ids, reopen_every
+
+    folder = bench.work / "stores" / f"many-{n}"
+    built = (folder / "built").exists()
+    store = Store(folder if built else fresh(folder), discover="none",
+                  index_url=bench.index_url(f"many_{n}", keep=built), api_base="http://127.0.0.1:9/v4")
+    if not built:
+        with store, measured() as setup:
+            build_many_sealed(store.rt, docket_ids(n))
+        (folder / "built").write_text("")
+        print(f"  {n:,} sealed dockets built in {setup['wall_s']:.0f} s", flush=True)
+    opened = folder / f"open-every-{open_every}"
+    if open_every and not opened.exists():
+        with store:
+            count = len(reopen_every(store.rt, docket_ids(n), open_every))
+        opened.write_text(str(count))
+        print(f"  {count:,} of them open", flush=True)
+    return store
+
+
+def pull_open_now() -> None:
+    """The open dockets pulled in this freshness window (a no-op run's premise); cron's
+    hourly run would have."""
+    from benchmarks.sealed_state import pull_open_now as pulled
+
+    pulled()
 
 
 def _counted_process(bench: Bench, n: int, store: Store) -> None:
@@ -138,22 +163,50 @@ def _counted(rec: Record, io: dict) -> None:
                 f"{io.get(COMPLETION_READS_INDEX, 0)}, item reads {io.get(ITEM_READS, 0)}")
 
 
-def _side_by_side(bench: Bench, stores: dict, sizes: tuple[int, int], repeat: int) -> None:
+def _side_by_side(bench: Bench, stores: dict, sizes: tuple[int, int], repeat: int,
+                  ratio: float = 1.5) -> None:
     """New `luigi` processes, the two sizes alternating, so both see the same machine load."""
+    import resource
+
     times: dict[int, list[float]] = {n: [] for n in sizes}
+    cpu: dict[int, list[float]] = {n: [] for n in sizes}  # the process's own CPU: steadier under load
     for _ in range(repeat):
         for n in sizes:
+            with stores[n]:
+                pull_open_now()
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             run = _command_run(f"noop-many luigi ({n:,})", n, stores[n])
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if not run.ok:
                 bench.add(run)
                 return
             times[n].append(run.wall_s)
+            cpu[n].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     few, many = (statistics.median(times[n]) for n in sizes)
     for n in sizes:
         rec = bench.add(record(f"noop-many luigi command ({n:,})", n, statistics.median(times[n]), {}))
         rec.extra["runs_s"] = times[n]
-        rec.note = f"median of {repeat}: " + ", ".join(f"{t:.2f}" for t in times[n])
-    target(rec, many <= 1.5 * few, f"{sizes[1]:,} <= 1.5 x {sizes[0]:,} ({many / few:.2f} x)")
+        rec.extra["cpu_s"] = cpu[n]
+        rec.note = (f"median of {repeat}: " + ", ".join(f"{t:.2f}" for t in times[n])
+                    + f"; CPU s median {statistics.median(cpu[n]):.2f}: "
+                    + ", ".join(f"{t:.2f}" for t in cpu[n]))
+    _opening_checks(bench, stores, sizes)
+    target(rec, many <= ratio * few, f"{sizes[1]:,} <= {ratio} x {sizes[0]:,} ({many / few:.2f} x)")
+
+
+def _opening_checks(bench: Bench, stores: dict, sizes: tuple[int, int]) -> None:
+    """What every new process pays before any judgement: opening a SQLite state DB checks the
+    whole file (``db.unusable_sqlite``, ``PRAGMA quick_check``), which grows with the store."""
+    from pipeline.store.db import sqlite_path, unusable_sqlite
+
+    for n in sizes:
+        path = sqlite_path("", stores[n].data_dir)
+        started, cpu = time.perf_counter(), time.process_time()
+        unusable_sqlite(path)
+        rec = bench.add(record(f"noop-many opening check ({n:,})", n, time.perf_counter() - started, {}))
+        rec.extra["file_bytes"] = path.stat().st_size
+        rec.extra["cpu_s"] = time.process_time() - cpu
+        rec.note = f"quick_check of {path.stat().st_size / 1e6:,.1f} MB; CPU {rec.extra['cpu_s']:.2f} s"
 
 
 # --- noop-open-large and memory: one open docket, grown directly -------------------------------
@@ -516,6 +569,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help=f"comma-separated: {', '.join(SCENARIOS)}")
     parser.add_argument("--few", type=int, default=10)
     parser.add_argument("--many", type=int, default=100_000)
+    parser.add_argument("--open-every", type=int, default=0,
+                        help="noop-many: every Nth docket open, pulled in this window (0: all sealed)")
+    parser.add_argument("--ratio", type=float, default=1.5,
+                        help="noop-many: the target, many's median <= this x few's")
     parser.add_argument("--open-small", type=int, default=1_000)
     parser.add_argument("--open-large", type=int, default=1_000_000)
     parser.add_argument("--memory", default="50000,200000")
@@ -548,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(bench: Bench, args) -> None:
     if bench.wants("noop-many"):
-        noop_many(bench, (args.few, args.many), args.repeat)
+        noop_many(bench, (args.few, args.many), args.repeat, args.open_every, args.ratio)
     if bench.wants("memory-work"):
         names = WORK_TASKS[:WORK_TASKS.index(args.work_until) + 1]
         memory_work(bench, [int(n) for n in args.memory.split(",")], args.work_source, names, args.work_list,

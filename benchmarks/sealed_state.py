@@ -1,4 +1,5 @@
-"""Build the state of "12 sealed dockets, 200,000 comments, all indexed" directly.
+"""Build the state of "12 sealed dockets, 200,000 comments, all indexed" directly (or of
+100,000s of dockets, one comment each, some of them open: ``build_many_sealed``, ``reopen_every``).
 
 Running the whole chain on 200,000 comments takes hours (embedding alone); what a no-op
 run over sealed dockets reads is only the docket rows and the stage markers, so the state
@@ -216,3 +217,36 @@ def _many_index_markers(runtime, dockets: list[str], extract_outputs: dict[str, 
             cur.execute("VACUUM ANALYZE index_docket_state")
     finally:
         conn.autocommit = False
+
+
+# --- open dockets among them ------------------------------------------------------------------
+
+
+def reopen_every(runtime, dockets: list[str], every: int) -> list[str]:
+    """Every ``every``-th docket (0: none) made open, as the stages leave a docket whose comment
+    period still runs: no seal on its row or on any of its markers (either database), pulled in
+    this freshness window (``pull_open_now`` keeps it so before each run). Returns them."""
+    opened = dockets[::every] if every else []
+    for start in range(0, len(opened), 20 * BATCH):
+        part = opened[start:start + 20 * BATCH]
+        with database.atomic():
+            Docket.update(sealed_at=None, seal_reason=None, comment_end_date="2099-12-31").where(
+                Docket.id.in_(part)).execute()
+            DocketStage.update(sealed_at=None).where(DocketStage.docket.in_(part)).execute()
+    pull_open_now()
+    conn = runtime.index_db()._conn  # noqa: SLF001 - benchmark set-up only; no bulk writer exists
+    with conn, conn.cursor() as cur:
+        cur.execute("UPDATE index_docket_state SET sealed_at = NULL WHERE docket = ANY(%s)", (opened,))
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute("VACUUM ANALYZE index_docket_state")
+    finally:
+        conn.autocommit = False
+    return opened
+
+
+def pull_open_now() -> int:
+    """Every open docket pulled now, as the hourly run before this one left them: a no-op in
+    this freshness window (a run in the next one pulls each again, which is work)."""
+    return Docket.update(last_pull_at=iso(utcnow())).where(Docket.sealed_at.is_null()).execute()

@@ -51,6 +51,33 @@ def count_query(sql: str, counter: str) -> None:
         counters.incr(ITEM_READS)
 
 
+_docket_writes = [0]
+_docket_writes_lock = threading.Lock()
+# Where a statement writes a table a docket's completion is judged by: the docket rows and the
+# markers of either database (quotes taken out; a few other writes match too, which costs a read).
+_JUDGED_TABLES = ("into docket", "update docket", "from docket", "index_docket_state")
+
+
+def note_write(sql: str, rowcount: int) -> None:
+    """After a statement ran (``rowcount`` rows changed; -1: not said): count it in
+    ``docket_writes`` when it changed a table a docket's completion is judged by."""
+    if rowcount == 0 or sql.lstrip()[:6].upper() not in ("INSERT", "UPDATE", "DELETE"):
+        return
+    plain = sql.replace('"', "").lower()
+    if any(table in plain for table in _JUDGED_TABLES):
+        with _docket_writes_lock:
+            _docket_writes[0] += 1
+
+
+def docket_writes() -> int:
+    """How many statements this process sent, ever, that may have changed what a docket's
+    completion is judged by (its row, a marker, in either database; some that did not, too:
+    erring that way costs a read). Never reset, unlike the counters: a judgement kept for a
+    run is good while this is what it was when the judgement was read."""
+    with _docket_writes_lock:
+        return _docket_writes[0]
+
+
 def count_completion_read(counter: str) -> None:
     if counters.queries:
         counters.incr(counter)

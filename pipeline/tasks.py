@@ -110,6 +110,11 @@ class IndexAll(DocketWrapper):
                 for wrapper, names in follow_on_stages()
                 if all(getattr(settings, name) for name in names)]
 
+    def judged_with(self, version: int) -> list[tuple[type[DocketStageTask], int]]:
+        # The follow-on stages are judged with the index: one read per store for the run.
+        return [*super().judged_with(version),
+                *((wrapper.stage_task, wrapper.asked_version()) for wrapper in self.follow_ons())]
+
     def requires(self):
         # The follow-on tasks themselves, not their wrappers: a wrapper judges its dockets once
         # per invocation, so as a dependency it would still say "not done" after they ran.

@@ -70,7 +70,15 @@ class MarkerStore(Protocol):
               sample: int) -> Judged:
         """``completion.rule`` over many dockets (None: the known set) in one read per
         database: the wrappers prune finished dockets with it before Luigi sees a task.
-        ``sample``: how many finished dockets to name."""
+        ``sample``: how many finished dockets to name. (``state_ask`` answered alone, then
+        ``judged_from``: ``judge_together`` answers many stores' asks in one statement.)"""
+
+    def state_ask(self, version: int) -> RuleAsk | LinesAsk:
+        """What its judgement at ``version`` reads from the state DB."""
+
+    def judged_from(self, answer, docket_ids: list[str] | None, *, version: int, window_start: str,
+                    now: str, sample: int) -> Judged:
+        """The judgement, given the state DB's answer to ``state_ask`` (read under the same terms)."""
 
     def input_fingerprint(self, docket_id: str) -> str | None:
         """What a marker written now would vouch for: the stage's input as recorded now."""
@@ -113,8 +121,15 @@ class StateMarkers:
 
     def judge(self, docket_ids: list[str] | None, *, version: int, window_start: str, now: str,
               sample: int) -> Judged:
-        done = rule(self.completion, version, window_start, now).sql(_columns(self.completion))
-        return judge(self.stage, self.input_stage, docket_ids, Case(None, [(done, 1)], 0), sample)
+        return judge_together([(self, version)], docket_ids, window_start=window_start, now=now,
+                              sample=sample)[0]
+
+    def state_ask(self, version: int) -> RuleAsk:
+        return RuleAsk(self.completion, version)
+
+    def judged_from(self, answer: Judged, docket_ids: list[str] | None, *, version: int,
+                    window_start: str, now: str, sample: int) -> Judged:
+        return answer  # its markers are in the state DB: the statement judged them
 
     def input_fingerprint(self, docket_id: str) -> str | None:
         upstream = output_fingerprint(docket_id, self.input_stage) if self.input_stage else None
@@ -169,10 +184,9 @@ def refresh_output(docket_id: str, stage: str) -> None:
                      run_id=marker.run_id)
 
 
-def _columns(completion: Completion, up=None) -> dict:
-    """The rule's column names as SQL over a docket row, its stage marker ``m`` and its input
-    stage's ``u``."""
-    mine, up = _MINE, up or _UP
+def _columns(completion: Completion, mine, up) -> dict:
+    """The rule's column names as SQL over a docket row, its stage's marker ``mine`` and its
+    input stage's ``up`` (table aliases)."""
     return {
         "docket_known": Docket.id, "docket_sealed_at": Docket.sealed_at,
         "last_pull_at": Docket.last_pull_at, "retry_due_at": Docket.retry_due_at,
@@ -194,63 +208,148 @@ def probe(docket_id: str, stage: str, upstream: str | None) -> Probe:
     return Probe(True, *row[1:])
 
 
-def judge(stage: str, upstream: str | None, docket_ids: list[str] | None, done,
-          sample: int) -> Judged:
-    """``done`` (a 1/0 expression over ``mine``, ``up`` and ``Docket``) for every docket of
-    the known set, or of ``docket_ids`` (a docket without a row has work): the rows with
-    work, the first ``sample`` finished ones and their count, in one query."""
+class RuleAsk(NamedTuple):
+    """A store whose markers are in the state DB asks its rule over them (``completion`` at
+    ``version``): answered by a ``Judged``."""
+
+    completion: Completion
+    version: int
+
+
+class LinesAsk(NamedTuple):
+    """A store whose markers live in another database asks its input stage's ``input_lines``
+    (of the named dockets, or of the known set): answered by their text (None: no docket)."""
+
+    upstream: str
+
+
+def judge_together(stores: list[tuple[MarkerStore, int]], docket_ids: list[str] | None, *,
+                   window_start: str, now: str, sample: int) -> list[Judged]:
+    """Each (store, version)'s judgement of the known set (or of ``docket_ids``), every store's
+    state-DB side read in one statement (``judge_asks``), then each finished by its own store
+    (one read of another database where its markers live)."""
+    answers = judge_asks([store.state_ask(version) for store, version in stores], docket_ids,
+                         window_start=window_start, now=now, sample=sample)
+    return [store.judged_from(answer, docket_ids, version=version, window_start=window_start,
+                              now=now, sample=sample)
+            for (store, version), answer in zip(stores, answers, strict=True)]
+
+
+def judge_asks(asks: list[RuleAsk | LinesAsk], docket_ids: list[str] | None, *, window_start: str,
+               now: str, sample: int) -> list:
+    """Every ask answered by one statement over every docket of the known set, or of
+    ``docket_ids`` (in parts of ``_IN_LIST_MAX``; a named docket without a row has work):
+    each rule's dockets with work, the first ``sample`` finished ones and their count; each
+    store elsewhere its input lines. Whatever the number of stages, each docket row is read
+    once and judged by every rule (``completion.rule``, compiled once per stage)."""
     if docket_ids is not None and len(docket_ids) > _IN_LIST_MAX:
-        parts = [judge(stage, upstream, docket_ids[i:i + _IN_LIST_MAX], done, sample)
-                 for i in range(0, len(docket_ids), _IN_LIST_MAX)]
-        return Judged({d: s for part in parts for d, s in part.pending.items()},
-                      sum(part.done for part in parts),
-                      sorted(r for part in parts for r in part.done_sample)[:sample])
-    pending, finished, sampled = {}, 0, []
-    for kind, docket, sealed_at, count in database.execute(_judged_query(stage, upstream, docket_ids,
-                                                                         done, sample)):
+        parts = [judge_asks(asks, docket_ids[i:i + _IN_LIST_MAX], window_start=window_start, now=now,
+                            sample=sample) for i in range(0, len(docket_ids), _IN_LIST_MAX)]
+        return [_joined(ask, [part[n] for part in parts], sample) for n, ask in enumerate(asks)]
+    rules = [ask for ask in asks if isinstance(ask, RuleAsk)]
+    lines = [ask for ask in asks if isinstance(ask, LinesAsk)]
+    count_completion_read(COMPLETION_READS_STATE)
+    work, sampled, total, texts = [], {}, 0, {}
+    for kind, part, docket, sealed_at, n in database.execute(
+            _asks_query(rules, lines, docket_ids, window_start, now, sample)):
         if kind == _WORK:
-            pending[docket] = sealed_at
+            work.append((docket, sealed_at, n))
         elif kind == _SAMPLE:
-            sampled.append((docket, sealed_at))
+            sampled.setdefault(part, []).append((docket, sealed_at))
+        elif kind == _COUNT:
+            total = n
         else:
-            finished = count
+            texts[part] = docket
+    judged = iter([_judged_by(bit, work, total, sampled.get(bit, []), docket_ids)
+                   for bit in range(len(rules))])
+    text = iter([texts.get(n) for n in range(len(lines))])
+    return [next(judged) if isinstance(ask, RuleAsk) else next(text) for ask in asks]
+
+
+def _judged_by(bit: int, work: list[tuple], total: int, sampled: list[tuple],
+               docket_ids: list[str] | None) -> Judged:
+    """One rule's verdict from the statement's rows: a docket has work where its bit is 0."""
+    pending = {docket: sealed_at for docket, sealed_at, done in work if not done & (1 << bit)}
+    finished = total - len(pending)
     if docket_ids is not None:  # every named docket is judged (the sample holds them all)
         seen = pending.keys() | {d for d, _ in sampled}
         pending.update((d, None) for d in docket_ids if d not in seen)  # no row yet: all to do
-    return Judged(dict(sorted(pending.items())), finished, sampled)
+    return Judged(dict(sorted(pending.items())), finished, sorted(sampled))
 
 
-_WORK, _SAMPLE, _COUNT = 0, 1, 2
+def _joined(ask: RuleAsk | LinesAsk, answers: list, sample: int):
+    """One ask's answers over parts of a long list of named dockets, as one."""
+    if isinstance(ask, LinesAsk):
+        return LINE_SEP.join(text for text in answers if text is not None) or None
+    return Judged({d: s for part in answers for d, s in part.pending.items()},
+                  sum(part.done for part in answers),
+                  sorted(r for part in answers for r in part.done_sample)[:sample])
 
 
-def _judged_query(stage: str, upstream: str | None, docket_ids: list[str] | None, done, sample: int):
-    """WITH judged AS (each docket, its seal, done 1/0) SELECT the ones with work UNION ALL
-    the first finished ones UNION ALL their count: a finished docket costs the database a
-    row, not Python an object. (A CTE read three times is materialised once by SQLite and
-    PostgreSQL.)"""
-    count_completion_read(COMPLETION_READS_STATE)
-    mine, up = _MINE, _UP
-    query = (Docket.select(Docket.id, Docket.sealed_at, done.alias("done"))
-             .join(mine, JOIN.LEFT_OUTER, on=(mine.docket == Docket.id) & (mine.stage == stage))
-             .switch(Docket)
-             .join(up, JOIN.LEFT_OUTER, on=(up.docket == Docket.id) & (up.stage == (upstream or "")))
-             .where(_which(docket_ids)))
-    judged = query.cte("judged")
-    work = Select([judged], [Value(_WORK), judged.c.id, judged.c.sealed_at, Value(0)]).where(
-        judged.c.done == 0)
-    first = (Select([judged], [judged.c.id, judged.c.sealed_at]).where(judged.c.done == 1)
-             .order_by(judged.c.id).limit(sample).alias("first_done"))
-    shown = Select([first], [Value(_SAMPLE), first.c.id, first.c.sealed_at, Value(0)])
-    counted = Select([judged], [Value(_COUNT), Value(None), Value(None), fn.COUNT(judged.c.id)]).where(
-        judged.c.done == 1)
-    return (work + shown + counted).with_cte(judged)
+_WORK, _SAMPLE, _COUNT, _LINES = 0, 1, 2, 3
+
+
+def _asks_query(rules: list[RuleAsk], lines: list[LinesAsk], docket_ids: list[str] | None,
+                window_start: str, now: str, sample: int):
+    """WITH judged AS (each docket, its seal, and ``done``: bit i set where rule i says done)
+    SELECT the ones with work UNION ALL each rule's first finished ones UNION ALL their count
+    UNION ALL each store elsewhere's input lines: a finished docket costs the database a row,
+    not Python an object. (A CTE read several times is materialised once by SQLite and
+    PostgreSQL.) Rows: (kind, rule or lines number, docket id or text, sealed_at, done or count)."""
+    parts = [Select(None, [Value(_LINES), Value(n), input_lines_query(ask.upstream, window_start, now,
+                                                                    docket_ids), Value(None), Value(0)])
+             for n, ask in enumerate(lines)]
+    if rules:
+        judged = _judged_cte(rules, docket_ids, window_start, now)
+        parts[:0] = [Select([judged], [Value(_WORK), Value(None), judged.c.id, judged.c.sealed_at,
+                                       judged.c.done]).where(judged.c.done != (1 << len(rules)) - 1)]
+        for bit in range(len(rules)):
+            first = (Select([judged], [judged.c.id, judged.c.sealed_at])
+                     .where(judged.c.done.bin_and(1 << bit) != 0)
+                     .order_by(judged.c.id).limit(sample).alias(f"first_done_{bit}"))
+            parts.append(Select([first], [Value(_SAMPLE), Value(bit), first.c.id, first.c.sealed_at, Value(0)]))
+        parts.append(Select([judged], [Value(_COUNT), Value(None), Value(None), Value(None),
+                                       fn.COUNT(judged.c.id)]))
+    query = parts[0]
+    for part in parts[1:]:
+        query = query + part
+    return query.with_cte(judged) if rules else query
+
+
+def _judged_cte(rules: list[RuleAsk], docket_ids: list[str] | None, window_start: str, now: str):
+    """Each docket of the set, its seal, and ``done``, the sum of each rule's bit where it says
+    done: every marker a rule reads joined once (a stage's own, its input stage's)."""
+    aliases: dict[str, ModelAlias] = {}
+    own = {ask.completion.stage for ask in rules}
+    by_output = not is_postgres(database.obj)
+
+    def marker(stage: str) -> ModelAlias:
+        if stage not in aliases:
+            # A stage read only for its output (an input) is read from the covering index on
+            # SQLite, not from its table row (``_UP_BY_OUTPUT``): a lookup per docket less.
+            aliases[stage] = (_IndexedAlias(DocketStage, f"s{len(aliases)}", DOCKET_STAGE_OUTPUT_INDEX)
+                              if by_output and stage not in own else DocketStage.alias(f"s{len(aliases)}"))
+        return aliases[stage]
+
+    done = None
+    for bit, ask in enumerate(rules):
+        completion = ask.completion
+        mine = marker(completion.stage)
+        up = marker(completion.input_stage) if completion.input_stage else mine  # no input: unread
+        said = rule(completion, ask.version, window_start, now).sql(_columns(completion, mine, up))
+        term = Case(None, [(said, 1 << bit)], 0)
+        done = term if done is None else done + term
+    query = Docket.select(Docket.id, Docket.sealed_at, done.alias("done"))
+    for stage, alias in aliases.items():
+        query = query.join(alias, JOIN.LEFT_OUTER,
+                           on=(alias.docket == Docket.id) & (alias.stage == stage)).switch(Docket)
+    return query.where(_which(docket_ids)).cte("judged")
 
 
 def _which(docket_ids: list[str] | None):
     return docket_rows.in_known_set() if docket_ids is None else Docket.id.in_(docket_ids)
 
 
-_MINE = DocketStage.alias("m")
 _UP = DocketStage.alias("u")
 
 
@@ -279,41 +378,27 @@ def _docket_ready(upstream: str, window_start: str, now: str, up):
     """The rule's docket side (``completion.docket_side``) as SQL: what a store whose markers
     live in another database reads from the state DB before it compares its markers."""
     side = docket_side(Completion("", upstream), window_start, now)
-    return side.sql(_columns(Completion("", upstream), up))
-
-
-def input_rows(upstream: str, docket_ids: list[str] | None, window_start: str, now: str) -> list[tuple]:
-    """(docket id, sealed_at, the upstream's output) of every docket of the known set (or of
-    ``docket_ids``), the output None where the docket row alone says the stage after it has
-    work (an item's retry has come; open and not pulled in this window): what a store whose
-    markers live in another database compares its markers with."""
-    if docket_ids is not None and len(docket_ids) > _IN_LIST_MAX:
-        return [row for i in range(0, len(docket_ids), _IN_LIST_MAX)
-                for row in input_rows(upstream, docket_ids[i:i + _IN_LIST_MAX], window_start, now)]
-    count_completion_read(COMPLETION_READS_STATE)
-    up = _UP
-    state_ok = _docket_ready(upstream, window_start, now, up)
-    query = (Docket.select(Docket.id, Docket.sealed_at, Case(None, [(state_ok, up.output_fingerprint)], None))
-             .join(up, JOIN.LEFT_OUTER, on=(up.docket == Docket.id) & (up.stage == upstream))
-             .where(_which(docket_ids))
-             .tuples())
-    # Raw rows: the columns are text already (no conversion per value).
-    return database.execute(query).fetchall()
+    return side.sql(_columns(Completion("", upstream), up, up))
 
 
 def input_lines(upstream: str, window_start: str, now: str) -> str | None:
-    """``input_rows`` of the known set as one text in one statement: a line per docket,
+    """(docket id, sealed_at, the upstream's output) of every docket of the known set as one
+    text in one statement, the output None where the docket row alone says the stage after
+    it has work (an item's retry has come; open and not pulled in this window): what a store
+    whose markers live in another database compares its markers with. A line per docket,
     ``id US sealed_at US output`` ('' for None), NL-joined, by id in byte order (None: no
-    docket). One value, however many dockets: a store whose markers live in another database
-    compares a checksum of it with one of its own (``IndexDB.vouching_checksum``). The order
-    is the ordered subquery's, which SQLite and PostgreSQL keep; were it ever not kept, the
-    checksums would differ and the dockets be judged one by one (``input_rows_of``)."""
-    count_completion_read(COMPLETION_READS_STATE)
-    return input_lines_query(upstream, window_start, now).scalar(database)
+    docket). One value, however many dockets: that store compares a checksum of it with one
+    of its own (``IndexDB.vouching_checksum``). The order is the ordered subquery's, which
+    SQLite and PostgreSQL keep; were it ever not kept, the checksums would differ and the
+    dockets be judged one by one (``input_rows_of``). (A wrapper reads it as a ``LinesAsk``
+    of ``judge_asks``, in the statement that judges every other stage of its run.)"""
+    return judge_asks([LinesAsk(upstream)], None, window_start=window_start, now=now, sample=0)[0]
 
 
-def input_lines_query(upstream: str, window_start: str, now: str) -> Select:
-    """``input_lines``' statement, which reads two covering indexes and no table row."""
+def input_lines_query(upstream: str, window_start: str, now: str,
+                      docket_ids: list[str] | None = None) -> Select:
+    """``input_lines``' statement (of the known set, or of ``docket_ids``), which reads two
+    covering indexes and no table row."""
     up = _UP if is_postgres(database.obj) else _UP_BY_OUTPUT
     state_ok = _docket_ready(upstream, window_start, now, up)
     unit = Value(UNIT_SEP)
@@ -322,7 +407,7 @@ def input_lines_query(upstream: str, window_start: str, now: str) -> Select:
     by_id = Docket.id.collate('"C"') if is_postgres(database.obj) else Docket.id
     lines = (Docket.select(line.alias("line"))
              .join(up, JOIN.LEFT_OUTER, on=(up.docket == Docket.id) & (up.stage == upstream))
-             .where(docket_rows.in_known_set())
+             .where(_which(docket_ids))
              .order_by(by_id))
     joined = fn.string_agg if is_postgres(database.obj) else fn.GROUP_CONCAT
     return Select([lines], [joined(lines.c.line, LINE_SEP)])
@@ -332,7 +417,8 @@ UNIT_SEP, LINE_SEP = "\x1f", "\n"
 
 
 def input_rows_of(lines: str | None) -> list[tuple]:
-    """``input_rows`` from ``input_lines``' text (when the checksums differ: some docket has work)."""
+    """(docket id, sealed_at, the upstream's output) of each line of ``input_lines``' text
+    (when the checksums differ: some docket has work; or the named dockets')."""
     if lines is None:
         return []
     rows = (line.split(UNIT_SEP) for line in lines.split(LINE_SEP))

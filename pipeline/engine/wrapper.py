@@ -1,8 +1,8 @@
 """The Luigi wrappers: one stage task per known docket with work (``DocketWrapper``), after
 discovery (the pipeline's ``DiscoverDockets``, which the assembly hands over as
 ``DocketWrapper.discovery``: the engine names no stage). Every docket is judged by the
-targets' own rule in one read per store (``MarkerStore.judge``), so the finished ones never
-become tasks.
+targets' own rule in one read per store (``MarkerStore.judge``; for every wrapper of a run at
+once, ``run_judgements``), so the finished ones never become tasks.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import luigi
 
 from pipeline.clock import iso, utcnow
 from pipeline.collector import collector_paused
-from pipeline.engine import not_done, registry, runs
+from pipeline.engine import not_done, registry, run_judgements, runs
 from pipeline.engine.command_line import (
     BoundedIntParameter,
     CheckedParameters,
@@ -22,7 +22,6 @@ from pipeline.engine.command_line import (
 )
 from pipeline.engine.docket_task import BASE_VERSION, PARTIAL, DocketStageTask, runtime_or_exit
 from pipeline.engine.invocation import Invocation, InvocationParameter
-from pipeline.engine.markers import MarkerStore
 from pipeline.engine.store_scope import OfOneStore
 from pipeline.store import docket_failures
 from pipeline.store import dockets as docket_rows
@@ -123,16 +122,26 @@ class DocketWrapper(OfOneStore, CheckedParameters, luigi.Task):
         return self.current_invocation.forced_version(
             stage_task.stage.name, lambda: stage_task.next_forced_version(self.current_invocation))
 
+    def judged_with(self, version: int) -> list[tuple[type[DocketStageTask], int]]:
+        """The stage tasks this run's wrappers judge, each with the version it asks, this
+        wrapper's first: their verdicts are read together, in one read per store
+        (``run_judgements``). Only its own here; ``IndexAll`` adds its follow-on stages'."""
+        return [(self.stage_task, version)]
+
     def _dockets_with_work(self, version: int) -> list[str]:
-        """Every docket judged by the targets' own rule in one read per store: the finished
-        dockets are counted in one line, the others returned (ids)."""
+        """Every docket judged by the targets' own rule in one read per store (for every
+        wrapper of the run: the first asked reads them all): the finished dockets are counted
+        in one line, the others returned (ids)."""
         invocation = self.current_invocation
         stage = self.stage_task.stage
         named = self.named()
+        runtime = runtime_or_exit()
+        asked = [(registry.marker_store(task.stage, runtime, invocation), asked_version)
+                 for task, asked_version in self.judged_with(version)]
         with collector_paused():
-            judged = self.marker_store().judge(
-                named or None, version=version, now=iso(utcnow()),
-                window_start=invocation.window_start(runtime_or_exit().settings.freshness_seconds),
+            judged = run_judgements.judged(
+                invocation, self.store, asked, named or None, now=iso(utcnow()),
+                window_start=invocation.window_start(runtime.settings.freshness_seconds),
                 sample=max(SKIPPED_SHOWN, len(named)))
         pending, done = judged.pending, judged.done
         if pending:
@@ -145,10 +154,6 @@ class DocketWrapper(OfOneStore, CheckedParameters, luigi.Task):
         # Every named sealed docket is said so, finished or not (fetch does not pull it).
         self._notice_sealed(sorted([*judged.done_sample, *judged.pending.items()]))
         return list(pending)
-
-    def marker_store(self) -> MarkerStore:
-        return registry.marker_store(self.stage_task.stage, runtime_or_exit(),
-                                     self.current_invocation)
 
     def complete(self) -> bool:
         runtime_or_exit()

@@ -24,7 +24,7 @@ import psycopg2
 import psycopg2.extensions
 from pgvector.psycopg2 import register_vector
 
-from pipeline.counters import INDEX_QUERIES, count_query
+from pipeline.counters import INDEX_QUERIES, count_query, note_write
 from pipeline.index import embedded_server, migrations
 from pipeline.index.dimension_indexes import BUILD_MEMORY_CEILING, DimensionIndexes
 from pipeline.index.migrations import SCHEMA_VERSION, TEXT_SEARCH_CONFIG
@@ -51,7 +51,9 @@ class CountedCursor(psycopg2.extensions.cursor):
 
     def execute(self, query, vars=None):  # noqa: A002 - psycopg2's signature
         count_query(str(query), INDEX_QUERIES)
-        return super().execute(query, vars)
+        done = super().execute(query, vars)
+        note_write(str(query), self.rowcount)
+        return done
 
     def copy_expert(self, sql, file, size=8192):
         count_query(str(sql), INDEX_QUERIES)

@@ -68,17 +68,25 @@ class IndexMarkers:
 
     def judge(self, docket_ids: list[str] | None, *, version: int, window_start: str, now: str,
               sample: int) -> Judged:
-        """The completion rule over every docket: one state-DB query (each docket's seal and the
-        input's output, None where the docket row already says there is work) and one
-        index-DB query (over the known set: a checksum of the markers at ``version`` or later;
-        only when it differs from the state DB's, every such marker). A docket is done when its
+        return markers.judge_together([(self, version)], docket_ids, window_start=window_start,
+                                      now=now, sample=sample)[0]
+
+    def state_ask(self, version: int) -> markers.LinesAsk:
+        return markers.LinesAsk(self.input_stage)
+
+    def judged_from(self, lines: str | None, docket_ids: list[str] | None, *, version: int,
+                    window_start: str, now: str, sample: int) -> Judged:
+        """The completion rule over every docket: the state DB's side read already (``lines``:
+        each docket's seal and the input's output, None where the docket row already says
+        there is work; one statement for every store of a wrapper's run) and one index-DB
+        query (over the known set: a checksum of the markers at ``version`` or later; only
+        when it differs from the state DB's, every such marker). A docket is done when its
         marker vouches for the input expected now, under the docket's seal when it has one.
         (A forgotten docket's marker, kept in the index DB, makes the checksums differ: such a
         store is judged docket by docket, as before the checksum.)"""
         if docket_ids is None:
             # One checksum per database first: when every known docket's marker vouches for
             # its input, nothing is made per docket at all.
-            lines = markers.input_lines(self.input_stage, window_start, now)
             count_completion_read(COMPLETION_READS_INDEX)
             theirs = self.runtime.index_db().vouching_checksum(self.probe_collection, version,
                                                                self.vouched_under())
@@ -86,9 +94,7 @@ class IndexMarkers:
                 self._keep_markers_of({}, [])
                 return Judged({}, lines.count(markers.LINE_SEP) + 1 if lines else 0,
                               markers.first_of(lines, sample))
-            rows = markers.input_rows_of(lines)  # some docket has work: judged one by one
-        else:
-            rows = markers.input_rows(self.input_stage, docket_ids, window_start, now)
+        rows = markers.input_rows_of(lines)  # some docket has work, or named: judged one by one
         count_completion_read(COMPLETION_READS_INDEX)
         current = self.runtime.index_db().current_markers(self.probe_collection, version,
                                                           self.vouched_under())

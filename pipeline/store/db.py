@@ -16,7 +16,7 @@ from playhouse.migrate import PostgresqlMigrator, SqliteMigrator, migrate
 from psycopg2.extensions import parse_dsn
 
 from pipeline.config import masked_url
-from pipeline.counters import ROWS_WRITTEN, STATE_QUERIES, count_query, counters
+from pipeline.counters import ROWS_WRITTEN, STATE_QUERIES, count_query, counters, note_write
 from pipeline.errors import ConfigError
 from pipeline.store import models, prepared
 from pipeline.store.models import (
@@ -79,7 +79,9 @@ class _CountingMixin:
                 _kill_countdown[0] -= 1
                 if _kill_countdown[0] == 0:
                     os.kill(os.getpid(), signal.SIGKILL)
-        return super().execute_sql(sql, params, *args, **kwargs)
+        cursor = super().execute_sql(sql, params, *args, **kwargs)
+        note_write(sql, cursor.rowcount)
+        return cursor
 
 
 class StateSqlite(_CountingMixin, peewee.SqliteDatabase):
