@@ -31,10 +31,12 @@ def page_count(total: int, per_page: int) -> int:
     return max(1, -(-total // per_page))
 
 
-def docket_page(offset: int, limit: int) -> list[Docket]:
+def docket_page(offset: int, limit: int, after: str | None = None) -> list[Docket]:
     """One page of the known dockets, in id order (a store may know 276,000: lists of them are
-    paged, and each page's reads are filtered to its dockets)."""
-    return list(Docket.select().order_by(Docket.id).offset(offset).limit(limit))
+    paged, and each page's reads are filtered to its dockets). ``after``: the page past that
+    id, read from the key (a walk over every page skips no rows again, as an offset would)."""
+    query = Docket.select().order_by(Docket.id).limit(limit)
+    return list(query.where(Docket.id > after) if after is not None else query.offset(offset))
 
 
 def _of(query, column, dockets: list[str] | None):

@@ -64,9 +64,11 @@ def _print_all(total: int, index_db) -> None:
     if not total:
         print("no dockets known yet")
         return
-    for offset in range(0, total, ALL_CHUNK):
-        lines = table(_page_rows(reports.docket_page(offset, ALL_CHUNK), index_db), HEADER).split("\n")
-        print("\n".join(lines if offset == 0 else lines[1:]), flush=True)
+    page, first = reports.docket_page(0, ALL_CHUNK), True
+    while page:
+        lines = table(_page_rows(page, index_db), HEADER).split("\n")
+        print("\n".join(lines if first else lines[1:]), flush=True)
+        page, first = reports.docket_page(0, ALL_CHUNK, after=page[-1].id), False
     print(f"{total:,} dockets")
 
 
