@@ -84,11 +84,16 @@ class IndexReads:
             )
             return [CountMismatch(*row) for row in cur.fetchall()]
 
-    def indexed_counts(self, collection: str) -> dict[str, int]:
-        """docket -> items with an index state row in ``collection`` (one grouped query)."""
+    def indexed_counts(self, collection: str, dockets: list[str] | None = None) -> dict[str, int]:
+        """docket -> items with an index state row in ``collection`` (one grouped query; of
+        these dockets, None: all: a page of dockets asks for its own only)."""
         with self._conn, self._conn.cursor() as cur:
-            cur.execute("SELECT docket, count(*) FROM index_state WHERE collection = %s GROUP BY docket",
-                        (collection,))
+            if dockets is None:
+                cur.execute("SELECT docket, count(*) FROM index_state WHERE collection = %s GROUP BY docket",
+                            (collection,))
+            else:
+                cur.execute("SELECT docket, count(*) FROM index_state WHERE collection = %s AND docket = ANY(%s) "
+                            "GROUP BY docket", (collection, list(dockets)))
             return dict(cur.fetchall())
 
     def dump_chunks(self) -> str:

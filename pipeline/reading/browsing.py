@@ -353,13 +353,13 @@ class DocketSummary:
 
 
 def docket_count() -> int:
-    return Docket.select().count()
+    return reports.docket_count()
 
 
 def docket_summaries(offset: int = 0, limit: int = 100) -> list[DocketSummary]:
     """One page of dockets (in id order) with each one's comment count, latest change and
     posting hours: three statements whatever the number of dockets."""
-    dockets = list(Docket.select().order_by(Docket.id).offset(offset).limit(limit))
+    dockets = reports.docket_page(offset, limit)
     ids = [d.id for d in dockets]
     if not ids:
         return []
@@ -483,10 +483,12 @@ class ProblemGroup:
     next_attempt_at: str | None
 
 
-def problems(docket_id: str | None = None, limit: int = 200) -> list[ProblemGroup]:
+def problems(docket_id: str | None = None, limit: int = 200, dockets: list[str] | None = None) -> list[ProblemGroup]:
     """Rows that failed or wait, per docket, stage, state and reason, with a count and an
     example (one grouped statement, and one for the scans; the most frequent first, at most
-    ``limit`` groups)."""
+    ``limit`` groups), of one docket, of these (a page of them), or of all."""
+    if docket_id is not None:
+        dockets = [docket_id]
     from pipeline.store.models import ItemState
 
     reason = fn.COALESCE(ItemState.reason, "")
@@ -495,24 +497,24 @@ def problems(docket_id: str | None = None, limit: int = 200) -> list[ProblemGrou
     query = (ItemState.select(ItemState.docket, ItemState.stage, ItemState.state, reason, n, fn.MIN(ItemState.item),
                               fn.MIN(ItemState.next_attempt_at))
              .where(ItemState.state.in_(others)))
-    if docket_id is not None:
-        query = query.where(ItemState.docket == docket_id)
+    if dockets is not None:
+        query = query.where(ItemState.docket.in_(list(dockets)))
     query = (query.group_by(ItemState.docket, ItemState.stage, ItemState.state, reason)
              .order_by(ItemState.docket, n.desc(), ItemState.stage, ItemState.state, reason).limit(limit))
-    groups = [ProblemGroup(*row) for row in query.tuples()] + _waiting_for_ocr(docket_id)
+    groups = [ProblemGroup(*row) for row in query.tuples()] + _waiting_for_ocr(dockets)
     return sorted(groups, key=lambda g: (g.docket, -g.count, g.stage, g.state, g.reason))[:limit]
 
 
-def _waiting_for_ocr(docket_id: str | None) -> list[ProblemGroup]:
+def _waiting_for_ocr(dockets: list[str] | None) -> list[ProblemGroup]:
     """The ``ocr_needed`` groups: extract rows left so whose scans OCR has not read yet (a scan
     OCR read waits no more, ``reports.read_by_ocr``)."""
     from pipeline.store.models import ItemState
 
-    read = reports.read_by_ocr(docket_id)
+    read = reports.read_by_ocr(dockets=dockets)
     query = ItemState.select(ItemState.docket, ItemState.stage, ItemState.item, ItemState.reason).where(
         ItemState.state == reports.OCR_NEEDED)
-    if docket_id is not None:
-        query = query.where(ItemState.docket == docket_id)
+    if dockets is not None:
+        query = query.where(ItemState.docket.in_(list(dockets)))
     groups: dict[tuple[str, str, str], list[str]] = {}
     for docket, stage, item, why in query.tuples():
         if (stage, item) not in read:

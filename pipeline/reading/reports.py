@@ -21,8 +21,27 @@ FILE_STAGES = ("backfill.file", "extract.file")
 # --- dockets ------------------------------------------------------------------------------------
 
 
-def all_dockets() -> list[Docket]:
-    return list(Docket.select().order_by(Docket.id))
+def docket_count() -> int:
+    return Docket.select().count()
+
+
+def page_count(total: int, per_page: int) -> int:
+    """How many pages ``total`` rows make at ``per_page`` each (1 when there are none: the
+    first page of an empty list says so)."""
+    return max(1, -(-total // per_page))
+
+
+def docket_page(offset: int, limit: int, after: str | None = None) -> list[Docket]:
+    """One page of the known dockets, in id order (a store may know 276,000: lists of them are
+    paged, and each page's reads are filtered to its dockets). ``after``: the page past that
+    id, read from the key (a walk over every page skips no rows again, as an offset would)."""
+    query = Docket.select().order_by(Docket.id).limit(limit)
+    return list(query.where(Docket.id > after) if after is not None else query.offset(offset))
+
+
+def _of(query, column, dockets: list[str] | None):
+    """``query`` narrowed to these dockets (None: every docket)."""
+    return query if dockets is None else query.where(column.in_(list(dockets)))
 
 
 def docket_seals() -> dict[str, Docket]:
@@ -30,10 +49,12 @@ def docket_seals() -> dict[str, Docket]:
     return {d.id: d for d in Docket.select(Docket.id, Docket.sealed_at, Docket.retry_due_at)}
 
 
-def partial_stages() -> dict[str, list[str]]:
+def partial_stages(dockets: list[str] | None = None) -> dict[str, list[str]]:
     """docket -> the stages whose last finished run over it stopped on a spent budget: left
-    partial, continued by the next run (one query)."""
+    partial, continued by the next run (one query; of these dockets, None: all)."""
     finished = Run.finished_at.is_null(False) & Run.stage.is_null(False) & Run.docket.is_null(False)
+    if dockets is not None:
+        finished &= Run.docket.in_(list(dockets))
     latest = (Run.select(Run.docket, Run.stage, fn.MAX(Run.started_at).alias("at"))
               .where(finished).group_by(Run.docket, Run.stage).alias("latest"))
     query = (Run.select(Run.docket, Run.stage)
@@ -47,8 +68,9 @@ def partial_stages() -> dict[str, list[str]]:
     return {docket: sorted(stages) for docket, stages in stopped.items()}
 
 
-def comment_progress() -> dict[str, dict[str, int]]:
-    """docket -> comments / detailed / extracted, for comments only, in one grouped query.
+def comment_progress(dockets: list[str] | None = None) -> dict[str, dict[str, int]]:
+    """docket -> comments / detailed / extracted, for comments only, in one grouped query (of
+    these dockets, None: all).
 
     comments: listed by fetch; detailed: backfill stored its detail (a ``failed`` item whose
     record was read but one of whose files failed for good keeps its body and submitter, and
@@ -65,9 +87,9 @@ def comment_progress() -> dict[str, dict[str, int]]:
                          fn.COUNT(ItemState.item))
         .join(Item, on=(Item.key == ItemState.item))
         .where((Item.kind == "comment") & ItemState.stage.in_(["fetch", "backfill", "extract"]))
-        .group_by(ItemState.docket, ItemState.stage, ItemState.state, has_detail)
-        .tuples()
     )
+    query = _of(query, ItemState.docket, dockets).group_by(
+        ItemState.docket, ItemState.stage, ItemState.state, has_detail).tuples()
     progress: dict[str, dict[str, int]] = {}
     column = {"fetch": "comments", "backfill": "detailed", "extract": "extracted"}
     for docket, stage, state, detail_stored, n in query:
@@ -83,13 +105,14 @@ def comment_progress() -> dict[str, dict[str, int]]:
     return progress
 
 
-def submissions(docket_id: str | None = None) -> dict[str, tuple[int, int]]:
+def submissions(docket_id: str | None = None, dockets: list[str] | None = None) -> dict[str, tuple[int, int]]:
     """docket -> (comment records, submissions they represent), in one grouped query (of one
-    docket, or of all): a record standing for a mass-mail campaign says how many more it
-    stands for (``duplicate_comments``); regulations.gov's "comments received" counts those."""
+    docket, of these, or of all): a record standing for a mass-mail campaign says how many more
+    it stands for (``duplicate_comments``); regulations.gov's "comments received" counts those."""
     represented = fn.SUM(1 + fn.COALESCE(Item.duplicate_comments, 0))
     which = (Item.kind == "comment") if docket_id is None else (Item.kind == "comment") & (Item.docket == docket_id)
-    query = Item.select(Item.docket, fn.COUNT(Item.key), represented).where(which).group_by(Item.docket).tuples()
+    query = _of(Item.select(Item.docket, fn.COUNT(Item.key), represented).where(which), Item.docket, dockets)
+    query = query.group_by(Item.docket).tuples()
     return {docket: (records, int(total or 0)) for docket, records, total in query}
 
 
@@ -108,14 +131,15 @@ def progress_cell(counts: dict[str, int], column: str) -> str:
     return f"{done} ({', '.join(aside)})" if aside else done
 
 
-def retry_waiting() -> dict[str, int]:
-    """docket -> how many of its items wait to retry, in any stage.
+def retry_waiting(dockets: list[str] | None = None) -> dict[str, int]:
+    """docket -> how many of its items wait to retry, in any stage (of these dockets, None: all).
 
     Counted by item, not by row: a comment whose attachment waits has a ``retry`` row in
     ``backfill`` and one in ``backfill.file`` (``<comment>/<file>``), and is one item.
     Retry rows are few, so they are read and folded here rather than in SQL.
     """
-    query = ItemState.select(ItemState.docket, ItemState.item).where(ItemState.state == RETRY).tuples()
+    query = _of(ItemState.select(ItemState.docket, ItemState.item).where(ItemState.state == RETRY),
+                ItemState.docket, dockets).tuples()
     items: dict[str, set[str]] = {}
     for docket, item in query:
         items.setdefault(docket, set()).add(item.split("/", 1)[0])
@@ -158,9 +182,10 @@ OCR_NEEDED = "ocr_needed"
 OCR_DONE = "ocr_done"  # how counts and explain name an ocr_needed row OCR has since read
 
 
-def read_by_ocr(docket: str | None = None, comment: str | None = None) -> dict[tuple[str, str], tuple[str, str]]:
+def read_by_ocr(docket: str | None = None, comment: str | None = None,
+                dockets: list[str] | None = None) -> dict[tuple[str, str], tuple[str, str]]:
     """(stage, key) -> (docket, stage) of each extract row left ``ocr_needed`` that waits for
-    nothing any more (of one docket, or one comment, or all). A file's row (``extract.file``,
+    nothing any more (of one docket, of these, or one comment, or all). A file's row (``extract.file``,
     '<comment>/<file>') when its ``ocr`` row is past pending and vouches for the combined.md
     stored now (``ocr_in_force``: OCR's text is in it, whatever OCR's outcome); the comment's
     own row (``extract``) when every file of it left ``ocr_needed`` is so read. Scans are few:
@@ -173,6 +198,7 @@ def read_by_ocr(docket: str | None = None, comment: str | None = None) -> dict[t
         (ItemState.state == OCR_NEEDED) & ItemState.stage.in_((EXTRACT, FILE_STAGE)))
     if docket is not None:
         query = query.where(ItemState.docket == docket)
+    query = _of(query, ItemState.docket, dockets)
     if comment is not None:
         query = query.where((ItemState.item == comment) | ItemState.item.startswith(f"{comment}/"))
     waiting = list(query.tuples())
@@ -300,10 +326,11 @@ def retry_reasons(docket_id: str) -> list[RetryReason]:
     return [RetryReason(*row) for row in query.tuples()]
 
 
-def pending_counts() -> dict[str, int]:
-    """docket -> rows left ``pending`` (a run is on them, or one died: the next run repairs)."""
-    query = (ItemState.select(ItemState.docket, fn.COUNT(ItemState.item))
-             .where(ItemState.state == "pending").group_by(ItemState.docket).tuples())
+def pending_counts(dockets: list[str] | None = None) -> dict[str, int]:
+    """docket -> rows left ``pending`` (a run is on them, or one died: the next run repairs;
+    of these dockets, None: all)."""
+    query = _of(ItemState.select(ItemState.docket, fn.COUNT(ItemState.item)).where(ItemState.state == "pending"),
+                ItemState.docket, dockets).group_by(ItemState.docket).tuples()
     return dict(query)
 
 

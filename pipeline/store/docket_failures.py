@@ -54,9 +54,9 @@ def current(docket_ids: list[str] | None = None, since: str | None = None) -> li
     return list(query.order_by(DocketFailure.docket, DocketFailure.stage))
 
 
-def by_docket() -> dict[str, list[DocketFailure]]:
-    """docket -> its failed stages (one query)."""
+def by_docket(docket_ids: list[str] | None = None) -> dict[str, list[DocketFailure]]:
+    """docket -> its failed stages (one query; of these dockets, None: all)."""
     found: dict[str, list[DocketFailure]] = {}
-    for row in current():
+    for row in current(docket_ids):
         found.setdefault(row.docket, []).append(row)
     return found

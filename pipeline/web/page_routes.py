@@ -13,7 +13,7 @@ from pipeline.reading import browsing, campaigns
 from pipeline.reading.search_arguments import BadSearch
 from pipeline.store import docket_failures
 from pipeline.web import browse, pages
-from pipeline.web.site import site_of
+from pipeline.web.site import page_number, site_of
 
 
 async def search(request: Request):
@@ -81,7 +81,13 @@ async def document_section(request: Request):
 
 
 async def status(request: Request):
-    site = site_of(request)
-    return site.render(request, "status.html", rows=pages.status_page(site.runtime), problems=browsing.problems(),
-                       stage_failures=docket_failures.current(),
+    site, number = site_of(request), page_number(request)
+    if isinstance(number, list):
+        return site.bad(request, number, "/status")
+    page = pages.status_page(site.runtime, number)
+    # What failed or waits, of this page's dockets only: store-wide, the failed-rows
+    # statement scans every row of a store that knows 276,000 dockets.
+    ids = [row.docket.id for row in page.rows]
+    return site.render(request, "status.html", page=page, problems=browsing.problems(dockets=ids),
+                       stage_failures=docket_failures.current(ids),
                        failed_states=browsing.FAILED_STATES, show_docket=True)

@@ -503,14 +503,37 @@ class DocketStatus:
         return progress_cell(self.progress, column)
 
 
-def status_page(runtime) -> list[DocketStatus]:
+STATUS_PAGE_SIZE = 100
+
+
+@dataclass
+class StatusPage:
+    rows: list[DocketStatus]
+    page: int
+    total: int  # every known docket (one count), not only this page's
+
+    @property
+    def last_page(self) -> int:
+        from pipeline.reading.reports import page_count
+
+        return page_count(self.total, STATUS_PAGE_SIZE)
+
+
+def status_page(runtime, page: int = 1) -> StatusPage:
+    """One page of dockets with their progress, its reads filtered to the page's dockets: the
+    same statements at 3 dockets as at 276,000."""
     from pipeline.reading import reports
 
-    progress, waiting, pending = reports.comment_progress(), reports.retry_waiting(), reports.pending_counts()
+    dockets = reports.docket_page((page - 1) * STATUS_PAGE_SIZE, STATUS_PAGE_SIZE)
+    ids = [d.id for d in dockets]
+    if not ids:
+        return StatusPage([], page, reports.docket_count())
+    progress, waiting, pending = reports.comment_progress(ids), reports.retry_waiting(ids), reports.pending_counts(ids)
     index_db = runtime.existing_index_db()
-    indexed = index_db.indexed_counts("comments") if index_db is not None else None
-    return [DocketStatus(d, progress.get(d.id, {}), None if indexed is None else indexed.get(d.id, 0),
-                         waiting.get(d.id, 0), pending.get(d.id, 0)) for d in reports.all_dockets()]
+    indexed = index_db.indexed_counts("comments", ids) if index_db is not None else None
+    rows = [DocketStatus(d, progress.get(d.id, {}), None if indexed is None else indexed.get(d.id, 0),
+                         waiting.get(d.id, 0), pending.get(d.id, 0)) for d in dockets]
+    return StatusPage(rows, page, reports.docket_count())
 
 
 # --- values ---------------------------------------------------------------------------------

@@ -41,8 +41,10 @@ def comment_with_attachment(store) -> str:
 
 def table(text: str) -> list[dict[str, str]]:
     """A printed table's rows as {header: cell}, cut at the header's column starts (cells
-    such as '2 @2026-12-01 01:00 EST' and headers such as 'last pull' hold spaces)."""
+    such as '2 @2026-12-01 01:00 EST' and headers such as 'last pull' hold spaces; a paged
+    list's last line, 'page 1 of 1 (3 dockets)', is not a row)."""
     header, *lines = text.splitlines()
+    lines = [line for line in lines if not re.match(r"page [\d,]+ of [\d,]+ \(", line)]
     names = [n.strip() for n in header.split("  ") if n.strip()]
     starts, at = [], 0
     for name in names:  # left to right: "at" is in "state" too

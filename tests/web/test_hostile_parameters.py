@@ -106,7 +106,7 @@ def test_filtering_by_organisation_over_a_huge_stored_name_stays_fast(client, st
 def test_a_request_that_runs_out_of_time_is_503_and_the_next_is_served(client, store, monkeypatch):
     from pipeline.web import pages, request_limits
 
-    def endless(runtime):  # a statement that would read for minutes
+    def endless(runtime, page=1):  # a statement that would read for minutes
         runtime.state.execute_sql("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) "
                                   "SELECT count(*) FROM n").fetchall()
 

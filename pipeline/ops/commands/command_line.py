@@ -97,6 +97,19 @@ def parse_k(text: str) -> int:
     return k
 
 
+def whole_number(high: int | None = None) -> Callable[[str], int]:
+    """--page / --per-page: a whole number from 1 (to ``high`` when given; argparse type)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if n < 1 or (high is not None and n > high):
+            raise argparse.ArgumentTypeError(f"give a number from 1{f' to {high:,}' if high else ''}, not {n}")
+        return n
+    return parse
+
+
 class OneLineParser(argparse.ArgumentParser):
     """A bad argument is one line on stderr (argparse's usage block is what --help is for)."""
 

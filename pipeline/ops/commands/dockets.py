@@ -6,12 +6,22 @@ The store's modules are imported inside the commands: they bring peewee and psyc
 from __future__ import annotations
 
 from pipeline.clock import eastern_date, eastern_instant
-from pipeline.ops.commands.command_line import command, minute, open_runtime, table
+from pipeline.errors import DocketeerError
+from pipeline.ops.commands.command_line import command, minute, open_runtime, table, whole_number
+
+HEADER = ["docket", "agency", "closes", "comments", "submissions", "detailed", "extracted", "indexed", "retry",
+          "watermark", "last pull", "sealed", "partial", "failed"]
+MAX_PER_PAGE = 10_000
+ALL_CHUNK = 1_000  # --all reads and prints this many dockets at a time
 
 
 def register(commands) -> None:
-    commands.add_parser("dockets", help="known dockets: counts, items waiting to retry, watermark, last pull, seal, "
-                                         "stages left partial or failed")
+    dockets = commands.add_parser("dockets", help="known dockets, a page at a time: counts, items waiting to retry, "
+                                                  "watermark, last pull, seal, stages left partial or failed")
+    dockets.add_argument("--page", type=whole_number(), default=1, help="which page (default 1)")
+    dockets.add_argument("--per-page", type=whole_number(MAX_PER_PAGE), default=50,
+                         help="dockets a page (default 50)")
+    dockets.add_argument("--all", action="store_true", help="every docket, printed as it is read")
     seal = commands.add_parser("seal", help="seal a docket by hand (every stage skips it)")
     seal.add_argument("docket")
     seal.add_argument("--reason", default="", help="why; kept with the seal")
@@ -27,22 +37,59 @@ def register(commands) -> None:
 @command
 def cmd_dockets(args) -> int:
     from pipeline.reading import reports
+
+    index_db = open_runtime().existing_index_db()
+    total = reports.docket_count()
+    if args.all:
+        _print_all(total, index_db)
+        return 0
+    last = reports.page_count(total, args.per_page)
+    if args.page > last:
+        raise DocketeerError(f"no page {args.page:,}: {total:,} dockets make {last:,} pages of {args.per_page:,}")
+    rows = _page_rows(reports.docket_page((args.page - 1) * args.per_page, args.per_page), index_db)
+    if not rows:
+        print("no dockets known yet")
+        return 0
+    print(table(rows, HEADER))
+    more = f": --page {args.page + 1} for more" if args.page < last else ""
+    print(f"page {args.page:,} of {last:,} ({total:,} dockets){more}")
+    return 0
+
+
+def _print_all(total: int, index_db) -> None:
+    """Every docket, a chunk read and printed at a time (never all of them in memory): each
+    chunk's columns are as wide as its own cells."""
+    from pipeline.reading import reports
+
+    if not total:
+        print("no dockets known yet")
+        return
+    page, first = reports.docket_page(0, ALL_CHUNK), True
+    while page:
+        lines = table(_page_rows(page, index_db), HEADER).split("\n")
+        print("\n".join(lines if first else lines[1:]), flush=True)
+        page, first = reports.docket_page(0, ALL_CHUNK, after=page[-1].id), False
+    print(f"{total:,} dockets")
+
+
+def _page_rows(page: list, index_db) -> list[list]:
+    """The rows of a page of dockets, read for its dockets only: a grouped statement per
+    column family, whatever the page's size or the store's."""
+    from pipeline.reading import reports
     from pipeline.store import docket_failures
 
-    rt = open_runtime()
-    progress, waiting = reports.comment_progress(), reports.retry_waiting()
-    represented = reports.submissions()
-    failures = docket_failures.by_docket()
-    partial = reports.partial_stages()
-    index_db = rt.existing_index_db()
-    rows = [[*_docket_row(d, progress.get(d.id, {}), waiting.get(d.id, 0), index_db,
-                          represented.get(d.id, (0, 0))[1]),
+    ids = [d.id for d in page]
+    if not ids:
+        return []
+    progress, waiting = reports.comment_progress(ids), reports.retry_waiting(ids)
+    represented = reports.submissions(dockets=ids)
+    failures = docket_failures.by_docket(ids)
+    partial = reports.partial_stages(ids)
+    indexed = index_db.indexed_counts("comments", ids) if index_db else None
+    return [[*_docket_row(d, progress.get(d.id, {}), waiting.get(d.id, 0),
+                          "-" if indexed is None else indexed.get(d.id, 0), represented.get(d.id, (0, 0))[1]),
              _partial_cell(partial.get(d.id, [])), _failed_cell(failures.get(d.id, []))]
-            for d in reports.all_dockets()]
-    header = ["docket", "agency", "closes", "comments", "submissions", "detailed", "extracted", "indexed", "retry",
-              "watermark", "last pull", "sealed", "partial", "failed"]
-    print(table(rows, header) if rows else "no dockets known yet")
-    return 0
+            for d in page]
 
 
 def _partial_cell(stages: list[str]) -> str:
@@ -61,13 +108,12 @@ def _failed_cell(failures: list) -> str:
                      for f in failures)
 
 
-def _docket_row(d, counts: dict[str, int], waiting: int, index_db, submissions: int) -> list:
+def _docket_row(d, counts: dict[str, int], waiting: int, indexed: int | str, submissions: int) -> list:
     """``submissions``: what the docket's comment records represent (a mass-mail campaign's
-    record stands for its ``duplicateComments`` too): regulations.gov's "comments received"."""
+    record stands for its ``duplicateComments`` too): regulations.gov's "comments received";
+    ``indexed``: its comments with an index row ('-' without an index DB)."""
     from pipeline.reading.reports import progress_cell
 
-    # One query per docket: the comments collection's index rows.
-    indexed = len(index_db.state_for_docket("comments", d.id)) if index_db else "-"
     return [
         d.id, d.agency or "", eastern_date(d.comment_end_date), counts.get("comments", 0), submissions,
         progress_cell(counts, "detailed"), progress_cell(counts, "extracted"), indexed,
