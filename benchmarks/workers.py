@@ -62,6 +62,7 @@ class Rig:
     api_base: str
     luigid_port: int
     dockets: list[str]
+    luigid_pid: int | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def env(self, host: str) -> dict[str, str]:
@@ -102,6 +103,7 @@ class HostsRun:
     returncodes: dict[str, int]
     logs: dict[str, str]
     scheduled: dict[str, float]  # host -> seconds from the start to its scheduling's end
+    luigid_cpu: float | None = None  # CPU seconds luigid spent meanwhile: its one thread serves every host
 
     def stage_runs(self) -> dict[str, Counter]:
         """(stage, docket) pairs each host's log says it ran."""
@@ -123,6 +125,7 @@ def run_hosts(rig: Rig, hosts: int, timeout: float = 3600) -> HostsRun:
     when each one's scheduling ended (its log's "Done scheduling tasks": from then on it works)."""
     names = [f"host-{n}" for n in range(1, hosts + 1)]
     logs = {name: rig.folder / f"{name}.log" for name in names}
+    cpu_before = _cpu_seconds(rig.luigid_pid)
     started = time.perf_counter()
     processes = {name: rig.luigi(name, "IndexAll", logs[name], "--workers", "1") for name in names}
     scheduled: dict[str, float] = {}
@@ -145,8 +148,18 @@ def run_hosts(rig: Rig, hosts: int, timeout: float = 3600) -> HostsRun:
                 p.kill()
                 p.wait()
     seconds = time.perf_counter() - started
+    luigid_cpu = None if cpu_before is None else _cpu_seconds(rig.luigid_pid) - cpu_before
     return HostsRun(seconds, {name: p.returncode for name, p in processes.items()},
-                    {name: path.read_text() for name, path in logs.items()}, scheduled)
+                    {name: path.read_text() for name, path in logs.items()}, scheduled, luigid_cpu)
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def stage_rows(rig: Rig) -> tuple[Counter, list[tuple[str, str]]]:
@@ -235,8 +248,8 @@ def rig_with_luigid(folder: Path, state_url: str, index_url: str, blob_url: str,
 
     (folder / "luigid").mkdir(parents=True)
     env = {**os.environ, "LUIGI_CONFIG_PATH": str(DEPLOY / "luigid.cfg")}
-    with running_luigid(folder / "luigid" / "state.pickle", logdir=folder / "luigid", env=env) as (port, _):
-        yield Rig(folder, state_url, index_url, blob_url, s3_endpoint, api_base, port, dockets)
+    with running_luigid(folder / "luigid" / "state.pickle", logdir=folder / "luigid", env=env) as (port, daemon):
+        yield Rig(folder, state_url, index_url, blob_url, s3_endpoint, api_base, port, dockets, daemon.pid)
 
 
 def timed_run(folder: Path, made: dict, hosts: int) -> tuple[HostsRun, list[str]]:
@@ -288,7 +301,7 @@ def main(argv: list[str]) -> int:
                 planning = ", ".join(f"{h} {s:.0f} s" for h, s in sorted(run.scheduled.items()))
                 print(f"{hosts} worker process(es): {args.dockets} dockets x {len(STAGES)} stages in "
                       f"{run.seconds:.1f} s = {rates[hosts]:.2f} dockets/s (stage tasks per host: {shares}; "
-                      f"scheduling done after: {planning}; "
+                      f"scheduling done after: {planning}; luigid CPU {run.luigid_cpu:.0f} s; "
                       f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} cores)",
                       flush=True)
             for hosts in counts:

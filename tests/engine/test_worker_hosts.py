@@ -43,7 +43,7 @@ def test_four_hosts_run_every_docket_once_and_each_does_a_share(
     with rig_with_luigid(tmp_path / "hosts", new_pg_database(pg_server), new_pg_database(pg_server),
                          f"s3://{bucket}/blobs", s3_endpoint, server.api_base, dockets) as rig:
         discover(rig)
-        run = run_hosts(rig, HOSTS, timeout=900)
+        run = run_hosts(rig, HOSTS, timeout=max(900, 3 * DOCKETS))
     assert check(rig, run) == []
     ran = run.stage_runs()
     assert sorted(ran) == [f"host-{n}" for n in range(1, HOSTS + 1)] and all(ran.values())
