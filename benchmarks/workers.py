@@ -26,6 +26,7 @@ import argparse
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -226,6 +227,7 @@ def services(folder: Path, dockets: int, latency: float) -> Iterator[dict]:
     finally:
         moto.stop()
         pg.cleanup()
+        shutil.rmtree(pg_root, ignore_errors=True)  # the folder its data was under
 
 
 def new_database(pg) -> str:
