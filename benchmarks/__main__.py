@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "serve", "bench_search", "search_relevance", "formats", "mirrorlist", "mirror_backfill", "bench_scale", "campaigns", "campaigns_real", "serve_browse", "organisations", "search_scale", "lineage", "topics", "documents_unread", "cold_path", "hnsw_build", "organisations_real", "topics_real", "hand_written", "search_judged", "search_floor", "positions_real", "citations_judged", "int8", "scale_generate")
+BENCHMARKS = ("bench", "bench_extract", "bench_index", "bench_embedders", "serve", "bench_search", "search_relevance", "formats", "mirrorlist", "mirror_backfill", "bench_scale", "campaigns", "campaigns_real", "serve_browse", "organisations", "search_scale", "lineage", "topics", "documents_unread", "cold_path", "hnsw_build", "organisations_real", "topics_real", "hand_written", "search_judged", "search_floor", "positions_real", "citations_judged", "int8", "scale_generate", "workers")
 
 
 def main(argv: list[str]) -> int:
