@@ -25,7 +25,9 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from devtools.loopback_http import LoopbackHttpServer
 
 OPPOSING = ("oppose", "withdraw", "reject", "abandon", "do not finalize")
 SUPPORTING = ("support", "adopt", "applaud", "finalize")
@@ -63,8 +65,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # tests assert on the counts instead
 
 
-class LlmStandin:
+class LlmStandin(LoopbackHttpServer):
     """An OpenAI-compatible chat completions endpoint answering from keywords."""
+
+    HANDLER = _Handler
+    THREAD_NAME = "llm-standin"
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, api_key: str = "",
                  models: tuple[str, ...] = (MODEL,)) -> None:
@@ -78,38 +83,6 @@ class LlmStandin:
         self.texts: list[str] = []
         self.authorizations: list[str] = []
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> LlmStandin:
-        httpd = ThreadingHTTPServer((self.host, self.port), _Handler)
-        httpd.daemon_threads = True
-        httpd.standin = self
-        self._httpd = httpd
-        self.port = httpd.server_address[1]
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="llm-standin", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> LlmStandin:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def handle(self, handler: BaseHTTPRequestHandler) -> None:
         body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))

@@ -36,10 +36,12 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 from zoneinfo import ZoneInfo
+
+from devtools.loopback_http import LoopbackHttpServer
 
 EASTERN = ZoneInfo("America/New_York")
 JSONAPI_TYPE = "application/vnd.api+json;charset=utf-8"
@@ -350,8 +352,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # tests assert on request_log instead of stderr noise
 
 
-class StandinServer:
+class StandinServer(LoopbackHttpServer):
     """regulations.gov v4 + downloads + Federal Register search, answering from a mirror folder."""
+
+    HANDLER = _Handler
+    THREAD_NAME = "standin"
 
     def __init__(
         self,
@@ -389,48 +394,18 @@ class StandinServer:
         self._key_hits: dict[str, deque[float]] = {}
         self._scanner = MirrorScanner()
         self.index = MirrorIndex()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle
 
     def start(self) -> StandinServer:
         self.reload()
-        httpd = ThreadingHTTPServer((self.host, self.port), _Handler)
-        httpd.daemon_threads = True
-        httpd.standin = self
-        self._httpd = httpd
-        self.port = httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="standin", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> StandinServer:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        return super().start()
 
     def reload(self) -> None:
         """Re-scan the folder (after a test changed it); unchanged files are not re-read."""
         index = self._scanner.scan(self.root)
         with self._lock:
             self.index = index
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     @property
     def api_base(self) -> str:
